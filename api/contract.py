@@ -1,0 +1,386 @@
+"""The contract between the operator and the workload: env vars, paths, ports and names.
+
+The operator's builders write these into every pod; the workload's entry points
+(``python -m distgnn_workload.partition|sampler|trainer``) read them back with
+:meth:`WorkloadEnv.from_environ`. ``distgnn run`` writes the same variables for local
+processes, with the volume mapped to a local directory and every peer address mapped to a
+loopback port. Nothing here imports torch, kopf or kubernetes.
+
+On the shared volume (mounted at ``DATA_MOUNT_PATH``)::
+
+    <data>/
+    ├── datasets/...                 user datasets (OGB raw dirs, PyG files)
+    ├── partitions/<key>/            one partition set, see distgnn_workload.partition
+    │   └── _SUCCESS                 written last: the set is complete
+    └── runs/<job-uid>/              one job run
+        ├── job.json                 the job config as trained
+        ├── checkpoints/             epoch-<n>.pt and latest.json
+        ├── result.json              written by trainer 0 on success
+        └── logs/                    per-process logs (local mode)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, TextIO
+
+from distgnn_api.spec import DistGNNJobSpec, Model
+
+# --------------------------------------------------------------------------- roles
+
+
+class Role(StrEnum):
+    """A workload process role; each is a module entry point of the workload package."""
+
+    partition = "partition"
+    sampler = "sampler"
+    trainer = "trainer"
+
+
+WORKLOAD_PACKAGE = "distgnn_workload"
+
+
+def role_module(role: Role) -> str:
+    """The module that ``python -m`` runs for a role."""
+    return f"{WORKLOAD_PACKAGE}.{role.value}"
+
+
+# --------------------------------------------------------------------------- env vars
+
+ENV_ROLE = "DISTGNN_ROLE"  # partition | sampler | trainer
+ENV_RANK = "DISTGNN_RANK"  # pod ordinal within its role (StatefulSet pod index)
+ENV_NUM_TRAINERS = "DISTGNN_NUM_TRAINERS"  # trainer pods
+ENV_NUM_SAMPLERS = "DISTGNN_NUM_SAMPLERS"  # sampler pods; 0 is worker mode
+ENV_PROCS_PER_POD = "DISTGNN_PROCS_PER_POD"  # training processes per trainer pod (GPUs, or 1)
+ENV_TRAINER_ADDRS = "DISTGNN_TRAINER_ADDRS"  # comma list host:port of trainer pods, by rank
+ENV_SAMPLER_ADDRS = "DISTGNN_SAMPLER_ADDRS"  # comma list host:port of sampler pods, by rank
+ENV_DDP_PORT = "DISTGNN_DDP_PORT"  # trainer 0's torch.distributed store port
+ENV_METRICS_PORT = "DISTGNN_METRICS_PORT"  # this process's Prometheus port
+ENV_DATA_DIR = "DISTGNN_DATA_DIR"  # mount path of the shared volume
+ENV_PARTITION_DIR = "DISTGNN_PARTITION_DIR"  # <data>/partitions/<key>
+ENV_RUN_DIR = "DISTGNN_RUN_DIR"  # <data>/runs/<job-uid>
+ENV_CONFIG = "DISTGNN_CONFIG"  # path of the job config JSON (a ConfigMap mount)
+ENV_JOB_NAME = "DISTGNN_JOB_NAME"  # metadata.name of the DistGNNJob
+ENV_JOB_UID = "DISTGNN_JOB_UID"  # metadata.uid of the DistGNNJob
+ENV_NAMESPACE = "DISTGNN_NAMESPACE"  # namespace of the DistGNNJob
+ENV_DEVICE = "DISTGNN_DEVICE"  # cuda | cpu; unset picks cuda when available
+ENV_RENDEZVOUS_TIMEOUT = "DISTGNN_RENDEZVOUS_TIMEOUT"  # seconds to wait for peers
+
+# --------------------------------------------------------------------------- paths, ports
+
+DATA_MOUNT_PATH = "/var/lib/distgnn"  # the shared volume inside pods
+CONFIG_MOUNT_DIR = "/etc/distgnn"  # the ConfigMap holding the job config
+CONFIG_FILE_NAME = "job.json"  # key of the job config in that ConfigMap
+SHM_MOUNT_PATH = "/dev/shm"  # memory-backed emptyDir for torch's shared memory
+
+RPC_PORT = 29500  # sampler/trainer torch RPC (TensorPipe) listener
+DDP_PORT = 29400  # trainer 0's torch.distributed TCPStore
+DEFAULT_METRICS_PORT = 9400  # Prometheus /metrics and /progress
+DEFAULT_RENDEZVOUS_TIMEOUT_S = 600.0
+
+PARTITIONS_DIR = "partitions"
+RUNS_DIR = "runs"
+SUCCESS_MARKER = "_SUCCESS"
+RESULT_FILE = "result.json"
+CHECKPOINT_DIR = "checkpoints"
+LOG_DIR = "logs"
+
+# The on-disk partition format; part of the content key, so a format change re-partitions.
+PARTITION_FORMAT_VERSION = 1
+
+EXIT_OK = 0  # finished, or found its work already done
+EXIT_INTERNAL_ERROR = 1  # a bug or an environment failure; a gang restart may help
+EXIT_BAD_INPUT = 2  # the dataset or job config is invalid; restarting cannot help
+
+PROGRESS_PATH = "/progress"  # HTTP path on the metrics port serving Progress JSON
+PROGRESS_LINE_PREFIX = "@@distgnn "  # stdout lines that carry a ProgressEvent
+
+
+def partition_key(spec: DistGNNJobSpec) -> str:
+    """Content key of a job's partition: a hash of what determines the partition's bytes."""
+    payload = {
+        "format": PARTITION_FORMAT_VERSION,
+        "dataset": spec.dataset.model_dump(mode="json", by_alias=True, exclude_none=True),
+        "algorithm": spec.partition.algorithm.value,
+        "numPartitions": spec.num_partitions,
+        "balanceTrainNodes": spec.partition.balance_train_nodes,
+        "balanceEdges": spec.partition.balance_edges,
+        "seed": spec.partition.seed,
+    }
+    blob = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def partition_dir(data_dir: str | Path, key: str) -> Path:
+    """Directory of one partition set on the volume."""
+    return Path(data_dir) / PARTITIONS_DIR / key
+
+
+def run_dir(data_dir: str | Path, job_uid: str) -> Path:
+    """Directory of one job run on the volume."""
+    return Path(data_dir) / RUNS_DIR / job_uid
+
+
+def partitions_of_holder(holder: int, num_partitions: int, num_holders: int) -> list[int]:
+    """Partitions owned by one holder (sampler, or trainer in worker mode): a contiguous block."""
+    per = num_partitions // num_holders
+    return list(range(holder * per, (holder + 1) * per))
+
+
+def holder_of_partition(partition: int, num_partitions: int, num_holders: int) -> int:
+    """The holder that owns a partition; the inverse of partitions_of_holder."""
+    return partition // (num_partitions // num_holders)
+
+
+# --------------------------------------------------------------------------- names
+
+
+def statefulset_name(job_name: str, role: Role) -> str:
+    """StatefulSet of a role: <job>-sampler or <job>-trainer."""
+    return f"{job_name}-{role.value}"
+
+
+def service_name(job_name: str) -> str:
+    """Headless Service that governs both StatefulSets."""
+    return f"{job_name}-peers"
+
+
+def pod_name(job_name: str, role: Role, rank: int) -> str:
+    """Pod of a role's rank: the StatefulSet's pod of that ordinal."""
+    return f"{statefulset_name(job_name, role)}-{rank}"
+
+
+def pod_dns_name(job_name: str, role: Role, rank: int, namespace: str) -> str:
+    """Stable DNS name of a pod through the headless Service."""
+    return f"{pod_name(job_name, role, rank)}.{service_name(job_name)}.{namespace}.svc"
+
+
+def peer_addrs(job_name: str, role: Role, replicas: int, namespace: str, port: int) -> str:
+    """The ENV_*_ADDRS value for a role: host:port of every pod by rank."""
+    return ",".join(
+        f"{pod_dns_name(job_name, role, r, namespace)}:{port}" for r in range(replicas)
+    )
+
+
+# --------------------------------------------------------------------------- env reader
+
+
+class ContractError(RuntimeError):
+    """The environment does not satisfy the contract; the message names the variable."""
+
+
+@dataclass(frozen=True)
+class Address:
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+def parse_addrs(value: str, var: str) -> tuple[Address, ...]:
+    out: list[Address] = []
+    for item in filter(None, (x.strip() for x in value.split(","))):
+        host, sep, port = item.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise ContractError(f"{var}: {item!r} is not host:port")
+        out.append(Address(host, int(port)))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class WorkloadEnv:
+    """Everything a workload process learns from its environment."""
+
+    role: Role
+    rank: int
+    num_trainers: int
+    num_samplers: int
+    procs_per_pod: int
+    trainer_addrs: tuple[Address, ...]
+    sampler_addrs: tuple[Address, ...]
+    ddp_port: int
+    metrics_port: int
+    data_dir: Path
+    partition_dir: Path
+    run_dir: Path
+    config_path: Path
+    job_name: str
+    job_uid: str
+    namespace: str
+    device: str | None = None
+    rendezvous_timeout_s: float = DEFAULT_RENDEZVOUS_TIMEOUT_S
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def worker_mode(self) -> bool:
+        return self.num_samplers == 0
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str] | None = None) -> WorkloadEnv:
+        """Read the contract from the environment; a missing or bad variable is named."""
+        env = os.environ if environ is None else environ
+
+        def get(var: str, default: str | None = None) -> str:
+            value = env.get(var, default)
+            if value is None or value == "":
+                raise ContractError(f"{var} is not set; the operator or `distgnn run` sets it")
+            return value
+
+        def get_int(var: str, default: str | None = None, minimum: int = 0) -> int:
+            raw = get(var, default)
+            try:
+                value = int(raw)
+            except ValueError:
+                raise ContractError(f"{var}={raw!r} is not an integer") from None
+            if value < minimum:
+                raise ContractError(f"{var}={value} must be at least {minimum}")
+            return value
+
+        role_raw = get(ENV_ROLE)
+        try:
+            role = Role(role_raw)
+        except ValueError:
+            roles = ", ".join(r.value for r in Role)
+            raise ContractError(f"{ENV_ROLE}={role_raw!r} is not one of {roles}") from None
+        data = Path(get(ENV_DATA_DIR, DATA_MOUNT_PATH))
+        timeout_raw = get(ENV_RENDEZVOUS_TIMEOUT, str(DEFAULT_RENDEZVOUS_TIMEOUT_S))
+        try:
+            timeout = float(timeout_raw)
+        except ValueError:
+            raise ContractError(f"{ENV_RENDEZVOUS_TIMEOUT}={timeout_raw!r} is not a number") from None
+        return cls(
+            role=role,
+            rank=get_int(ENV_RANK, "0"),
+            num_trainers=get_int(ENV_NUM_TRAINERS, "1", minimum=1),
+            num_samplers=get_int(ENV_NUM_SAMPLERS, "0"),
+            procs_per_pod=get_int(ENV_PROCS_PER_POD, "1", minimum=1),
+            trainer_addrs=parse_addrs(env.get(ENV_TRAINER_ADDRS, ""), ENV_TRAINER_ADDRS),
+            sampler_addrs=parse_addrs(env.get(ENV_SAMPLER_ADDRS, ""), ENV_SAMPLER_ADDRS),
+            ddp_port=get_int(ENV_DDP_PORT, str(DDP_PORT)),
+            metrics_port=get_int(ENV_METRICS_PORT, str(DEFAULT_METRICS_PORT)),
+            data_dir=data,
+            partition_dir=Path(get(ENV_PARTITION_DIR)),
+            run_dir=Path(get(ENV_RUN_DIR)),
+            config_path=Path(get(ENV_CONFIG, f"{CONFIG_MOUNT_DIR}/{CONFIG_FILE_NAME}")),
+            job_name=get(ENV_JOB_NAME),
+            job_uid=get(ENV_JOB_UID),
+            namespace=get(ENV_NAMESPACE, "default"),
+            device=env.get(ENV_DEVICE) or None,
+            rendezvous_timeout_s=timeout,
+        )
+
+
+# --------------------------------------------------------------------------- job config
+
+
+class JobConfig(Model):
+    """The job config JSON mounted into every pod (ConfigMap key ``job.json``)."""
+
+    name: str
+    """metadata.name of the job."""
+    namespace: str
+    """metadata.namespace of the job."""
+    uid: str
+    """metadata.uid of the job."""
+    partition_key: str
+    """Content key of the partition."""
+    spec: DistGNNJobSpec
+    """The job spec, defaults filled in."""
+
+
+def job_config_json(name: str, namespace: str, uid: str, spec: DistGNNJobSpec) -> str:
+    """Serialise the job config that the workload reads from ENV_CONFIG."""
+    cfg = JobConfig(
+        name=name, namespace=namespace, uid=uid, partition_key=partition_key(spec), spec=spec
+    )
+    return cfg.model_dump_json(by_alias=True, indent=2)
+
+
+def load_job_config(path: str | Path) -> JobConfig:
+    """Read the job config a pod was given."""
+    return JobConfig.model_validate_json(Path(path).read_text())
+
+
+# --------------------------------------------------------------------------- results
+
+
+class Result(Model):
+    """result.json: written by trainer 0 when training completes."""
+
+    job_uid: str
+    """The job run it belongs to."""
+    epochs: int
+    """Epochs trained."""
+    test_accuracy: float
+    """Test accuracy of the final model."""
+    val_accuracy: float | None = None
+    """Validation accuracy of the final model."""
+    seeds_per_second: float
+    """Mean training throughput of the whole job."""
+    elapsed_seconds: float
+    """Wall time of training, restarts included."""
+    finished_at: str
+    """RFC 3339 time of completion."""
+
+
+class ProgressEvent(Model):
+    """One progress report on stdout, for ``distgnn run``'s progress bars and for logs."""
+
+    stage: str
+    """What is progressing: generate, partition, epoch, eval, ..."""
+    done: float
+    """Units done."""
+    total: float | None = None
+    """Units in total, when known."""
+    metrics: dict[str, float] = {}
+    """Figures to show beside the bar, e.g. seeds_per_second, loss, accuracy."""
+
+
+def emit_progress(
+    stage: str,
+    done: float,
+    total: float | None = None,
+    stream: TextIO | None = None,
+    **metrics: float,
+) -> None:
+    """Print a progress event as one line that ``distgnn run`` parses."""
+    event = ProgressEvent(stage=stage, done=done, total=total, metrics=metrics)
+    out = stream or sys.stdout
+    out.write(PROGRESS_LINE_PREFIX + event.model_dump_json() + "\n")
+    out.flush()
+
+
+def parse_progress_line(line: str) -> ProgressEvent | None:
+    """The event carried by a stdout line, or None for an ordinary log line."""
+    if not line.startswith(PROGRESS_LINE_PREFIX):
+        return None
+    try:
+        return ProgressEvent.model_validate_json(line[len(PROGRESS_LINE_PREFIX) :])
+    except ValueError:
+        return None
+
+
+def rfc3339_now() -> str:
+    """The current UTC time as Kubernetes writes it."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def dump_json(path: str | Path, obj: Model | dict[str, Any]) -> None:
+    """Write JSON atomically: a temporary file, fsync, then rename."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp.{os.getpid()}")
+    text = obj.model_dump_json(by_alias=True, indent=2) if isinstance(obj, Model) else json.dumps(obj, indent=2)
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)

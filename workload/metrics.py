@@ -1,0 +1,74 @@
+"""Prometheus metrics of the workload: module-level objects with the ``distgnn_`` prefix.
+
+This module imports prometheus_client only (no torch), so that the dashboard test can list
+what the workload exports. Roles update the objects through the small helpers below.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram
+
+# Latency buckets from 1 ms to 10 s: a mini-batch step on a GPU is a few ms.
+_LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+# ---- trainer (label rank: the global training process rank)
+TRAINER_SEEDS = Counter(
+    "distgnn_trainer_seeds_total", "Seed nodes trained on.", ["rank"]
+)
+TRAINER_SAMPLED_EDGES = Counter(
+    "distgnn_trainer_sampled_edges_total", "Sampled edges in trained mini-batches.", ["rank"]
+)
+TRAINER_SAMPLED_NODES = Counter(
+    "distgnn_trainer_sampled_nodes_total", "Sampled nodes in trained mini-batches.", ["rank"]
+)
+TRAINER_STEP_SECONDS = Histogram(
+    "distgnn_trainer_step_seconds",
+    "Wall time of one training step, data wait included.",
+    ["rank"],
+    buckets=_LATENCY_BUCKETS,
+)
+TRAINER_DATA_WAIT_SECONDS = Histogram(
+    "distgnn_trainer_data_wait_seconds",
+    "Time a training step waited for its mini-batch.",
+    ["rank"],
+    buckets=_LATENCY_BUCKETS,
+)
+TRAINER_EPOCH = Gauge("distgnn_trainer_epoch", "Epochs completed.", ["rank"])
+TRAINER_LOSS = Gauge("distgnn_trainer_loss", "Mean training loss of the last epoch.", ["rank"])
+TRAINER_ACCURACY = Gauge(
+    "distgnn_trainer_accuracy", "Accuracy of the last evaluation.", ["rank", "split"]
+)
+TRAINER_REMOTE_FEATURE_BYTES = Counter(
+    "distgnn_trainer_remote_feature_bytes_total",
+    "Bytes of node features fetched from other partitions.",
+    ["rank"],
+)
+TRAINER_CACHE_HITS = Counter(
+    "distgnn_trainer_feature_cache_hits_total", "Remote features served by the hot cache.", ["rank"]
+)
+TRAINER_CACHE_LOOKUPS = Counter(
+    "distgnn_trainer_feature_cache_lookups_total", "Remote feature look-ups.", ["rank"]
+)
+
+# ---- sampler server (label rank: the sampler pod ordinal)
+SAMPLER_REQUESTS = Counter(
+    "distgnn_sampler_requests_total", "Mini-batch requests served.", ["rank", "kind"]
+)
+SAMPLER_REQUEST_SECONDS = Histogram(
+    "distgnn_sampler_request_seconds",
+    "Time to serve one request.",
+    ["rank", "kind"],
+    buckets=_LATENCY_BUCKETS,
+)
+SAMPLER_BYTES_SENT = Counter(
+    "distgnn_sampler_bytes_sent_total", "Bytes of tensors returned to trainers.", ["rank"]
+)
+SAMPLER_CACHE_HIT_RATIO = Gauge(
+    "distgnn_sampler_cache_hit_ratio", "Hit ratio of the hot-feature cache.", ["rank"]
+)
+
+# ---- partition Job
+PARTITION_STEP_SECONDS = Gauge(
+    "distgnn_partition_step_seconds", "Duration of each partition step.", ["step"]
+)
+PARTITION_EDGE_CUT = Gauge("distgnn_partition_edge_cut", "Edges cut by the partition.")
