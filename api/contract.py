@@ -40,7 +40,7 @@ from distgnn_api.spec import DistGNNJobSpec, Model
 class Role(StrEnum):
     """A workload process role; each is a module entry point of the workload package."""
 
-    partition = "partition"
+    partitioner = "partition"  # (not `partition`: str.partition is a method)
     sampler = "sampler"
     trainer = "trainer"
 
@@ -165,9 +165,7 @@ def pod_dns_name(job_name: str, role: Role, rank: int, namespace: str) -> str:
 
 def peer_addrs(job_name: str, role: Role, replicas: int, namespace: str, port: int) -> str:
     """The ENV_*_ADDRS value for a role: host:port of every pod by rank."""
-    return ",".join(
-        f"{pod_dns_name(job_name, role, r, namespace)}:{port}" for r in range(replicas)
-    )
+    return ",".join(f"{pod_dns_name(job_name, role, r, namespace)}:{port}" for r in range(replicas))
 
 
 # --------------------------------------------------------------------------- env reader
@@ -256,7 +254,9 @@ class WorkloadEnv:
         try:
             timeout = float(timeout_raw)
         except ValueError:
-            raise ContractError(f"{ENV_RENDEZVOUS_TIMEOUT}={timeout_raw!r} is not a number") from None
+            raise ContractError(
+                f"{ENV_RENDEZVOUS_TIMEOUT}={timeout_raw!r} is not a number"
+            ) from None
         return cls(
             role=role,
             rank=get_int(ENV_RANK, "0"),
@@ -378,7 +378,11 @@ def dump_json(path: str | Path, obj: Model | dict[str, Any]) -> None:
     """Write JSON atomically: a temporary file, fsync, then rename."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp.{os.getpid()}")
-    text = obj.model_dump_json(by_alias=True, indent=2) if isinstance(obj, Model) else json.dumps(obj, indent=2)
+    text = (
+        obj.model_dump_json(by_alias=True, indent=2)
+        if isinstance(obj, Model)
+        else json.dumps(obj, indent=2)
+    )
     with open(tmp, "w") as f:
         f.write(text)
         f.flush()

@@ -522,8 +522,9 @@ class DistGNNJobSpec(Model):
             "numPartitions must be a multiple of samplers.replicas (or of trainers.replicas "
             "when samplers.replicas is 0), so that each holder owns the same number of partitions",
             ".partition.numPartitions",
-            lambda s: s.partition.num_partitions is None
-            or s.partition.num_partitions % _holders(s) == 0,
+            lambda s: (
+                s.partition.num_partitions is None or s.partition.num_partitions % _holders(s) == 0
+            ),
         ),
         _cel(
             "!self.training.bf16 || self.trainers.gpusPerPod > 0",
@@ -658,7 +659,9 @@ class ObjectMeta(Model):
 
     model_config = ConfigDict(extra="allow")
 
-    name: str = Field(min_length=1, max_length=MAX_JOB_NAME_LENGTH, pattern=r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+    name: str = Field(
+        min_length=1, max_length=MAX_JOB_NAME_LENGTH, pattern=r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
+    )
     """Job name: a DNS label of at most 44 characters."""
     namespace: str | None = None
     """Namespace."""

@@ -1,0 +1,171 @@
+"""Spec models: defaults, bounds, cross-field rules and error messages that name the field."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from distgnn_api.spec import (
+    CEL_RULES,
+    Arch,
+    DistGNNJobSpec,
+    Phase,
+    SpecError,
+    parse_job,
+    parse_spec,
+)
+
+
+def _spec(**overrides: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {"dataset": {"synthetic": {"numNodes": 1000, "numEdges": 5000}}}
+    spec.update(overrides)
+    return spec
+
+
+def test_defaults_are_products_shaped() -> None:
+    spec = parse_spec({"dataset": {"synthetic": {}}})
+    syn = spec.dataset.synthetic
+    assert syn is not None
+    assert (syn.num_nodes, syn.num_edges, syn.num_features, syn.num_classes) == (
+        2_449_029,
+        61_859_140,
+        100,
+        47,
+    )
+    assert spec.model.arch is Arch.sage
+    assert spec.model.fanout == [15, 10, 5]
+    assert spec.training.batch_size == 1024
+
+
+def test_camel_case_round_trip() -> None:
+    spec = parse_spec(_spec(trainers={"replicas": 3, "gpusPerPod": 2}))
+    dumped = spec.model_dump(mode="json", by_alias=True)
+    assert dumped["trainers"]["gpusPerPod"] == 2
+    assert parse_spec(dumped) == spec
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field", "phrase"),
+    [
+        ({"trainers": {"replicas": -1}}, "spec.trainers.replicas", "greater than or equal to 1"),
+        ({"samplers": {"replicas": -2}}, "spec.samplers.replicas", "greater than or equal to 0"),
+        ({"model": {"arch": "transformer"}}, "spec.model.arch", "'sage', 'gcn' or 'gat'"),
+        ({"model": {"fanout": [10, 5]}}, "spec.model.fanout", "one entry per layer"),
+        ({"training": {"batchSize": 0}}, "spec.training.batchSize", "greater than or equal to 1"),
+        ({"storage": {"size": "ten gigs"}}, "spec.storage.size", "not a Kubernetes quantity"),
+        (
+            {"partition": {"numPartitions": 0}},
+            "spec.partition.numPartitions",
+            "greater than or equal to 1",
+        ),
+        (
+            {"partition": {"numPartitions": 3}},
+            "spec.partition.numPartitions",
+            "multiple of samplers.replicas",
+        ),
+        (
+            {"training": {"bf16": True}, "trainers": {"gpusPerPod": 0}},
+            "spec.training.bf16",
+            "needs GPUs",
+        ),
+        (
+            {"model": {"arch": "gat", "hiddenChannels": 30, "heads": 4}},
+            "spec.model.heads",
+            "divisible",
+        ),
+        (
+            {"storage": {"claimName": "c", "storageClassName": "s"}},
+            "spec.storage.storageClassName",
+            "created claim only",
+        ),
+        ({"bogus": 1}, "spec.bogus", "Extra inputs are not permitted"),
+    ],
+)
+def test_invalid_specs_name_the_field(overrides: dict[str, Any], field: str, phrase: str) -> None:
+    with pytest.raises(SpecError) as info:
+        parse_spec(_spec(**overrides))
+    paths = [path for path, _ in info.value.errors]
+    assert field in paths, info.value.errors
+    assert phrase in str(info.value)
+
+
+def test_dataset_needs_exactly_one_source() -> None:
+    with pytest.raises(SpecError, match="exactly one of synthetic, ogb or pyg"):
+        parse_spec({"dataset": {}})
+    with pytest.raises(SpecError, match="exactly one"):
+        parse_spec({"dataset": {"synthetic": {}, "pyg": {"path": "g.pt"}}})
+
+
+def test_missing_dataset_is_named() -> None:
+    with pytest.raises(SpecError) as info:
+        parse_spec({})
+    assert ("spec.dataset", "Field required") in info.value.errors
+
+
+@pytest.mark.parametrize("path", ["/abs/path", "../escape", "a/../b", ""])
+def test_volume_paths_must_stay_on_the_volume(path: str) -> None:
+    with pytest.raises(SpecError) as info:
+        parse_spec({"dataset": {"ogb": {"path": path}}})
+    assert info.value.errors[0][0] == "spec.dataset.ogb.path"
+
+
+def test_worker_mode_and_partition_count() -> None:
+    worker = parse_spec(_spec(samplers={"replicas": 0}, trainers={"replicas": 4}))
+    assert worker.worker_mode
+    assert worker.num_partitions == 4
+    server = parse_spec(_spec(samplers={"replicas": 2}, partition={"numPartitions": 6}))
+    assert not server.worker_mode
+    assert server.num_partitions == 6
+
+
+def test_every_cel_rule_has_a_python_twin_that_fires() -> None:
+    """Each CEL rule's Python check must reject something; guards against dead twins."""
+    bad_inputs = {
+        ".trainFraction": _spec(dataset={"synthetic": {"trainFraction": 0.7, "valFraction": 0.3}}),
+        ".synthetic": {"dataset": {}},
+        ".fanout": _spec(model={"numLayers": 2}),
+        ".partition.numPartitions": _spec(partition={"numPartitions": 5}),
+        ".training.bf16": _spec(training={"bf16": True}, trainers={"gpusPerPod": 0}),
+        ".model.heads": _spec(model={"arch": "gat", "hiddenChannels": 10, "heads": 3}),
+        ".storage.storageClassName": _spec(storage={"claimName": "a", "storageClassName": "b"}),
+    }
+    rules = [rule for _, group in CEL_RULES for rule in group]
+    assert {r.field_path for r in rules} == set(bad_inputs)
+    for rule in rules:
+        with pytest.raises(SpecError) as info:
+            parse_spec(bad_inputs[rule.field_path])
+        assert rule.message in str(info.value)
+
+
+def test_parse_job_document() -> None:
+    job = parse_job(
+        {
+            "apiVersion": "distgnn.io/v1alpha1",
+            "kind": "DistGNNJob",
+            "metadata": {"name": "products"},
+            "spec": {"dataset": {"synthetic": {}}},
+        }
+    )
+    assert isinstance(job.spec, DistGNNJobSpec)
+    with pytest.raises(SpecError) as info:
+        parse_job(
+            {
+                "apiVersion": "distgnn.io/v1alpha1",
+                "kind": "DistGNNJob",
+                "metadata": {"name": "x" * 45},
+                "spec": {"dataset": {"synthetic": {}}},
+            }
+        )
+    assert info.value.errors[0][0] == "metadata.name"
+
+
+def test_phases_are_the_design_lifecycle() -> None:
+    assert [p.value for p in Phase] == [
+        "Pending",
+        "Partitioning",
+        "Training",
+        "Succeeded",
+        "Failed",
+        "Suspended",
+    ]
