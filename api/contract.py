@@ -103,6 +103,15 @@ EXIT_BAD_INPUT = 2  # the dataset or job config is invalid; restarting cannot he
 PROGRESS_PATH = "/progress"  # HTTP path on the metrics port serving Progress JSON
 PROGRESS_LINE_PREFIX = "@@distgnn "  # stdout lines that carry a ProgressEvent
 
+# ProgressEvent stages that `distgnn run` draws as bars. An event whose metrics carry
+# "epoch" (and "epochs") gets a bar of its own per epoch. Figures shown beside a bar when
+# present: seeds_per_second, loss, accuracy, val_accuracy, test_accuracy.
+STAGE_GENERATE = "generate"  # synthetic graph generation (partition Job)
+STAGE_LOAD = "load"  # reading a dataset from the volume (partition Job)
+STAGE_PARTITION = "partition"  # partitioning and writing the store (partition Job)
+STAGE_EPOCH = "epoch"  # one training epoch, done/total in batches (trainer 0)
+STAGE_EVAL = "eval"  # validation or test evaluation (trainer 0)
+
 
 def partition_key(spec: DistGNNJobSpec) -> str:
     """Content key of a job's partition: a hash of what determines the partition's bytes."""
