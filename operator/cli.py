@@ -1,0 +1,261 @@
+"""The ``distgnn`` command: run a job on this machine, render or validate it.
+
+- ``distgnn run JOB.yaml``: the whole job as local processes (the embedded default).
+- ``distgnn render JOB.yaml``: the manifests the operator would create, as a YAML stream.
+- ``distgnn validate JOB.yaml``: check a job with the CRD's own rules, naming each bad field.
+
+Importing this module imports neither torch nor kopf: the operator image has no torch and
+a laptop that only runs jobs locally needs no kopf. Heavy modules load inside commands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.console import Console
+from rich.markup import escape
+
+from distgnn_api.contract import EXIT_BAD_INPUT, EXIT_INTERNAL_ERROR, EXIT_OK, partition_key
+from distgnn_api.spec import KIND, DistGNNJob, SpecError, parse_job
+
+DEFAULT_DATA_DIR = Path("distgnn-data")
+DEFAULT_NAMESPACE = "default"
+
+
+class CliError(Exception):
+    """A user-facing error: printed without a traceback, exits with ``code``."""
+
+    def __init__(self, message: str, code: int = EXIT_BAD_INPUT) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# --------------------------------------------------------------------------- job files
+
+
+def _read(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        return Path(path).read_text()
+    except FileNotFoundError:
+        raise CliError(f"{path}: no such file") from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as err:
+        raise CliError(f"{path}: cannot read the job file: {err}") from None
+
+
+def _documents(path: str) -> list[Any]:
+    try:
+        docs = [d for d in yaml.safe_load_all(_read(path)) if d is not None]
+    except yaml.YAMLError as err:
+        where = ""
+        mark = getattr(err, "problem_mark", None)
+        if mark is not None:
+            where = f":{mark.line + 1}:{mark.column + 1}"
+        problem = getattr(err, "problem", None) or str(err)
+        raise CliError(f"{path}{where}: malformed YAML: {problem}") from None
+    if not docs:
+        raise CliError(f"{path}: no YAML document; expected a {KIND}")
+    return docs
+
+
+def load_jobs(path: str) -> list[DistGNNJob]:
+    """Every DistGNNJob in a YAML file; errors name the file, document and field."""
+    docs = _documents(path)
+    # In a stream of several kinds, only the DistGNNJobs are ours to check.
+    if len(docs) > 1:
+        docs = [d for d in docs if isinstance(d, dict) and d.get("kind") == KIND]
+        if not docs:
+            raise CliError(f"{path}: none of its documents is a {KIND}")
+    jobs = []
+    for index, doc in enumerate(docs):
+        where = path if len(docs) == 1 else f"{path} (document {index + 1})"
+        if not isinstance(doc, dict):
+            raise CliError(
+                f"{where}: the top level is a {type(doc).__name__}; a {KIND} is a mapping "
+                "with apiVersion, kind, metadata and spec"
+            )
+        try:
+            jobs.append(parse_job(doc))
+        except SpecError as err:
+            lines = "\n".join(f"  {field or '(document)'}: {msg}" for field, msg in err.errors)
+            raise CliError(f"{where}: invalid {KIND}:\n{lines}") from None
+    return jobs
+
+
+def load_job(path: str) -> DistGNNJob:
+    """The one DistGNNJob in a file."""
+    jobs = load_jobs(path)
+    if len(jobs) != 1:
+        raise CliError(f"{path}: holds {len(jobs)} {KIND}s; give a file with exactly one")
+    return jobs[0]
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def cmd_validate(args: argparse.Namespace, out: Console) -> int:
+    for path in args.jobs:
+        for job in load_jobs(path):
+            spec = job.spec
+            mode = "worker mode" if spec.worker_mode else f"{spec.samplers.replicas} samplers"
+            out.print(
+                f"{path}: {KIND} {job.metadata.name} is valid: {spec.trainers.replicas} "
+                f"trainers, {mode}, {spec.num_partitions} partitions "
+                f"(partition key {partition_key(spec)})",
+                highlight=False,
+            )
+    return EXIT_OK
+
+
+def _render_uid(job: DistGNNJob, namespace: str, uid: str | None) -> str:
+    """A stable placeholder UID: the real one is assigned by the API server."""
+    return (
+        uid
+        or job.metadata.uid
+        or str(uuid.uuid5(uuid.NAMESPACE_URL, f"distgnn.io/{namespace}/{job.metadata.name}"))
+    )
+
+
+class _BlockDumper(yaml.SafeDumper):
+    """Writes multi-line strings (the job config JSON) as literal blocks."""
+
+
+def _str_presenter(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in data else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_BlockDumper.add_representer(str, _str_presenter)
+
+
+def cmd_render(args: argparse.Namespace, out: Console) -> int:
+    from distgnn_operator.builders import JobContext, build_children
+
+    job = load_job(args.job)
+    namespace = args.namespace or job.metadata.namespace or DEFAULT_NAMESPACE
+    uid = _render_uid(job, namespace, args.uid)
+    ctx = JobContext(name=job.metadata.name, namespace=namespace, uid=uid, spec=job.spec)
+    children = build_children(ctx)
+    header = (
+        f"# The children the distgnn operator creates for {KIND} {namespace}/{job.metadata.name}.\n"
+        f"# Their ownerReferences name uid {uid}; the API server assigns the real one.\n"
+    )
+    sys.stdout.write(header)
+    sys.stdout.write(
+        yaml.dump_all(children, Dumper=_BlockDumper, sort_keys=False, explicit_start=True)
+    )
+    return EXIT_OK
+
+
+def cmd_run(args: argparse.Namespace, out: Console) -> int:
+    from distgnn_operator.local.devices import WorkloadMissingError
+    from distgnn_operator.local.launch_plan import LocalModeError
+    from distgnn_operator.local.runner import RunOptions, run_job
+
+    job = load_job(args.job)
+    options = RunOptions(
+        data_dir=Path(args.data_dir),
+        run_dir=Path(args.run_dir) if args.run_dir else None,
+        uid=args.uid,
+        gpus=args.gpus,
+        grace_period_s=args.grace_period,
+    )
+    try:
+        return run_job(job, options, out)
+    except LocalModeError as err:
+        raise CliError(f"{args.job}: cannot run locally: {err}", EXIT_INTERNAL_ERROR) from None
+    except WorkloadMissingError as err:
+        raise CliError(str(err), EXIT_INTERNAL_ERROR) from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="distgnn",
+        description="Distributed GNN training: run a DistGNNJob locally, render or validate it.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = sub.add_parser(
+        "run",
+        help="run a job on this machine as local processes",
+        description="Run a DistGNNJob's partition step, samplers and trainers as local "
+        "processes, from the operator's own pod templates.",
+    )
+    run.add_argument("job", metavar="JOB.yaml", help="the DistGNNJob file ('-' reads stdin)")
+    run.add_argument(
+        "--data-dir",
+        default=str(DEFAULT_DATA_DIR),
+        help="local directory that stands in for the shared volume: datasets, partitions, "
+        "runs (default: %(default)s)",
+    )
+    run.add_argument(
+        "--run-dir",
+        help="directory of this run's config, logs, checkpoints and result "
+        "(default: DATA_DIR/runs/UID)",
+    )
+    run.add_argument(
+        "--uid",
+        help="the job UID of this run (default: a fresh one); give an earlier run's UID to "
+        "resume it from its last checkpoint",
+    )
+    run.add_argument(
+        "--gpus",
+        type=int,
+        help="use at most this many local GPUs; 0 runs on CPU with gloo (default: all visible)",
+    )
+    run.add_argument(
+        "--grace-period",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="how long processes get to exit after SIGTERM before SIGKILL (default: %(default)s)",
+    )
+    run.set_defaults(func=cmd_run)
+
+    render = sub.add_parser(
+        "render",
+        help="print the manifests the operator would create",
+        description="Print the children the operator creates for a DistGNNJob, as a YAML stream.",
+    )
+    render.add_argument("job", metavar="JOB.yaml")
+    render.add_argument("-n", "--namespace", help="namespace (default: the file's, else default)")
+    render.add_argument(
+        "--uid", help="UID to write in ownerReferences (default: a stable placeholder)"
+    )
+    render.set_defaults(func=cmd_render)
+
+    validate = sub.add_parser(
+        "validate",
+        help="check job files with the CRD's rules",
+        description="Check DistGNNJob files with the same models and rules as the CRD.",
+    )
+    validate.add_argument("jobs", metavar="JOB.yaml", nargs="+")
+    validate.set_defaults(func=cmd_validate)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``distgnn`` console script; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    # Soft wrap: a field path or a log line is never broken across lines.
+    out = Console(highlight=False, soft_wrap=True)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    try:
+        code: int = args.func(args, out)
+    except CliError as error:
+        err.print(f"[bold red]error:[/] {escape(str(error))}", highlight=False)
+        return error.code
+    except KeyboardInterrupt:
+        return 130
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

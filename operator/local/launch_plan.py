@@ -1,0 +1,419 @@
+"""Pod templates to local processes: the container's env and command, its volumes mapped to
+local directories, every peer's DNS name and container port mapped to a loopback port.
+
+Local mode runs exactly what the operator's builders render. Only what cannot exist on one
+machine is translated: mount paths, pod DNS names, container ports (each process needs its
+own), the downward API, and the devices a process may use.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from distgnn_api.contract import (
+    ENV_DDP_PORT,
+    ENV_DEVICE,
+    ENV_METRICS_PORT,
+    ENV_PROCS_PER_POD,
+    Role,
+    pod_name,
+    service_name,
+)
+from distgnn_operator.local.ports import LOOPBACK, free_ports
+
+GPU_RESOURCE = "nvidia.com/gpu"
+POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
+STS_POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
+JOB_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
+# Env vars of the host that a local process must not inherit: the pod would not have them.
+_HOST_ENV_PREFIXES = ("DISTGNN_",)
+_PYTHON_COMMANDS = frozenset(
+    {"python", "python3", f"python{sys.version_info[0]}.{sys.version_info[1]}"}
+)
+_FIELD_RE = re.compile(r"^metadata\.(labels|annotations)\['([^']+)'\]$")
+_VAR_REF_RE = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
+
+
+class LocalModeError(Exception):
+    """A rendered manifest that local mode cannot run; the message names the field."""
+
+
+@dataclass(frozen=True)
+class ProcessSpec:
+    """One local process standing in for one pod's container."""
+
+    role: Role
+    rank: int
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+    cwd: Path
+    log_path: Path
+
+    @property
+    def name(self) -> str:
+        """The role and rank, as the user reads them: trainer-1."""
+        return f"{self.role.value}-{self.rank}"
+
+
+@dataclass(frozen=True)
+class LocalLayout:
+    """Where a local run keeps its files and what this machine offers it."""
+
+    job_name: str
+    namespace: str
+    data_dir: Path
+    run_dir: Path
+    gpus: tuple[str, ...] = ()
+    cpus: int = field(default_factory=lambda: os.cpu_count() or 1)
+
+    @property
+    def log_dir(self) -> Path:
+        return self.run_dir / "logs"
+
+
+class LoopbackNetwork:
+    """A loopback port for each (role, rank, container port), and the DNS names of the pods."""
+
+    def __init__(self, job_name: str, namespace: str) -> None:
+        self._job_name = job_name
+        self._namespace = namespace
+        self._ports: dict[tuple[Role, int, int], int] = {}
+        self._hosts: dict[str, tuple[Role, int]] = {}
+
+    def port(self, role: Role, rank: int, container_port: int) -> int:
+        """The loopback port that stands in for a pod's container port (allocated once)."""
+        key = (role, rank, container_port)
+        if key not in self._ports:
+            used = set(self._ports.values())
+            port = next(p for p in free_ports(len(used) + 1) if p not in used)
+            self._ports[key] = port
+        return self._ports[key]
+
+    def add_pod(self, role: Role, rank: int) -> None:
+        """Register every name a peer may use for this pod (FQDN with and without suffixes)."""
+        pod = pod_name(self._job_name, role, rank)
+        svc = service_name(self._job_name)
+        base = f"{pod}.{svc}"
+        for host in (
+            base,
+            f"{base}.{self._namespace}",
+            f"{base}.{self._namespace}.svc",
+            f"{base}.{self._namespace}.svc.cluster.local",
+        ):
+            self._hosts[host] = (role, rank)
+
+    def rewrite_addresses(self, var: str, value: str) -> str:
+        """Replace each pod host:port in a comma list by 127.0.0.1:<its loopback port>."""
+        items = [x.strip() for x in value.split(",")]
+        if not any(item.rpartition(":")[0] in self._hosts for item in items):
+            return value
+        out = []
+        for item in items:
+            host, _, port = item.rpartition(":")
+            if host not in self._hosts or not port.isdigit():
+                raise LocalModeError(f"env {var}: {item!r} is not host:port of a pod of this job")
+            role, rank = self._hosts[host]
+            out.append(f"{LOOPBACK}:{self.port(role, rank, int(port))}")
+        return ",".join(out)
+
+
+def _expand(value: str, env: Mapping[str, str]) -> str:
+    """Kubernetes $(VAR) expansion: defined names expand, $$ escapes, others stay as written."""
+
+    def sub(m: re.Match[str]) -> str:
+        if m.group(0) == "$$":
+            return "$"
+        return env.get(m.group(1), m.group(0))
+
+    return _VAR_REF_RE.sub(sub, value)
+
+
+def _loopback_interface() -> str | None:
+    names = {name for _, name in socket.if_nameindex()}
+    return next((n for n in ("lo", "lo0") if n in names), None)
+
+
+class LaunchPlanner:
+    """Turns the workload's rendered Job and StatefulSets into local process specs."""
+
+    def __init__(self, layout: LocalLayout, config_maps: Sequence[Mapping[str, Any]]) -> None:
+        self.layout = layout
+        self.network = LoopbackNetwork(layout.job_name, layout.namespace)
+        self._config_maps = {cm["metadata"]["name"]: cm for cm in config_maps}
+        self._lo = _loopback_interface()
+
+    # ------------------------------------------------------------------ pods
+
+    def register(self, manifest: Mapping[str, Any], role: Role) -> None:
+        """Make a workload's pods reachable by name before any process is planned."""
+        for rank in range(_replicas(manifest)):
+            self.network.add_pod(role, rank)
+
+    def processes(
+        self, manifest: Mapping[str, Any], role: Role, *, threads: int
+    ) -> list[ProcessSpec]:
+        """One process per pod of a Job (one pod) or StatefulSet (``spec.replicas`` pods)."""
+        self.register(manifest, role)
+        template = manifest["spec"]["template"]
+        kind = manifest.get("kind", "")
+        replicas = _replicas(manifest)
+        containers = template["spec"].get("containers", [])
+        if len(containers) != 1:
+            raise LocalModeError(
+                f"{kind} {manifest['metadata']['name']}: spec.template.spec.containers has "
+                f"{len(containers)} containers; local mode runs exactly one per pod"
+            )
+        gpus_per_pod = int(
+            containers[0].get("resources", {}).get("limits", {}).get(GPU_RESOURCE, 0)
+        )
+        self._check_gpus(role, replicas, gpus_per_pod)
+        specs = []
+        for rank in range(replicas):
+            name = (
+                pod_name(self.layout.job_name, role, rank)
+                if kind == "StatefulSet"
+                else f"{manifest['metadata']['name']}-local"
+            )
+            labels = dict(template.get("metadata", {}).get("labels", {}))
+            if kind == "StatefulSet":
+                labels[POD_INDEX_LABEL] = str(rank)
+                labels[STS_POD_NAME_LABEL] = name
+            else:
+                labels[JOB_INDEX_LABEL] = "0"
+            pod = _PodView(
+                name=name,
+                namespace=self.layout.namespace,
+                labels=labels,
+                annotations=dict(template.get("metadata", {}).get("annotations", {})),
+                spec=template["spec"],
+            )
+            specs.append(
+                self._process(pod, containers[0], role, rank, gpus_per_pod, threads=threads)
+            )
+        return specs
+
+    def _check_gpus(self, role: Role, replicas: int, gpus_per_pod: int) -> None:
+        have = len(self.layout.gpus)
+        if role is Role.trainer and gpus_per_pod and have and replicas * gpus_per_pod > have:
+            raise LocalModeError(
+                f"spec.trainers: {replicas} trainers x {gpus_per_pod} GPUs need "
+                f"{replicas * gpus_per_pod} GPUs, and this machine has {have}; lower "
+                "trainers.replicas or trainers.gpusPerPod, or pass --gpus 0 to train on CPU"
+            )
+
+    def _devices(self, role: Role, rank: int, gpus_per_pod: int) -> list[str]:
+        gpus = self.layout.gpus
+        if not gpus_per_pod or not gpus:
+            return []
+        if role is Role.trainer:
+            return list(gpus[rank * gpus_per_pod : (rank + 1) * gpus_per_pod])
+        # Samplers share the GPUs round-robin; they take no part in NCCL.
+        return [gpus[(rank * gpus_per_pod + i) % len(gpus)] for i in range(gpus_per_pod)]
+
+    # ------------------------------------------------------------------ one container
+
+    def _process(
+        self,
+        pod: _PodView,
+        container: Mapping[str, Any],
+        role: Role,
+        rank: int,
+        gpus_per_pod: int,
+        *,
+        threads: int,
+    ) -> ProcessSpec:
+        cname = container.get("name", "?")
+        where = f"pod {pod.name} container {cname}"
+        mounts = self._mounts(pod, container, where)
+
+        env: dict[str, str] = {}
+        for src in container.get("envFrom", []):
+            prefix = src.get("prefix", "")
+            if "configMapRef" in src:
+                cm = self._config_map(src["configMapRef"]["name"], where)
+                env.update({prefix + k: v for k, v in cm.get("data", {}).items()})
+            else:
+                raise LocalModeError(f"{where}: envFrom {sorted(src)} is not supported locally")
+        for item in container.get("env", []):
+            env[item["name"]] = self._env_value(item, env, pod, where)
+
+        for var, value in list(env.items()):
+            value = self.network.rewrite_addresses(var, value)
+            env[var] = _map_path(value, mounts)
+        if ENV_METRICS_PORT in env:
+            env[ENV_METRICS_PORT] = str(self._port(role, rank, env, ENV_METRICS_PORT))
+        if ENV_DDP_PORT in env:
+            env[ENV_DDP_PORT] = str(self._port(Role.trainer, 0, env, ENV_DDP_PORT))
+
+        devices = self._devices(role, rank, gpus_per_pod)
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(devices)
+        env[ENV_DEVICE] = "cuda" if devices else "cpu"
+        if ENV_PROCS_PER_POD in env:
+            env[ENV_PROCS_PER_POD] = str(max(1, len(devices)))
+
+        command = [_expand(x, env) for x in container.get("command", [])]
+        args = [_expand(x, env) for x in container.get("args", [])]
+        if not command:
+            raise LocalModeError(
+                f"{where}: no command; local mode runs the container's command and cannot "
+                "read an image entrypoint"
+            )
+        argv = [_map_path(x, mounts) for x in command + args]
+        if argv[0] in _PYTHON_COMMANDS:
+            argv[0] = sys.executable
+
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith(_HOST_ENV_PREFIXES)}
+        full_env["PYTHONUNBUFFERED"] = "1"
+        if self._lo:
+            # Keep gloo and TensorPipe on loopback: the local run needs no network.
+            full_env.setdefault("GLOO_SOCKET_IFNAME", self._lo)
+            full_env.setdefault("TP_SOCKET_IFNAME", self._lo)
+        if "OMP_NUM_THREADS" not in env and "OMP_NUM_THREADS" not in full_env:
+            full_env["OMP_NUM_THREADS"] = str(max(1, threads))
+        full_env.update(env)
+
+        working_dir = container.get("workingDir")
+        cwd = Path(_map_path(working_dir, mounts)) if working_dir else self.layout.run_dir
+        return ProcessSpec(
+            role=role,
+            rank=rank,
+            argv=tuple(argv),
+            env=full_env,
+            cwd=cwd,
+            log_path=self.layout.log_dir / f"{role.value}-{rank}.log",
+        )
+
+    def _port(self, role: Role, rank: int, env: Mapping[str, str], var: str) -> int:
+        raw = env[var]
+        if not raw.isdigit():
+            raise LocalModeError(f"env {var}={raw!r} is not a port number")
+        return self.network.port(role, rank, int(raw))
+
+    def _config_map(self, name: str, where: str) -> Mapping[str, Any]:
+        if name not in self._config_maps:
+            raise LocalModeError(f"{where}: ConfigMap {name!r} is not among the rendered children")
+        return self._config_maps[name]
+
+    def _env_value(
+        self, item: Mapping[str, Any], env: Mapping[str, str], pod: _PodView, where: str
+    ) -> str:
+        name = item["name"]
+        if "valueFrom" not in item:
+            return _expand(str(item.get("value", "")), env)
+        source = item["valueFrom"]
+        if "fieldRef" in source:
+            return pod.field(source["fieldRef"]["fieldPath"], f"{where} env {name}")
+        if "configMapKeyRef" in source:
+            ref = source["configMapKeyRef"]
+            data = self._config_map(ref["name"], where).get("data", {})
+            if ref["key"] not in data:
+                raise LocalModeError(
+                    f"{where} env {name}: ConfigMap {ref['name']} has no key {ref['key']!r}"
+                )
+            return str(data[ref["key"]])
+        raise LocalModeError(
+            f"{where} env {name}: valueFrom {sorted(source)} is not supported in local mode"
+        )
+
+    def _mounts(
+        self, pod: _PodView, container: Mapping[str, Any], where: str
+    ) -> list[tuple[str, Path]]:
+        """(mount path, local path) pairs, longest mount path first."""
+        volumes = {v["name"]: v for v in pod.spec.get("volumes", [])}
+        out: list[tuple[str, Path]] = []
+        for mount in container.get("volumeMounts", []):
+            vol = volumes.get(mount["name"])
+            if vol is None:
+                raise LocalModeError(f"{where}: volumeMount {mount['name']!r} names no volume")
+            local = self._volume_path(vol, pod, where)
+            if mount.get("subPath"):
+                local = local / mount["subPath"]
+            out.append((mount["mountPath"].rstrip("/") or "/", local))
+        out.sort(key=lambda m: len(m[0]), reverse=True)
+        return out
+
+    def _volume_path(self, vol: Mapping[str, Any], pod: _PodView, where: str) -> Path:
+        layout = self.layout
+        if "persistentVolumeClaim" in vol:
+            layout.data_dir.mkdir(parents=True, exist_ok=True)
+            return layout.data_dir
+        if "configMap" in vol:
+            cm = self._config_map(vol["configMap"]["name"], where)
+            target: Path = layout.run_dir / vol["name"]
+            _materialize(cm.get("data", {}), vol["configMap"].get("items"), target)
+            return target
+        if "emptyDir" in vol:
+            if (vol["emptyDir"] or {}).get("medium") == "Memory" and Path("/dev/shm").is_dir():
+                return Path("/dev/shm")
+            target: Path = layout.run_dir / "volumes" / pod.name / vol["name"]
+            target.mkdir(parents=True, exist_ok=True)
+            return target
+        if "hostPath" in vol:
+            return Path(vol["hostPath"]["path"])
+        kinds = sorted(k for k in vol if k != "name")
+        raise LocalModeError(
+            f"{where}: volume {vol['name']!r} of kind {kinds} is not supported locally"
+        )
+
+
+@dataclass(frozen=True)
+class _PodView:
+    """What the downward API can read of a local pod."""
+
+    name: str
+    namespace: str
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+    spec: Mapping[str, Any]
+
+    def field(self, path: str, where: str) -> str:
+        simple: dict[str, Callable[[], str]] = {
+            "metadata.name": lambda: self.name,
+            "metadata.namespace": lambda: self.namespace,
+            "metadata.uid": lambda: f"local-{self.name}",
+            "status.podIP": lambda: LOOPBACK,
+            "status.hostIP": lambda: LOOPBACK,
+            "spec.nodeName": socket.gethostname,
+            "spec.serviceAccountName": lambda: str(self.spec.get("serviceAccountName", "default")),
+        }
+        if path in simple:
+            return simple[path]()
+        m = _FIELD_RE.match(path)
+        if m:
+            source = self.labels if m.group(1) == "labels" else self.annotations
+            return source.get(m.group(2), "")
+        raise LocalModeError(f"{where}: fieldRef {path!r} is not supported in local mode")
+
+
+def _replicas(manifest: Mapping[str, Any]) -> int:
+    if manifest.get("kind") == "StatefulSet":
+        return int(manifest["spec"].get("replicas", 1))
+    return 1
+
+
+def _map_path(value: str, mounts: Sequence[tuple[str, Path]]) -> str:
+    for mount_path, local in mounts:
+        if value == mount_path:
+            return str(local)
+        if value.startswith(mount_path + "/"):
+            return str(local / value[len(mount_path) + 1 :])
+    return value
+
+
+def _materialize(
+    data: Mapping[str, str], items: Sequence[Mapping[str, str]] | None, target: Path
+) -> None:
+    """Write a ConfigMap's keys as files, as the kubelet projects them."""
+    target.mkdir(parents=True, exist_ok=True)
+    paths = {i["key"]: i["path"] for i in items} if items else {k: k for k in data}
+    for key, rel in paths.items():
+        path = target / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(data[key])

@@ -1,0 +1,177 @@
+"""Runs local processes, keeps their logs, relays their progress lines, and stops them.
+
+Each process leads its own process group, so that stopping it also stops whatever it
+started (data-loader workers, RPC threads' helpers) and so that the terminal's Ctrl-C
+reaches only ``distgnn run``, which then stops every child in order: SIGTERM to each
+group, then SIGKILL to the groups still alive after a grace period.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from distgnn_api.contract import ProgressEvent, parse_progress_line
+from distgnn_operator.local.launch_plan import ProcessSpec
+
+DEFAULT_GRACE_PERIOD_S = 10.0
+_POLL_S = 0.05
+
+
+@dataclass(frozen=True)
+class Exited:
+    """A process ended; ``at`` is the monotonic time its parent saw it."""
+
+    spec: ProcessSpec
+    returncode: int
+    at: float
+
+
+@dataclass(frozen=True)
+class Progressed:
+    """A process printed a progress line."""
+
+    spec: ProcessSpec
+    event: ProgressEvent
+
+
+Notice = Exited | Progressed
+
+
+@dataclass
+class _Child:
+    spec: ProcessSpec
+    proc: subprocess.Popen[bytes]
+    reader: threading.Thread
+    waiter: threading.Thread
+    returncode: int | None = None
+
+
+class Supervisor:
+    """Starts processes and reports their exits and progress lines, in the order they happen."""
+
+    def __init__(self, grace_period_s: float = DEFAULT_GRACE_PERIOD_S) -> None:
+        self.grace_period_s = grace_period_s
+        self.notices: queue.Queue[Notice] = queue.Queue()
+        self._children: dict[str, _Child] = {}
+        self._kill_now = threading.Event()
+
+    def start(self, spec: ProcessSpec) -> None:
+        """Start one process in its own process group; its stdout and stderr go to its log."""
+        spec.log_path.parent.mkdir(parents=True, exist_ok=True)
+        spec.cwd.mkdir(parents=True, exist_ok=True)
+        proc = subprocess.Popen(
+            list(spec.argv),
+            env=dict(spec.env),
+            cwd=spec.cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        reader = threading.Thread(
+            target=self._read, args=(spec, proc), name=f"log-{spec.name}", daemon=True
+        )
+        waiter = threading.Thread(
+            target=self._wait, args=(spec, proc), name=f"wait-{spec.name}", daemon=True
+        )
+        self._children[spec.name] = _Child(spec, proc, reader, waiter)
+        reader.start()
+        waiter.start()
+
+    def _read(self, spec: ProcessSpec, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stdout is not None
+        with open(spec.log_path, "ab") as log:
+            for raw in proc.stdout:
+                log.write(raw)
+                log.flush()
+                event = parse_progress_line(raw.decode(errors="replace").rstrip("\r\n"))
+                if event is not None:
+                    self.notices.put(Progressed(spec, event))
+
+    def _wait(self, spec: ProcessSpec, proc: subprocess.Popen[bytes]) -> None:
+        returncode = proc.wait()
+        # Post the process's last progress lines before its exit (unless a leftover
+        # grandchild keeps the pipe open).
+        self._children[spec.name].reader.join(timeout=2)
+        self.notices.put(Exited(spec, returncode, time.monotonic()))
+
+    def record_exit(self, notice: Exited) -> None:
+        """Note an exit taken from the queue (the runner reads the queue)."""
+        self._children[notice.spec.name].returncode = notice.returncode
+
+    def running(self) -> list[ProcessSpec]:
+        """Processes whose exit has not been seen yet."""
+        return [c.spec for c in self._children.values() if c.proc.poll() is None]
+
+    def pids(self) -> list[int]:
+        """Process (and process group) ids of every process started."""
+        return [c.proc.pid for c in self._children.values()]
+
+    def kill_now(self) -> None:
+        """Cut short a stop in progress: SIGKILL at once (a second Ctrl-C)."""
+        self._kill_now.set()
+
+    def stop(self, names: Iterable[str] | None = None) -> None:
+        """Stop processes and everything they started: SIGTERM, a grace period, SIGKILL."""
+        chosen = [c for c in self._children.values() if names is None or c.spec.name in set(names)]
+        for child in chosen:
+            _signal_group(child.proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + self.grace_period_s
+        while time.monotonic() < deadline and not self._kill_now.is_set():
+            if all(c.proc.poll() is not None and not _group_alive(c.proc.pid) for c in chosen):
+                break
+            time.sleep(_POLL_S)
+        for child in chosen:
+            # The group may outlive its leader; kill whatever is left of it.
+            _signal_group(child.proc.pid, signal.SIGKILL)
+        for child in chosen:
+            child.proc.wait()
+            child.reader.join(timeout=5)
+            child.waiter.join(timeout=5)
+
+    def close(self) -> None:
+        """Stop everything still running and reap every group (also after clean exits)."""
+        self.stop()
+
+    def __enter__(self) -> Supervisor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def log_tail(path: Path, lines: int = 30) -> list[str]:
+    """The last lines of a log, without progress lines (they are drawn, not read)."""
+    if not path.exists():
+        return []
+    keep: deque[str] = deque(maxlen=lines)
+    with open(path, errors="replace") as f:
+        for line in f:
+            if parse_progress_line(line.rstrip("\n")) is None:
+                keep.append(line.rstrip("\n"))
+    return list(keep)
