@@ -1,0 +1,137 @@
+"""Constants of the operator: label keys, annotations, resource names and condition reasons.
+
+Env var names, mount paths and ports are part of the operator-workload contract and live in
+:mod:`distgnn_api.contract`; this module holds what only the operator and its children use.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+# --------------------------------------------------------------------------- labels
+
+LABEL_JOB = "distgnn.io/job-name"  # the owning DistGNNJob's name, on every child and pod
+LABEL_ROLE = "distgnn.io/role"  # partition | sampler | trainer
+LABEL_PEER = "distgnn.io/peer"  # "true" on sampler/trainer pods: the headless Service selects them
+LABEL_RESTART_GENERATION = "distgnn.io/restart-generation"  # status.restarts at pod creation
+LABEL_POD_INDEX = "apps.kubernetes.io/pod-index"  # set by the StatefulSet controller: the rank
+LABEL_APP_NAME = "app.kubernetes.io/name"  # always APP_NAME
+LABEL_APP_INSTANCE = "app.kubernetes.io/instance"  # the job name
+LABEL_APP_COMPONENT = "app.kubernetes.io/component"  # the role
+LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"  # always MANAGER
+LABEL_NAMESPACE_NAME = "kubernetes.io/metadata.name"  # set by the API server on every namespace
+
+APP_NAME = "distgnn"  # value of LABEL_APP_NAME
+MANAGER = "distgnn-operator"  # value of LABEL_MANAGED_BY
+PEER_TRUE = "true"  # value of LABEL_PEER
+
+# --------------------------------------------------------------------------- annotations
+
+ANNOTATION_TEMPLATE_HASH = "distgnn.io/template-hash"  # digest of a StatefulSet's pod template
+PARTITION_MARKER_PREFIX = "partitions.distgnn.io/"  # + key, on a claim: that set is complete
+PARTITION_COMPLETE = "complete"  # value of a partition marker annotation
+
+# --------------------------------------------------------------------------- API machinery
+
+FIELD_MANAGER = "distgnn-operator"  # field manager of every write the operator makes
+EVENT_COMPONENT = "distgnn-operator"  # source.component / reportingController of Events
+KOPF_PREFIX = "distgnn.io"  # prefix of kopf's progress and diff-base annotations
+FINALIZER = "distgnn.io/finalizer"  # kopf's finalizer name (used only if a handler needs one)
+GPU_RESOURCE = "nvidia.com/gpu"  # extended resource of a GPU
+
+# --------------------------------------------------------------------------- pods
+
+VOLUME_DATA = "data"  # the shared volume (the claim)
+VOLUME_CONFIG = "config"  # the job config ConfigMap
+VOLUME_SHM = "shm"  # memory-backed /dev/shm for torch's shared memory
+PORT_RPC = "rpc"  # torch RPC (TensorPipe) listener
+PORT_DDP = "ddp"  # trainer 0's torch.distributed store
+PORT_METRICS = "metrics"  # Prometheus /metrics and /progress
+PYTHON = "python"  # the interpreter in the workload image
+
+# --------------------------------------------------------------------------- conditions
+
+COND_PARTITIONED = "Partitioned"  # the partition set is complete (built or reused)
+COND_TRAINING = "Training"  # the sampler and trainer StatefulSets are running
+COND_SUSPENDED = "Suspended"  # runPolicy.suspend is set and the pods are gone
+COND_SUCCEEDED = "Succeeded"  # every trainer exited 0
+COND_FAILED = "Failed"  # the job failed; the reason says why
+
+# Conditions that cannot be True together: setting the key True flips the values to False.
+EXCLUSIVE_CONDITIONS: dict[str, frozenset[str]] = {
+    COND_TRAINING: frozenset({COND_SUSPENDED, COND_SUCCEEDED, COND_FAILED}),
+    COND_SUSPENDED: frozenset({COND_TRAINING}),
+    COND_SUCCEEDED: frozenset({COND_TRAINING, COND_FAILED}),
+    COND_FAILED: frozenset({COND_TRAINING, COND_SUCCEEDED}),
+}
+
+
+class Reason(NamedTuple):
+    """A condition (or Event) reason with its message template."""
+
+    reason: str
+    message: str
+
+    def format(self, **values: object) -> tuple[str, str]:
+        """The reason and the message filled in."""
+        return self.reason, self.message.format(**values)
+
+
+# Partitioned
+PARTITION_WAITING = Reason("PartitionJobPending", "creating the partition Job {job}")
+PARTITION_RUNNING = Reason("PartitionJobRunning", "partition Job {job} is writing {path}")
+PARTITION_SUSPENDED = Reason("PartitionJobSuspended", "partition Job {job} is suspended")
+PARTITION_SUCCEEDED = Reason("PartitionJobSucceeded", "partition Job {job} wrote {path}")
+PARTITION_REUSED = Reason(
+    "PartitionReused",
+    "claim {claim} already holds the complete partition {path}; the partition step is skipped",
+)
+PARTITION_FAILED = Reason(
+    "PartitionJobFailed", "partition Job {job} failed ({job_reason}): {job_message}"
+)
+
+# Training
+TRAINING_STARTING = Reason(
+    "TrainersStarting",
+    "{trainers_ready}/{trainers} trainers and {samplers_ready}/{samplers} samplers ready",
+)
+TRAINING_RUNNING = Reason(
+    "TrainersRunning",
+    "{trainers_ready}/{trainers} trainers and {samplers_ready}/{samplers} samplers ready",
+)
+GANG_RESTART = Reason(
+    "GangRestart",
+    "pod {pod} container {container} exited with code {exit_code}; "
+    "restarting every pod from the last checkpoint (restart {restarts} of {limit})",
+)
+TRAINING_STOPPED = Reason("TrainingStopped", "training stopped: {why}")
+
+# Suspended
+JOB_SUSPENDED = Reason("JobSuspended", "runPolicy.suspend is true; the job's pods are removed")
+JOB_RESUMED = Reason("JobResumed", "runPolicy.suspend is false; the job continues")
+
+# Succeeded
+TRAINERS_SUCCEEDED = Reason("TrainersSucceeded", "all {trainers} trainers exited 0")
+
+# Failed (the partition Job's failure uses the Job's own reason: see PARTITION_FAILED)
+BACKOFF_LIMIT_EXCEEDED = Reason(
+    "BackoffLimitExceeded",
+    "pod {pod} container {container} exited with code {exit_code} after {restarts} gang "
+    "restarts; runPolicy.backoffLimit is {limit}",
+)
+BAD_INPUT = Reason(
+    "BadInput",
+    "pod {pod} container {container} exited with code {exit_code} (bad input: restarting "
+    "cannot help); see its log",
+)
+DEADLINE_EXCEEDED = Reason(
+    "DeadlineExceeded", "the job was active longer than runPolicy.activeDeadlineSeconds ({limit}s)"
+)
+INVALID_SPEC = Reason("InvalidSpec", "the spec is invalid: {error}")
+CHILD_CONFLICT = Reason(
+    "ChildConflict", "{kind} {name} exists and is controlled by another owner; delete or rename it"
+)
+
+# Events that are not condition changes
+TTL_EXPIRED = Reason("TTLExpired", "deleting the job: ttlSecondsAfterFinished ({ttl}s) has passed")
+CHILD_CREATED = Reason("Created", "created {kind} {name}")
