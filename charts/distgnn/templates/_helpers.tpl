@@ -29,10 +29,17 @@
 {{/* Labels of every object of the chart. */}}
 {{- define "distgnn.labels" -}}
 helm.sh/chart: {{ include "distgnn.chart" . }}
-{{ include "distgnn.selectorLabels" . }}
+app.kubernetes.io/name: {{ include "distgnn.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: distgnn
+{{- end }}
+
+{{/* Labels of the operator's own objects (Deployment, ServiceAccount, RBAC, metrics Service). */}}
+{{- define "distgnn.operatorLabels" -}}
+{{ include "distgnn.labels" . }}
+app.kubernetes.io/component: operator
 {{- end }}
 
 {{/* Labels that select the operator pods. */}}
