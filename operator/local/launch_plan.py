@@ -22,6 +22,7 @@ from distgnn_api.contract import (
     ENV_DEVICE,
     ENV_METRICS_PORT,
     ENV_PROCS_PER_POD,
+    ENV_RUN_DIR,
     Role,
     pod_name,
     service_name,
@@ -148,6 +149,7 @@ class LaunchPlanner:
         self.network = LoopbackNetwork(layout.job_name, layout.namespace)
         self._config_maps = {cm["metadata"]["name"]: cm for cm in config_maps}
         self._lo = _loopback_interface()
+        self._procs_per_trainer = 1
 
     # ------------------------------------------------------------------ pods
 
@@ -155,6 +157,9 @@ class LaunchPlanner:
         """Make a workload's pods reachable by name before any process is planned."""
         for rank in range(_replicas(manifest)):
             self.network.add_pod(role, rank)
+        if role is Role.trainer:
+            gpus = _gpus_per_pod(manifest)
+            self._procs_per_trainer = gpus if gpus and self.layout.gpus else 1
 
     def processes(
         self, manifest: Mapping[str, Any], role: Role, *, threads: int
@@ -170,9 +175,7 @@ class LaunchPlanner:
                 f"{kind} {manifest['metadata']['name']}: spec.template.spec.containers has "
                 f"{len(containers)} containers; local mode runs exactly one per pod"
             )
-        gpus_per_pod = int(
-            containers[0].get("resources", {}).get("limits", {}).get(GPU_RESOURCE, 0)
-        )
+        gpus_per_pod = _gpus_per_pod(manifest)
         self._check_gpus(role, replicas, gpus_per_pod)
         specs = []
         for rank in range(replicas):
@@ -247,6 +250,9 @@ class LaunchPlanner:
         for var, value in list(env.items()):
             value = self.network.rewrite_addresses(var, value)
             env[var] = _map_path(value, mounts)
+        if ENV_RUN_DIR in env:
+            # --run-dir may move the run off the data dir; the default maps to the same path.
+            env[ENV_RUN_DIR] = str(self.layout.run_dir)
         if ENV_METRICS_PORT in env:
             env[ENV_METRICS_PORT] = str(self._port(role, rank, env, ENV_METRICS_PORT))
         if ENV_DDP_PORT in env:
@@ -256,7 +262,8 @@ class LaunchPlanner:
         env["CUDA_VISIBLE_DEVICES"] = ",".join(devices)
         env[ENV_DEVICE] = "cuda" if devices else "cpu"
         if ENV_PROCS_PER_POD in env:
-            env[ENV_PROCS_PER_POD] = str(max(1, len(devices)))
+            # Training processes per trainer pod: one per GPU it gets here, else one.
+            env[ENV_PROCS_PER_POD] = str(self._procs_per_trainer)
 
         command = [_expand(x, env) for x in container.get("command", [])]
         args = [_expand(x, env) for x in container.get("args", [])]
@@ -352,9 +359,9 @@ class LaunchPlanner:
         if "emptyDir" in vol:
             if (vol["emptyDir"] or {}).get("medium") == "Memory" and Path("/dev/shm").is_dir():
                 return Path("/dev/shm")
-            target: Path = layout.run_dir / "volumes" / pod.name / vol["name"]
-            target.mkdir(parents=True, exist_ok=True)
-            return target
+            scratch: Path = layout.run_dir / "volumes" / pod.name / vol["name"]
+            scratch.mkdir(parents=True, exist_ok=True)
+            return scratch
         if "hostPath" in vol:
             return Path(vol["hostPath"]["path"])
         kinds = sorted(k for k in vol if k != "name")
@@ -390,6 +397,14 @@ class _PodView:
             source = self.labels if m.group(1) == "labels" else self.annotations
             return source.get(m.group(2), "")
         raise LocalModeError(f"{where}: fieldRef {path!r} is not supported in local mode")
+
+
+def _gpus_per_pod(manifest: Mapping[str, Any]) -> int:
+    containers = manifest["spec"]["template"]["spec"].get("containers", [])
+    return max(
+        (int(c.get("resources", {}).get("limits", {}).get(GPU_RESOURCE, 0)) for c in containers),
+        default=0,
+    )
 
 
 def _replicas(manifest: Mapping[str, Any]) -> int:

@@ -179,9 +179,10 @@ class LocalRun:
         )
         out: dict[Any, Any] = {
             "config_map": build_config_map(ctx),
-            PARTITION: build_partition_job(ctx),
             Role.trainer: build_statefulset(ctx, Role.trainer),
         }
+        if not reused:
+            out[PARTITION] = build_partition_job(ctx)
         if not self.spec.worker_mode:
             out[Role.sampler] = build_statefulset(ctx, Role.sampler)
         return out

@@ -1,0 +1,117 @@
+"""`distgnn validate` and the job-file errors every command shares: exit 2, field named."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from distgnn_operator.cli import main
+
+EXAMPLES = sorted((Path(__file__).parents[2] / "manifests" / "examples").glob("*.yaml"))
+
+VALID = """\
+apiVersion: distgnn.io/v1alpha1
+kind: DistGNNJob
+metadata:
+  name: tiny
+spec:
+  dataset:
+    synthetic: {numNodes: 1000, numEdges: 5000}
+  model: {numLayers: 2, fanout: [5, 5]}
+"""
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "job.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_valid_job_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(_write(tmp_path, VALID))]) == 0
+    assert "DistGNNJob tiny is valid" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("apiVersion: distgnn.io/v1alpha1\nkind: [DistGNNJob\n", "malformed YAML"),
+        ("spec:\n  a: 1\n b: 2\n", "malformed YAML"),
+    ],
+)
+def test_malformed_yaml_exits_2_with_position(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, expected: str
+) -> None:
+    path = _write(tmp_path, text)
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err
+    # The file, then line:column of the problem.
+    assert re.search(rf"{re.escape(str(path))}:\d+:\d+: {expected}", err), err
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (
+            ("  model: {numLayers: 2, fanout: [5, 5]}", "  model: {numLayers: 3, fanout: [5, 5]}"),
+            "spec.model.fanout",
+        ),
+        (("numNodes: 1000", "numNodes: -4"), "spec.dataset.synthetic.numNodes"),
+        (("  model:", "  trainers: {replicas: 0}\n  model:"), "spec.trainers.replicas"),
+        (("  model:", "  modle: {}\n  model:"), "spec.modle"),
+        (("name: tiny", "name: Not_A_DNS_Label"), "metadata.name"),
+        (("kind: DistGNNJob", "kind: Job"), "kind"),
+    ],
+)
+def test_invalid_field_exits_2_naming_the_field(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    change: tuple[str, str],
+    field: str,
+) -> None:
+    text = VALID.replace(*change)
+    assert text != VALID
+    assert main(["validate", str(_write(tmp_path, text))]) == 2
+    err = capsys.readouterr().err
+    assert f"  {field}: " in err
+
+
+def test_missing_file_and_empty_file_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["validate", str(tmp_path / "absent.yaml")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    assert main(["validate", str(_write(tmp_path, "# nothing\n"))]) == 2
+    assert "no YAML document" in capsys.readouterr().err
+
+
+def test_run_rejects_an_invalid_job_before_starting_anything(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _write(tmp_path, VALID.replace("fanout: [5, 5]", "fanout: [5]"))
+    data = tmp_path / "data"
+    assert main(["run", str(path), "--data-dir", str(data)]) == 2
+    assert "spec.model.fanout" in capsys.readouterr().err
+    assert not data.exists()
+
+
+def test_console_script_exit_code(tmp_path: Path) -> None:
+    """The installed command itself exits 2 and names the field on stderr."""
+    path = _write(tmp_path, VALID.replace("numNodes: 1000", "numNodes: many"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "distgnn_operator.cli", "validate", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "spec.dataset.synthetic.numNodes" in proc.stderr
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
+def test_examples_are_valid(example: Path) -> None:
+    assert main(["validate", str(example)]) == 0

@@ -1,0 +1,105 @@
+"""The supervisor against stand-in processes: logs, progress lines, exits, stopping groups."""
+
+from __future__ import annotations
+
+import sys
+import time
+import uuid
+from pathlib import Path
+
+from distgnn_api.contract import Role
+from distgnn_operator.local.launch_plan import ProcessSpec
+from distgnn_operator.local.supervisor import Exited, Progressed, Supervisor, log_tail
+from tests.local.process_table import processes_with_env
+
+TAG = "DISTGNN_TEST_TAG"
+
+
+def _spec(tmp_path: Path, tag: str, name: str, code: str, rank: int = 0) -> ProcessSpec:
+    return ProcessSpec(
+        role=Role.trainer,
+        rank=rank,
+        argv=(sys.executable, "-c", code),
+        env={"PATH": "/usr/bin:/bin", TAG: tag, "PYTHONUNBUFFERED": "1"},
+        cwd=tmp_path,
+        log_path=tmp_path / "logs" / f"{name}.log",
+    )
+
+
+def _next_exit(sup: Supervisor, timeout: float = 20.0) -> Exited:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        notice = sup.notices.get(timeout=deadline - time.monotonic())
+        if isinstance(notice, Exited):
+            return notice
+    raise AssertionError("no exit seen")
+
+
+def test_log_progress_and_exit_code(tmp_path: Path) -> None:
+    tag = uuid.uuid4().hex
+    code = (
+        "import sys\n"
+        "from distgnn_api.contract import emit_progress\n"
+        "print('hello from the stand-in')\n"
+        "emit_progress('epoch', 3, 10, epoch=1, loss=0.5)\n"
+        "print('an error line', file=sys.stderr)\n"
+        "sys.exit(3)\n"
+    )
+    spec = _spec(tmp_path, tag, "trainer-0", code)
+    with Supervisor(grace_period_s=2) as sup:
+        sup.start(spec)
+        notices: list[Progressed | Exited] = []
+        while not any(isinstance(n, Exited) for n in notices):
+            notices.append(sup.notices.get(timeout=20))
+    progress = [n for n in notices if isinstance(n, Progressed)]
+    assert [(p.event.stage, p.event.done, p.event.metrics["loss"]) for p in progress] == [
+        ("epoch", 3, 0.5)
+    ]
+    last = notices[-1]
+    assert isinstance(last, Exited)
+    assert last.returncode == 3
+    log = spec.log_path.read_text()
+    assert "hello from the stand-in" in log
+    assert "an error line" in log
+    # The tail drops progress lines: they are drawn as bars, not read.
+    assert log_tail(spec.log_path) == ["hello from the stand-in", "an error line"]
+
+
+def test_stop_kills_the_whole_group_even_if_sigterm_is_ignored(tmp_path: Path) -> None:
+    tag = uuid.uuid4().hex
+    # A leader that ignores SIGTERM and a grandchild of its own in the same group.
+    code = (
+        "import signal, subprocess, sys, time\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    spec = _spec(tmp_path, tag, "sampler-0", code)
+    sup = Supervisor(grace_period_s=0.5)
+    sup.start(spec)
+    deadline = time.monotonic() + 20
+    while len(processes_with_env(TAG, tag)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(processes_with_env(TAG, tag)) == 2
+    sup.close()
+    assert processes_with_env(TAG, tag) == []
+    assert _next_exit(sup).returncode == -9
+
+
+def test_first_failure_is_reported_first_and_the_rest_can_be_stopped(tmp_path: Path) -> None:
+    tag = uuid.uuid4().hex
+    sleeper = _spec(tmp_path, tag, "trainer-0", "import time; time.sleep(600)", rank=0)
+    failing = _spec(tmp_path, tag, "trainer-1", "import sys; sys.exit(1)", rank=1)
+    with Supervisor(grace_period_s=5) as sup:
+        sup.start(sleeper)
+        sup.start(failing)
+        first = _next_exit(sup)
+        assert (first.spec.name, first.returncode) == ("trainer-1", 1)
+        assert [s.name for s in sup.running()] == ["trainer-0"]
+        sup.stop(["trainer-0"])
+        assert sup.running() == []
+        second = _next_exit(sup)
+        # A cooperative process exits on SIGTERM, well before the grace period.
+        assert (second.spec.name, second.returncode) == ("trainer-0", -15)
+    assert processes_with_env(TAG, tag) == []
