@@ -1,0 +1,158 @@
+"""Completion and exit codes of the sampler and trainer entry points.
+
+DESIGN's completion rule: trainer 0 writes ``result.json`` for the job UID when training
+finishes and every process exits 0. StatefulSet pods restart on exit, so a process that
+starts and finds that result exits 0 at once. Exit codes follow the contract: 2 for bad
+input (restarting cannot help), 1 for internal errors (a gang restart may help).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import NoReturn
+
+from pydantic import ValidationError
+
+from distgnn_api.contract import (
+    ENV_CONFIG,
+    ENV_JOB_UID,
+    EXIT_BAD_INPUT,
+    EXIT_INTERNAL_ERROR,
+    EXIT_OK,
+    RESULT_FILE,
+    ContractError,
+    JobConfig,
+    Result,
+    WorkloadEnv,
+    dump_json,
+)
+from distgnn_api.spec import SpecError
+
+log = logging.getLogger(__name__)
+
+ENV_LOG_LEVEL = "DISTGNN_LOG_LEVEL"  # workload log level (DEBUG, INFO, WARNING)
+
+
+class BadInputError(Exception):
+    """The job config or the data on the volume is invalid; the message says how to fix it."""
+
+
+def result_path(run_dir: str | Path) -> Path:
+    return Path(run_dir) / RESULT_FILE
+
+
+def finished_result(run_dir: str | Path, job_uid: str) -> Result | None:
+    """The job's result if training already completed, else None."""
+    path = result_path(run_dir)
+    if not path.exists():
+        return None
+    try:
+        result = Result.model_validate_json(path.read_text())
+    except (OSError, ValueError) as err:
+        raise BadInputError(
+            f"{path} exists but is not a distgnn result ({err}); remove it to train again"
+        ) from None
+    if result.job_uid != job_uid:
+        raise BadInputError(
+            f"{path} belongs to job UID {result.job_uid}, not {job_uid} ({ENV_JOB_UID}); "
+            "each job run needs its own run directory"
+        )
+    return result
+
+
+def write_result(run_dir: str | Path, result: Result) -> Path:
+    path = result_path(run_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    dump_json(path, result)
+    return path
+
+
+def load_config(env: WorkloadEnv) -> JobConfig:
+    """The job config, with errors that name the file and the field."""
+    path = env.config_path
+    try:
+        text = Path(path).read_text()
+    except OSError as err:
+        raise BadInputError(
+            f"cannot read the job config {path} ({ENV_CONFIG}): {err.strerror or err}"
+        ) from None
+    try:
+        config = JobConfig.model_validate_json(text)
+    except ValidationError as err:
+        fields = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in err.errors()[:5]
+        )
+        raise BadInputError(f"the job config {path} is invalid: {fields}") from None
+    if config.uid != env.job_uid:
+        raise BadInputError(
+            f"the job config {path} is for job UID {config.uid} but {ENV_JOB_UID} is "
+            f"{env.job_uid}; the config and the environment must come from the same job"
+        )
+    return config
+
+
+BAD_INPUT_ERRORS: tuple[type[BaseException], ...] = (
+    BadInputError,
+    ContractError,
+    SpecError,
+    ValidationError,
+)
+
+
+def configure_logging(prefix: str) -> None:
+    level = os.environ.get(ENV_LOG_LEVEL, "INFO").upper()
+    logging.basicConfig(
+        level=getattr(logging, level, logging.INFO),
+        format=f"%(asctime)s {prefix} %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+def exit_code_of(err: BaseException) -> int:
+    """The contract exit code for an exception escaping an entry point."""
+    if isinstance(err, BAD_INPUT_ERRORS):
+        return EXIT_BAD_INPUT
+    bad_types = _extra_bad_input_types()
+    if bad_types and isinstance(err, bad_types):
+        return EXIT_BAD_INPUT
+    return EXIT_INTERNAL_ERROR
+
+
+def _extra_bad_input_types() -> tuple[type[BaseException], ...]:
+    """Errors of the partition store that mean its files are missing or invalid."""
+    out: list[type[BaseException]] = []
+    try:
+        from distgnn_workload.partition import store
+
+        for name in ("PartitionStoreError", "PartitionFormatError", "StoreError"):
+            t = getattr(store, name, None)
+            if isinstance(t, type) and issubclass(t, BaseException):
+                out.append(t)
+    except ImportError:
+        pass
+    return tuple(out)
+
+
+def run_entry_point(main: Callable[[], int], role: str) -> NoReturn:
+    """Run an entry point and exit with the contract's code; errors go to stderr in one line."""
+    try:
+        code = main()
+    except KeyboardInterrupt:
+        code = EXIT_INTERNAL_ERROR
+    except SystemExit as err:
+        code = err.code if isinstance(err.code, int) else EXIT_INTERNAL_ERROR
+    except BaseException as err:
+        code = exit_code_of(err)
+        if code == EXIT_INTERNAL_ERROR:
+            traceback.print_exc()
+        kind = "bad input" if code == EXIT_BAD_INPUT else "internal error"
+        print(f"distgnn {role}: {kind}: {err}", file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # os._exit: RPC and NCCL threads must not keep a finished or failed process alive.
+    os._exit(code if code is not None else EXIT_OK)

@@ -1,0 +1,137 @@
+"""How seed nodes are split across trainer ranks, each epoch.
+
+Seeds are grouped by the holder that owns them (a sampler in server-client mode, a trainer
+pod in worker mode), so that a batch's seeds, their labels and most of their neighbourhood
+live on one holder. Each holder's seeds are shuffled with a generator seeded by (seed, epoch,
+holder) and dealt out to the ranks that draw from it: every rank in server-client mode, the
+pod's own processes in worker mode. Every rank can compute every other rank's share without
+communication, so training epochs are padded (by repeating a rank's own seeds) to the same
+number of steps everywhere, which DDP needs to avoid a hang. Evaluation is not padded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+Batch = tuple[int, Tensor]
+"""A mini-batch of seeds: (holder that owns them, global node ids)."""
+
+
+def holder_ranks(
+    num_holders: int, world_size: int, *, worker_mode: bool, procs_per_pod: int = 1
+) -> list[list[int]]:
+    """The trainer ranks that draw seeds from each holder."""
+    if not worker_mode:
+        return [list(range(world_size)) for _ in range(num_holders)]
+    if num_holders * procs_per_pod != world_size:
+        raise ValueError(
+            f"worker mode needs one holder per trainer pod: {num_holders} holders x "
+            f"{procs_per_pod} processes != {world_size} ranks"
+        )
+    return [list(range(h * procs_per_pod, (h + 1) * procs_per_pod)) for h in range(num_holders)]
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _generator(seed: int, epoch: int, holder: int) -> torch.Generator:
+    g = torch.Generator()
+    g.manual_seed((seed * 1_000_003 + epoch * 7_919 + holder) % (2**63 - 1))
+    return g
+
+
+def _share(
+    seeds: Tensor, ranks: Sequence[int], rank: int, *, epoch: int, seed: int, holder: int, pad: bool
+) -> Tensor:
+    """This rank's shuffled share of one holder's seeds, padded to the largest share."""
+    k = len(ranks)
+    n = int(seeds.numel())
+    i = list(ranks).index(rank)
+    perm = seeds[torch.randperm(n, generator=_generator(seed, epoch, holder))]
+    lo, hi = i * n // k, (i + 1) * n // k
+    part = perm[lo:hi]
+    target = _ceil_div(n, k)
+    if pad and 0 < part.numel() < target:
+        part = torch.cat([part, part[: target - part.numel()]])
+    elif pad and part.numel() == 0 and n > 0:
+        part = perm[:target]
+    return part
+
+
+def _batches(
+    seeds_by_holder: Sequence[Tensor],
+    ranks_of_holder: Sequence[Sequence[int]],
+    rank: int,
+    batch_size: int,
+    *,
+    epoch: int,
+    seed: int,
+    pad: bool,
+) -> list[Batch]:
+    per_holder: list[list[Batch]] = []
+    for h, (seeds, ranks) in enumerate(zip(seeds_by_holder, ranks_of_holder, strict=True)):
+        if rank not in ranks:
+            continue
+        part = _share(seeds, ranks, rank, epoch=epoch, seed=seed, holder=h, pad=pad)
+        per_holder.append([(h, b) for b in torch.split(part, batch_size) if b.numel() > 0])
+    # Interleave holders so that every sampler sees a steady share of each rank's requests.
+    out: list[Batch] = []
+    for i in range(max((len(b) for b in per_holder), default=0)):
+        out.extend(b[i] for b in per_holder if i < len(b))
+    return out
+
+
+def steps_per_epoch(
+    seeds_by_holder: Sequence[Tensor],
+    ranks_of_holder: Sequence[Sequence[int]],
+    world_size: int,
+    batch_size: int,
+) -> int:
+    """Training steps every rank takes in one epoch: the largest share, in batches."""
+    counts = [int(s.numel()) for s in seeds_by_holder]
+    best = 0
+    for r in range(world_size):
+        steps = 0
+        for n, ranks in zip(counts, ranks_of_holder, strict=True):
+            if r in ranks and n > 0:
+                steps += _ceil_div(_ceil_div(n, len(ranks)), batch_size)
+        best = max(best, steps)
+    return best
+
+
+def train_batches(
+    seeds_by_holder: Sequence[Tensor],
+    ranks_of_holder: Sequence[Sequence[int]],
+    world_size: int,
+    rank: int,
+    batch_size: int,
+    *,
+    epoch: int,
+    seed: int,
+) -> list[Batch]:
+    """This rank's training batches for an epoch; every rank gets the same number."""
+    own = _batches(
+        seeds_by_holder, ranks_of_holder, rank, batch_size, epoch=epoch, seed=seed, pad=True
+    )
+    steps = steps_per_epoch(seeds_by_holder, ranks_of_holder, world_size, batch_size)
+    if steps and not own:
+        holders = [h for h, ranks in enumerate(ranks_of_holder) if rank in ranks]
+        raise ValueError(
+            f"trainer rank {rank} has no training seeds: holders {holders} own no training "
+            "nodes. Use fewer partitions or a larger training split."
+        )
+    return [own[i % len(own)] for i in range(steps)]
+
+
+def eval_batches(
+    seeds_by_holder: Sequence[Tensor],
+    ranks_of_holder: Sequence[Sequence[int]],
+    rank: int,
+    batch_size: int,
+) -> list[Batch]:
+    """This rank's share of evaluation seeds, each seed exactly once across all ranks."""
+    return _batches(seeds_by_holder, ranks_of_holder, rank, batch_size, epoch=0, seed=0, pad=False)
