@@ -144,8 +144,9 @@ def cmd_render(args: argparse.Namespace, out: Console) -> int:
     ctx = JobContext(name=job.metadata.name, namespace=namespace, uid=uid, spec=job.spec)
     children = build_children(ctx)
     header = (
-        f"# The children the distgnn operator creates for {KIND} {namespace}/{job.metadata.name}.\n"
-        f"# Their ownerReferences name uid {uid}; the API server assigns the real one.\n"
+        f"# The children the distgnn operator creates for {KIND} {namespace}/{job.metadata.name}\n"
+        f"# with job uid {uid}. The API server assigns the real uid, and the\n"
+        "# operator adds ownerReferences to the job when it creates them.\n"
     )
     sys.stdout.write(header)
     sys.stdout.write(

@@ -48,8 +48,6 @@ from distgnn_operator.local.supervisor import (
 )
 
 LOCAL_NAMESPACE = "local"
-# Role.partition would read as str.partition to mypy (Role is a StrEnum).
-PARTITION = Role("partition")
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 _TAIL_LINES = 30
 
@@ -146,7 +144,9 @@ class LocalRun:
         timings: dict[str, float] = {}
         if not reused:
             t0 = time.monotonic()
-            specs = planner.processes(manifests[PARTITION], PARTITION, threads=self.layout.cpus)
+            specs = planner.processes(
+                manifests[Role.partitioner], Role.partitioner, threads=self.layout.cpus
+            )
             result = self._phase(sup, view, specs, required=specs)
             if result.outcome is not _Outcome.succeeded:
                 return result, timings
@@ -182,7 +182,7 @@ class LocalRun:
             Role.trainer: build_statefulset(ctx, Role.trainer),
         }
         if not reused:
-            out[PARTITION] = build_partition_job(ctx)
+            out[Role.partitioner] = build_partition_job(ctx)
         if not self.spec.worker_mode:
             out[Role.sampler] = build_statefulset(ctx, Role.sampler)
         return out
