@@ -1,0 +1,66 @@
+"""Exactly uniform k-subsets of every row's neighbourhood, for all rows at once.
+
+This is Floyd's algorithm (Bentley & Floyd, "A sample of brilliance", CACM 1987) with its
+sequential collision test rewritten as a fixed number of vectorised pointer-jumping rounds, so
+a whole frontier is sampled with O(log k) batched tensor ops and no Python loop over nodes.
+
+Floyd, for one row of degree d and fanout k: for i in 0..k-1, with j = d - k + i, draw t
+uniform in [0, j]; pick t if it is not picked yet, else pick j. The result is a uniformly
+random k-subset of [0, d). Let T_i be the draws and c_i = [T_i already picked]. Because a
+collided T_m is itself already in the picked set, the picked set before step i is
+{T_m : m < i} union {j_m : m < i, c_m}, so
+
+    c_i = dup_i or (valid_i and c_{p_i}),   dup_i = [T_i in {T_m : m < i}],
+    p_i = T_i - (d - k),                     valid_i = [0 <= p_i < i],
+
+a chain that points strictly backwards. Pointer jumping resolves it in ceil(log2 k) rounds.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+# Random integers are drawn in [0, 2**62) and reduced modulo the range; the modulo bias is
+# below d / 2**62 for a range of d, far beneath anything a test or a training run can see.
+_RANDOM_BITS = 62
+
+
+def uniform_subset_positions(
+    deg: Tensor, k: int, generator: torch.Generator
+) -> tuple[Tensor, Tensor]:
+    """Sample, per row, ``min(deg, k)`` distinct positions in ``[0, deg)`` uniformly.
+
+    Returns ``(pos, valid)``, both ``[n, k]``: ``pos[r, j]`` is a neighbour position of row
+    ``r`` where ``valid[r, j]``. Rows with ``deg <= k`` take every position ``0..deg-1`` in
+    order; rows with ``deg > k`` take a uniformly random k-subset (in no particular order).
+    """
+    if k < 1:
+        raise ValueError(f"fanout must be >= 1 here, got {k}")
+    n = deg.numel()
+    device = deg.device
+    deg = deg.to(torch.int64)
+    ar = torch.arange(k, device=device)
+    d = deg.clamp(min=k).unsqueeze(1)  # rows with deg <= k run a harmless dummy draw
+    base = d - k  # j_i = base + i
+    draws = torch.randint(0, 1 << _RANDOM_BITS, (n, k), device=device, generator=generator)
+    t = torch.remainder(draws, base + 1 + ar)  # T_i uniform in [0, base + i]
+    if k > 1:
+        earlier = torch.ones(k, k, dtype=torch.bool, device=device).tril_(-1)
+        dup = ((t.unsqueeze(2) == t.unsqueeze(1)) & earlier).any(2)
+        p = t - base
+        cont = (p >= 0) & (p < ar) & ~dup
+        ptr = p.clamp_(0, k - 1)
+        val = dup
+        for _ in range(math.ceil(math.log2(k))):
+            val = val | (cont & val.gather(1, ptr))
+            cont = cont & cont.gather(1, ptr)
+            ptr = ptr.gather(1, ptr)
+        picked = torch.where(val, base + ar, t)
+    else:
+        picked = t
+    pos = torch.where((deg > k).unsqueeze(1), picked, ar)
+    valid = ar < deg.clamp(max=k).unsqueeze(1)
+    return pos, valid
