@@ -101,14 +101,13 @@ def load_job(path: str) -> DistGNNJob:
 
 
 def cmd_validate(args: argparse.Namespace, out: Console) -> int:
+    from distgnn_operator.local.runner import job_shape
+
     for path in args.jobs:
         for job in load_jobs(path):
-            spec = job.spec
-            mode = "worker mode" if spec.worker_mode else f"{spec.samplers.replicas} samplers"
             out.print(
-                f"{path}: {KIND} {job.metadata.name} is valid: {spec.trainers.replicas} "
-                f"trainers, {mode}, {spec.num_partitions} partitions "
-                f"(partition key {partition_key(spec)})",
+                f"{path}: {KIND} {job.metadata.name} is valid: {job_shape(job.spec)} "
+                f"(partition key {partition_key(job.spec)})",
                 highlight=False,
             )
     return EXIT_OK

@@ -36,7 +36,7 @@ from distgnn_api.contract import (
     partition_key,
     run_dir,
 )
-from distgnn_api.spec import DistGNNJob
+from distgnn_api.spec import DistGNNJob, DistGNNJobSpec
 from distgnn_operator.local.launch_plan import LaunchPlanner, LocalLayout, ProcessSpec
 from distgnn_operator.local.progress_view import ProgressView
 from distgnn_operator.local.supervisor import (
@@ -227,15 +227,9 @@ class LocalRun:
             if self.layout.gpus and spec.trainers.gpus_per_pod
             else "CPU (gloo)"
         )
-        mode = (
-            "worker mode"
-            if spec.worker_mode
-            else f"{spec.samplers.replicas} sampler{'s' * (spec.samplers.replicas != 1)}"
-        )
         self.console.print(
             f"[bold]distgnn run[/] {self.job.metadata.name}  uid {self.uid}\n"
-            f"  {spec.trainers.replicas} trainers, {mode}, {spec.num_partitions} partitions, "
-            f"{spec.training.epochs} epochs on {devices}\n"
+            f"  {job_shape(spec)}, {spec.training.epochs} epochs on {devices}\n"
             f"  partition  {self.partition_path}"
             + ("  [green](complete: reused)[/]" if reused else "")
             + f"\n  run dir    {self.layout.run_dir}",
@@ -340,6 +334,19 @@ class LocalRun:
         finally:
             for s, h in previous.items():
                 signal.signal(s, h)
+
+
+def job_shape(spec: DistGNNJobSpec) -> str:
+    """'2 trainers, 1 sampler, 2 partitions' (or worker mode)."""
+
+    def count(n: int, noun: str) -> str:
+        return f"{n} {noun}{'' if n == 1 else 's'}"
+
+    holders = "worker mode" if spec.worker_mode else count(spec.samplers.replicas, "sampler")
+    return (
+        f"{count(spec.trainers.replicas, 'trainer')}, {holders}, "
+        f"{count(spec.num_partitions, 'partition')}"
+    )
 
 
 def _duration(seconds: float) -> str:
