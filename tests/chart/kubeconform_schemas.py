@@ -54,6 +54,10 @@ def _convert(node: Any, *, ref_prefix: str) -> Any:
             continue
         else:
             out[key] = value
+    # OpenAPI v3.0 flags an exclusive bound beside minimum/maximum; draft 7 writes the bound.
+    for flag, bound in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
+        if isinstance(out.get(flag), bool) and out.pop(flag) and bound in out:
+            out[flag] = out.pop(bound)
     if node.get("nullable") and isinstance(out.get("type"), str):
         out["type"] = [out["type"], "null"]
     preserve = node.get("x-kubernetes-preserve-unknown-fields")

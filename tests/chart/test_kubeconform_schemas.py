@@ -51,7 +51,7 @@ SWAGGER: dict[str, Any] = {
             "properties": {
                 "memory": {"$ref": "#/definitions/io.k8s.apimachinery.pkg.api.resource.Quantity"},
                 "port": {"$ref": "#/definitions/io.k8s.apimachinery.pkg.util.intstr.IntOrString"},
-                "replicas": {"type": "integer"},
+                "replicas": {"type": "integer", "minimum": 0, "exclusiveMinimum": True},
             },
         },
         "io.k8s.api.core.v1.Thing": {
@@ -95,6 +95,7 @@ def test_core_schema_is_standalone_and_strict() -> None:
     for bad in (
         {**good, "spec": {"replica": 2}},  # misspelt field
         {**good, "spec": {"port": 1.5}},  # neither int nor string
+        {**good, "spec": {"replicas": 0}},  # exclusive minimum
         {**good, "metadata": {"labels": {"a": 1}}},  # label values are strings
         {"apiVersion": "apps/v1", "kind": "Widget"},  # spec is required
     ):
