@@ -94,7 +94,7 @@ class ProgressView:
             return
         source = (
             ""
-            if (role, rank) in ((Role.trainer, 0), (Role.partition, 0))
+            if (role, rank) in ((Role.trainer, 0), (Role.partitioner, 0))
             else f"{role.value}-{rank}"
         )
         label = _label(source, event)
