@@ -3,6 +3,7 @@
 - ``distgnn run JOB.yaml``: the whole job as local processes (the embedded default).
 - ``distgnn render JOB.yaml``: the manifests the operator would create, as a YAML stream.
 - ``distgnn validate JOB.yaml``: check a job with the CRD's own rules, naming each bad field.
+- ``distgnn crd``: the DistGNNJob CRD, generated from the spec models.
 
 Importing this module imports neither torch nor kopf: the operator image has no torch and
 a laptop that only runs jobs locally needs no kopf. Heavy modules load inside commands.
@@ -154,6 +155,13 @@ def cmd_render(args: argparse.Namespace, out: Console) -> int:
     return EXIT_OK
 
 
+def cmd_crd(args: argparse.Namespace, out: Console) -> int:
+    from distgnn_operator.crd import render
+
+    sys.stdout.write(render())
+    return EXIT_OK
+
+
 def cmd_run(args: argparse.Namespace, out: Console) -> int:
     from distgnn_operator.local.devices import WorkloadMissingError
     from distgnn_operator.local.launch_plan import LocalModeError
@@ -238,6 +246,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     validate.add_argument("jobs", metavar="JOB.yaml", nargs="+")
     validate.set_defaults(func=cmd_validate)
+
+    crd = sub.add_parser(
+        "crd",
+        help="print the DistGNNJob CRD",
+        description="Print the DistGNNJob CustomResourceDefinition generated from the spec models.",
+    )
+    crd.set_defaults(func=cmd_crd)
     return parser
 
 

@@ -1,0 +1,61 @@
+"""`distgnn render` and `distgnn crd` print what the operator would create."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from distgnn_api.contract import ENV_JOB_UID, ENV_NAMESPACE
+from distgnn_operator.cli import main
+
+QUICKSTART = Path(__file__).parents[2] / "manifests" / "examples" / "quickstart.yaml"
+
+
+def _env(sts: dict[str, object], name: str) -> str:
+    container = sts["spec"]["template"]["spec"]["containers"][0]  # type: ignore[index]
+    return next(e["value"] for e in container["env"] if e["name"] == name)
+
+
+def test_render_prints_every_child_in_the_namespace(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["render", str(QUICKSTART), "-n", "team-a"]) == 0
+    docs = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
+    assert [d["kind"] for d in docs] == [
+        "ConfigMap",
+        "PersistentVolumeClaim",
+        "Job",
+        "Service",
+        "NetworkPolicy",
+        "StatefulSet",
+        "StatefulSet",
+    ]
+    assert {d["metadata"]["namespace"] for d in docs} == {"team-a"}
+    trainer = docs[-1]
+    assert trainer["metadata"]["name"] == "quickstart-trainer"
+    assert _env(trainer, ENV_NAMESPACE) == "team-a"
+
+
+def test_render_uid_is_stable_unless_given(capsys: pytest.CaptureFixture[str]) -> None:
+    uids = []
+    for extra in ([], [], ["--uid", "1234"]):
+        assert main(["render", str(QUICKSTART), *extra]) == 0
+        docs = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
+        uids.append(_env(docs[-1], ENV_JOB_UID))
+    assert uids[0] == uids[1] != uids[2] == "1234"
+
+
+def test_render_rejects_an_invalid_job(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(QUICKSTART.read_text().replace("replicas: 2", "replicas: -1"))
+    assert main(["render", str(bad)]) == 2
+    captured = capsys.readouterr()
+    assert "spec.trainers.replicas" in captured.err
+    assert captured.out == ""
+
+
+def test_crd_prints_the_distgnnjob_crd(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["crd"]) == 0
+    crd = yaml.safe_load(capsys.readouterr().out)
+    assert crd["kind"] == "CustomResourceDefinition"
+    assert crd["metadata"]["name"] == "distgnnjobs.distgnn.io"
