@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -13,9 +14,9 @@ from distgnn_operator.cli import main
 QUICKSTART = Path(__file__).parents[2] / "manifests" / "examples" / "quickstart.yaml"
 
 
-def _env(sts: dict[str, object], name: str) -> str:
-    container = sts["spec"]["template"]["spec"]["containers"][0]  # type: ignore[index]
-    return next(e["value"] for e in container["env"] if e["name"] == name)
+def _env(sts: dict[str, Any], name: str) -> str:
+    container = sts["spec"]["template"]["spec"]["containers"][0]
+    return str(next(e["value"] for e in container["env"] if e["name"] == name))
 
 
 def test_render_prints_every_child_in_the_namespace(capsys: pytest.CaptureFixture[str]) -> None:
