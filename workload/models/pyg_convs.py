@@ -1,0 +1,76 @@
+"""GCN and GAT over a HopBatch, built from PyG convolutions with per-hop trimming."""
+
+from __future__ import annotations
+
+import itertools
+
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torch_geometric.nn import GATConv, GCNConv
+
+from distgnn_workload.models.sage import check_hops
+from distgnn_workload.sampling.hop_batch import HopBatch
+
+
+class GCN(nn.Module):
+    """GCN (symmetric normalisation with self-loops on the sampled graph), trimmed per layer."""
+
+    def __init__(
+        self,
+        in_channels: int,
+        hidden_channels: int,
+        out_channels: int,
+        num_layers: int,
+        dropout: float = 0.5,
+    ) -> None:
+        super().__init__()
+        dims = [in_channels] + [hidden_channels] * (num_layers - 1) + [out_channels]
+        self.convs = nn.ModuleList(GCNConv(a, b) for a, b in itertools.pairwise(dims))
+        self.num_layers = num_layers
+        self.dropout = dropout
+
+    def forward(self, x: Tensor, hop: HopBatch) -> Tensor:
+        check_hops(hop, self.num_layers, x)
+        h = x
+        for layer, conv in enumerate(self.convs):
+            num_src, num_dst, num_edges = hop.layer_sizes(layer)
+            # GCN normalises over the layer's whole node set, so it runs on the sources
+            h = conv(h[:num_src], hop.edge_index[:, :num_edges])[:num_dst]
+            if layer < self.num_layers - 1:
+                h = F.dropout(F.relu(h), p=self.dropout, training=self.training)
+        return h
+
+
+class GAT(nn.Module):
+    """GAT with ``heads`` concatenated heads in hidden layers and one head at the output."""
+
+    def __init__(
+        self,
+        in_channels: int,
+        hidden_channels: int,
+        out_channels: int,
+        num_layers: int,
+        heads: int = 4,
+        dropout: float = 0.5,
+    ) -> None:
+        super().__init__()
+        per_head = max(1, hidden_channels // heads)
+        convs: list[nn.Module] = []
+        dim = in_channels
+        for _ in range(num_layers - 1):
+            convs.append(GATConv(dim, per_head, heads=heads, concat=True))
+            dim = per_head * heads
+        convs.append(GATConv(dim, out_channels, heads=1, concat=False))
+        self.convs = nn.ModuleList(convs)
+        self.num_layers = num_layers
+        self.dropout = dropout
+
+    def forward(self, x: Tensor, hop: HopBatch) -> Tensor:
+        check_hops(hop, self.num_layers, x)
+        h = x
+        for layer, conv in enumerate(self.convs):
+            num_src, num_dst, num_edges = hop.layer_sizes(layer)
+            h = conv((h[:num_src], h[:num_dst]), hop.edge_index[:, :num_edges])
+            if layer < self.num_layers - 1:
+                h = F.dropout(F.elu(h), p=self.dropout, training=self.training)
+        return h

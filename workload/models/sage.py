@@ -1,0 +1,97 @@
+"""GraphSAGE with per-hop trimming: layer l computes only the nodes that later layers read."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from distgnn_workload.models.aggregation import mean_aggregate, mean_aggregate_scatter
+from distgnn_workload.sampling.hop_batch import HopBatch
+
+Aggregation = Literal["embedding_bag", "scatter"]
+
+
+class SAGELayer(nn.Module):
+    """``lin_l(mean_{j->i} x_j) + lin_r(x_i)``, PyG ``SAGEConv``'s mean form and parameter names.
+
+    Sources are the first ``num_src`` rows of ``x``, targets its first ``num_dst`` rows.
+    """
+
+    def __init__(self, in_channels: int, out_channels: int) -> None:
+        super().__init__()
+        self.lin_l = nn.Linear(in_channels, out_channels, bias=True)
+        self.lin_r = nn.Linear(in_channels, out_channels, bias=False)
+
+    def forward(
+        self,
+        x: Tensor,
+        src: Tensor,
+        dst: Tensor,
+        target_ptr: Tensor,
+        num_dst: int,
+        aggregation: Aggregation = "embedding_bag",
+    ) -> Tensor:
+        if aggregation == "embedding_bag":
+            agg = mean_aggregate(x, src, target_ptr)
+        else:
+            agg = mean_aggregate_scatter(x, src, dst, num_dst)
+        # the bias rides on the root path; addmm adds the neighbour path in the GEMM epilogue
+        out = F.linear(x[:num_dst], self.lin_r.weight, self.lin_l.bias)
+        return torch.addmm(out, agg, self.lin_l.weight.t())
+
+
+class GraphSAGE(nn.Module):
+    """L SAGE layers with ReLU and dropout between them; forward returns the seeds' logits."""
+
+    def __init__(
+        self,
+        in_channels: int,
+        hidden_channels: int,
+        out_channels: int,
+        num_layers: int,
+        dropout: float = 0.5,
+        aggregation: Aggregation = "embedding_bag",
+    ) -> None:
+        super().__init__()
+        dims = [in_channels] + [hidden_channels] * (num_layers - 1) + [out_channels]
+        self.convs = nn.ModuleList(SAGELayer(a, b) for a, b in itertools.pairwise(dims))
+        self.num_layers = num_layers
+        self.dropout = dropout
+        self.aggregation: Aggregation = aggregation
+
+    def forward(self, x: Tensor, hop: HopBatch) -> Tensor:
+        check_hops(hop, self.num_layers, x)
+        src, dst = hop.edge_index[0], hop.edge_index[1]
+        ptr = hop.get_target_ptr()
+        if ptr.dtype != src.dtype:
+            ptr = ptr.to(src.dtype)
+        h = x
+        for layer, conv in enumerate(self.convs):
+            _, num_dst, num_edges = hop.layer_sizes(layer)
+            h = conv(
+                h,
+                src[:num_edges],
+                dst[:num_edges],
+                ptr[: num_dst + 1],
+                num_dst,
+                self.aggregation,
+            )
+            if layer < self.num_layers - 1:
+                h = F.relu(h)
+                h = F.dropout(h, p=self.dropout, training=self.training)
+        return h
+
+
+def check_hops(hop: HopBatch, num_layers: int, x: Tensor) -> None:
+    """Raise a clear error when the batch does not fit the model."""
+    if hop.num_hops != num_layers:
+        raise ValueError(
+            f"the HopBatch has {hop.num_hops} hops but the model has {num_layers} layers: "
+            "sample with one fanout per layer"
+        )
+    if x.size(0) < hop.num_nodes:
+        raise ValueError(f"x has {x.size(0)} rows but the HopBatch has {hop.num_nodes} nodes")
