@@ -170,6 +170,7 @@ def cmd_run(args: argparse.Namespace, out: Console) -> int:
     job = load_job(args.job)
     options = RunOptions(
         data_dir=Path(args.data_dir),
+        job_file=args.job,
         run_dir=Path(args.run_dir) if args.run_dir else None,
         uid=args.uid,
         gpus=args.gpus,

@@ -21,7 +21,7 @@ from types import FrameType
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
+from rich.markup import escape
 
 from distgnn_api.contract import (
     CHECKPOINT_DIR,
@@ -57,6 +57,7 @@ class RunOptions:
     """What the user chose on the command line."""
 
     data_dir: Path
+    job_file: str = "JOB.yaml"
     run_dir: Path | None = None
     uid: str | None = None
     gpus: int | None = None
@@ -240,7 +241,9 @@ class LocalRun:
         """Say why the run ended, once every process has stopped; the exit code."""
         elapsed = _duration(time.monotonic() - self._started)
         logs = self.layout.log_dir
-        resume = f"distgnn run <job.yaml> --uid {self.uid} --data-dir {self.layout.data_dir}"
+        resume = f"distgnn run {self.options.job_file} --uid {self.uid} --data-dir {self.layout.data_dir}"
+        if self.options.run_dir:
+            resume += f" --run-dir {self.layout.run_dir}"
         if result.outcome is _Outcome.interrupted:
             self.console.print(
                 f"[yellow]Stopped after {elapsed}[/]; every process has exited. Logs: {logs}\n"
@@ -275,10 +278,15 @@ class LocalRun:
             highlight=False,
         )
         tail = log_tail(failure.spec.log_path, _TAIL_LINES)
-        self.console.rule(f"last {len(tail)} lines of {failure.spec.log_path}", style="red")
+        lines = f"{len(tail)} line{'' if len(tail) == 1 else 's'}"
+        self.console.print(
+            f"Last {lines} of its log, {failure.spec.log_path}:"
+            if tail
+            else f"Its log is empty: {failure.spec.log_path}",
+            highlight=False,
+        )
         for line in tail:
-            self.console.print(line, markup=False, highlight=False)
-        self.console.rule(style="red")
+            self.console.print(f"  | {line}", markup=False, highlight=False)
         self.console.print(f"Logs of every process: {logs}", highlight=False)
         return EXIT_BAD_INPUT if code == EXIT_BAD_INPUT else EXIT_INTERNAL_ERROR
 
@@ -292,28 +300,25 @@ class LocalRun:
             )
             return EXIT_INTERNAL_ERROR
         result = Result.model_validate_json(result_path.read_text())
-        table = Table.grid(padding=(0, 2))
-        table.add_column(style="bold")
-        table.add_column()
         accuracy = f"{result.test_accuracy:.4f}"
         if result.val_accuracy is not None:
             accuracy += f"  (validation {result.val_accuracy:.4f})"
-        table.add_row("test accuracy", accuracy)
-        table.add_row(
-            "throughput",
-            f"{result.seeds_per_second:,.0f} seeds/s over {result.epochs} epochs",
-        )
         elapsed = f"{_duration(time.monotonic() - self._started)} in total"
         if "partition" in timings:
             elapsed += f", partition {_duration(timings['partition'])}"
         elapsed += f", training {_duration(result.elapsed_seconds)}"
-        table.add_row("elapsed", elapsed)
-        table.add_row("partition", f"{self.partition_path}" + ("  (reused)" if reused else ""))
-        table.add_row("checkpoints", str(self.layout.run_dir / CHECKPOINT_DIR))
-        table.add_row("logs", str(self.layout.log_dir))
-        table.add_row("result", str(result_path))
+        rows = (
+            ("test accuracy", accuracy),
+            ("throughput", f"{result.seeds_per_second:,.0f} seeds/s over {result.epochs} epochs"),
+            ("elapsed", elapsed),
+            ("partition", f"{self.partition_path}" + ("  (reused)" if reused else "")),
+            ("checkpoints", str(self.layout.run_dir / CHECKPOINT_DIR)),
+            ("logs", str(self.layout.log_dir)),
+            ("result", str(result_path)),
+        )
         self.console.print(f"[bold green]Succeeded:[/] {self.job.metadata.name}", highlight=False)
-        self.console.print(table)
+        for label, value in rows:
+            self.console.print(f"  [bold]{label:<14}[/]{escape(value)}", highlight=False)
         return EXIT_OK
 
     # ------------------------------------------------------------------ signals
