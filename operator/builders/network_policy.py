@@ -32,7 +32,10 @@ def build_network_policy(ctx: JobContext) -> dict[str, Any] | None:
                 "podSelector": {"matchLabels": dict(ctx.operator.pod_labels)},
             }
         )
-    job_pods = {"matchLabels": {LABEL_JOB: ctx.name}}
+
+    def job_pods() -> dict[str, Any]:
+        return {"matchLabels": {LABEL_JOB: ctx.name}}
+
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
@@ -42,10 +45,10 @@ def build_network_policy(ctx: JobContext) -> dict[str, Any] | None:
             "labels": naming.child_labels(ctx.name, ctx.spec.scheduling.labels),
         },
         "spec": {
-            "podSelector": job_pods,
+            "podSelector": job_pods(),
             "policyTypes": ["Ingress"],
             "ingress": [
-                {"from": [{"podSelector": job_pods}]},
+                {"from": [{"podSelector": job_pods()}]},
                 {"from": scrapers, "ports": metrics_port},
             ],
         },

@@ -131,7 +131,7 @@ def build_pod_spec(ctx: JobContext, role: Role, *, restart_policy: str) -> dict[
 
 def build_pod_metadata(ctx: JobContext, role: Role, labels: dict[str, str]) -> dict[str, Any]:
     """Pod template metadata: the given labels and the user's pod annotations."""
-    meta: dict[str, Any] = {"labels": labels}
+    meta: dict[str, Any] = {"labels": dict(labels)}
     if ctx.spec.scheduling.annotations:
         meta["annotations"] = dict(ctx.spec.scheduling.annotations)
     return meta

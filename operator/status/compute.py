@@ -1,0 +1,209 @@
+"""compute_status: the job's status as a pure function of its spec, its observed children, its
+previous status and the time. Status is computed, never accumulated: the only values carried
+over are the ones the world cannot show again (restarts, start and completion times, and
+whether the partition was reused)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from distgnn_api.contract import Role, partition_key
+from distgnn_api.spec import (
+    TERMINAL_PHASES,
+    Condition,
+    DistGNNJobSpec,
+    DistGNNJobStatus,
+    PartitionStatus,
+    Phase,
+    Progress,
+)
+from distgnn_operator import naming
+from distgnn_operator.constants import (
+    COND_FAILED,
+    COND_PARTITIONED,
+    COND_SUCCEEDED,
+    COND_SUSPENDED,
+    COND_TRAINING,
+    DEADLINE_EXCEEDED,
+    JOB_RESUMED,
+    JOB_SUSPENDED,
+    PARTITION_FAILED,
+    PARTITION_REUSED,
+    PARTITION_RUNNING,
+    PARTITION_SUCCEEDED,
+    PARTITION_SUSPENDED,
+    PARTITION_WAITING,
+    TRAINERS_SUCCEEDED,
+    TRAINING_RUNNING,
+    TRAINING_STARTING,
+    Reason,
+)
+from distgnn_operator.status import (
+    active_deadline,
+    failure_policy,
+    success_policy,
+    suspend_policy,
+)
+from distgnn_operator.status.conditions import Status, is_true, set_condition
+from distgnn_operator.status.observed import Observed
+from distgnn_operator.status.timestamps import format_time
+
+
+@dataclass
+class _Draft:
+    """The status being computed."""
+
+    phase: Phase
+    conditions: list[Condition]
+    restarts: int
+    start_time: str | None
+    partition: PartitionStatus
+    progress: Progress | None
+    observed_generation: int | None
+    now: str
+    completion_time: str | None = None
+
+    def set(self, type_: str, status: Status, reason: str, message: str) -> None:
+        self.conditions = set_condition(self.conditions, type_, status, reason, message, self.now)
+
+    def set_reason(self, type_: str, status: Status, reason: Reason, **values: object) -> None:
+        self.set(type_, status, *reason.format(**values))
+
+    def fail(self, reason: str, message: str) -> None:
+        self.phase = Phase.failed
+        self.completion_time = self.now
+        self.set(COND_FAILED, "True", reason, message)
+
+    def build(self) -> DistGNNJobStatus:
+        return DistGNNJobStatus(
+            phase=self.phase,
+            conditions=self.conditions,
+            partition=self.partition,
+            progress=self.progress,
+            restarts=self.restarts,
+            start_time=self.start_time,
+            completion_time=self.completion_time,
+            observed_generation=self.observed_generation,
+        )
+
+
+def compute_status(
+    spec: DistGNNJobSpec,
+    observed: Observed,
+    previous: DistGNNJobStatus | None,
+    now: datetime,
+    *,
+    generation: int | None = None,
+) -> DistGNNJobStatus:
+    """The status the job should have now. Succeeded and Failed are final."""
+    prev = previous or DistGNNJobStatus()
+    observed_generation = generation if generation is not None else prev.observed_generation
+    if prev.phase in TERMINAL_PHASES:
+        return prev.model_copy(update={"observed_generation": observed_generation})
+
+    key = partition_key(spec)
+    reused = prev.partition.reused if prev.partition is not None else False
+    draft = _Draft(
+        phase=prev.phase,
+        conditions=list(prev.conditions),
+        restarts=prev.restarts,
+        start_time=prev.start_time,
+        partition=PartitionStatus(
+            key=key,
+            num_partitions=spec.num_partitions,
+            path=naming.partition_volume_path(key),
+            reused=reused,
+        ),
+        progress=observed.progress or prev.progress,
+        observed_generation=observed_generation,
+        now=format_time(now),
+    )
+
+    if suspend_policy.is_suspended(spec):
+        draft.phase = Phase.suspended
+        draft.start_time = None
+        draft.set_reason(COND_SUSPENDED, "True", JOB_SUSPENDED)
+        return draft.build()
+    if is_true(prev.conditions, COND_SUSPENDED):
+        draft.set_reason(COND_SUSPENDED, "False", JOB_RESUMED)
+    if draft.start_time is None:
+        draft.start_time = draft.now
+
+    if active_deadline.exceeded(spec, draft.start_time, now):
+        draft.fail(*DEADLINE_EXCEEDED.format(limit=spec.run_policy.active_deadline_seconds))
+        return draft.build()
+
+    if not _partition_stage(spec, observed, prev, draft):
+        return draft.build()
+    _training_stage(spec, observed, draft)
+    return draft.build()
+
+
+def _partition_stage(
+    spec: DistGNNJobSpec, observed: Observed, prev: DistGNNJobStatus, draft: _Draft
+) -> bool:
+    """Update the Partitioned condition; True when the partition is complete."""
+    if is_true(prev.conditions, COND_PARTITIONED):
+        return True
+    job = observed.partition_job
+    job_name = job.name if job is not None else observed.partition_job_name
+    path = draft.partition.path
+    failure = failure_policy.partition_failure(job)
+    if job is not None and job.complete:
+        draft.set_reason(COND_PARTITIONED, "True", PARTITION_SUCCEEDED, job=job_name, path=path)
+        return True
+    if failure is not None:
+        reason, message = failure
+        draft.set(COND_PARTITIONED, "False", PARTITION_FAILED.reason, message)
+        draft.fail(reason, message)
+        return False
+    if observed.partition_marker:
+        draft.partition = draft.partition.model_copy(update={"reused": job is None})
+        draft.set_reason(
+            COND_PARTITIONED, "True", PARTITION_REUSED, claim=observed.claim, path=path
+        )
+        return True
+    if job is None:
+        draft.phase = Phase.pending
+        draft.set_reason(COND_PARTITIONED, "False", PARTITION_WAITING, job=job_name)
+    else:
+        draft.phase = Phase.partitioning
+        running = PARTITION_SUSPENDED if job.suspended else PARTITION_RUNNING
+        draft.set_reason(COND_PARTITIONED, "False", running, job=job_name, path=path)
+    return False
+
+
+def _training_stage(spec: DistGNNJobSpec, observed: Observed, draft: _Draft) -> None:
+    """Apply the success and failure policies to the sampler and trainer pods."""
+    if success_policy.trainers_succeeded(spec, observed, draft.restarts):
+        draft.phase = Phase.succeeded
+        draft.completion_time = draft.now
+        draft.set_reason(
+            COND_SUCCEEDED, "True", TRAINERS_SUCCEEDED, trainers=spec.trainers.replicas
+        )
+        return
+    decision = failure_policy.evaluate(spec, observed, draft.restarts)
+    if decision is not None and decision.action is failure_policy.Action.fail:
+        draft.fail(decision.reason, decision.message)
+        return
+    draft.phase = Phase.training
+    if decision is not None:
+        draft.restarts += 1
+        draft.set(COND_TRAINING, "True", decision.reason, decision.message)
+        return
+    trainers = observed.current_pods(Role.trainer, draft.restarts)
+    samplers = observed.current_pods(Role.sampler, draft.restarts)
+    counts = {
+        "trainers_ready": sum(p.ready for p in trainers),
+        "trainers": spec.trainers.replicas,
+        "samplers_ready": sum(p.ready for p in samplers),
+        "samplers": spec.samplers.replicas,
+    }
+    all_ready = (
+        counts["trainers_ready"] >= spec.trainers.replicas
+        and counts["samplers_ready"] >= spec.samplers.replicas
+    )
+    draft.set_reason(
+        COND_TRAINING, "True", TRAINING_RUNNING if all_ready else TRAINING_STARTING, **counts
+    )
