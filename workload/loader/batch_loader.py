@@ -1,0 +1,248 @@
+"""Mini-batches of sampled subgraphs with features, prefetched in the background."""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import nullcontext, suppress
+from dataclasses import dataclass, replace
+from typing import Any, Generic, Protocol, TypeVar
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from distgnn_workload.loader.features import FeatureSource
+from distgnn_workload.sampling.hop_batch import HopBatch
+
+T = TypeVar("T")
+
+
+@dataclass
+class MiniBatch:
+    """One training step's input: the sampled subgraph, its node features and seed labels."""
+
+    hop: HopBatch
+    x: Tensor
+    y: Tensor
+
+    @property
+    def num_seeds(self) -> int:
+        return self.hop.num_seeds
+
+    def to(self, device: torch.device | str, non_blocking: bool = False) -> MiniBatch:
+        return replace(
+            self,
+            hop=self.hop.to(device, non_blocking),
+            x=self.x.to(device, non_blocking=non_blocking),
+            y=self.y.to(device, non_blocking=non_blocking),
+        )
+
+    def record_stream(self, stream: torch.cuda.Stream) -> None:
+        """Mark every tensor as used by ``stream`` (see ``torch.Tensor.record_stream``)."""
+        self.hop.record_stream(stream)
+        self.x.record_stream(stream)
+        self.y.record_stream(stream)
+
+
+class Sampler(Protocol):
+    """What the loader needs from a sampler."""
+
+    def sample(self, seeds: Tensor) -> HopBatch: ...
+
+
+class _End:
+    pass
+
+
+@dataclass
+class _Failure:
+    error: BaseException
+
+
+class Prefetcher(Generic[T]):
+    """Runs ``produce(i)`` for i in 0..n-1 ahead of the consumer, ``depth`` items ahead.
+
+    With ``depth >= 1`` a background thread produces (on a side CUDA stream when ``device``
+    is CUDA; the consumer's stream then waits on an event, so nothing blocks the host).
+    ``depth = 0`` produces inline. ``wait_s`` holds, per item, how long the consumer waited.
+    Breaking out of the iteration stops the thread.
+    """
+
+    def __init__(
+        self,
+        produce: Callable[[int], T],
+        count: int,
+        *,
+        depth: int,
+        device: torch.device,
+        record: Callable[[T, torch.cuda.Stream], None] | None = None,
+    ) -> None:
+        if depth < 0:
+            raise ValueError(f"prefetch depth must be >= 0, got {depth}")
+        self.produce = produce
+        self.count = count
+        self.depth = depth
+        self.device = device
+        self.record = record
+        self.wait_s: list[float] = []
+
+    def __iter__(self) -> Iterator[T]:
+        self.wait_s = []
+        if self.depth == 0:
+            for i in range(self.count):
+                start = time.perf_counter()
+                item = self.produce(i)
+                self.wait_s.append(time.perf_counter() - start)
+                yield item
+            return
+        yield from self._threaded()
+
+    def _threaded(self) -> Iterator[T]:
+        cuda = self.device.type == "cuda"
+        stream = torch.cuda.Stream(self.device) if cuda else None  # type: ignore[no-untyped-call]
+        slots: queue.Queue[Any] = queue.Queue(maxsize=self.depth)
+        stop = threading.Event()
+
+        def put(item: object) -> bool:
+            while not stop.is_set():
+                try:
+                    slots.put(item, timeout=0.1)
+                    return True
+                except queue.Full:
+                    continue
+            return False
+
+        def work() -> None:
+            try:
+                if cuda:
+                    torch.cuda.set_device(self.device)
+                for i in range(self.count):
+                    if stop.is_set():
+                        return
+                    with torch.cuda.stream(stream) if stream is not None else nullcontext():
+                        item = self.produce(i)
+                        event = torch.cuda.Event() if cuda else None  # type: ignore[no-untyped-call]
+                        if event is not None:
+                            event.record(stream)
+                    if not put((item, event)):
+                        return
+                put(_End())
+            except BaseException as error:
+                put(_Failure(error))
+
+        thread = threading.Thread(target=work, name="distgnn-prefetch", daemon=True)
+        thread.start()
+        try:
+            while True:
+                start = time.perf_counter()
+                got = slots.get()
+                waited = time.perf_counter() - start
+                if isinstance(got, _End):
+                    return
+                if isinstance(got, _Failure):
+                    raise got.error
+                item, event = got
+                if event is not None:
+                    current = torch.cuda.current_stream(self.device)
+                    current.wait_event(event)
+                    if self.record is not None:
+                        self.record(item, current)
+                self.wait_s.append(waited)
+                yield item
+        finally:
+            stop.set()
+            while thread.is_alive():
+                with suppress(queue.Empty):
+                    slots.get(timeout=0.1)
+            thread.join()
+
+
+def _order(seeds: Tensor, shuffle: bool, seed: int, epoch: int) -> Tensor:
+    if not shuffle:
+        return seeds
+    g = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
+    return seeds[torch.randperm(seeds.numel(), generator=g)]
+
+
+class BatchLoader:
+    """Iterates an epoch of ``MiniBatch``es: sampled subgraph, features, seed labels.
+
+    ``seeds`` are global ids (e.g. this rank's training nodes); ``labels`` is a tensor
+    indexed by global id or a function of the seed ids. Batches are sampled and gathered
+    ``prefetch`` ahead in a background thread (a side CUDA stream on GPU); ``data_wait_s``
+    holds, per batch of the current epoch, the seconds the consumer waited for it.
+    ``set_epoch`` picks the shuffle of the next epoch (otherwise each epoch advances it).
+    """
+
+    def __init__(
+        self,
+        seeds: Tensor | np.ndarray | Sequence[int],
+        sampler: Sampler,
+        features: FeatureSource,
+        labels: Tensor | Callable[[Tensor], Tensor],
+        batch_size: int,
+        *,
+        shuffle: bool,
+        prefetch: int,
+        device: torch.device | str,
+        drop_last: bool = False,
+        seed: int = 0,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.seeds = torch.as_tensor(np.asarray(seeds) if not isinstance(seeds, Tensor) else seeds)
+        self.seeds = self.seeds.to(torch.int64).reshape(-1).cpu()
+        self.sampler = sampler
+        self.features = features
+        self.labels = labels
+        self.batch_size = batch_size
+        self.shuffle = shuffle
+        self.prefetch = prefetch
+        self.device = torch.device(device)
+        self.drop_last = drop_last
+        self.seed = seed
+        self.epoch = 0
+        self.data_wait_s: list[float] = []
+
+    def __len__(self) -> int:
+        n = self.seeds.numel()
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def _labels_of(self, ids: Tensor) -> Tensor:
+        if isinstance(self.labels, Tensor):
+            return self.labels.index_select(0, ids.to(self.labels.device)).to(self.device)
+        return self.labels(ids).to(self.device)
+
+    def __iter__(self) -> Iterator[MiniBatch]:
+        order = _order(self.seeds, self.shuffle, self.seed, self.epoch)
+        self.epoch += 1
+        bs = self.batch_size
+
+        def produce(i: int) -> MiniBatch:
+            ids = order[i * bs : (i + 1) * bs]
+            hop = self.sampler.sample(ids).to(self.device, non_blocking=True)
+            x = self.features.gather(hop.node_ids)
+            return MiniBatch(hop=hop, x=x, y=self._labels_of(hop.seed_ids))
+
+        prefetcher = Prefetcher(
+            produce,
+            len(self),
+            depth=self.prefetch,
+            device=self.device,
+            record=MiniBatch.record_stream,
+        )
+        batches = iter(prefetcher)
+        try:
+            for batch in batches:
+                self.data_wait_s = prefetcher.wait_s
+                yield batch
+        finally:
+            close = getattr(batches, "close", None)
+            if close is not None:
+                close()  # stops the background thread when the consumer breaks out early
