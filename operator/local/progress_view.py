@@ -1,12 +1,14 @@
 """Progress bars for the children's ``@@distgnn`` progress lines.
 
 On a terminal each stage (generation, partitioning, each epoch, ...) gets a rich bar with
-the figures the event carries (seeds/s, loss, accuracy). Elsewhere (CI logs, pipes) a plain
-line is printed when a stage finishes, so that logs stay readable.
+the figures the event carries (seeds/s, loss, accuracy) while it runs. When a stage finishes,
+its bar becomes one line, so that a long run scrolls like a training log; off a terminal (CI
+logs, pipes) only those lines are printed.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from rich.console import Console
@@ -58,11 +60,13 @@ def _is_done(event: ProgressEvent) -> bool:
 @dataclass
 class _Bar:
     task: TaskID | None
+    started: float
     finished: bool = False
 
 
 class ProgressView:
-    """Draws progress events; one bar per (process, stage, epoch)."""
+    """Draws progress events: a live bar per (process, stage, epoch) on a terminal, and a
+    line when a stage finishes (the only output off a terminal)."""
 
     def __init__(self, console: Console) -> None:
         self.console = console
@@ -88,16 +92,12 @@ class ProgressView:
         self._progress.stop()
 
     def show(self, role: Role, rank: int, event: ProgressEvent) -> None:
-        """Update the bar of this event's stage, creating it on first sight."""
+        """Update the bar of this event's stage; a finished stage becomes a line above the bars."""
         # Trainer 0 speaks for the job; the other trainers' lines stay in their logs.
         if role is Role.trainer and rank != 0:
             return
-        source = (
-            ""
-            if (role, rank) in ((Role.trainer, 0), (Role.partitioner, 0))
-            else f"{role.value}-{rank}"
-        )
-        label = _label(source, event)
+        speaks_for_job = (role, rank) in ((Role.trainer, 0), (Role.partitioner, 0))
+        label = _label("" if speaks_for_job else f"{role.value}-{rank}", event)
         figures = format_figures(event.metrics)
         bar = self._bars.get(label)
         if bar is None:
@@ -106,15 +106,23 @@ class ProgressView:
                 if self.live
                 else None
             )
-            bar = self._bars[label] = _Bar(task)
+            bar = self._bars[label] = _Bar(task, time.monotonic())
+        if bar.finished:
+            return
         if bar.task is not None:
             self._progress.update(
                 bar.task, completed=event.done, total=event.total, figures=figures
             )
-        if _is_done(event) and not bar.finished:
+        if _is_done(event):
             bar.finished = True
-            if not self.live:
-                self.console.print(f"{label}: done  {figures}".rstrip(), highlight=False)
+            if bar.task is not None:
+                self._progress.remove_task(bar.task)
+            took = time.monotonic() - bar.started
+            self.message(f"[green]✓[/] {label} done in {took:.1f}s  {figures}".rstrip())
+
+    def running(self) -> list[str]:
+        """Labels of the bars drawn now (stages under way)."""
+        return [task.description for task in self._progress.tasks]
 
     def message(self, text: str) -> None:
         """A line above the bars (or a plain line)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 
 from rich.console import Console
 
@@ -37,12 +38,16 @@ def test_plain_output_prints_one_line_per_finished_stage() -> None:
             # Other trainers' lines stay in their logs.
             view.show(Role.trainer, 1, _event(STAGE_EPOCH, 4, 4, epoch=epoch, epochs=2))
         view.show(Role.sampler, 1, _event("load", 1, 1))
-    assert out.getvalue().splitlines() == [
-        "generate: done",
-        "epoch 1/2: done  900 seeds/s  loss 0.5000",
-        "epoch 2/2: done  900 seeds/s  loss 0.5000",
-        "sampler-1 load: done",
+    lines = out.getvalue().splitlines()
+    patterns = [
+        r"✓ generate done in \d+\.\ds",
+        r"✓ epoch 1/2 done in \d+\.\ds  900 seeds/s  loss 0\.5000",
+        r"✓ epoch 2/2 done in \d+\.\ds  900 seeds/s  loss 0\.5000",
+        r"✓ sampler-1 load done in \d+\.\ds",
     ]
+    assert len(lines) == len(patterns), lines
+    for line, pattern in zip(lines, patterns, strict=True):
+        assert re.fullmatch(pattern, line), line
 
 
 def test_terminal_output_draws_a_bar_per_stage_and_epoch() -> None:
@@ -52,7 +57,10 @@ def test_terminal_output_draws_a_bar_per_stage_and_epoch() -> None:
         assert view.live
         view.show(Role.partitioner, 0, _event(STAGE_GENERATE, 10, 10))
         view.show(Role.trainer, 0, _event(STAGE_EPOCH, 2, 4, epoch=1, epochs=3, accuracy=0.75))
+        running = view.running()
+    # The finished stage became a line; the running epoch is a bar with its figures.
+    assert running == ["epoch 1/3"]
     text = out.getvalue()
-    assert "generate" in text
+    assert "generate done in" in text
     assert "epoch 1/3" in text
     assert "acc 0.750" in text
