@@ -1,0 +1,150 @@
+"""Mini-batch pipelines of a trainer: local sampling (worker mode) or sampler servers.
+
+Both run an epoch's plan (:mod:`distgnn_workload.runtime.seeds`) through the loader's
+:class:`~distgnn_workload.loader.Prefetcher`: a background thread on a side CUDA stream keeps
+``trainers.prefetch`` finished mini-batches ahead of the training step, and the time the
+step waits for one is the data wait. In server-client mode the same thread keeps
+``samplers.concurrency`` requests in flight to the sampler servers.
+
+On the wire a mini-batch is a plain tuple of tensors and ints (:func:`pack`), sampled
+edges as int32 to halve their bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+from torch import Tensor
+from torch.futures import Future
+
+from distgnn_workload.loader import FeatureSource, MiniBatch, Prefetcher
+from distgnn_workload.runtime.seeds import Batch
+from distgnn_workload.sampling import HopBatch, NeighborSampler
+
+WireBatch = tuple[Any, ...]
+"""(node_ids, edge_index int32, target_ptr, x, y, num_seeds, nodes per hop, edges per hop)."""
+
+_INT32_MAX = 2**31 - 1
+
+
+def pack(hop: HopBatch, x: Tensor, y: Tensor, wire: Callable[[Tensor], Tensor]) -> WireBatch:
+    """A mini-batch as it travels from a sampler server to a trainer."""
+    edge_index = hop.edge_index
+    if hop.num_nodes <= _INT32_MAX:
+        edge_index = edge_index.to(torch.int32)
+    return (
+        wire(hop.node_ids),
+        wire(edge_index),
+        wire(hop.get_target_ptr()),
+        wire(x),
+        wire(y),
+        hop.num_seeds,
+        list(hop.num_nodes_per_hop),
+        list(hop.num_edges_per_hop),
+    )
+
+
+def unpack(batch: WireBatch, device: torch.device) -> MiniBatch:
+    """The mini-batch a sampler server sent, on ``device``."""
+    node_ids, edge_index, target_ptr, x, y, num_seeds, nodes, edges = batch
+
+    def to(t: Tensor) -> Tensor:
+        if device.type == "cuda" and t.device.type == "cpu":
+            t = t.pin_memory()
+        return t.to(device, non_blocking=True)
+
+    hop = HopBatch(
+        node_ids=to(node_ids),
+        num_seeds=int(num_seeds),
+        num_nodes_per_hop=[int(n) for n in nodes],
+        num_edges_per_hop=[int(n) for n in edges],
+        edge_index=to(edge_index).to(torch.int64),
+        target_ptr=to(target_ptr),
+    )
+    return MiniBatch(hop=hop, x=to(x), y=to(y))
+
+
+def wire_bytes(batch: WireBatch) -> int:
+    return sum(t.numel() * t.element_size() for t in batch if isinstance(t, Tensor))
+
+
+class LocalPipeline:
+    """Worker mode: sample this holder's seeds and gather features (local, cached, remote)."""
+
+    def __init__(
+        self,
+        sampler: NeighborSampler,
+        features: FeatureSource,
+        labels: Tensor,
+        *,
+        device: torch.device,
+        prefetch: int,
+    ) -> None:
+        self.sampler = sampler
+        self.features = features
+        self.labels = labels
+        self.device = device
+        self.prefetch = prefetch
+
+    def produce(self, seeds: Tensor) -> MiniBatch:
+        hop = self.sampler.sample(seeds).to(self.device, non_blocking=True)
+        x = self.features.gather(hop.node_ids)
+        y = self.labels[hop.seed_ids.to(self.labels.device)].to(self.device, non_blocking=True)
+        return MiniBatch(hop=hop, x=x, y=y)
+
+    def epoch(self, batches: Sequence[Batch]) -> Prefetcher[MiniBatch]:
+        return Prefetcher(
+            lambda i: self.produce(batches[i][1]),
+            len(batches),
+            depth=self.prefetch,
+            device=self.device,
+            record=MiniBatch.record_stream,
+        )
+
+
+Request = Callable[[int, Tensor], Future[WireBatch]]
+"""Ask holder ``h`` for the mini-batch of ``seeds``."""
+
+
+class RemotePipeline:
+    """Server-client mode: mini-batches come from the sampler servers over RPC."""
+
+    def __init__(
+        self,
+        request: Request,
+        *,
+        device: torch.device,
+        prefetch: int,
+        concurrency: int,
+        on_batch: Callable[[WireBatch], None] | None = None,
+    ) -> None:
+        self.request = request
+        self.device = device
+        self.prefetch = prefetch
+        self.concurrency = max(1, concurrency)
+        self.on_batch = on_batch
+
+    def epoch(self, batches: Sequence[Batch]) -> Prefetcher[MiniBatch]:
+        in_flight: dict[int, Future[WireBatch]] = {}
+        submitted = 0
+
+        def produce(i: int) -> MiniBatch:
+            nonlocal submitted
+            while submitted < len(batches) and submitted < i + self.concurrency:
+                holder, seeds = batches[submitted]
+                in_flight[submitted] = self.request(holder, seeds)
+                submitted += 1
+            wire = in_flight.pop(i).wait()
+            if self.on_batch is not None:
+                self.on_batch(wire)
+            return unpack(wire, self.device)
+
+        return Prefetcher(
+            produce,
+            len(batches),
+            depth=max(1, self.prefetch),
+            device=self.device,
+            record=MiniBatch.record_stream,
+        )

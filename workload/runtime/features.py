@@ -1,0 +1,398 @@
+"""Node features of one holder, plus remote features over RPC behind a hot-feature cache.
+
+A *holder* is a process that holds partitions: a sampler in server-client mode, a trainer
+pod in worker mode. It owns the contiguous new-id range of its partitions and keeps their
+features on its device. Features of other holders' nodes are fetched over RPC from their
+owner; a share (``samplers.cacheRatio``) of the remote nodes, the hottest ones, is fetched
+once at start-up and kept. One table serves both: ``slot[id]`` is the row of a node's
+features in ``rows`` (local rows first, cached rows after), or -1 when it must be fetched.
+With a cache ratio of 1 every node has a row and a gather is one GPU kernel, no host sync.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.distributed.rpc as rpc
+from torch import Tensor
+from torch.futures import Future
+
+from distgnn_api.contract import partitions_of_holder
+from distgnn_workload.partition.store import PartitionStore
+from distgnn_workload.runtime.rpc import RpcContext
+
+log = logging.getLogger(__name__)
+
+FETCH_CHUNK = 1 << 18
+"""Most node ids per feature RPC while filling the cache."""
+
+
+@dataclass(frozen=True)
+class HolderLayout:
+    """Which holder owns which node ids: holder h owns ``[bounds[h], bounds[h+1])``."""
+
+    bounds: Tensor
+    """int64 [H+1] on the host."""
+
+    @classmethod
+    def from_store(cls, store: PartitionStore, num_holders: int) -> HolderLayout:
+        offsets = store.meta.offsets
+        parts = store.meta.num_partitions
+        bounds = [
+            offsets[partitions_of_holder(h, parts, num_holders)[0]] for h in range(num_holders)
+        ]
+        return cls(torch.tensor([*bounds, offsets[-1]], dtype=torch.int64))
+
+    @property
+    def num_holders(self) -> int:
+        return int(self.bounds.numel()) - 1
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.bounds[-1])
+
+    def range_of(self, holder: int) -> tuple[int, int]:
+        return int(self.bounds[holder]), int(self.bounds[holder + 1])
+
+    def holder_of(self, ids: Tensor) -> Tensor:
+        """The owning holder of each id (on the ids' device)."""
+        return torch.bucketize(ids, self.bounds.to(ids.device)[1:-1], right=True)
+
+
+@dataclass
+class HolderData:
+    """What one holder loads from the store: its features, splits and local CSR."""
+
+    holder: int
+    start: int
+    end: int
+    features: Tensor
+    """float32 [end - start, F] on the holder's device."""
+    indptr: Tensor
+    """int64 CSR of the owned nodes (row i is node start + i), host memory."""
+    indices: Tensor
+    """Their neighbours as global ids, host memory."""
+    train_ids: Tensor
+    val_ids: Tensor
+    test_ids: Tensor
+    """Global ids of the owned nodes in each split (int64, host)."""
+
+
+def _np(a: np.ndarray) -> Tensor:
+    """A tensor owning a copy of a (read-only, memory-mapped) array."""
+    return torch.from_numpy(np.array(a, copy=True))
+
+
+def load_holder(
+    store: PartitionStore, holder: int, num_holders: int, device: torch.device
+) -> HolderData:
+    """Read the partitions of ``holder`` (a contiguous id range) from the store."""
+    parts = [
+        store.partition(p)
+        for p in partitions_of_holder(holder, store.meta.num_partitions, num_holders)
+    ]
+    start, end = parts[0].start, parts[-1].end
+    feats = torch.cat([_np(p.features) for p in parts]) if parts else torch.zeros(0)
+    indptrs, offset = [], 0
+    for i, p in enumerate(parts):
+        ip = _np(p.indptr).to(torch.int64)
+        indptrs.append((ip if i == 0 else ip[1:]) + offset)
+        offset += int(ip[-1])
+
+    def ids(mask: str) -> Tensor:
+        return torch.cat(
+            [_np(np.flatnonzero(np.asarray(getattr(p, mask)))) + p.start for p in parts]
+        ).to(torch.int64)
+
+    return HolderData(
+        holder=holder,
+        start=start,
+        end=end,
+        features=feats.reshape(end - start, store.meta.num_features).to(device),
+        indptr=torch.cat(indptrs),
+        indices=torch.cat([_np(p.indices) for p in parts]),
+        train_ids=ids("train_mask"),
+        val_ids=ids("val_mask"),
+        test_ids=ids("test_mask"),
+    )
+
+
+def split_ids(store: PartitionStore, layout: HolderLayout, split: str) -> list[Tensor]:
+    """Global ids of every holder's nodes in ``split`` (train, val or test)."""
+    out = []
+    for h in range(layout.num_holders):
+        parts = partitions_of_holder(h, store.meta.num_partitions, layout.num_holders)
+        out.append(
+            torch.cat(
+                [
+                    _np(np.flatnonzero(np.asarray(getattr(store.partition(p), f"{split}_mask"))))
+                    + store.meta.offsets[p]
+                    for p in parts
+                ]
+            ).to(torch.int64)
+        )
+    return out
+
+
+def load_labels(store: PartitionStore, device: torch.device) -> Tensor:
+    """Labels of every node (8 bytes a node: small enough to keep whole on every holder)."""
+    labels = [_np(store.partition(p).labels) for p in range(store.meta.num_partitions)]
+    return torch.cat(labels).to(torch.int64).to(device)
+
+
+# --------------------------------------------------------------------------- the table
+
+
+class FeatureTable:
+    """Local rows plus cached remote rows, addressed by a global ``slot`` map."""
+
+    def __init__(self, data: HolderData, num_nodes: int, device: torch.device) -> None:
+        self.device = device
+        self.start, self.end = data.start, data.end
+        self.num_nodes = num_nodes
+        self.num_features = int(data.features.shape[1])
+        self.rows = data.features
+        self.slot = torch.full((num_nodes,), -1, dtype=torch.int32, device=device)
+        self.slot[data.start : data.end] = torch.arange(
+            data.end - data.start, dtype=torch.int32, device=device
+        )
+        self.num_cached = 0
+        self._free = int(self.rows.shape[0])
+
+    @property
+    def num_remote(self) -> int:
+        return self.num_nodes - (self.end - self.start)
+
+    @property
+    def complete(self) -> bool:
+        """Every node has a row: gathers need no RPC and no host sync."""
+        return self.num_cached >= self.num_remote
+
+    def reserve(self, count: int) -> None:
+        """Make room for ``count`` more cached rows (one allocation for the whole cache)."""
+        if count > 0:
+            extra = torch.empty(
+                (count, self.num_features), dtype=self.rows.dtype, device=self.device
+            )
+            self.rows = torch.cat([self.rows, extra])
+            self._free = int(self.rows.shape[0]) - count
+
+    def add_cached(self, ids: Tensor, rows: Tensor) -> None:
+        """Keep ``rows`` as the features of the remote nodes ``ids`` (after :meth:`reserve`)."""
+        n = int(ids.numel())
+        if n == 0:
+            return
+        if self._free + n > int(self.rows.shape[0]):
+            self.reserve(self._free + n - int(self.rows.shape[0]))
+        base = self._free
+        self.rows[base : base + n] = rows.to(self.device, self.rows.dtype)
+        self.slot[ids.to(self.device)] = torch.arange(
+            base, base + n, dtype=torch.int32, device=self.device
+        )
+        self._free += n
+        self.num_cached += n
+
+    def local_rows(self, ids: Tensor) -> Tensor:
+        """Features of nodes this holder owns (ids on any device)."""
+        return self.rows[(ids.to(self.device) - self.start)]
+
+
+# --------------------------------------------------------------------------- serving
+
+_served: FeatureTable | None = None
+_served_ready = threading.Event()
+_served_ctx: RpcContext | None = None
+_serve_observer: Callable[[Tensor], None] | None = None
+
+
+def set_serve_observer(observer: Callable[[Tensor], None] | None) -> None:
+    """Call ``observer(rows)`` for every feature request this process answers (metrics)."""
+    global _serve_observer
+    _serve_observer = observer
+
+
+def serve_table(table: FeatureTable, ctx: RpcContext) -> None:
+    """Make this process answer other holders' feature requests from ``table``."""
+    global _served, _served_ctx
+    _served, _served_ctx = table, ctx
+    _served_ready.set()
+
+
+def _serve_features(ids: Tensor) -> Tensor:
+    """RPC target: the features of owned nodes ``ids``."""
+    if not _served_ready.wait(timeout=600):
+        raise RuntimeError("this holder never loaded its features")
+    assert _served is not None
+    assert _served_ctx is not None
+    rows = _served_ctx.wire(_served.local_rows(ids))
+    if _serve_observer is not None:
+        _serve_observer(rows)
+    return rows
+
+
+# --------------------------------------------------------------------------- the source
+
+
+FetchFn = Callable[[int, Tensor], Future[Tensor]]
+"""Start fetching the features of ``ids`` (host int64) from holder ``h``."""
+
+
+def rpc_fetch(ctx: RpcContext, target_of_holder: Callable[[int], str]) -> FetchFn:
+    def fetch(holder: int, ids: Tensor) -> Future[Tensor]:
+        fut: Future[Tensor] = rpc.rpc_async(target_of_holder(holder), _serve_features, args=(ids,))
+        return fut
+
+    return fetch
+
+
+@dataclass
+class FeatureStats:
+    """Counts for the cache metrics, kept on the device until read."""
+
+    lookups: Tensor
+    """Remote-node look-ups."""
+    misses: int = 0
+    """Look-ups the cache could not serve (fetched over RPC)."""
+    bytes_fetched: int = 0
+
+    def take(self) -> tuple[int, int, int]:
+        """(lookups, hits, bytes) since the last call; one host sync."""
+        lookups = int(self.lookups.item())
+        out = (lookups, max(lookups - self.misses, 0), self.bytes_fetched)
+        self.lookups.zero_()
+        self.misses = 0
+        self.bytes_fetched = 0
+        return out
+
+
+class DistributedFeatureSource:
+    """Gathers features of any nodes: local rows, cached rows, and RPC for the rest.
+
+    Implements the loader's ``FeatureSource`` protocol (``gather``, ``num_features``).
+    """
+
+    def __init__(
+        self,
+        table: FeatureTable,
+        layout: HolderLayout,
+        fetch: FetchFn,
+        *,
+        holder: int,
+    ) -> None:
+        self.table = table
+        self.layout = layout
+        self.fetch = fetch
+        self.holder = holder
+        self.device = table.device
+        self.stats = FeatureStats(lookups=torch.zeros((), dtype=torch.int64, device=table.device))
+        self._stats_lock = threading.Lock()
+
+    @property
+    def num_features(self) -> int:
+        return self.table.num_features
+
+    def gather(self, node_ids: Tensor) -> Tensor:
+        table = self.table
+        ids = node_ids.to(self.device, torch.int64)
+        slot = table.slot[ids]
+        remote = ((ids < table.start) | (ids >= table.end)).sum()
+        with self._stats_lock:
+            self.stats.lookups += remote
+        if table.complete:
+            return table.rows[slot.to(torch.int64)]
+        out = table.rows[slot.clamp(min=0).to(torch.int64)]
+        miss = (slot < 0).nonzero().squeeze(1)
+        if miss.numel() == 0:
+            return out
+        miss_ids = ids[miss]
+        owners = self.layout.holder_of(miss_ids)
+        order = torch.argsort(owners, stable=True)
+        miss, miss_ids = miss[order], miss_ids[order]
+        counts = torch.bincount(owners, minlength=self.layout.num_holders).tolist()
+        host_ids = miss_ids.cpu()
+        pending: list[tuple[Tensor, Future[Tensor]]] = []
+        lo = 0
+        for h, n in enumerate(counts):
+            if n:
+                pending.append((miss[lo : lo + n], self.fetch(h, host_ids[lo : lo + n])))
+                lo += n
+        for pos, fut in pending:
+            rows = fut.wait()
+            out[pos] = rows.to(self.device, out.dtype, non_blocking=True)
+        with self._stats_lock:
+            self.stats.misses += int(miss.numel())
+            self.stats.bytes_fetched += int(miss.numel()) * table.num_features * out.element_size()
+        return out
+
+
+def fill_cache(
+    table: FeatureTable,
+    layout: HolderLayout,
+    fetch: FetchFn,
+    hot_ids: Tensor,
+    *,
+    chunk: int = FETCH_CHUNK,
+) -> None:
+    """Fetch the features of ``hot_ids`` (remote nodes, hottest first) into the table."""
+    hot_ids = hot_ids.to(torch.int64).cpu()
+    owners = layout.holder_of(hot_ids)
+    table.reserve(int(hot_ids.numel()))
+    for h in range(layout.num_holders):
+        mine = hot_ids[owners == h]
+        futures = [(c, fetch(h, c)) for c in torch.split(mine, chunk)]
+        for ids, fut in futures:
+            table.add_cached(ids, fut.wait())
+    log.info(
+        "feature cache: %d of %d remote nodes (%.0f%%)",
+        table.num_cached,
+        table.num_remote,
+        100.0 * table.num_cached / max(table.num_remote, 1),
+    )
+
+
+def select_hot(
+    counts: Tensor,
+    degrees: Tensor | None,
+    start: int,
+    end: int,
+    budget: int,
+) -> Tensor:
+    """The ``budget`` hottest remote nodes: by pre-sampled access count, ties by degree."""
+    num_nodes = int(counts.numel())
+    remote = torch.ones(num_nodes, dtype=torch.bool)
+    remote[start:end] = False
+    if budget >= num_nodes - (end - start):
+        return remote.nonzero().squeeze(1)
+    score = counts.to(torch.float64).cpu()
+    if degrees is not None:
+        deg = degrees.to(torch.float64).cpu()
+        score = score + deg / (deg.max().clamp(min=1.0) * 2.0)
+    score[~remote] = -1.0
+    return torch.topk(score, budget).indices
+
+
+def presample_counts(
+    sample: Callable[[Tensor], Tensor],
+    seeds: Tensor,
+    num_nodes: int,
+    *,
+    batch_size: int,
+    max_batches: int,
+    seed: int = 0,
+) -> Tensor:
+    """How often each node appears in sampled batches of ``seeds`` (GLT's hotness)."""
+    counts = torch.zeros(num_nodes, dtype=torch.int64)
+    if seeds.numel() == 0 or max_batches <= 0:
+        return counts
+    g = torch.Generator()
+    g.manual_seed(seed)
+    order = seeds[torch.randperm(seeds.numel(), generator=g)]
+    for batch in torch.split(order, batch_size)[:max_batches]:
+        ids = sample(batch).cpu()
+        counts += torch.bincount(ids, minlength=num_nodes)
+    return counts

@@ -1,0 +1,166 @@
+"""A holder's state: its partitions, the labels, the feature table, sampler and cache.
+
+Shared by the sampler server (server-client mode) and the trainer in worker mode. Loading
+(:func:`load`) happens before the rendezvous, so that a peer's requests find the data in
+place; :func:`connect` then wires the RPC parts: serving features (and one-hop samples),
+the distributed feature source, and the hot-feature cache filled from the peers.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from distgnn_api.spec import DistGNNJobSpec
+from distgnn_workload.partition.store import PartitionStore
+from distgnn_workload.runtime.distributed_sampler import (
+    HopByHopSampler,
+    SamplerFactory,
+    replicated_factory,
+    rpc_hop_fetch,
+    serve_local_csr,
+    should_replicate,
+    topology_bytes,
+)
+from distgnn_workload.runtime.features import (
+    DistributedFeatureSource,
+    FeatureTable,
+    HolderData,
+    HolderLayout,
+    fill_cache,
+    load_holder,
+    load_labels,
+    presample_counts,
+    rpc_fetch,
+    select_hot,
+    serve_table,
+)
+from distgnn_workload.runtime.lifecycle import BadInputError
+from distgnn_workload.runtime.rpc import RpcContext
+
+log = logging.getLogger(__name__)
+
+PRESAMPLE_BATCHES = 64
+"""Mini-batches sampled at start-up to rank remote nodes by hotness."""
+
+
+def check_store(store: PartitionStore, spec: DistGNNJobSpec, num_holders: int) -> None:
+    """The partition store must match the job: a clear error otherwise."""
+    parts = store.meta.num_partitions
+    if parts % num_holders:
+        raise BadInputError(
+            f"partition store {store.path} has {parts} partitions, not a multiple of the "
+            f"{num_holders} holders; set partition.numPartitions to a multiple of "
+            "samplers.replicas (trainers.replicas in worker mode)"
+        )
+    if store.meta.num_nodes < 1 or store.meta.num_classes < 2:
+        raise BadInputError(f"partition store {store.path} holds no usable graph")
+
+
+@dataclass
+class HolderState:
+    """What a holder loaded before the rendezvous."""
+
+    data: HolderData
+    layout: HolderLayout
+    labels: Tensor
+    table: FeatureTable
+    replicate: bool
+    device: torch.device
+
+
+def load(
+    store: PartitionStore,
+    spec: DistGNNJobSpec,
+    holder: int,
+    num_holders: int,
+    device: torch.device,
+) -> HolderState:
+    t0 = time.perf_counter()
+    check_store(store, spec, num_holders)
+    layout = HolderLayout.from_store(store, num_holders)
+    data = load_holder(store, holder, num_holders, device)
+    labels = load_labels(store, device)
+    table = FeatureTable(data, layout.num_nodes, device)
+    replicate = should_replicate(spec.samplers.replicate_topology, topology_bytes(store), device)
+    log.info(
+        "holder %d: nodes [%d, %d) of %d, %d train, loaded in %.1fs",
+        holder,
+        data.start,
+        data.end,
+        layout.num_nodes,
+        data.train_ids.numel(),
+        time.perf_counter() - t0,
+    )
+    return HolderState(data, layout, labels, table, replicate, device)
+
+
+@dataclass
+class Holder:
+    """A connected holder: sample with ``new_sampler``, gather with ``features``."""
+
+    state: HolderState
+    features: DistributedFeatureSource
+    new_sampler: SamplerFactory
+
+
+def connect(
+    state: HolderState,
+    store: PartitionStore,
+    spec: DistGNNJobSpec,
+    ctx: RpcContext,
+    target_of_holder: Callable[[int], str],
+    *,
+    seed: int,
+) -> Holder:
+    """Serve this holder's data over RPC, build its sampler, fill the hot-feature cache."""
+    fanouts = list(spec.model.fanout)
+    serve_table(state.table, ctx)
+    if state.replicate:
+        new_sampler = replicated_factory(store, fanouts, state.device)
+    else:
+        serve_local_csr(state.data, ctx, fanouts)
+        hop_fetch = rpc_hop_fetch(target_of_holder)
+
+        def new_sampler(s: int) -> HopByHopSampler:
+            return HopByHopSampler(
+                state.data, state.layout, fanouts, hop_fetch, device=state.device, seed=s
+            )
+
+    fetch = rpc_fetch(ctx, target_of_holder)
+    features = DistributedFeatureSource(state.table, state.layout, fetch, holder=state.data.holder)
+    ratio = spec.samplers.cache_ratio
+    budget = round(ratio * state.table.num_remote)
+    if budget > 0:
+        t0 = time.perf_counter()
+        if budget >= state.table.num_remote:
+            hot = select_hot(
+                torch.zeros(state.layout.num_nodes, dtype=torch.int64),
+                None,
+                state.data.start,
+                state.data.end,
+                budget,
+            )
+        else:
+            sampler = new_sampler(seed + 7_777)
+            counts = presample_counts(
+                lambda seeds: sampler.sample(seeds).node_ids,
+                state.data.train_ids,
+                state.layout.num_nodes,
+                batch_size=spec.training.batch_size,
+                max_batches=PRESAMPLE_BATCHES,
+                seed=seed,
+            )
+            degrees = None
+            if state.replicate:
+                indptr, _ = store.topology()
+                degrees = torch.from_numpy(indptr[1:] - indptr[:-1])
+            hot = select_hot(counts, degrees, state.data.start, state.data.end, budget)
+        fill_cache(state.table, state.layout, fetch, hot)
+        log.info("hot-feature cache filled in %.1fs", time.perf_counter() - t0)
+    return Holder(state=state, features=features, new_sampler=new_sampler)

@@ -1,0 +1,552 @@
+"""One training process: rendezvous, data pipeline, DDP training, evaluation, checkpoints.
+
+Global rank = trainer pod rank x processes per pod + local rank. Each epoch every rank gets
+its share of the training seeds (:mod:`distgnn_workload.runtime.seeds`), with the same
+number of steps everywhere. Validation and test accuracy are computed over each rank's
+share of the split and summed across ranks. Rank 0 writes a checkpoint every
+``training.checkpointEvery`` epochs and, at the end, ``result.json``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+import torch.distributed as dist
+import torch.distributed.rpc as rpc
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torch.futures import Future
+from torch.nn.parallel import DistributedDataParallel
+
+from distgnn_api.contract import (
+    EXIT_INTERNAL_ERROR,
+    EXIT_OK,
+    STAGE_EPOCH,
+    STAGE_EVAL,
+    Result,
+    WorkloadEnv,
+    dump_json,
+    emit_progress,
+    rfc3339_now,
+)
+from distgnn_api.spec import DistGNNJobSpec
+from distgnn_workload import metrics
+from distgnn_workload.loader import MiniBatch, Prefetcher
+from distgnn_workload.models import build_model
+from distgnn_workload.partition.store import PartitionStore
+from distgnn_workload.runtime import holder as holders
+from distgnn_workload.runtime import rpc as rpc_runtime
+from distgnn_workload.runtime.batches import LocalPipeline, RemotePipeline, WireBatch
+from distgnn_workload.runtime.checkpoint import load_latest, save_checkpoint
+from distgnn_workload.runtime.ddp import init_ddp, pick_device
+from distgnn_workload.runtime.features import HolderLayout, split_ids
+from distgnn_workload.runtime.lifecycle import (
+    BadInputError,
+    finished_result,
+    load_config,
+    write_result,
+)
+from distgnn_workload.runtime.rendezvous import StoreWatchdog, rendezvous
+from distgnn_workload.runtime.seeds import Batch, eval_batches, holder_ranks, train_batches
+from distgnn_workload.runtime.status_server import ProgressTracker, StatusServer
+from distgnn_workload.sampler.server import serve_batch
+
+log = logging.getLogger(__name__)
+
+JOB_CONFIG_COPY = "job.json"
+STATS_FILE = "training_stats.json"
+"""Per-epoch figures summed over ranks (seeds, edges, seconds, data wait), written at the end."""
+EVAL_BATCH_FACTOR = 2
+"""Evaluation batches hold this many times the training batch size."""
+PROGRESS_EVENTS_PER_EPOCH = 20
+
+
+class Pipeline(Protocol):
+    """What the training loop needs from a data pipeline."""
+
+    def epoch(self, batches: Sequence[Batch]) -> Prefetcher[MiniBatch]: ...
+
+
+@dataclass
+class EpochStats:
+    """One epoch's figures, summed over every rank."""
+
+    epoch: int
+    seeds: int
+    edges: int
+    steps: int
+    seconds: float
+    data_wait_seconds: float
+    loss: float
+    val_accuracy: float | None = None
+
+    @property
+    def seeds_per_second(self) -> float:
+        return self.seeds / self.seconds if self.seconds > 0 else 0.0
+
+
+@dataclass
+class RunState:
+    """What survives a restart through the checkpoint."""
+
+    started_at: float = field(default_factory=time.time)
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+    def train_seconds(self) -> float:
+        return sum(float(h["seconds"]) for h in self.history)
+
+    def seeds(self) -> int:
+        return sum(int(h["seeds"]) for h in self.history)
+
+
+class TrainerMetrics:
+    """The trainer's Prometheus series for one rank."""
+
+    def __init__(self, rank: int) -> None:
+        label = str(rank)
+        self.seeds = metrics.TRAINER_SEEDS.labels(label)
+        self.edges = metrics.TRAINER_SAMPLED_EDGES.labels(label)
+        self.nodes = metrics.TRAINER_SAMPLED_NODES.labels(label)
+        self.step = metrics.TRAINER_STEP_SECONDS.labels(label)
+        self.wait = metrics.TRAINER_DATA_WAIT_SECONDS.labels(label)
+        self.epoch = metrics.TRAINER_EPOCH.labels(label)
+        self.loss = metrics.TRAINER_LOSS.labels(label)
+        self.val = metrics.TRAINER_ACCURACY.labels(label, "val")
+        self.test = metrics.TRAINER_ACCURACY.labels(label, "test")
+        self.remote_bytes = metrics.TRAINER_REMOTE_FEATURE_BYTES.labels(label)
+        self.cache_hits = metrics.TRAINER_CACHE_HITS.labels(label)
+        self.cache_lookups = metrics.TRAINER_CACHE_LOOKUPS.labels(label)
+
+
+class Trainer:
+    """The training loop of one rank."""
+
+    def __init__(
+        self,
+        spec: DistGNNJobSpec,
+        *,
+        rank: int,
+        world_size: int,
+        device: torch.device,
+        pipeline: Pipeline,
+        train_ids: list[Tensor],
+        val_ids: list[Tensor],
+        test_ids: list[Tensor],
+        ranks_of_holder: list[list[int]],
+        num_features: int,
+        num_classes: int,
+        run_dir: Path,
+        job_uid: str,
+        tracker: ProgressTracker | None = None,
+        on_epoch: Callable[[], None] | None = None,
+        started_at: float | None = None,
+    ) -> None:
+        self.spec = spec
+        self.rank = rank
+        self.world_size = world_size
+        self.device = device
+        self.pipeline = pipeline
+        self.train_ids, self.val_ids, self.test_ids = train_ids, val_ids, test_ids
+        self.ranks_of_holder = ranks_of_holder
+        self.run_dir = run_dir
+        self.job_uid = job_uid
+        self.tracker = tracker
+        self.on_epoch = on_epoch
+        self.metrics = TrainerMetrics(rank)
+        self.bf16 = spec.training.bf16 and device.type == "cuda"
+        if spec.training.bf16 and not self.bf16:
+            log.warning("training.bf16 needs a GPU; training in fp32 on %s", device)
+        torch.manual_seed(spec.training.seed)
+        self.model: nn.Module = build_model(spec.model, num_features, num_classes).to(device)
+        self.optimizer = torch.optim.Adam(
+            self.model.parameters(),
+            lr=spec.training.learning_rate,
+            weight_decay=spec.training.weight_decay,
+        )
+        self.state = RunState(started_at=started_at or time.time())
+        self.start_epoch = 0
+        self.ddp: nn.Module = self.model
+        self.distributed = world_size > 1
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def resume(self) -> None:
+        ckpt = load_latest(self.run_dir, map_location=self.device)
+        if ckpt is None:
+            return
+        try:
+            self.model.load_state_dict(ckpt.state["model"])
+            self.optimizer.load_state_dict(ckpt.state["optimizer"])
+        except (KeyError, RuntimeError, ValueError) as err:
+            raise BadInputError(
+                f"checkpoint {ckpt.path} does not fit this job's model ({err}); the job spec "
+                "changed since it was written: move the run's checkpoints away to start over"
+            ) from None
+        self.start_epoch = min(ckpt.epoch, self.spec.training.epochs)
+        self.state = RunState(
+            started_at=float(ckpt.state.get("started_at", self.state.started_at)),
+            history=list(ckpt.state.get("history", [])),
+        )
+        log.info("resumed from %s: %d epochs done", ckpt.path.name, ckpt.epoch)
+
+    def checkpoint(self, epochs_done: int) -> None:
+        if self.rank != 0:
+            return
+        path = save_checkpoint(
+            self.run_dir,
+            epochs_done,
+            {
+                "model": self.model.state_dict(),
+                "optimizer": self.optimizer.state_dict(),
+                "started_at": self.state.started_at,
+                "history": self.state.history,
+                "job_uid": self.job_uid,
+            },
+        )
+        log.info("checkpoint %s written", path.name)
+
+    # ------------------------------------------------------------------ loop
+
+    def autocast(self) -> Any:
+        if self.bf16:
+            return torch.autocast(device_type="cuda", dtype=torch.bfloat16)
+        return nullcontext()
+
+    def fit(self) -> Result:
+        if self.distributed:
+            ids = [self.device.index] if self.device.type == "cuda" else None
+            self.ddp = DistributedDataParallel(self.model, device_ids=ids)
+        epochs = self.spec.training.epochs
+        every = self.spec.training.eval_every
+        last_val: float | None = None
+        if self.tracker is not None and self.state.history:
+            h = self.state.history[-1]
+            self.tracker.update(
+                epoch=self.start_epoch,
+                seeds_per_second=self._job_seeds_per_second(),
+                loss=h.get("loss"),
+                val_accuracy=h.get("val_accuracy"),
+            )
+        for epoch in range(self.start_epoch, epochs):
+            stats = self.train_epoch(epoch)
+            if every and (epoch + 1) % every == 0 and epoch + 1 < epochs:
+                stats.val_accuracy = last_val = self.evaluate(self.val_ids, "val")
+            self.state.history.append(stats.__dict__.copy())
+            self._report_epoch(stats)
+            if (epoch + 1) % self.spec.training.checkpoint_every == 0 or epoch + 1 == epochs:
+                self.checkpoint(epoch + 1)
+            if self.on_epoch is not None:
+                self.on_epoch()
+        val = (
+            self.evaluate(self.val_ids, "val") if sum(v.numel() for v in self.val_ids) else last_val
+        )
+        test = self.evaluate(self.test_ids, "test")
+        result = Result(
+            job_uid=self.job_uid,
+            epochs=epochs,
+            test_accuracy=test,
+            val_accuracy=val,
+            seeds_per_second=self._job_seeds_per_second(),
+            elapsed_seconds=time.time() - self.state.started_at,
+            finished_at=rfc3339_now(),
+        )
+        if self.tracker is not None:
+            self.tracker.update(
+                epoch=epochs,
+                seeds_per_second=result.seeds_per_second,
+                val_accuracy=val,
+                test_accuracy=test,
+            )
+        return result
+
+    def _job_seeds_per_second(self) -> float:
+        seconds = self.state.train_seconds()
+        return self.state.seeds() / seconds if seconds > 0 else 0.0
+
+    def train_epoch(self, epoch: int) -> EpochStats:
+        spec = self.spec.training
+        batches = train_batches(
+            self.train_ids,
+            self.ranks_of_holder,
+            self.world_size,
+            self.rank,
+            spec.batch_size,
+            epoch=epoch,
+            seed=spec.seed,
+        )
+        self.ddp.train()
+        m = self.metrics
+        loss_sum = torch.zeros((), dtype=torch.float32, device=self.device)
+        seeds = edges = 0
+        wait_total = 0.0
+        total = len(batches)
+        emit_every = max(1, total // PROGRESS_EVENTS_PER_EPOCH)
+        loader = self.pipeline.epoch(batches)
+        self._sync()
+        start = prev = time.perf_counter()
+        for step, batch in enumerate(loader):
+            with self.autocast():
+                logits = self.ddp(batch.x, batch.hop)
+            loss = F.cross_entropy(logits.float(), batch.y)
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()  # type: ignore[no-untyped-call]
+            self.optimizer.step()
+            loss_sum += loss.detach()
+            now = time.perf_counter()
+            wait = loader.wait_s[-1] if loader.wait_s else 0.0
+            n_seeds, n_edges = batch.num_seeds, batch.hop.num_edges
+            seeds += n_seeds
+            edges += n_edges
+            wait_total += wait
+            m.step.observe(now - prev)
+            m.wait.observe(wait)
+            m.seeds.inc(n_seeds)
+            m.edges.inc(n_edges)
+            m.nodes.inc(batch.hop.num_nodes)
+            prev = now
+            if self.rank == 0 and ((step + 1) % emit_every == 0 or step + 1 == total):
+                emit_progress(
+                    STAGE_EPOCH,
+                    step + 1,
+                    total,
+                    epoch=epoch + 1,
+                    epochs=self.spec.training.epochs,
+                    seeds_per_second=seeds * self.world_size / max(now - start, 1e-9),
+                )
+        self._sync()
+        seconds = time.perf_counter() - start
+        summed = self._all_reduce(
+            [float(seeds), float(edges), float(total), wait_total, float(loss_sum.item())]
+        )
+        slowest = self._all_reduce([seconds], op=dist.ReduceOp.MAX)[0]
+        g_seeds, g_edges, g_steps, g_wait, g_loss = summed
+        return EpochStats(
+            epoch=epoch + 1,
+            seeds=int(g_seeds),
+            edges=int(g_edges),
+            steps=int(g_steps),
+            seconds=slowest,
+            data_wait_seconds=g_wait / max(self.world_size, 1),
+            loss=g_loss / max(g_steps, 1.0),
+        )
+
+    @torch.no_grad()
+    def evaluate(self, ids_by_holder: list[Tensor], split: str) -> float:
+        batches = eval_batches(
+            ids_by_holder,
+            self.ranks_of_holder,
+            self.rank,
+            self.spec.training.batch_size * EVAL_BATCH_FACTOR,
+        )
+        self.model.eval()
+        correct = torch.zeros((), dtype=torch.int64, device=self.device)
+        count = 0
+        total = len(batches)
+        for i, batch in enumerate(self.pipeline.epoch(batches)):
+            with self.autocast():
+                logits = self.model(batch.x, batch.hop)
+            correct += (logits.argmax(dim=-1) == batch.y).sum()
+            count += batch.num_seeds
+            if self.rank == 0 and (i + 1) % 50 == 0:
+                emit_progress(STAGE_EVAL, i + 1, total)
+        got, seen = self._all_reduce([float(correct.item()), float(count)])
+        accuracy = got / seen if seen else 0.0
+        (self.metrics.val if split == "val" else self.metrics.test).set(accuracy)
+        if self.rank == 0:
+            emit_progress(STAGE_EVAL, total, total, None, **{f"{split}_accuracy": accuracy})
+        return accuracy
+
+    def _report_epoch(self, stats: EpochStats) -> None:
+        m = self.metrics
+        m.epoch.set(stats.epoch)
+        m.loss.set(stats.loss)
+        job_rate = self._job_seeds_per_second()
+        if self.tracker is not None:
+            self.tracker.update(
+                epoch=stats.epoch,
+                seeds_per_second=job_rate,
+                loss=stats.loss,
+                val_accuracy=stats.val_accuracy,
+            )
+        if self.rank == 0:
+            figures: dict[str, float] = {
+                "epoch": stats.epoch,
+                "epochs": self.spec.training.epochs,
+                "seeds_per_second": stats.seeds_per_second,
+                "loss": stats.loss,
+                "data_wait_share": stats.data_wait_seconds / max(stats.seconds, 1e-9),
+            }
+            if stats.val_accuracy is not None:
+                figures["val_accuracy"] = stats.val_accuracy
+            steps = stats.steps // max(self.world_size, 1)
+            emit_progress(STAGE_EPOCH, steps, steps, None, **figures)
+            log.info(
+                "epoch %d: loss %.4f, %.0f seeds/s, %.0f edges/s, data wait %.1f%%%s",
+                stats.epoch,
+                stats.loss,
+                stats.seeds_per_second,
+                stats.edges / max(stats.seconds, 1e-9),
+                100 * stats.data_wait_seconds / max(stats.seconds, 1e-9),
+                "" if stats.val_accuracy is None else f", val {stats.val_accuracy:.4f}",
+            )
+
+    def _sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def _all_reduce(
+        self, values: list[float], op: dist.ReduceOp.RedOpType = dist.ReduceOp.SUM
+    ) -> list[float]:
+        if not self.distributed:
+            return values
+        t = torch.tensor(values, dtype=torch.float64, device=self.device)
+        dist.all_reduce(t, op=op)
+        return [float(v) for v in t.tolist()]
+
+
+# --------------------------------------------------------------------------- the process
+
+
+def _sampler_request(holder: int, seeds: Tensor) -> Future[WireBatch]:
+    fut: Future[WireBatch] = rpc.rpc_async(f"sampler-{holder}", serve_batch, args=(seeds,))
+    return fut
+
+
+def run(
+    env: WorkloadEnv,
+    local_rank: int = 0,
+    *,
+    progress_file: Path | None = None,
+    serve_status: bool = True,
+) -> int:
+    """Run one training process to completion; returns the exit code."""
+    started_at = time.time()
+    config = load_config(env)
+    if finished_result(env.run_dir, env.job_uid) is not None:
+        log.info("the job's result exists: training is complete")
+        return EXIT_OK
+    spec = config.spec
+    device = pick_device(env, local_rank)
+    ppp = env.procs_per_pod
+    rank = env.rank * ppp + local_rank
+    world = env.num_trainers * ppp
+    tracker = ProgressTracker(spec.training.epochs, mirror=progress_file)
+    if serve_status:
+        StatusServer(env.metrics_port, progress=tracker).start()
+    store = PartitionStore.open(env.partition_dir)
+    num_holders = env.num_trainers if env.worker_mode else env.num_samplers
+    holders.check_store(store, spec, num_holders)
+    if rank == 0:
+        env.run_dir.mkdir(parents=True, exist_ok=True)
+        copy = env.run_dir / JOB_CONFIG_COPY
+        if not copy.exists():
+            dump_json(copy, config)
+    state = (
+        holders.load(store, spec, env.rank, env.num_trainers, device) if env.worker_mode else None
+    )
+
+    group = rendezvous(env, local_rank=local_rank, device=str(device))
+    watchdog: StoreWatchdog | None = None
+    if rank != 0:
+
+        def on_lost(reason: str) -> None:
+            done = finished_result(env.run_dir, env.job_uid) is not None
+            if not done:
+                log.error("%s; exiting so that the job restarts together", reason)
+            logging.shutdown()
+            os._exit(EXIT_OK if done else EXIT_INTERNAL_ERROR)
+
+        watchdog = StoreWatchdog(group, on_lost).start()
+    if world > 1:
+        init_ddp(group, device)
+    ctx = rpc_runtime.init_rpc(group, device, num_worker_threads=16)
+
+    layout = HolderLayout.from_store(store, num_holders)
+    pipeline: LocalPipeline | RemotePipeline
+    remote_stats: Callable[[], None] | None = None
+    m = TrainerMetrics(rank)
+    if state is not None:
+        holder = holders.connect(
+            state,
+            store,
+            spec,
+            ctx,
+            lambda h: f"trainer-{h * ppp + local_rank}",
+            seed=spec.training.seed * 1_000 + rank,
+        )
+        pipeline = LocalPipeline(
+            holder.new_sampler(spec.training.seed * 1_000 + rank),
+            holder.features,
+            state.labels,
+            device=device,
+            prefetch=spec.trainers.prefetch,
+        )
+
+        def flush_feature_stats() -> None:
+            lookups, hits, fetched = holder.features.stats.take()
+            m.cache_lookups.inc(lookups)
+            m.cache_hits.inc(hits)
+            m.remote_bytes.inc(fetched)
+
+        remote_stats = flush_feature_stats
+    else:
+
+        def on_batch(wire: WireBatch) -> None:
+            x = wire[3]
+            m.remote_bytes.inc(x.numel() * x.element_size())
+
+        pipeline = RemotePipeline(
+            _sampler_request,
+            device=device,
+            prefetch=spec.trainers.prefetch,
+            concurrency=spec.samplers.concurrency,
+            on_batch=on_batch,
+        )
+    ranks_of = holder_ranks(num_holders, world, worker_mode=env.worker_mode, procs_per_pod=ppp)
+    trainer = Trainer(
+        spec,
+        rank=rank,
+        world_size=world,
+        device=device,
+        pipeline=pipeline,
+        train_ids=split_ids(store, layout, "train"),
+        val_ids=split_ids(store, layout, "val"),
+        test_ids=split_ids(store, layout, "test"),
+        ranks_of_holder=ranks_of,
+        num_features=store.meta.num_features,
+        num_classes=store.meta.num_classes,
+        run_dir=env.run_dir,
+        job_uid=env.job_uid,
+        tracker=tracker,
+        on_epoch=remote_stats,
+        started_at=started_at,
+    )
+    trainer.resume()
+    if world > 1:
+        dist.barrier()
+    result = trainer.fit()
+    if rank == 0:
+        dump_json(env.run_dir / STATS_FILE, {"world_size": world, "epochs": trainer.state.history})
+        path = write_result(env.run_dir, result)
+        log.info(
+            "done: test accuracy %.4f, %.0f seeds/s; wrote %s",
+            result.test_accuracy,
+            result.seeds_per_second,
+            path,
+        )
+    if world > 1:
+        dist.barrier()
+    if watchdog is not None:
+        watchdog.stop()
+    rpc_runtime.shutdown(group)
+    if world > 1:
+        dist.destroy_process_group()
+    return EXIT_OK
