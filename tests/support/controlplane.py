@@ -1,0 +1,928 @@
+"""A real Kubernetes control plane on loopback for the integration tests.
+
+It runs etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (fake
+nodes, some with ``nvidia.com/gpu``) as child processes, each in its own process group
+with its own log file, and tears them all down again. The binaries come from
+``hack/build-controlplane.sh``.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import datetime
+import ipaddress
+import json
+import os
+import re
+import secrets
+import shlex
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
+
+T = TypeVar("T")
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+BUILD_SCRIPT = REPO_ROOT / "hack" / "build-controlplane.sh"
+KWOK_STAGES = Path(__file__).with_name("kwok_stages.yaml")
+BINARIES = (
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kubectl",
+    "kwok",
+    "helm",
+    "kubeconform",
+)
+# Points the fixture at prebuilt binaries instead of the build script's cache.
+BIN_DIR_ENV = "DISTGNN_CONTROLPLANE_BIN"
+# Seconds each component may take to become ready (a loaded 2-core machine is slow).
+STARTUP_TIMEOUT_ENV = "DISTGNN_CONTROLPLANE_STARTUP_TIMEOUT"
+DEFAULT_STARTUP_TIMEOUT = 120.0
+
+# Annotating a Running pod with this makes kwok terminate its containers with that code.
+EXIT_CODE_ANNOTATION = "kwok.distgnn.io/exit-code"
+# kwok manages the nodes that carry this annotation (and only those).
+KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+GPU_RESOURCE = "nvidia.com/gpu"
+GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
+TEST_STORAGE_CLASS = "distgnn-test"
+# Pod and node IPs are loopback addresses, so anything that dials a pod IP stays on
+# this machine. (The API server refuses loopback addresses in EndpointSlices, so
+# Services that select kwok pods get no endpoints.)
+POD_CIDR = "127.64.0.0/16"
+NODE_IP = "127.0.0.1"
+SERVICE_CIDR = "10.96.0.0/16"
+SERVICE_IP = "10.96.0.1"
+
+
+@dataclass(frozen=True)
+class FakeNode:
+    """A kwok node: its name, capacity and whether it advertises GPUs."""
+
+    name: str
+    cpu: str
+    memory: str
+    gpus: int = 0
+
+    def manifest(self) -> dict[str, Any]:
+        capacity = {"cpu": self.cpu, "memory": self.memory, "pods": "250"}
+        labels = {
+            "kubernetes.io/hostname": self.name,
+            "kubernetes.io/os": "linux",
+            "kubernetes.io/arch": "amd64",
+            "type": "kwok",
+        }
+        if self.gpus:
+            capacity[GPU_RESOURCE] = str(self.gpus)
+            labels[GPU_PRESENT_LABEL] = "true"
+        return {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": self.name,
+                "labels": labels,
+                "annotations": {KWOK_NODE_ANNOTATION: "fake"},
+            },
+            "status": {"capacity": capacity, "allocatable": dict(capacity)},
+        }
+
+
+NODES = (
+    FakeNode("kwok-cpu-0", cpu="32", memory="128Gi"),
+    FakeNode("kwok-cpu-1", cpu="32", memory="128Gi"),
+    FakeNode("kwok-gpu-0", cpu="64", memory="512Gi", gpus=8),
+    FakeNode("kwok-gpu-1", cpu="64", memory="512Gi", gpus=8),
+)
+
+
+class ControlPlaneError(RuntimeError):
+    """The control plane cannot be built or used."""
+
+
+class ComponentError(ControlPlaneError):
+    """A component failed to start, did not become ready, or exited; names it and its log."""
+
+    def __init__(self, component: str, log_path: Path, problem: str, tail: str = "") -> None:
+        self.component = component
+        self.log_path = log_path
+        message = f"control-plane component {component!r} {problem}; see its log {log_path}"
+        if tail:
+            message += f"\n--- last lines of {log_path} ---\n{tail}"
+        super().__init__(message)
+
+
+class KubectlError(subprocess.CalledProcessError):
+    """kubectl exited non-zero; the message carries its stderr."""
+
+    def __str__(self) -> str:
+        return (
+            f"{shlex.join(str(a) for a in self.cmd)} exited with {self.returncode}:\n"
+            f"{(self.stderr or '').strip()}\n{(self.output or '').strip()}".rstrip()
+        )
+
+
+# --- binaries ---------------------------------------------------------------------
+
+
+def binaries_dir() -> Path:
+    """The directory the pinned binaries live in (built or not)."""
+    override = os.environ.get(BIN_DIR_ENV)
+    if override:
+        return Path(override)
+    out = subprocess.run(
+        ["bash", str(BUILD_SCRIPT), "--print-bin-dir"], check=True, capture_output=True, text=True
+    )
+    return Path(out.stdout.strip())
+
+
+def binaries_built() -> bool:
+    """Whether every pinned binary is built (the build script's stamp says so)."""
+    if os.environ.get(BIN_DIR_ENV):
+        return not missing_binaries(binaries_dir())
+    check = subprocess.run(["bash", str(BUILD_SCRIPT), "--check"], capture_output=True)
+    return check.returncode == 0
+
+
+def missing_binaries(bin_dir: Path) -> list[str]:
+    return [name for name in BINARIES if not os.access(bin_dir / name, os.X_OK)]
+
+
+def ensure_binaries(announce: Callable[[str], None] = print) -> Path:
+    """Return the bin dir, building the binaries first (minutes when cold) if needed."""
+    bin_dir = binaries_dir()
+    if binaries_built():
+        return bin_dir
+    if os.environ.get(BIN_DIR_ENV):
+        raise ControlPlaneError(
+            f"{BIN_DIR_ENV}={bin_dir} lacks {', '.join(missing_binaries(bin_dir))}; "
+            f"unset it to build them with {BUILD_SCRIPT}"
+        )
+    announce(
+        f"control-plane binaries are not built yet: building them now with {BUILD_SCRIPT} "
+        "(10-30 minutes cold on 2 cores; cached under ~/.cache/distgnn afterwards)"
+    )
+    build = subprocess.run(["bash", str(BUILD_SCRIPT)])
+    if build.returncode != 0 or missing_binaries(bin_dir):
+        raise ControlPlaneError(
+            f"{BUILD_SCRIPT} failed (exit {build.returncode}); run it by hand to see why"
+        )
+    return bin_dir
+
+
+# --- processes --------------------------------------------------------------------
+
+
+@dataclass
+class Component:
+    """One running control-plane process, in its own process group, logging to a file."""
+
+    name: str
+    argv: list[str]
+    log_path: Path
+    process: subprocess.Popen[bytes]
+    ready_after: float | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.process.poll() is None
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            with self.log_path.open("rb") as log:
+                log.seek(0, os.SEEK_END)
+                log.seek(max(0, log.tell() - 64 * 1024))
+                text = log.read().decode("utf-8", errors="replace")
+        except OSError as exc:
+            return f"(cannot read {self.log_path}: {exc})"
+        return "\n".join(text.splitlines()[-lines:])
+
+    def stop(self, grace: float = 10.0) -> None:
+        """SIGTERM the process group, SIGKILL it after ``grace`` seconds."""
+        pgid = self.process.pid
+        if self.process.poll() is None:
+            _signal_group(pgid, signal.SIGTERM)
+            try:
+                self.process.wait(grace)
+            except subprocess.TimeoutExpired:
+                _signal_group(pgid, signal.SIGKILL)
+                self.process.wait(grace)
+        # Anything the leader left behind in its group goes too.
+        _signal_group(pgid, signal.SIGKILL)
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def launch(name: str, argv: Sequence[str], log_path: Path) -> Component:
+    """Start ``argv`` in a new session with stdout and stderr appended to ``log_path``."""
+    argv = [str(a) for a in argv]
+    if not os.access(argv[0], os.X_OK):
+        raise ComponentError(name, log_path, f"cannot start: {argv[0]} is not an executable")
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    # setpriv makes the kernel SIGTERM the component if the test process dies abruptly.
+    prefix = ["setpriv", "--pdeathsig", "TERM", "--"] if shutil.which("setpriv") else []
+    with log_path.open("ab") as log:
+        log.write(f"$ {shlex.join(argv)}\n".encode())
+        log.flush()
+        process = subprocess.Popen(
+            [*prefix, *argv],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return Component(name, argv, log_path, process)
+
+
+def wait_ready(component: Component, ready: Callable[[], bool], timeout: float) -> None:
+    """Poll ``ready`` until it returns True; raise ComponentError if the process exits
+    or ``timeout`` passes (then the process is stopped). Probe exceptions mean 'not yet'."""
+    start = time.monotonic()
+    last_probe = "no answer yet"
+    while True:
+        code = component.process.poll()
+        if code is not None:
+            raise ComponentError(
+                component.name,
+                component.log_path,
+                f"exited with code {code} while starting",
+                component.log_tail(),
+            )
+        try:
+            if ready():
+                component.ready_after = time.monotonic() - start
+                return
+        except Exception as exc:
+            last_probe = f"{type(exc).__name__}: {exc}"
+        if time.monotonic() - start > timeout:
+            component.stop()
+            raise ComponentError(
+                component.name,
+                component.log_path,
+                f"did not become ready within {timeout:.0f}s (last probe: {last_probe})",
+                component.log_tail(),
+            )
+        time.sleep(0.2)
+
+
+def start_component(
+    name: str, argv: Sequence[str], log_path: Path, ready: Callable[[], bool], timeout: float
+) -> Component:
+    """Launch a component and wait until it is ready (see ``wait_ready``)."""
+    component = launch(name, argv, log_path)
+    try:
+        wait_ready(component, ready, timeout)
+    except BaseException:
+        component.stop()
+        raise
+    return component
+
+
+class PortAllocator:
+    """Hands out free loopback TCP ports, never the same one twice."""
+
+    def __init__(self) -> None:
+        self._taken: set[int] = set()
+
+    def take(self) -> int:
+        while True:
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                sock.bind(("127.0.0.1", 0))
+                port = int(sock.getsockname()[1])
+            if port not in self._taken:
+                self._taken.add(port)
+                return port
+
+
+# --- certificates and kubeconfigs ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pki:
+    """File paths of the test cluster's CA, serving, admin and service-account keys."""
+
+    ca_cert: Path
+    ca_key: Path
+    serving_cert: Path
+    serving_key: Path
+    admin_cert: Path
+    admin_key: Path
+    sa_key: Path
+    sa_pub: Path
+
+
+def _new_key() -> ec.EllipticCurvePrivateKey:
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def _write_key(path: Path, key: ec.EllipticCurvePrivateKey) -> None:
+    path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    path.chmod(0o600)
+
+
+def _issue(
+    subject: x509.Name,
+    key: ec.EllipticCurvePrivateKey,
+    issuer: x509.Name,
+    issuer_key: ec.EllipticCurvePrivateKey,
+    *,
+    ca: bool = False,
+    usages: Sequence[x509.ObjectIdentifier] = (),
+    sans: Sequence[x509.GeneralName] = (),
+) -> x509.Certificate:
+    now = datetime.datetime.now(datetime.UTC)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=7))
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=not ca,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=ca,
+                crl_sign=ca,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+    )
+    if usages:
+        builder = builder.add_extension(x509.ExtendedKeyUsage(list(usages)), critical=False)
+    if sans:
+        builder = builder.add_extension(x509.SubjectAlternativeName(list(sans)), critical=False)
+    return builder.sign(issuer_key, hashes.SHA256())
+
+
+def make_pki(directory: Path) -> Pki:
+    """Create a CA, the API server's serving cert, an admin client cert (group
+    system:masters) and the service-account signing key pair."""
+    directory.mkdir(parents=True, exist_ok=True)
+    pki = Pki(*(directory / n for n in ("ca.crt", "ca.key", "apiserver.crt", "apiserver.key",
+                                        "admin.crt", "admin.key", "sa.key", "sa.pub")))  # fmt: skip
+    ca_key = _new_key()
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "distgnn-test-ca")])
+    ca = _issue(ca_name, ca_key, ca_name, ca_key, ca=True)
+
+    serving_key = _new_key()
+    dns = [
+        "localhost",
+        "kubernetes",
+        "kubernetes.default",
+        "kubernetes.default.svc",
+        "kubernetes.default.svc.cluster.local",
+    ]
+    ips = ["127.0.0.1", SERVICE_IP]
+    serving = _issue(
+        x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]),
+        serving_key,
+        ca_name,
+        ca_key,
+        usages=[ExtendedKeyUsageOID.SERVER_AUTH],
+        sans=[
+            *(x509.DNSName(d) for d in dns),
+            *(x509.IPAddress(ipaddress.ip_address(i)) for i in ips),
+        ],
+    )
+    admin_key = _new_key()
+    admin = _issue(
+        x509.Name(
+            [
+                x509.NameAttribute(NameOID.ORGANIZATION_NAME, "system:masters"),
+                x509.NameAttribute(NameOID.COMMON_NAME, "distgnn-admin"),
+            ]
+        ),
+        admin_key,
+        ca_name,
+        ca_key,
+        usages=[ExtendedKeyUsageOID.CLIENT_AUTH],
+    )
+    sa_key = _new_key()
+
+    pem = serialization.Encoding.PEM
+    pki.ca_cert.write_bytes(ca.public_bytes(pem))
+    _write_key(pki.ca_key, ca_key)
+    pki.serving_cert.write_bytes(serving.public_bytes(pem))
+    _write_key(pki.serving_key, serving_key)
+    pki.admin_cert.write_bytes(admin.public_bytes(pem))
+    _write_key(pki.admin_key, admin_key)
+    _write_key(pki.sa_key, sa_key)
+    pki.sa_pub.write_bytes(
+        sa_key.public_key().public_bytes(pem, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
+    return pki
+
+
+def _b64(path: Path) -> str:
+    return base64.b64encode(path.read_bytes()).decode()
+
+
+def write_kubeconfig(
+    path: Path, server: str, ca_cert: Path, user_name: str, user: dict[str, str]
+) -> Path:
+    """Write a one-context kubeconfig; ``user`` holds token or client-certificate fields."""
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "distgnn-test",
+                "cluster": {"server": server, "certificate-authority-data": _b64(ca_cert)},
+            }
+        ],
+        "users": [{"name": user_name, "user": user}],
+        "contexts": [
+            {"name": "distgnn-test", "context": {"cluster": "distgnn-test", "user": user_name}}
+        ],
+        "current-context": "distgnn-test",
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    path.chmod(0o600)
+    return path
+
+
+def _http_get(url: str, context: ssl.SSLContext | None = None, timeout: float = 5.0) -> str:
+    """GET ``url``; return the body of a 200 answer, raise with the body otherwise."""
+    try:
+        with urllib.request.urlopen(url, context=context, timeout=timeout) as answer:
+            return str(answer.read().decode())
+    except urllib.error.HTTPError as exc:
+        body = exc.read().decode(errors="replace").strip().splitlines()
+        raise ControlPlaneError(f"GET {url}: HTTP {exc.code}: {' | '.join(body[-5:])}") from exc
+
+
+def _insecure_context() -> ssl.SSLContext:
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+# --- the control plane --------------------------------------------------------------
+
+
+@dataclass
+class ControlPlane:
+    """etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok on loopback.
+
+    Start it with ``ControlPlane.start(bin_dir)``; ``stop()`` ends every process.
+    """
+
+    bin_dir: Path
+    workdir: Path
+    startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
+    server: str = ""
+    version: str = ""
+    components: list[Component] = field(default_factory=list)
+    startup_seconds: float = 0.0
+    keep_logs: bool = False
+    _ports: PortAllocator = field(default_factory=PortAllocator)
+    _pki: Pki | None = None
+
+    @property
+    def log_dir(self) -> Path:
+        return self.workdir / "logs"
+
+    @property
+    def kubeconfig(self) -> Path:
+        """Admin kubeconfig (client certificate in group system:masters)."""
+        return self.workdir / "admin.kubeconfig"
+
+    @property
+    def pki(self) -> Pki:
+        if self._pki is None:
+            raise ControlPlaneError("the control plane has not been started")
+        return self._pki
+
+    @classmethod
+    def start(
+        cls,
+        bin_dir: Path,
+        workdir: Path | None = None,
+        startup_timeout: float | None = None,
+    ) -> ControlPlane:
+        """Start every component and wait until the fake nodes are Ready. On failure
+        everything started so far is stopped and the logs are kept."""
+        if startup_timeout is None:
+            startup_timeout = float(os.environ.get(STARTUP_TIMEOUT_ENV, DEFAULT_STARTUP_TIMEOUT))
+        if workdir is None:
+            workdir = Path(tempfile.mkdtemp(prefix="distgnn-controlplane-"))
+        plane = cls(bin_dir=bin_dir, workdir=workdir, startup_timeout=startup_timeout)
+        began = time.monotonic()
+        try:
+            plane._start_all()
+        except BaseException:
+            plane.keep_logs = True
+            plane.stop()
+            raise
+        plane.startup_seconds = time.monotonic() - began
+        return plane
+
+    # -- startup --
+
+    def _start_all(self) -> None:
+        missing = missing_binaries(self.bin_dir)
+        if missing:
+            raise ControlPlaneError(f"{self.bin_dir} lacks {', '.join(missing)}")
+        self._pki = pki = make_pki(self.workdir / "pki")
+        api_port = self._ports.take()
+        self.server = f"https://127.0.0.1:{api_port}"
+        write_kubeconfig(
+            self.kubeconfig,
+            self.server,
+            pki.ca_cert,
+            "distgnn-admin",
+            {
+                "client-certificate-data": _b64(pki.admin_cert),
+                "client-key-data": _b64(pki.admin_key),
+            },
+        )
+
+        etcd_url = self._start_etcd()
+        self._start_apiserver(api_port, etcd_url)
+        self.version = str(json.loads(self._api_get("/version"))["gitVersion"])
+        controller_manager = self._launch_controller_manager()
+        scheduler = self._launch_scheduler()
+        self._wait(controller_manager[0], controller_manager[1])
+        self._wait(scheduler[0], scheduler[1])
+        self._create_nodes_and_storage_class()
+        self._start_kwok()
+
+    def _bin(self, name: str) -> str:
+        return str(self.bin_dir / name)
+
+    def _log(self, name: str) -> Path:
+        return self.log_dir / f"{name}.log"
+
+    def _wait(self, component: Component, ready: Callable[[], bool]) -> None:
+        wait_ready(component, ready, self.startup_timeout)
+
+    def start_component(
+        self,
+        name: str,
+        argv: Sequence[str],
+        ready: Callable[[], bool],
+        timeout: float | None = None,
+        log_name: str | None = None,
+    ) -> Component:
+        """Start one more process under this control plane's supervision: it is logged in
+        ``log_dir/<log_name or name>.log``, stopped by ``stop()``, and a failure to start
+        raises ComponentError naming ``name`` and the log."""
+        component = launch(name, argv, self._log(log_name or name))
+        self.components.append(component)
+        try:
+            wait_ready(component, ready, self.startup_timeout if timeout is None else timeout)
+        except BaseException:
+            component.stop()
+            raise
+        return component
+
+    def _start_etcd(self) -> str:
+        client, peer = self._ports.take(), self._ports.take()
+        client_url, peer_url = f"http://127.0.0.1:{client}", f"http://127.0.0.1:{peer}"
+        argv = [
+            self._bin("etcd"),
+            "--name=distgnn-test",
+            f"--data-dir={self.workdir / 'etcd'}",
+            f"--listen-client-urls={client_url}",
+            f"--advertise-client-urls={client_url}",
+            f"--listen-peer-urls={peer_url}",
+            f"--initial-advertise-peer-urls={peer_url}",
+            f"--initial-cluster=distgnn-test={peer_url}",
+            "--unsafe-no-fsync",
+            "--log-level=warn",
+        ]
+        self.start_component(
+            "etcd", argv, lambda: '"health":"true"' in _http_get(f"{client_url}/health")
+        )
+        return client_url
+
+    def _admin_context(self) -> ssl.SSLContext:
+        context = ssl.create_default_context(cafile=str(self.pki.ca_cert))
+        context.load_cert_chain(str(self.pki.admin_cert), str(self.pki.admin_key))
+        return context
+
+    def _api_get(self, path: str) -> str:
+        return _http_get(f"{self.server}{path}", self._admin_context())
+
+    def _start_apiserver(self, port: int, etcd_url: str) -> None:
+        pki = self.pki
+        argv = [
+            self._bin("kube-apiserver"),
+            f"--etcd-servers={etcd_url}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={port}",
+            f"--cert-dir={self.workdir / 'apiserver'}",
+            f"--tls-cert-file={pki.serving_cert}",
+            f"--tls-private-key-file={pki.serving_key}",
+            f"--client-ca-file={pki.ca_cert}",
+            "--authorization-mode=RBAC",
+            f"--service-account-issuer={self.server}",
+            f"--service-account-key-file={pki.sa_pub}",
+            f"--service-account-signing-key-file={pki.sa_key}",
+            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            "--allow-privileged=true",
+            "--profiling=false",
+        ]
+        context = self._admin_context()
+        self.start_component(
+            "kube-apiserver", argv, lambda: _http_get(f"{self.server}/readyz", context) == "ok"
+        )
+
+    def _launch_controller_manager(self) -> tuple[Component, Callable[[], bool]]:
+        pki, port = self.pki, self._ports.take()
+        argv = [
+            self._bin("kube-controller-manager"),
+            f"--kubeconfig={self.kubeconfig}",
+            f"--authentication-kubeconfig={self.kubeconfig}",
+            f"--authorization-kubeconfig={self.kubeconfig}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={port}",
+            f"--cert-dir={self.workdir / 'kube-controller-manager'}",
+            "--controllers=*",
+            "--use-service-account-credentials=true",
+            f"--service-account-private-key-file={pki.sa_key}",
+            f"--root-ca-file={pki.ca_cert}",
+            f"--cluster-signing-cert-file={pki.ca_cert}",
+            f"--cluster-signing-key-file={pki.ca_key}",
+            "--leader-elect=false",
+            "--profiling=false",
+        ]
+        component = launch("kube-controller-manager", argv, self._log("kube-controller-manager"))
+        self.components.append(component)
+        insecure = _insecure_context()
+
+        def ready() -> bool:
+            # Healthy, and the service-account controller has run: new namespaces work.
+            healthy = _http_get(f"https://127.0.0.1:{port}/healthz", insecure) == "ok"
+            return healthy and bool(
+                self._api_get("/api/v1/namespaces/default/serviceaccounts/default")
+            )
+
+        return component, ready
+
+    def _launch_scheduler(self) -> tuple[Component, Callable[[], bool]]:
+        port = self._ports.take()
+        argv = [
+            self._bin("kube-scheduler"),
+            f"--kubeconfig={self.kubeconfig}",
+            f"--authentication-kubeconfig={self.kubeconfig}",
+            f"--authorization-kubeconfig={self.kubeconfig}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={port}",
+            f"--cert-dir={self.workdir / 'kube-scheduler'}",
+            "--leader-elect=false",
+            "--profiling=false",
+        ]
+        component = launch("kube-scheduler", argv, self._log("kube-scheduler"))
+        self.components.append(component)
+        insecure = _insecure_context()
+        return component, lambda: _http_get(f"https://127.0.0.1:{port}/healthz", insecure) == "ok"
+
+    def _create_nodes_and_storage_class(self) -> None:
+        storage_class = {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {"name": TEST_STORAGE_CLASS},
+            "provisioner": "kubernetes.io/no-provisioner",
+            "volumeBindingMode": "Immediate",
+        }
+        documents = [node.manifest() for node in NODES] + [storage_class]
+        self.kubectl("create", "-f", "-", input=yaml.safe_dump_all(documents))
+
+    def _start_kwok(self) -> None:
+        port = self._ports.take()
+        argv = [
+            self._bin("kwok"),
+            f"--kubeconfig={self.kubeconfig}",
+            f"--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}=fake",
+            f"--config={KWOK_STAGES}",
+            f"--cidr={POD_CIDR}",
+            f"--node-ip={NODE_IP}",
+            "--node-lease-duration-seconds=40",
+            f"--server-address=127.0.0.1:{port}",
+        ]
+
+        def ready() -> bool:
+            _http_get(f"http://127.0.0.1:{port}/healthz")
+            nodes = json.loads(self._api_get("/api/v1/nodes"))["items"]
+            unready = {n.name for n in NODES} - {
+                node["metadata"]["name"] for node in nodes if _node_schedulable(node)
+            }
+            if unready:
+                raise ControlPlaneError(f"nodes not Ready and untainted yet: {sorted(unready)}")
+            return True
+
+        self.start_component("kwok", argv, ready)
+
+    # -- use --
+
+    def kubectl(
+        self,
+        *args: str,
+        kubeconfig: Path | None = None,
+        input: str | None = None,
+        check: bool = True,
+        timeout: float = 120.0,
+    ) -> subprocess.CompletedProcess[str]:
+        """Run the pinned kubectl (admin unless ``kubeconfig`` is given)."""
+        command = [
+            self._bin("kubectl"),
+            f"--kubeconfig={kubeconfig or self.kubeconfig}",
+            f"--cache-dir={self.workdir / 'kubectl-cache'}",
+            *args,
+        ]
+        result = subprocess.run(
+            command, input=input, capture_output=True, text=True, timeout=timeout
+        )
+        if check and result.returncode != 0:
+            raise KubectlError(result.returncode, command, result.stdout, result.stderr)
+        return result
+
+    def get_json(self, *args: str, kubeconfig: Path | None = None) -> Any:
+        """``kubectl get ARGS -o json``, parsed."""
+        return json.loads(self.kubectl("get", *args, "-o", "json", kubeconfig=kubeconfig).stdout)
+
+    def wait_for(
+        self, *args: str, until: Callable[[Any], bool], what: str = "", timeout: float = 60.0
+    ) -> Any:
+        """Poll ``kubectl get ARGS -o json`` until ``until(obj)`` holds; return that object."""
+
+        def check() -> Any:
+            obj = self.get_json(*args)
+            return obj if until(obj) else None
+
+        return wait_until(check, timeout, what or f"'kubectl get {shlex.join(args)}' to match")
+
+    def apply(
+        self, manifest: dict[str, Any] | list[dict[str, Any]], namespace: str | None = None
+    ) -> None:
+        """``kubectl apply`` one manifest or a list of them."""
+        documents = manifest if isinstance(manifest, list) else [manifest]
+        args = ["apply", "-f", "-"] + (["-n", namespace] if namespace else [])
+        self.kubectl(*args, input=yaml.safe_dump_all(documents))
+
+    def api_client(self, kubeconfig: Path | None = None) -> ApiClient:
+        """A kubernetes.client.ApiClient (admin unless ``kubeconfig`` is given)."""
+        from kubernetes import config
+
+        client: ApiClient = config.new_client_from_config(  # type: ignore[no-untyped-call]
+            config_file=str(kubeconfig or self.kubeconfig)
+        )
+        return client
+
+    def token_kubeconfig(self, namespace: str, service_account: str, duration: str = "1h") -> Path:
+        """A kubeconfig that authenticates as the ServiceAccount, with a TokenRequest token."""
+        token = self.kubectl(
+            "create", "token", service_account, "-n", namespace, f"--duration={duration}"
+        ).stdout.strip()
+        user = f"system:serviceaccount:{namespace}:{service_account}"
+        path = self.workdir / "kubeconfigs" / f"{namespace}.{service_account}.kubeconfig"
+        return write_kubeconfig(path, self.server, self.pki.ca_cert, user, {"token": token})
+
+    def create_pv(
+        self,
+        name: str,
+        size: str = "10Gi",
+        access_modes: Sequence[str] = ("ReadWriteMany",),
+        storage_class: str = TEST_STORAGE_CLASS,
+        claim: tuple[str, str] | None = None,
+    ) -> str:
+        """Create a hostPath PersistentVolume; ``claim=(namespace, name)`` reserves it for
+        that claim, so another test's claim cannot take it. Returns the PV name."""
+        path = self.workdir / "volumes" / name
+        path.mkdir(parents=True, exist_ok=True)
+        spec: dict[str, Any] = {
+            "capacity": {"storage": size},
+            "accessModes": list(access_modes),
+            "persistentVolumeReclaimPolicy": "Retain",
+            "storageClassName": storage_class,
+            "hostPath": {"path": str(path), "type": "Directory"},
+        }
+        if claim is not None:
+            spec["claimRef"] = {"namespace": claim[0], "name": claim[1]}
+        manifest = {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": name, "labels": {"distgnn.io/test-volume": "true"}},
+            "spec": spec,
+        }
+        self.kubectl("create", "-f", "-", input=json.dumps(manifest))
+        return name
+
+    def create_namespace(self, hint: str = "test") -> str:
+        """Create a uniquely named namespace and wait for its default ServiceAccount."""
+        base = re.sub(r"[^a-z0-9-]+", "-", hint.lower()).strip("-")[:40].strip("-") or "test"
+        name = f"{base}-{secrets.token_hex(3)}"
+        self.kubectl("create", "namespace", name)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                self._api_get(f"/api/v1/namespaces/{name}/serviceaccounts/default")
+                return name
+            except ControlPlaneError:
+                if time.monotonic() > deadline:
+                    self.check_alive()
+                    raise
+                time.sleep(0.1)
+
+    def delete_namespace(self, name: str) -> None:
+        self.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found", check=False)
+
+    def check_alive(self) -> None:
+        """Raise ComponentError if any component has exited."""
+        for component in self.components:
+            code = component.process.poll()
+            if code is not None:
+                raise ComponentError(
+                    component.name,
+                    component.log_path,
+                    f"exited with code {code} while tests were running",
+                    component.log_tail(),
+                )
+
+    def log_tails(self, lines: int = 30) -> str:
+        """The last lines of every component's log, for a failing test's report."""
+        parts = []
+        for component in self.components:
+            state = "running" if component.running else f"exited {component.process.poll()}"
+            parts.append(f"==> {component.log_path} ({component.name}, {state}) <==")
+            parts.append(component.log_tail(lines))
+        return "\n".join(parts)
+
+    def stop(self) -> None:
+        """Stop every component (newest first); drop the work dir, keeping the logs if
+        ``keep_logs`` is set."""
+        for component in reversed(self.components):
+            component.stop()
+        if not self.workdir.exists():
+            return
+        if not self.keep_logs:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            return
+        for child in self.workdir.iterdir():
+            if child != self.log_dir:
+                if child.is_dir():
+                    shutil.rmtree(child, ignore_errors=True)
+                else:
+                    child.unlink(missing_ok=True)
+
+
+def wait_until(condition: Callable[[], T | None], timeout: float, what: str) -> T:
+    """Poll ``condition`` until it returns something other than None/False; raise
+    TimeoutError naming ``what`` and the last value seen otherwise."""
+    deadline = time.monotonic() + timeout
+    last: object = None
+    while True:
+        last = condition()
+        if last is not None and last is not False:
+            return last
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(0.25)
+
+
+def _node_schedulable(node: dict[str, Any]) -> bool:
+    conditions = node.get("status", {}).get("conditions") or []
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    taints = node.get("spec", {}).get("taints") or []
+    return ready and not any(t.get("key", "").startswith("node.kubernetes.io/") for t in taints)
