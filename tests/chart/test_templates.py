@@ -42,3 +42,26 @@ def test_rbac_grants_no_secrets_and_no_wildcards() -> None:
     for item in resources + verbs:
         assert "secrets" not in item, item
         assert "*" not in item, item
+
+
+def test_chart_env_vars_are_operator_settings() -> None:
+    from distgnn_operator.settings import ENV_PREFIX, OperatorSettings
+
+    body = _define("distgnn.operatorEnv")
+    names = re.findall(r"- name: (\S+)", body)
+    assert names
+    fields = {ENV_PREFIX + name.upper() for name in OperatorSettings.model_fields}
+    unknown = sorted(set(names) - fields)
+    assert not unknown, f"the chart sets variables that OperatorSettings does not read: {unknown}"
+
+
+def test_readme_lists_every_operator_setting() -> None:
+    from distgnn_operator.settings import ENV_PREFIX, OperatorSettings
+
+    readme = (CHART_DIR / "README.md").read_text()
+    missing = [
+        ENV_PREFIX + name.upper()
+        for name in OperatorSettings.model_fields
+        if f"`{ENV_PREFIX}{name.upper()}`" not in readme
+    ]
+    assert not missing, f"charts/distgnn/README.md does not document {missing}"

@@ -86,7 +86,7 @@ app.kubernetes.io/managed-by: distgnn-operator
 {{- .Values.operator.healthPort }}
 {{- end }}
 
-{{/* The operator's settings (distgnn_operator.settings reads them from the environment). */}}
+{{/* The operator's settings: distgnn_operator.settings.OperatorSettings reads DISTGNN_OPERATOR_* variables. */}}
 {{- define "distgnn.operatorEnv" -}}
 - name: DISTGNN_OPERATOR_NAMESPACES
   value: {{ join "," .Values.operator.watchNamespaces | quote }}
@@ -102,4 +102,12 @@ app.kubernetes.io/managed-by: distgnn-operator
   valueFrom:
     fieldRef:
       fieldPath: metadata.name
+- name: DISTGNN_OPERATOR_POD_NAMESPACE
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
+# Job NetworkPolicies admit pods with these labels from the operator's namespace to the
+# metrics port, where the operator reads trainer 0's /progress.
+- name: DISTGNN_OPERATOR_POD_LABELS
+  value: {{ include "distgnn.selectorLabels" . | fromYaml | toJson | quote }}
 {{- end }}
