@@ -82,6 +82,8 @@ class Prefetcher(Generic[T]):
     ) -> None:
         if depth < 0:
             raise ValueError(f"prefetch depth must be >= 0, got {depth}")
+        if device.type == "cuda" and device.index is None:
+            device = torch.device("cuda", torch.cuda.current_device())
         self.produce = produce
         self.count = count
         self.depth = depth

@@ -22,6 +22,18 @@ def _as_tensor(array: Tensor | np.ndarray, name: str) -> Tensor:
     raise TypeError(f"{name} must be a torch.Tensor or numpy.ndarray, got {type(array).__name__}")
 
 
+def _table_dtype(device: torch.device) -> torch.dtype:
+    """int32 for the relabel table where ``scatter_reduce_(amin)`` supports it, else int64."""
+    probe = torch.full((2,), -1, dtype=torch.int32, device=device)
+    try:
+        probe.scatter_reduce_(
+            0, torch.zeros(1, dtype=torch.int64, device=device), probe[:1] - 1, reduce="amin"
+        )
+    except RuntimeError:
+        return torch.int64
+    return torch.int32
+
+
 class NeighborSampler:
     """Samples L-hop neighbourhoods: per hop, ``fanout`` neighbours of every frontier node.
 
@@ -78,7 +90,9 @@ class NeighborSampler:
         self.indptr = indptr_t
         self.indices = indices_t.to(self.device, index_dtype)
         # global id -> local id of the batch being sampled; -1 = not in the batch
-        self._local = torch.full((self.num_nodes,), -1, dtype=torch.int32, device=self.device)
+        self._local = torch.full(
+            (self.num_nodes,), -1, dtype=_table_dtype(self.device), device=self.device
+        )
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(seed)
 
@@ -104,7 +118,7 @@ class NeighborSampler:
         if num_seeds and bool(((seeds < 0) | (seeds >= self.num_nodes)).any()):
             raise ValueError(f"seeds must be node ids in [0, {self.num_nodes})")
         local = self._local
-        local[seeds] = torch.arange(num_seeds, dtype=torch.int32, device=self.device)
+        local[seeds] = torch.arange(num_seeds, dtype=local.dtype, device=self.device)
         nodes = [seeds]
         sources: list[Tensor] = []
         targets: list[Tensor] = []
@@ -172,12 +186,12 @@ class NeighborSampler:
             raise ValueError(f"a hop of {count} sampled edges is too large for int32 relabelling")
         current = table[neighbours]
         unseen = current < 0
-        marker = torch.arange(count, dtype=torch.int32, device=self.device) - (count + 1)
+        marker = torch.arange(count, dtype=table.dtype, device=self.device) - (count + 1)
         table.scatter_reduce_(0, neighbours, torch.where(unseen, marker, current), reduce="amin")
         first = unseen & (table[neighbours] == marker)
         new_nodes = neighbours[first]
         table[new_nodes] = torch.arange(
-            next_id, next_id + new_nodes.numel(), dtype=torch.int32, device=self.device
+            next_id, next_id + new_nodes.numel(), dtype=table.dtype, device=self.device
         )
         return table[neighbours].to(torch.int64), new_nodes
 

@@ -1,0 +1,483 @@
+"""Single-process throughput of the sampling + loading + GraphSAGE training pipeline.
+
+Builds the products-scale synthetic graph on the device (``synthetic_gpu``), then for each
+precision measures, and writes as JSON lines:
+
+- ``sample``: sampler + feature gather alone (seeds/s, sampled edges/s, hop sizes);
+- ``step``: the training step alone over pre-sampled batches (the model's ceiling);
+- ``pipeline``: end to end, ``BatchLoader`` with background prefetch feeding the trainer
+  (seeds/s, sampled edges/s, data-wait share of wall time);
+- ``breakdown``: one stream, no overlap, CUDA events between phases: sampling, feature
+  gather, forward, backward, optimizer (ms per batch); optionally a ``torch.profiler`` table.
+
+    python benchmarks/gpu/pipeline_bench.py --precision fp32 bf16 --out bench.jsonl
+    python benchmarks/gpu/pipeline_bench.py --device cpu --nodes 20000 --edges 200000 \\
+        --epochs 1 --warmup 2 --step-batches 5 --sample-batches 5 --profile-batches 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Generator
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from synthetic_gpu import SyntheticGraph, generate
+
+from distgnn_workload.loader import BatchLoader, LocalFeatureSource, MiniBatch
+from distgnn_workload.models import GraphSAGE
+from distgnn_workload.models.sage import Aggregation
+from distgnn_workload.sampling import NeighborSampler
+
+PRODUCTS_NODES = 2_449_029
+PRODUCTS_UNDIRECTED_EDGES = 61_859_140
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--nodes", type=int, default=PRODUCTS_NODES)
+    p.add_argument(
+        "--edges",
+        type=int,
+        default=PRODUCTS_UNDIRECTED_EDGES,
+        help="undirected edges (stored twice)",
+    )
+    p.add_argument("--features", type=int, default=100)
+    p.add_argument("--classes", type=int, default=47)
+    p.add_argument("--train-fraction", type=float, default=0.08)
+    p.add_argument("--fanout", type=int, nargs="+", default=[15, 10, 5])
+    p.add_argument("--batch-size", type=int, default=1024)
+    p.add_argument("--hidden", type=int, default=256)
+    p.add_argument("--dropout", type=float, default=0.5)
+    p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument(
+        "--precision", nargs="+", default=["fp32", "bf16"], choices=["fp32", "tf32", "bf16"]
+    )
+    p.add_argument(
+        "--aggregation",
+        nargs="+",
+        default=["embedding_bag"],
+        choices=["embedding_bag", "scatter"],
+        help="aggregations for the step-only run; the first is used everywhere else",
+    )
+    p.add_argument("--prefetch", type=int, default=2)
+    p.add_argument("--epochs", type=int, default=2, help="timed end-to-end epochs")
+    p.add_argument("--warmup", type=int, default=20, help="untimed warm-up batches per measurement")
+    p.add_argument("--sample-batches", type=int, default=100)
+    p.add_argument("--step-batches", type=int, default=200)
+    p.add_argument(
+        "--presampled", type=int, default=16, help="distinct batches the step-only run cycles over"
+    )
+    p.add_argument("--profile-batches", type=int, default=30)
+    p.add_argument(
+        "--torch-profile", action="store_true", help="also write a torch.profiler table and trace"
+    )
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--out", type=Path, default=None, help="JSON lines output (default: stdout only)"
+    )
+    p.add_argument("--profile-dir", type=Path, default=None)
+    return p.parse_args(argv)
+
+
+class Report:
+    """Prints each record and appends it to the JSON-lines file."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+
+    def __call__(self, record: dict[str, Any]) -> None:
+        line = json.dumps(record, sort_keys=True)
+        print(line, flush=True)
+        if self.path is not None:
+            with self.path.open("a") as f:
+                f.write(line + "\n")
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def make_step(
+    model: GraphSAGE, opt: torch.optim.Optimizer, device: torch.device, precision: str
+) -> Callable[[MiniBatch], Tensor]:
+    amp = precision == "bf16"
+
+    def step(batch: MiniBatch) -> Tensor:
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
+            out = model(batch.x, batch.hop)
+            loss = F.cross_entropy(out, batch.y)
+        opt.zero_grad(set_to_none=True)
+        torch.autograd.backward(loss)
+        opt.step()
+        return loss.detach()
+
+    return step
+
+
+def batch_ids(train_idx: Tensor, batch_size: int, count: int, seed: int) -> list[Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    perm = train_idx.cpu()[torch.randperm(train_idx.numel(), generator=g)]
+    per_epoch = max(1, perm.numel() // batch_size)
+    return [
+        perm[(i % per_epoch) * batch_size : (i % per_epoch + 1) * batch_size] for i in range(count)
+    ]
+
+
+def bench_sample(
+    graph: SyntheticGraph,
+    sampler: NeighborSampler,
+    feats: LocalFeatureSource,
+    args: argparse.Namespace,
+    device: torch.device,
+) -> dict[str, Any]:
+    ids = batch_ids(
+        graph.train_idx, args.batch_size, args.warmup + args.sample_batches, args.seed + 1
+    )
+    for i in range(args.warmup):
+        feats.gather(sampler.sample(ids[i]).node_ids)
+    sync(device)
+    nodes = [0] * (len(args.fanout) + 1)
+    edges = [0] * len(args.fanout)
+    start = time.perf_counter()
+    for i in range(args.warmup, len(ids)):
+        hop = sampler.sample(ids[i])
+        feats.gather(hop.node_ids)
+        nodes = [a + b for a, b in zip(nodes, hop.num_nodes_per_hop, strict=True)]
+        edges = [a + b for a, b in zip(edges, hop.num_edges_per_hop, strict=True)]
+    sync(device)
+    wall = time.perf_counter() - start
+    n = args.sample_batches
+    return {
+        "seeds_per_s": n * args.batch_size / wall,
+        "sampled_edges_per_s": sum(edges) / wall,
+        "ms_per_batch": 1e3 * wall / n,
+        "nodes_per_hop": [x / n for x in nodes],
+        "edges_per_hop": [x / n for x in edges],
+    }
+
+
+def presample(
+    graph: SyntheticGraph,
+    sampler: NeighborSampler,
+    feats: LocalFeatureSource,
+    args: argparse.Namespace,
+    device: torch.device,
+) -> list[MiniBatch]:
+    batches = []
+    for ids in batch_ids(graph.train_idx, args.batch_size, args.presampled, args.seed + 2):
+        hop = sampler.sample(ids)
+        batches.append(
+            MiniBatch(
+                hop=hop,
+                x=feats.gather(hop.node_ids),
+                y=graph.y[hop.seed_ids.to(graph.y.device)].to(device),
+            )
+        )
+    return batches
+
+
+def bench_step(
+    step: Callable[[MiniBatch], Tensor],
+    batches: list[MiniBatch],
+    args: argparse.Namespace,
+    device: torch.device,
+) -> dict[str, Any]:
+    for i in range(args.warmup):
+        step(batches[i % len(batches)])
+    sync(device)
+    start = time.perf_counter()
+    for i in range(args.step_batches):
+        loss = step(batches[i % len(batches)])
+    sync(device)
+    wall = time.perf_counter() - start
+    return {
+        "seeds_per_s": args.step_batches * args.batch_size / wall,
+        "ms_per_batch": 1e3 * wall / args.step_batches,
+        "last_loss": float(loss),
+    }
+
+
+def bench_pipeline(
+    graph: SyntheticGraph,
+    sampler: NeighborSampler,
+    feats: LocalFeatureSource,
+    step: Callable[[MiniBatch], Tensor],
+    args: argparse.Namespace,
+    device: torch.device,
+) -> dict[str, Any]:
+    loader = BatchLoader(
+        graph.train_idx,
+        sampler,
+        feats,
+        graph.y,
+        args.batch_size,
+        shuffle=True,
+        prefetch=args.prefetch,
+        device=device,
+        drop_last=True,
+        seed=args.seed,
+    )
+    for i, batch in enumerate(loader):  # warm-up: threads, streams, allocator
+        step(batch)
+        if i + 1 >= args.warmup:
+            break
+    sync(device)
+    seeds = edges = batches = 0
+    wait = 0.0
+    losses: list[Tensor] = []
+    start = time.perf_counter()
+    for _ in range(args.epochs):
+        for batch in loader:
+            losses.append(step(batch))
+            seeds += batch.num_seeds
+            edges += batch.hop.num_edges
+            batches += 1
+        wait += sum(loader.data_wait_s)
+    sync(device)
+    wall = time.perf_counter() - start
+    return {
+        "seeds_per_s": seeds / wall,
+        "sampled_edges_per_s": edges / wall,
+        "data_wait_share": wait / wall,
+        "ms_per_batch": 1e3 * wall / batches,
+        "batches": batches,
+        "epochs": args.epochs,
+        "epoch_seconds": wall / args.epochs,
+        "first_loss": float(losses[0]),
+        "last_loss": float(torch.stack(losses[-20:]).mean()),
+    }
+
+
+def bench_breakdown(
+    graph: SyntheticGraph,
+    sampler: NeighborSampler,
+    feats: LocalFeatureSource,
+    model: GraphSAGE,
+    opt: torch.optim.Optimizer,
+    args: argparse.Namespace,
+    device: torch.device,
+    precision: str,
+) -> dict[str, Any]:
+    """Phases run back to back on one stream; CUDA events (GPU) and host clocks between them."""
+    phases = ["sample", "gather", "forward", "backward", "optimizer"]
+    amp = precision == "bf16"
+    ids = batch_ids(
+        graph.train_idx, args.batch_size, args.warmup + args.profile_batches, args.seed + 3
+    )
+    cuda = device.type == "cuda"
+    gpu_ms = dict.fromkeys(phases, 0.0)
+    host_ms = dict.fromkeys(phases, 0.0)
+    marks: list[Any] = []
+    host: list[float] = []
+
+    def mark() -> None:
+        host.append(time.perf_counter())
+        if cuda:
+            ev = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+            ev.record()
+            marks.append(ev)
+
+    for i, seed_ids in enumerate(ids):
+        timed = i >= args.warmup
+        marks.clear()
+        host.clear()
+        mark()
+        hop = sampler.sample(seed_ids)
+        mark()
+        x = feats.gather(hop.node_ids)
+        y = graph.y[hop.seed_ids.to(graph.y.device)].to(device)
+        mark()
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
+            loss = F.cross_entropy(model(x, hop), y)
+        mark()
+        opt.zero_grad(set_to_none=True)
+        torch.autograd.backward(loss)
+        mark()
+        opt.step()
+        mark()
+        if timed:
+            sync(device)
+            for k, name in enumerate(phases):
+                host_ms[name] += 1e3 * (host[k + 1] - host[k])
+                if cuda:
+                    gpu_ms[name] += marks[k].elapsed_time(marks[k + 1])
+    n = args.profile_batches
+    out: dict[str, Any] = {"host_ms": {k: v / n for k, v in host_ms.items()}}
+    if cuda:
+        out["gpu_ms"] = {k: v / n for k, v in gpu_ms.items()}
+        out["gpu_ms_total"] = sum(gpu_ms.values()) / n
+    out["host_ms_total"] = sum(host_ms.values()) / n
+    return out
+
+
+def cycle(loader: BatchLoader) -> Generator[MiniBatch, None, None]:
+    while True:
+        yield from loader
+
+
+def torch_profile(
+    graph: SyntheticGraph,
+    sampler: NeighborSampler,
+    feats: LocalFeatureSource,
+    step: Callable[[MiniBatch], Tensor],
+    args: argparse.Namespace,
+    device: torch.device,
+    precision: str,
+) -> None:
+    from torch.profiler import ProfilerActivity, profile
+
+    assert args.profile_dir is not None
+    args.profile_dir.mkdir(parents=True, exist_ok=True)
+    loader = BatchLoader(
+        graph.train_idx,
+        sampler,
+        feats,
+        graph.y,
+        args.batch_size,
+        shuffle=True,
+        prefetch=args.prefetch,
+        device=device,
+        drop_last=True,
+        seed=args.seed + 7,
+    )
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    batches = cycle(loader)
+    for _ in range(5):
+        step(next(batches))
+    sync(device)
+    with profile(activities=activities) as prof:
+        for _ in range(8):
+            step(next(batches))
+        sync(device)
+    sort_key = "cuda_time_total" if device.type == "cuda" else "cpu_time_total"
+    table = prof.key_averages().table(sort_by=sort_key, row_limit=40)
+    (args.profile_dir / f"profile_{precision}.txt").write_text(table)
+    prof.export_chrome_trace(str(args.profile_dir / f"trace_{precision}.json"))
+    batches.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    device = torch.device(args.device)
+    report = Report(args.out)
+    torch.manual_seed(args.seed)
+    report(
+        {
+            "bench": "env",
+            "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+            "torch": torch.__version__,
+            "python": sys.version.split()[0],
+            "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
+            "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        }
+    )
+    graph = generate(
+        args.nodes,
+        args.edges,
+        args.features,
+        args.classes,
+        device=device,
+        train_fraction=args.train_fraction,
+        seed=args.seed,
+    )
+    report(
+        {
+            "bench": "graph",
+            "nodes": graph.num_nodes,
+            "directed_edges": graph.num_edges,
+            "train_nodes": graph.train_idx.numel(),
+            "seconds": graph.seconds,
+            **graph.info,
+        }
+    )
+    sampler = NeighborSampler(
+        graph.indptr, graph.indices, args.fanout, device=device, seed=args.seed
+    )
+
+    for precision in args.precision:
+        if device.type == "cuda":
+            torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+            torch.backends.cudnn.allow_tf32 = precision == "tf32"
+        feats = LocalFeatureSource(
+            graph.x, graph.y, device, dtype=torch.bfloat16 if precision == "bf16" else None
+        )
+        base = {"precision": precision, "batch_size": args.batch_size, "fanout": args.fanout}
+
+        def fresh(
+            aggregation: Aggregation, precision: str = precision
+        ) -> tuple[GraphSAGE, torch.optim.Optimizer, Callable[[MiniBatch], Tensor]]:
+            model = GraphSAGE(
+                args.features,
+                args.hidden,
+                graph.num_classes,
+                len(args.fanout),
+                args.dropout,
+                aggregation=aggregation,
+            ).to(device)
+            opt = torch.optim.Adam(model.parameters(), lr=args.lr, fused=device.type == "cuda")
+            return model, opt, make_step(model, opt, device, precision)
+
+        report({"bench": "sample", **base, **bench_sample(graph, sampler, feats, args, device)})
+        batches = presample(graph, sampler, feats, args, device)
+        for aggregation in args.aggregation:
+            _, _, step = fresh(aggregation)
+            report(
+                {
+                    "bench": "step",
+                    "aggregation": aggregation,
+                    **base,
+                    **bench_step(step, batches, args, device),
+                }
+            )
+        del batches
+        model, opt, step = fresh(args.aggregation[0])
+        report(
+            {
+                "bench": "pipeline",
+                "aggregation": args.aggregation[0],
+                "prefetch": args.prefetch,
+                **base,
+                **bench_pipeline(graph, sampler, feats, step, args, device),
+            }
+        )
+        report(
+            {
+                "bench": "breakdown",
+                **base,
+                **bench_breakdown(graph, sampler, feats, model, opt, args, device, precision),
+            }
+        )
+        if args.torch_profile and args.profile_dir is not None:
+            torch_profile(graph, sampler, feats, step, args, device, precision)
+        del feats, model, opt, step
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+            report(
+                {
+                    "bench": "memory",
+                    **base,
+                    "max_allocated_gb": torch.cuda.max_memory_allocated(device) / 2**30,
+                }
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
