@@ -70,7 +70,6 @@ ROOT_RULES: list[dict[str, Any]] = [
             f"metadata.name must be at most {MAX_JOB_NAME_LENGTH} characters: it prefixes the "
             "names of the job's StatefulSets, pods and their labels"
         ),
-        "fieldPath": ".metadata.name",
         "reason": "FieldValueInvalid",
     }
 ]
@@ -86,8 +85,9 @@ class _CrdJsonSchema(GenerateJsonSchema):
         if "default_factory" in schema and not schema.get("default_factory_takes_data"):
             value = schema["default_factory"]()  # type: ignore[call-arg]
             if isinstance(value, BaseModel):
-                # {} lets the API server apply the nested fields' own defaults.
-                return {}
+                # Written out in full: the API server checks a default against the CEL rules
+                # without defaulting inside it first.
+                return value.model_dump(mode="json", by_alias=True, exclude_none=True)
             if isinstance(value, list | dict) and not value:
                 return NoDefault
             return value

@@ -23,3 +23,38 @@ RECONCILE_SECONDS = Histogram(
 RECONCILE_ERRORS = Counter(
     "distgnn_operator_reconcile_errors_total", "Reconciles that raised.", ["kind"]
 )
+
+
+# --------------------------------------------------------------------------- helpers
+
+_PHASE_OF: dict[str, tuple[str, str]] = {}
+"""Last phase counted in JOBS_BY_PHASE for each job (key: namespace/name)."""
+
+
+def observe_phase(namespace: str, name: str, phase: str) -> None:
+    """Count a job in its current phase (moving it out of the previous one)."""
+    key = f"{namespace}/{name}"
+    current = (namespace, phase)
+    before = _PHASE_OF.get(key)
+    if before == current:
+        return
+    if before is not None:
+        JOBS_BY_PHASE.labels(*before).dec()
+    JOBS_BY_PHASE.labels(*current).inc()
+    _PHASE_OF[key] = current
+
+
+def forget_job(namespace: str, name: str) -> None:
+    """Stop counting a deleted job."""
+    before = _PHASE_OF.pop(f"{namespace}/{name}", None)
+    if before is not None:
+        JOBS_BY_PHASE.labels(*before).dec()
+
+
+def record_transition(from_phase: str | None, to_phase: str, failure_reason: str | None) -> None:
+    """Count a phase transition, and a job that finished."""
+    PHASE_TRANSITIONS.labels(from_phase=from_phase or "", to_phase=to_phase).inc()
+    if to_phase == "Succeeded":
+        JOBS_SUCCEEDED.inc()
+    elif to_phase == "Failed":
+        JOBS_FAILED.labels(reason=failure_reason or "Unknown").inc()

@@ -1,0 +1,247 @@
+"""kopf handlers: every trigger funnels into one reconcile of one job.
+
+- create/resume/update of a DistGNNJob reconcile it at once;
+- a timer reconciles each job every ``progress_poll_interval`` seconds and reads trainer 0's
+  /progress (deadlines and TTLs fall due without any event);
+- events of the job's Jobs, StatefulSets and Pods reconcile the owning job.
+
+Reconciles of one job never overlap, and triggers that arrive while one waits are merged
+into it. The reconcile itself (``distgnn_operator.reconcile``) is synchronous and runs in a
+thread pool with its own API client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import kopf
+from kubernetes import config as kube_config
+
+from distgnn_api.spec import GROUP, PLURAL, TERMINAL_PHASES, VERSION
+from distgnn_operator import metrics
+from distgnn_operator.builders import OperatorPeer
+from distgnn_operator.constants import (
+    FINALIZER,
+    KOPF_PREFIX,
+    LABEL_JOB,
+    LABEL_MANAGED_BY,
+    MANAGER,
+)
+from distgnn_operator.reconcile import (
+    ApiError,
+    KubeApi,
+    ReconcileOptions,
+    ReconcileResult,
+    RestKubeApi,
+    reconcile_job,
+)
+from distgnn_operator.settings import OperatorSettings
+
+log = logging.getLogger(__name__)
+
+# Read at import: kopf fixes a timer's interval when the handler is registered.
+SETTINGS = OperatorSettings()
+
+CHILD_LABELS: dict[str, Any] = {
+    LABEL_MANAGED_BY: MANAGER,
+    LABEL_JOB: kopf.PRESENT,
+}
+
+
+@dataclass
+class _Slot:
+    """Serialises the reconciles of one job and merges the triggers that wait."""
+
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    waiting: bool = False
+    poll: bool = False
+
+
+@dataclass
+class Runtime:
+    """What the handlers share, kept on kopf's memo."""
+
+    settings: OperatorSettings
+    api: KubeApi
+    executor: ThreadPoolExecutor
+    options: ReconcileOptions
+    slots: dict[tuple[str, str], _Slot] = field(default_factory=dict)
+
+
+def make_api(settings: OperatorSettings) -> KubeApi:
+    """An API client from the kubeconfig setting, the in-cluster account, or ~/.kube/config."""
+    if settings.kubeconfig:
+        client = kube_config.new_client_from_config(config_file=settings.kubeconfig)  # type: ignore[no-untyped-call]
+        return RestKubeApi(client)
+    try:
+        kube_config.load_incluster_config()  # type: ignore[no-untyped-call]
+    except kube_config.ConfigException:
+        kube_config.load_kube_config()  # type: ignore[no-untyped-call]
+    from kubernetes.client import ApiClient
+
+    return RestKubeApi(ApiClient())
+
+
+@kopf.on.startup()
+def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
+    """Store the operator settings on memo, tune kopf, and serve the metrics."""
+    ops = OperatorSettings()
+    settings.persistence.finalizer = FINALIZER
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=KOPF_PREFIX)
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        prefix=KOPF_PREFIX, key="last-handled-configuration"
+    )
+    settings.watching.server_timeout = ops.watch_server_timeout
+    settings.watching.client_timeout = ops.watch_client_timeout
+    settings.watching.connect_timeout = ops.connect_timeout
+    # The operator posts its own Events for every transition; kopf only adds its warnings.
+    settings.posting.level = logging.WARNING
+    settings.execution.max_workers = ops.workers
+    operator = OperatorPeer(ops.pod_namespace, ops.pod_labels) if ops.pod_namespace else None
+    memo.runtime = Runtime(
+        settings=ops,
+        api=make_api(ops),
+        executor=ThreadPoolExecutor(max_workers=ops.workers, thread_name_prefix="reconcile"),
+        options=ReconcileOptions(progress_timeout=ops.progress_timeout, operator=operator),
+    )
+    if ops.metrics_port:
+        from prometheus_client import start_http_server
+
+        try:
+            start_http_server(ops.metrics_port)
+        except OSError as err:
+            log.warning("metrics port %d is unavailable: %s", ops.metrics_port, err)
+
+
+@kopf.on.cleanup()
+def shutdown(memo: kopf.Memo, **_: Any) -> None:
+    """Let running reconciles finish."""
+    runtime: Runtime | None = getattr(memo, "runtime", None)
+    if runtime is not None:
+        runtime.executor.shutdown(wait=True, cancel_futures=True)
+
+
+async def trigger(
+    memo: kopf.Memo, namespace: str, name: str, *, poll: bool
+) -> ReconcileResult | None:
+    """Reconcile one job now, or merge into the reconcile of it that is already waiting."""
+    runtime: Runtime = memo.runtime
+    key = (namespace, name)
+    slot = runtime.slots.setdefault(key, _Slot())
+    slot.poll = slot.poll or poll
+    if slot.waiting:
+        return None
+    slot.waiting = True
+    async with slot.lock:
+        slot.waiting = False
+        options = ReconcileOptions(
+            poll_progress=slot.poll,
+            progress_timeout=runtime.options.progress_timeout,
+            operator=runtime.options.operator,
+        )
+        slot.poll = False
+        result = await _run(runtime, namespace, name, options)
+    if result.gone and not slot.waiting:
+        runtime.slots.pop(key, None)
+    return result
+
+
+async def _run(
+    runtime: Runtime, namespace: str, name: str, options: ReconcileOptions
+) -> ReconcileResult:
+    loop = asyncio.get_running_loop()
+    started = time.perf_counter()
+    try:
+        for attempt in range(3):
+            try:
+                result = await loop.run_in_executor(
+                    runtime.executor, reconcile_job, runtime.api, namespace, name, options
+                )
+                break
+            except ApiError as err:
+                # A stale read (our own status write raced a watch event): read again.
+                if not err.conflict or attempt == 2:
+                    raise
+    except Exception as err:
+        metrics.RECONCILE_ERRORS.labels(kind=type(err).__name__).inc()
+        raise
+    finally:
+        metrics.RECONCILE_SECONDS.observe(time.perf_counter() - started)
+    if result.gone:
+        metrics.forget_job(namespace, name)
+    elif result.phase is not None:
+        metrics.observe_phase(namespace, name, result.phase.value)
+        if result.transitioned:
+            metrics.record_transition(
+                result.previous_phase.value if result.previous_phase else None,
+                result.phase.value,
+                result.failure_reason,
+            )
+    for action in result.actions:
+        log.info("%s/%s: %s", namespace, name, action)
+    return result
+
+
+@kopf.on.create(GROUP, VERSION, PLURAL, backoff=2)
+@kopf.on.resume(GROUP, VERSION, PLURAL, backoff=2)
+@kopf.on.update(GROUP, VERSION, PLURAL, backoff=2)
+async def reconcile_handler(
+    *, name: str, namespace: str | None, reason: str, memo: Any, **_: Any
+) -> None:
+    """A job appeared, changed, or was found at startup."""
+    assert namespace is not None  # DistGNNJob is namespaced
+    if reason == kopf.Reason.CREATE:
+        metrics.JOBS_CREATED.inc()
+    try:
+        await trigger(memo, namespace, name, poll=False)
+    except ApiError as err:
+        raise kopf.TemporaryError(f"API server: {err}", delay=2) from err
+
+
+def needs_timer(*, spec: Mapping[str, Any], status: Mapping[str, Any], **_: Any) -> bool:
+    """Finished jobs need no polling, unless their TTL is still to fall due."""
+    finished = status.get("phase") in {p.value for p in TERMINAL_PHASES}
+    ttl = (spec.get("runPolicy") or {}).get("ttlSecondsAfterFinished")
+    return not finished or ttl is not None
+
+
+@kopf.timer(GROUP, VERSION, PLURAL, interval=SETTINGS.progress_poll_interval, when=needs_timer)
+async def periodic(*, name: str, namespace: str | None, memo: Any, **_: Any) -> None:
+    """Poll progress; let deadlines and TTLs fall due."""
+    assert namespace is not None
+    await trigger(memo, namespace, name, poll=True)
+
+
+@kopf.on.event("batch", "v1", "jobs", labels=CHILD_LABELS)
+@kopf.on.event("apps", "v1", "statefulsets", labels=CHILD_LABELS)
+@kopf.on.event("", "v1", "pods", labels=CHILD_LABELS)
+async def child_changed(
+    *,
+    type: str | None,
+    labels: Mapping[str, str],
+    namespace: str | None,
+    memo: Any,
+    **_: Any,
+) -> None:
+    """A child of a job changed: reconcile the job (the initial listing is covered by resume)."""
+    if type is None or namespace is None:
+        return
+    await trigger(memo, namespace, labels[LABEL_JOB], poll=False)
+
+
+@kopf.on.delete(GROUP, VERSION, PLURAL, optional=True)
+def forget(*, name: str, namespace: str | None, memo: Any, **_: Any) -> None:
+    """A job is being deleted: its children follow by garbage collection. No finalizer."""
+    assert namespace is not None
+    metrics.forget_job(namespace, name)
+    runtime: Runtime | None = getattr(memo, "runtime", None)
+    if runtime is not None:
+        slot = runtime.slots.get((namespace, name))
+        if slot is not None and not slot.lock.locked():
+            runtime.slots.pop((namespace, name), None)

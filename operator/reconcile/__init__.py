@@ -1,0 +1,18 @@
+"""Reconciling DistGNNJobs: one state machine over an injected API client, with a thin apply
+layer (ownerReferences, create-if-absent, server-side apply with a fixed field manager)."""
+
+from distgnn_operator.reconcile.kube_api import ApiError, KubeApi, RestKubeApi
+from distgnn_operator.reconcile.state_machine import (
+    ReconcileOptions,
+    ReconcileResult,
+    reconcile_job,
+)
+
+__all__ = [
+    "ApiError",
+    "KubeApi",
+    "ReconcileOptions",
+    "ReconcileResult",
+    "RestKubeApi",
+    "reconcile_job",
+]

@@ -1,0 +1,230 @@
+"""The API client the reconciler is given: a small protocol over raw JSON objects, and its
+implementation on the kubernetes package's ApiClient. Tests can pass another implementation."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from distgnn_api.spec import API_VERSION, KIND, PLURAL
+from distgnn_operator.constants import FIELD_MANAGER
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A resource type: how objects name it and where the API serves it."""
+
+    api_version: str
+    kind: str
+    plural: str
+    namespaced: bool = True
+
+    def path(self, namespace: str | None, name: str | None = None, sub: str | None = None) -> str:
+        """The REST path of a collection, an object or an object's subresource."""
+        base = (
+            f"/api/{self.api_version}"
+            if "/" not in self.api_version
+            else f"/apis/{self.api_version}"
+        )
+        if self.namespaced:
+            base += f"/namespaces/{namespace}"
+        base += f"/{self.plural}"
+        if name is not None:
+            base += f"/{name}"
+            if sub is not None:
+                base += f"/{sub}"
+        return base
+
+
+CONFIG_MAP = Kind("v1", "ConfigMap", "configmaps")
+PVC = Kind("v1", "PersistentVolumeClaim", "persistentvolumeclaims")
+POD = Kind("v1", "Pod", "pods")
+SERVICE = Kind("v1", "Service", "services")
+EVENT = Kind("v1", "Event", "events")
+JOB = Kind("batch/v1", "Job", "jobs")
+STATEFULSET = Kind("apps/v1", "StatefulSet", "statefulsets")
+NETWORK_POLICY = Kind("networking.k8s.io/v1", "NetworkPolicy", "networkpolicies")
+DISTGNNJOB = Kind(API_VERSION, KIND, PLURAL)
+
+KINDS: dict[tuple[str, str], Kind] = {
+    (k.api_version, k.kind): k
+    for k in (CONFIG_MAP, PVC, POD, SERVICE, EVENT, JOB, STATEFULSET, NETWORK_POLICY, DISTGNNJOB)
+}
+
+
+def kind_of(obj: Mapping[str, Any]) -> Kind:
+    """The Kind of a manifest, from its apiVersion and kind."""
+    try:
+        return KINDS[(str(obj["apiVersion"]), str(obj["kind"]))]
+    except KeyError:
+        raise ValueError(
+            f"no Kind registered for {obj.get('apiVersion')}/{obj.get('kind')}"
+        ) from None
+
+
+class ApiError(Exception):
+    """A non-2xx answer of the API server."""
+
+    def __init__(self, status: int, reason: str, body: Mapping[str, Any] | None = None) -> None:
+        self.status = status
+        self.reason = reason
+        self.body = dict(body or {})
+        super().__init__(f"{status} {reason}: {self.body.get('message', '')}".strip())
+
+    @property
+    def not_found(self) -> bool:
+        return self.status == 404
+
+    @property
+    def conflict(self) -> bool:
+        """A stale resourceVersion or uid precondition (409 Conflict, not AlreadyExists)."""
+        return self.status == 409 and self.body.get("reason") != "AlreadyExists"
+
+    @property
+    def already_exists(self) -> bool:
+        return self.status == 409 and self.body.get("reason") == "AlreadyExists"
+
+
+PatchType = Literal["merge", "apply"]
+
+
+class KubeApi(Protocol):
+    """What the reconciler needs from the API server."""
+
+    def get(self, kind: Kind, namespace: str, name: str) -> dict[str, Any] | None:
+        """The object, or None when it does not exist."""
+        ...
+
+    def list(self, kind: Kind, namespace: str, labels: Mapping[str, str]) -> list[dict[str, Any]]:
+        """Objects in a namespace whose labels match."""
+        ...
+
+    def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        """Create an object; ApiError.already_exists when it does."""
+        ...
+
+    def patch(
+        self,
+        kind: Kind,
+        namespace: str,
+        name: str,
+        body: Mapping[str, Any],
+        *,
+        subresource: str | None = None,
+    ) -> dict[str, Any]:
+        """JSON merge patch of an object (or of its subresource)."""
+        ...
+
+    def apply(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        """Server-side apply of a whole manifest with the operator's field manager (forced)."""
+        ...
+
+    def delete(self, kind: Kind, namespace: str, name: str, *, uid: str | None = None) -> bool:
+        """Delete in the background (children follow); False when already gone."""
+        ...
+
+
+class RestKubeApi:
+    """KubeApi over kubernetes.client.ApiClient, reading and writing plain JSON."""
+
+    def __init__(self, api_client: Any, timeout: float = 30.0) -> None:
+        self._client = api_client
+        self._timeout = timeout
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: list[tuple[str, str]] | None = None,
+        body: Any = None,
+        content_type: str | None = None,
+    ) -> dict[str, Any]:
+        headers = {"Accept": "application/json"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        method, url, headers, body, _ = self._client.param_serialize(
+            method=method,
+            resource_path=path,
+            query_params=query or [],
+            header_params=headers,
+            body=body,
+            auth_settings=["BearerToken"],
+        )
+        response = self._client.call_api(
+            method, url, header_params=headers, body=body, _request_timeout=self._timeout
+        )
+        data = response.read()
+        parsed: dict[str, Any] = json.loads(data) if data else {}
+        if not 200 <= response.status < 300:
+            raise ApiError(response.status, str(response.reason), parsed)
+        return parsed
+
+    def get(self, kind: Kind, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            return self._call("GET", kind.path(namespace, name))
+        except ApiError as err:
+            if err.not_found:
+                return None
+            raise
+
+    def list(self, kind: Kind, namespace: str, labels: Mapping[str, str]) -> list[dict[str, Any]]:
+        selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+        result = self._call("GET", kind.path(namespace), query=[("labelSelector", selector)])
+        items: list[dict[str, Any]] = result.get("items") or []
+        return items
+
+    def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        kind = kind_of(obj)
+        return self._call(
+            "POST",
+            kind.path(obj["metadata"].get("namespace")),
+            query=[("fieldManager", FIELD_MANAGER)],
+            body=dict(obj),
+        )
+
+    def patch(
+        self,
+        kind: Kind,
+        namespace: str,
+        name: str,
+        body: Mapping[str, Any],
+        *,
+        subresource: str | None = None,
+    ) -> dict[str, Any]:
+        return self._call(
+            "PATCH",
+            kind.path(namespace, name, subresource),
+            query=[("fieldManager", FIELD_MANAGER)],
+            body=dict(body),
+            content_type="application/merge-patch+json",
+        )
+
+    def apply(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        kind = kind_of(obj)
+        meta = obj["metadata"]
+        return self._call(
+            "PATCH",
+            kind.path(meta.get("namespace"), meta["name"]),
+            query=[("fieldManager", FIELD_MANAGER), ("force", "true")],
+            body=dict(obj),
+            content_type="application/apply-patch+yaml",
+        )
+
+    def delete(self, kind: Kind, namespace: str, name: str, *, uid: str | None = None) -> bool:
+        options: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "DeleteOptions",
+            "propagationPolicy": "Background",
+        }
+        if uid is not None:
+            options["preconditions"] = {"uid": uid}
+        try:
+            self._call("DELETE", kind.path(namespace, name), body=options)
+        except ApiError as err:
+            if err.not_found:
+                return False
+            raise
+        return True

@@ -1,0 +1,109 @@
+"""Reads a job's children from the API server and reduces them to status.Observed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from distgnn_api.contract import Role
+from distgnn_api.spec import Progress
+from distgnn_operator import naming
+from distgnn_operator.builders import STATEFUL_ROLES, JobContext
+from distgnn_operator.constants import (
+    ANNOTATION_TEMPLATE_HASH,
+    LABEL_JOB,
+    PARTITION_COMPLETE,
+)
+from distgnn_operator.reconcile.kube_api import (
+    CONFIG_MAP,
+    JOB,
+    NETWORK_POLICY,
+    POD,
+    PVC,
+    SERVICE,
+    STATEFULSET,
+    KubeApi,
+)
+from distgnn_operator.status import Observed, PartitionJobView, PodView, StatefulSetView
+
+
+@dataclass
+class Children:
+    """The raw children of one job, as the API server has them (None when absent)."""
+
+    config_map: dict[str, Any] | None = None
+    claim: dict[str, Any] | None = None
+    partition_job: dict[str, Any] | None = None
+    service: dict[str, Any] | None = None
+    network_policy: dict[str, Any] | None = None
+    statefulsets: dict[Role, dict[str, Any]] = field(default_factory=dict)
+    pods: list[dict[str, Any]] = field(default_factory=list)
+
+    def partition_marker(self, key: str) -> bool:
+        """The claim records that the partition set <key> on it is complete."""
+        annotations = ((self.claim or {}).get("metadata") or {}).get("annotations") or {}
+        return annotations.get(naming.partition_marker_annotation(key)) == PARTITION_COMPLETE
+
+
+def read_children(api: KubeApi, ctx: JobContext, *, finished: bool = False) -> Children:
+    """GET every child by its name, and list the job's pods by label. A finished job needs
+    only what its cleanup touches: the claim, the partition Job and the StatefulSets."""
+    ns, name = ctx.namespace, ctx.name
+    children = Children(
+        claim=api.get(PVC, ns, ctx.claim_name),
+        partition_job=api.get(JOB, ns, naming.partition_job_name(name)),
+    )
+    if not finished:
+        children.config_map = api.get(CONFIG_MAP, ns, naming.config_map_name(name))
+        children.service = api.get(SERVICE, ns, naming.service_name(name))
+        children.network_policy = api.get(NETWORK_POLICY, ns, naming.network_policy_name(name))
+    for role in STATEFUL_ROLES:
+        sts = api.get(STATEFULSET, ns, naming.statefulset_name(name, role))
+        if sts is not None:
+            children.statefulsets[role] = sts
+    if not finished and children.statefulsets:
+        children.pods = api.list(POD, ns, {LABEL_JOB: name})
+    return children
+
+
+def statefulset_view(role: Role, sts: dict[str, Any]) -> StatefulSetView:
+    """The replicas and template digest of a StatefulSet."""
+    annotations = (sts.get("metadata") or {}).get("annotations") or {}
+    return StatefulSetView(
+        role=role,
+        replicas=int((sts.get("spec") or {}).get("replicas") or 0),
+        ready_replicas=int((sts.get("status") or {}).get("readyReplicas") or 0),
+        template_hash=str(annotations.get(ANNOTATION_TEMPLATE_HASH, "")),
+    )
+
+
+def to_observed(ctx: JobContext, children: Children, progress: Progress | None) -> Observed:
+    """The pure view compute_status reads."""
+    views = (PodView.from_pod(p) for p in children.pods)
+    return Observed(
+        claim=ctx.claim_name,
+        partition_job_name=naming.partition_job_name(ctx.name),
+        partition_marker=children.partition_marker(ctx.partition_key),
+        partition_job=(
+            PartitionJobView.from_job(children.partition_job) if children.partition_job else None
+        ),
+        statefulsets={r: statefulset_view(r, s) for r, s in children.statefulsets.items()},
+        pods=tuple(v for v in views if v is not None),
+        progress=progress,
+    )
+
+
+def trainer_zero_ip(children: Children, generation: int) -> str | None:
+    """The pod IP of the current trainer of rank 0, if it has one."""
+    for pod in children.pods:
+        view = PodView.from_pod(pod)
+        if (
+            view is not None
+            and view.role is Role.trainer
+            and view.rank == 0
+            and view.generation == generation
+            and not view.deleting
+            and view.pod_ip
+        ):
+            return view.pod_ip
+    return None

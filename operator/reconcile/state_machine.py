@@ -1,0 +1,406 @@
+"""One reconcile of one DistGNNJob: observe, compute the status, write it, then act on it.
+
+The status is written before the actions it implies, so a gang restart's generation (and any
+other decision) is durable before pods are touched; an operator that restarts in between
+finds the decision and finishes carrying it out. Every action is idempotent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from distgnn_api.contract import Role
+from distgnn_api.spec import (
+    TERMINAL_PHASES,
+    DistGNNJobSpec,
+    DistGNNJobStatus,
+    Phase,
+    SpecError,
+    parse_spec,
+)
+from distgnn_operator import naming
+from distgnn_operator.builders import (
+    STATEFUL_ROLES,
+    JobContext,
+    OperatorPeer,
+    build_config_map,
+    build_headless_service,
+    build_network_policy,
+    build_partition_job,
+    build_pvc,
+    build_statefulset,
+)
+from distgnn_operator.constants import (
+    ANNOTATION_TEMPLATE_HASH,
+    CHILD_CONFLICT,
+    COND_FAILED,
+    INVALID_SPEC,
+    PARTITION_COMPLETE,
+    TTL_EXPIRED,
+)
+from distgnn_operator.reconcile import events
+from distgnn_operator.reconcile.apply import ChildConflict, apply, ensure, owner_reference
+from distgnn_operator.reconcile.kube_api import (
+    DISTGNNJOB,
+    JOB,
+    POD,
+    PVC,
+    ApiError,
+    KubeApi,
+)
+from distgnn_operator.reconcile.observe import Children, read_children, to_observed, trainer_zero_ip
+from distgnn_operator.reconcile.progress import fetch_progress
+from distgnn_operator.status import (
+    PartitionJobView,
+    PodView,
+    active_deadline,
+    clean_pod_policy,
+    compute_status,
+    ttl_after_finished,
+)
+from distgnn_operator.status.conditions import set_condition
+from distgnn_operator.status.timestamps import format_time
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ReconcileOptions:
+    """How to reconcile: what the operator's settings and the trigger decide."""
+
+    poll_progress: bool = False
+    """GET trainer 0's /progress (the periodic timer does; child events do not)."""
+    progress_timeout: float = 1.0
+    operator: OperatorPeer | None = None
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+
+
+@dataclass
+class ReconcileResult:
+    """What happened, for metrics, logs and requeueing."""
+
+    previous_phase: Phase | None = None
+    phase: Phase | None = None
+    failure_reason: str | None = None
+    deleted: bool = False
+    gone: bool = False
+    status_written: bool = False
+    requeue_after: float | None = None
+    actions: list[str] = field(default_factory=list)
+
+    @property
+    def transitioned(self) -> bool:
+        return self.phase is not None and self.phase != self.previous_phase
+
+
+def reconcile_job(
+    api: KubeApi, namespace: str, name: str, options: ReconcileOptions
+) -> ReconcileResult:
+    """Read the job fresh from the API server and reconcile it."""
+    job = api.get(DISTGNNJOB, namespace, name)
+    if job is None:
+        return ReconcileResult(gone=True)
+    return _reconcile(api, job, options)
+
+
+def parse_status(raw: Mapping[str, Any] | None) -> DistGNNJobStatus | None:
+    """The job's stored status; an unreadable one (e.g. another version's) counts as none."""
+    if not raw:
+        return None
+    try:
+        return DistGNNJobStatus.model_validate(raw)
+    except ValidationError:
+        log.warning("ignoring an unreadable status: %s", raw)
+        return None
+
+
+def _reconcile(api: KubeApi, job: dict[str, Any], options: ReconcileOptions) -> ReconcileResult:
+    """The state machine: Pending, Partitioning, Training, Suspended, Succeeded, Failed."""
+    meta = job["metadata"]
+    now = options.clock()
+    previous = parse_status(job.get("status"))
+    result = ReconcileResult(previous_phase=previous.phase if previous else None)
+    if meta.get("deletionTimestamp"):
+        result.gone = True
+        return result
+    try:
+        spec = parse_spec(job.get("spec"))
+    except SpecError as err:
+        return _invalid(api, job, previous, str(err), now, result)
+
+    ctx = JobContext(
+        name=meta["name"],
+        namespace=meta["namespace"],
+        uid=meta["uid"],
+        spec=spec,
+        restart_generation=previous.restarts if previous else 0,
+        operator=options.operator,
+    )
+    finished = previous is not None and previous.phase in TERMINAL_PHASES
+    children = read_children(api, ctx, finished=finished)
+    progress = None
+    if options.poll_progress and previous is not None and previous.phase is Phase.training:
+        ip = trainer_zero_ip(children, ctx.restart_generation)
+        if ip is not None:
+            progress = fetch_progress(ip, spec.metrics_port, options.progress_timeout)
+    status = compute_status(
+        spec, to_observed(ctx, children, progress), previous, now, generation=meta.get("generation")
+    )
+    result.phase = status.phase
+    ctx = dataclasses.replace(
+        ctx,
+        restart_generation=status.restarts,
+        partition_reused=bool(status.partition and status.partition.reused),
+    )
+
+    if ttl_after_finished.expired(spec, status, now):
+        ttl = spec.run_policy.ttl_seconds_after_finished
+        events.record(api, job, "Normal", *TTL_EXPIRED.format(ttl=ttl), now)
+        result.deleted = api.delete(DISTGNNJOB, ctx.namespace, ctx.name, uid=ctx.uid)
+        result.actions.append("delete job (TTL)")
+        return result
+
+    job = _write_status(api, job, previous, status, now, result)
+    try:
+        _act(api, job, ctx, status, children, result)
+    except ChildConflict as conflict:
+        _report_conflict(api, job, status, conflict, now, result)
+    result.requeue_after = _requeue_after(spec, status, now)
+    return result
+
+
+def _write_status(
+    api: KubeApi,
+    job: dict[str, Any],
+    previous: DistGNNJobStatus | None,
+    status: DistGNNJobStatus,
+    now: datetime,
+    result: ReconcileResult,
+) -> dict[str, Any]:
+    """Patch the status subresource when it changed (optimistically: a stale read conflicts)."""
+    if previous == status:
+        return job
+    meta = job["metadata"]
+    body = {
+        "metadata": {"resourceVersion": meta["resourceVersion"]},
+        "status": status.model_dump(mode="json", by_alias=True),
+    }
+    updated = api.patch(DISTGNNJOB, meta["namespace"], meta["name"], body, subresource="status")
+    result.status_written = True
+    failed = next(
+        (c for c in status.conditions if c.type == COND_FAILED and c.status == "True"), None
+    )
+    if failed is not None and status.phase is Phase.failed:
+        result.failure_reason = failed.reason
+    for type_, reason, message in events.transitions(previous, status):
+        events.record(api, job, type_, reason, message, now)
+    return updated
+
+
+def _act(
+    api: KubeApi,
+    job: dict[str, Any],
+    ctx: JobContext,
+    status: DistGNNJobStatus,
+    children: Children,
+    result: ReconcileResult,
+) -> None:
+    """Create and adjust the children the phase calls for."""
+    spec = ctx.spec
+    owner = owner_reference(job)
+    _mark_partition_complete(api, ctx, children, result)
+    if status.phase in TERMINAL_PHASES:
+        _finish(api, ctx, status, children, owner, result)
+        return
+    _ensure(api, build_config_map(ctx), children.config_map, owner, result)
+    pvc = build_pvc(ctx)
+    if pvc is not None:
+        # A retained claim outlives the job, so the job does not own it.
+        claim_owner = owner if spec.storage.retention_policy.value == "Delete" else None
+        children.claim = _ensure(api, pvc, children.claim, claim_owner, result)
+
+    match status.phase:
+        case Phase.pending | Phase.partitioning:
+            if not children.partition_marker(ctx.partition_key):
+                job_obj = _ensure(
+                    api, build_partition_job(ctx), children.partition_job, owner, result
+                )
+                _set_job_suspended(api, job_obj, False, result)
+        case Phase.training:
+            _ensure(api, build_headless_service(ctx), children.service, owner, result)
+            policy = build_network_policy(ctx)
+            if policy is not None:
+                _ensure(api, policy, children.network_policy, owner, result)
+            for role in STATEFUL_ROLES:
+                if ctx.replicas(role) > 0 or role in children.statefulsets:
+                    _apply_statefulset(api, ctx, role, ctx.replicas(role), children, owner, result)
+            _delete_stale_pods(api, ctx, children, result)
+        case Phase.suspended:
+            if children.partition_job is not None:
+                _set_job_suspended(api, children.partition_job, True, result)
+            for role in list(children.statefulsets):
+                _apply_statefulset(api, ctx, role, 0, children, owner, result)
+
+
+def _finish(
+    api: KubeApi,
+    ctx: JobContext,
+    status: DistGNNJobStatus,
+    children: Children,
+    owner: dict[str, Any],
+    result: ReconcileResult,
+) -> None:
+    """Stop pods of a Succeeded or Failed job as the clean-pod policy says."""
+    if children.partition_job is not None and clean_pod_policy.stops_partition_job(ctx.spec):
+        _set_job_suspended(api, children.partition_job, True, result)
+    for role in list(children.statefulsets):
+        replicas = clean_pod_policy.replicas_after_finish(ctx.spec, role, status.phase)
+        _apply_statefulset(api, ctx, role, replicas, children, owner, result)
+
+
+def _ensure(
+    api: KubeApi,
+    desired: dict[str, Any],
+    existing: dict[str, Any] | None,
+    owner: dict[str, Any] | None,
+    result: ReconcileResult,
+) -> dict[str, Any]:
+    obj, created = ensure(api, desired, existing, owner)
+    if created:
+        result.actions.append(f"create {desired['kind']} {desired['metadata']['name']}")
+    return obj
+
+
+def _mark_partition_complete(
+    api: KubeApi, ctx: JobContext, children: Children, result: ReconcileResult
+) -> None:
+    """Record a completed partition on the claim, so later jobs on it skip the step."""
+    job_obj = children.partition_job
+    if job_obj is None or children.claim is None or not PartitionJobView.from_job(job_obj).complete:
+        return
+    if children.partition_marker(ctx.partition_key):
+        return
+    key = naming.partition_marker_annotation(ctx.partition_key)
+    children.claim = api.patch(
+        PVC, ctx.namespace, ctx.claim_name, {"metadata": {"annotations": {key: PARTITION_COMPLETE}}}
+    )
+    result.actions.append(f"annotate claim {ctx.claim_name} {key}")
+
+
+def _set_job_suspended(
+    api: KubeApi, job_obj: dict[str, Any], suspend: bool, result: ReconcileResult
+) -> None:
+    """Suspend or resume the partition Job; a finished Job is left alone."""
+    conditions = (job_obj.get("status") or {}).get("conditions") or []
+    finished = any(
+        c.get("type") in ("Complete", "Failed") and c.get("status") == "True" for c in conditions
+    )
+    if finished or bool((job_obj.get("spec") or {}).get("suspend")) == suspend:
+        return
+    meta = job_obj["metadata"]
+    api.patch(JOB, meta["namespace"], meta["name"], {"spec": {"suspend": suspend}})
+    result.actions.append(f"{'suspend' if suspend else 'resume'} Job {meta['name']}")
+
+
+def _apply_statefulset(
+    api: KubeApi,
+    ctx: JobContext,
+    role: Role,
+    replicas: int,
+    children: Children,
+    owner: dict[str, Any],
+    result: ReconcileResult,
+) -> None:
+    """Server-side apply a StatefulSet when it is absent or its replicas or template differ."""
+    desired = build_statefulset(ctx, role)
+    desired["spec"]["replicas"] = replicas
+    existing = children.statefulsets.get(role)
+    if existing is not None:
+        same_replicas = (existing.get("spec") or {}).get("replicas") == replicas
+        annotations = (existing.get("metadata") or {}).get("annotations") or {}
+        same_template = (
+            annotations.get(ANNOTATION_TEMPLATE_HASH)
+            == (desired["metadata"]["annotations"][ANNOTATION_TEMPLATE_HASH])
+        )
+        if same_replicas and same_template:
+            return
+    children.statefulsets[role] = apply(api, desired, existing, owner)
+    verb = "create" if existing is None else "apply"
+    result.actions.append(f"{verb} StatefulSet {desired['metadata']['name']} replicas={replicas}")
+
+
+def _delete_stale_pods(
+    api: KubeApi, ctx: JobContext, children: Children, result: ReconcileResult
+) -> None:
+    """Finish a gang restart: delete every pod created before the current restart generation."""
+    for pod in children.pods:
+        view = PodView.from_pod(pod)
+        if view is None or view.deleting or view.generation >= ctx.restart_generation:
+            continue
+        try:
+            api.delete(POD, ctx.namespace, view.name, uid=pod["metadata"].get("uid"))
+        except ApiError as err:
+            if not err.conflict:  # a uid mismatch: the pod was already replaced
+                raise
+        result.actions.append(f"delete Pod {view.name} (restart {ctx.restart_generation})")
+
+
+def _requeue_after(spec: DistGNNJobSpec, status: DistGNNJobStatus, now: datetime) -> float | None:
+    """Seconds until a deadline or a TTL falls due, so a timer can come back in time."""
+    waits = [
+        ttl_after_finished.seconds_left(spec, status, now),
+        active_deadline.seconds_left(spec, status.start_time, now)
+        if status.phase in (Phase.pending, Phase.partitioning, Phase.training)
+        else None,
+    ]
+    due = [max(0.0, w) for w in waits if w is not None]
+    return min(due) if due else None
+
+
+def _invalid(
+    api: KubeApi,
+    job: dict[str, Any],
+    previous: DistGNNJobStatus | None,
+    error: str,
+    now: datetime,
+    result: ReconcileResult,
+) -> ReconcileResult:
+    """A spec the API server let through but the models reject (e.g. an older CRD): Failed."""
+    prev = previous or DistGNNJobStatus()
+    if prev.phase is Phase.failed:
+        return result
+    reason, message = INVALID_SPEC.format(error=error)
+    status = prev.model_copy(
+        update={
+            "phase": Phase.failed,
+            "completion_time": format_time(now),
+            "conditions": set_condition(
+                prev.conditions, COND_FAILED, "True", reason, message, format_time(now)
+            ),
+        }
+    )
+    result.phase = Phase.failed
+    _write_status(api, job, previous, status, now, result)
+    return result
+
+
+def _report_conflict(
+    api: KubeApi,
+    job: dict[str, Any],
+    status: DistGNNJobStatus,
+    conflict: ChildConflict,
+    now: datetime,
+    result: ReconcileResult,
+) -> None:
+    """A child's name is taken by someone else's object: say so and keep retrying."""
+    reason, message = CHILD_CONFLICT.format(kind=conflict.kind, name=conflict.name)
+    events.record(api, job, "Warning", reason, message, now)
+    result.actions.append(f"conflict {conflict.kind} {conflict.name}")
+    raise conflict

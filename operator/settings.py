@@ -1,0 +1,70 @@
+"""Operator settings, read from DISTGNN_OPERATOR_* environment variables (pydantic-settings).
+
+The chart sets NAMESPACES, PEERING, METRICS_PORT, HEALTH_PORT, LOG_LEVEL, POD_NAME,
+POD_NAMESPACE and POD_LABELS; the rest keep their defaults unless ``operator.extraEnv`` sets them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, Field
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+ENV_PREFIX = "DISTGNN_OPERATOR_"
+
+
+def _comma_list(value: Any) -> Any:
+    if isinstance(value, str):
+        return [item.strip() for item in value.split(",") if item.strip()]
+    return value
+
+
+def _json_map(value: Any) -> Any:
+    if isinstance(value, str):
+        return json.loads(value) if value.strip() else {}
+    return value
+
+
+class OperatorSettings(BaseSettings):
+    """How one operator process runs."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, frozen=True, extra="ignore")
+
+    namespaces: Annotated[list[str], NoDecode, BeforeValidator(_comma_list)] = Field(
+        default_factory=list
+    )
+    """Namespaces to serve (comma-separated); empty serves the whole cluster."""
+    peering: str = ""
+    """kopf peering object shared by replicas; empty runs standalone (one replica only)."""
+    peering_priority: int = 0
+    """This replica's peering priority; the highest active one works, the others wait."""
+    metrics_port: int = Field(default=9400, ge=0, le=65535)
+    """Port of the operator's Prometheus /metrics; 0 turns it off."""
+    health_port: int = Field(default=8080, ge=0, le=65535)
+    """Port of kopf's liveness endpoint /healthz; 0 turns it off."""
+    log_level: str = "INFO"
+    """DEBUG, INFO, WARNING or ERROR."""
+    pod_name: str = ""
+    """This replica's pod name (peering identity and Event reporter)."""
+    pod_namespace: str = ""
+    """The operator's namespace: job NetworkPolicies admit its pods to the metrics port."""
+    pod_labels: Annotated[dict[str, str], NoDecode, BeforeValidator(_json_map)] = Field(
+        default_factory=lambda: {"app.kubernetes.io/component": "operator"}
+    )
+    """Labels of the operator's pods (JSON object), for the same NetworkPolicy rule."""
+    progress_poll_interval: float = Field(default=10.0, gt=0)
+    """Seconds between periodic reconciles, which also read trainer 0's /progress."""
+    progress_timeout: float = Field(default=1.0, gt=0)
+    """Seconds to wait for /progress before skipping it."""
+    workers: int = Field(default=8, ge=1, le=256)
+    """Threads that run reconciles (each job is reconciled by one at a time)."""
+    kubeconfig: str | None = None
+    """A kubeconfig file; unset uses the in-cluster account, then ~/.kube/config."""
+    watch_server_timeout: int = Field(default=300, ge=1)
+    """Seconds the API server keeps a watch open before kopf reconnects."""
+    watch_client_timeout: int = Field(default=330, ge=1)
+    """Client-side timeout of a watch request (a little above the server's)."""
+    connect_timeout: int = Field(default=30, ge=1)
+    """Seconds to connect to the API server."""
