@@ -18,8 +18,10 @@ precision measures, and writes as JSON lines:
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
+import shutil
 import sys
 import time
 from collections.abc import Callable, Generator
@@ -73,7 +75,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         choices=["embedding_bag", "scatter"],
         help="aggregations for the step-only run; the first is used everywhere else",
     )
-    p.add_argument("--prefetch", type=int, default=2)
+    p.add_argument(
+        "--prefetch",
+        type=int,
+        nargs="+",
+        default=[2],
+        help="prefetch depths (one pipeline run each)",
+    )
     p.add_argument("--epochs", type=int, default=2, help="timed end-to-end epochs")
     p.add_argument("--warmup", type=int, default=20, help="untimed warm-up batches per measurement")
     p.add_argument("--sample-batches", type=int, default=100)
@@ -83,7 +91,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--profile-batches", type=int, default=30)
     p.add_argument(
-        "--torch-profile", action="store_true", help="also write a torch.profiler table and trace"
+        "--torch-profile",
+        nargs="*",
+        default=[],
+        choices=["fp32", "tf32", "bf16"],
+        help="precisions to also profile with torch.profiler (table + gzipped trace)",
     )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
@@ -221,6 +233,7 @@ def bench_pipeline(
     step: Callable[[MiniBatch], Tensor],
     args: argparse.Namespace,
     device: torch.device,
+    prefetch: int,
 ) -> dict[str, Any]:
     loader = BatchLoader(
         graph.train_idx,
@@ -229,7 +242,7 @@ def bench_pipeline(
         graph.y,
         args.batch_size,
         shuffle=True,
-        prefetch=args.prefetch,
+        prefetch=prefetch,
         device=device,
         drop_last=True,
         seed=args.seed,
@@ -240,7 +253,7 @@ def bench_pipeline(
             break
     sync(device)
     seeds = edges = batches = 0
-    wait = 0.0
+    wait = gpu_wait = 0.0
     losses: list[Tensor] = []
     start = time.perf_counter()
     for _ in range(args.epochs):
@@ -250,12 +263,14 @@ def bench_pipeline(
             edges += batch.hop.num_edges
             batches += 1
         wait += sum(loader.data_wait_s)
+        gpu_wait += sum(loader.gpu_data_wait_s())  # synchronises: once per epoch
     sync(device)
     wall = time.perf_counter() - start
     return {
         "seeds_per_s": seeds / wall,
         "sampled_edges_per_s": edges / wall,
         "data_wait_share": wait / wall,
+        "gpu_data_wait_share": gpu_wait / wall,
         "ms_per_batch": 1e3 * wall / batches,
         "batches": batches,
         "epochs": args.epochs,
@@ -352,7 +367,7 @@ def torch_profile(
         graph.y,
         args.batch_size,
         shuffle=True,
-        prefetch=args.prefetch,
+        prefetch=max(args.prefetch),
         device=device,
         drop_last=True,
         seed=args.seed + 7,
@@ -363,13 +378,17 @@ def torch_profile(
         step(next(batches))
     sync(device)
     with profile(activities=activities) as prof:
-        for _ in range(8):
+        for _ in range(4):
             step(next(batches))
         sync(device)
     sort_key = "cuda_time_total" if device.type == "cuda" else "cpu_time_total"
     table = prof.key_averages().table(sort_by=sort_key, row_limit=40)
     (args.profile_dir / f"profile_{precision}.txt").write_text(table)
-    prof.export_chrome_trace(str(args.profile_dir / f"trace_{precision}.json"))
+    trace = args.profile_dir / f"trace_{precision}.json"
+    prof.export_chrome_trace(str(trace))
+    with trace.open("rb") as src, gzip.open(f"{trace}.gz", "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    trace.unlink()
     batches.close()
 
 
@@ -448,15 +467,16 @@ def main(argv: list[str] | None = None) -> int:
             )
         del batches
         model, opt, step = fresh(args.aggregation[0])
-        report(
-            {
-                "bench": "pipeline",
-                "aggregation": args.aggregation[0],
-                "prefetch": args.prefetch,
-                **base,
-                **bench_pipeline(graph, sampler, feats, step, args, device),
-            }
-        )
+        for prefetch in args.prefetch:
+            report(
+                {
+                    "bench": "pipeline",
+                    "aggregation": args.aggregation[0],
+                    "prefetch": prefetch,
+                    **base,
+                    **bench_pipeline(graph, sampler, feats, step, args, device, prefetch),
+                }
+            )
         report(
             {
                 "bench": "breakdown",
@@ -464,7 +484,7 @@ def main(argv: list[str] | None = None) -> int:
                 **bench_breakdown(graph, sampler, feats, model, opt, args, device, precision),
             }
         )
-        if args.torch_profile and args.profile_dir is not None:
+        if precision in args.torch_profile and args.profile_dir is not None:
             torch_profile(graph, sampler, feats, step, args, device, precision)
         del feats, model, opt, step
         if device.type == "cuda":

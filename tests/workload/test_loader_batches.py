@@ -147,3 +147,6 @@ def test_gpu_loader_side_stream() -> None:
         assert torch.equal(batch.x.cpu(), features[batch.hop.node_ids.cpu()])
         seen.extend(batch.hop.seed_ids.tolist())
     assert sorted(seen) == list(range(NUM_NODES))
+    waits = loader.gpu_data_wait_s()
+    assert len(waits) == len(loader.data_wait_s) == len(loader)
+    assert all(w >= 0 for w in waits)

@@ -90,9 +90,23 @@ class Prefetcher(Generic[T]):
         self.device = device
         self.record = record
         self.wait_s: list[float] = []
+        self._gpu_marks: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
+
+    def gpu_wait_s(self) -> list[float]:
+        """Per item, seconds the consumer's CUDA stream stalled waiting for it (synchronises).
+
+        The host-side ``wait_s`` is not this: a GPU trainer's host runs ahead of its stream,
+        so it may wait on the queue while the GPU is still busy with earlier steps.
+        """
+        out = []
+        for before, after in self._gpu_marks:
+            after.synchronize()
+            out.append(before.elapsed_time(after) / 1e3)
+        return out
 
     def __iter__(self) -> Iterator[T]:
         self.wait_s = []
+        self._gpu_marks = []
         if self.depth == 0:
             for i in range(self.count):
                 start = time.perf_counter()
@@ -149,7 +163,12 @@ class Prefetcher(Generic[T]):
                 item, event = got
                 if event is not None:
                     current = torch.cuda.current_stream(self.device)
+                    before = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+                    after = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+                    before.record(current)
                     current.wait_event(event)
+                    after.record(current)
+                    self._gpu_marks.append((before, after))
                     if self.record is not None:
                         self.record(item, current)
                 self.wait_s.append(waited)
@@ -175,7 +194,8 @@ class BatchLoader:
     ``seeds`` are global ids (e.g. this rank's training nodes); ``labels`` is a tensor
     indexed by global id or a function of the seed ids. Batches are sampled and gathered
     ``prefetch`` ahead in a background thread (a side CUDA stream on GPU); ``data_wait_s``
-    holds, per batch of the current epoch, the seconds the consumer waited for it.
+    holds, per batch of the current epoch, the seconds the consumer (host) waited for it,
+    and ``gpu_data_wait_s()`` the seconds the training stream stalled for it.
     ``set_epoch`` picks the shuffle of the next epoch (otherwise each epoch advances it).
     """
 
@@ -208,6 +228,7 @@ class BatchLoader:
         self.seed = seed
         self.epoch = 0
         self.data_wait_s: list[float] = []
+        self._prefetcher: Prefetcher[MiniBatch] | None = None
 
     def __len__(self) -> int:
         n = self.seeds.numel()
@@ -215,6 +236,13 @@ class BatchLoader:
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
+
+    def gpu_data_wait_s(self) -> list[float]:
+        """Per batch of the current epoch, seconds the training CUDA stream stalled for it.
+
+        Empty on CPU and without prefetch; reading it synchronises with the GPU.
+        """
+        return self._prefetcher.gpu_wait_s() if self._prefetcher is not None else []
 
     def _labels_of(self, ids: Tensor) -> Tensor:
         if isinstance(self.labels, Tensor):
@@ -239,6 +267,7 @@ class BatchLoader:
             device=self.device,
             record=MiniBatch.record_stream,
         )
+        self._prefetcher = prefetcher
         batches = iter(prefetcher)
         try:
             for batch in batches:
