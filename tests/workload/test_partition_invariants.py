@@ -1,0 +1,200 @@
+"""Partition store invariants on several small graphs, for METIS and random partitioning."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from distgnn_api.contract import SUCCESS_MARKER
+from distgnn_api.spec import PartitionAlgorithm, PartitionSpec, SyntheticDataset
+from distgnn_workload.data import DatasetError, GraphData
+from distgnn_workload.data.graph import edge_pairs
+from distgnn_workload.data.synthetic import generate
+from distgnn_workload.partition import PartitionStore, StoreError, write_partitions
+from distgnn_workload.partition.algorithms import edge_cut, metis_assignment, random_assignment
+
+
+def _graph(src: np.ndarray, dst: np.ndarray, n: int, f: int, seed: int) -> GraphData:
+    rng = np.random.default_rng(seed)
+    split = rng.integers(0, 3, n)
+    return GraphData.from_edges(
+        src,
+        dst,
+        x=rng.standard_normal((n, f)).astype(np.float32),
+        y=rng.integers(0, 5, n),
+        train_mask=split == 0,
+        val_mask=split == 1,
+        test_mask=split == 2,
+        num_classes=5,
+    )
+
+
+def random_graph() -> GraphData:
+    rng = np.random.default_rng(1)
+    return _graph(rng.integers(0, 300, 1500), rng.integers(0, 300, 1500), 300, 6, 1)
+
+
+def path_with_isolated_nodes() -> GraphData:
+    # 60 nodes: a path over the first 50, ten isolated nodes at the end.
+    src = np.arange(49)
+    return _graph(src, src + 1, 60, 3, 2)
+
+
+def star_graph() -> GraphData:
+    n = 80
+    return _graph(np.zeros(n - 1, dtype=np.int64), np.arange(1, n), n, 2, 3)
+
+
+def community_graph() -> GraphData:
+    return generate(
+        SyntheticDataset(num_nodes=2000, num_edges=16000, num_features=8, num_classes=6, seed=4)
+    )
+
+
+GRAPHS: dict[str, Callable[[], GraphData]] = {
+    "random": random_graph,
+    "path+isolated": path_with_isolated_nodes,
+    "star": star_graph,
+    "community": community_graph,
+}
+
+
+def _edge_keys(src: np.ndarray, dst: np.ndarray, n: int) -> np.ndarray:
+    return np.sort(src.astype(np.int64) * n + dst.astype(np.int64))
+
+
+@pytest.mark.parametrize("graph_name", list(GRAPHS))
+@pytest.mark.parametrize("algorithm", [PartitionAlgorithm.metis, PartitionAlgorithm.random])
+@pytest.mark.parametrize("k", [1, 3, 4])
+def test_store_round_trips_the_graph(
+    tmp_path: Path, graph_name: str, algorithm: PartitionAlgorithm, k: int
+) -> None:
+    g = GRAPHS[graph_name]()
+    n = g.num_nodes
+    store = write_partitions(tmp_path / "store", g, k, spec=PartitionSpec(algorithm=algorithm))
+    meta = store.meta
+    assert (meta.num_nodes, meta.num_edges, meta.num_partitions) == (n, g.num_edges, k)
+    assert (meta.num_features, meta.num_classes) == (g.num_features, g.num_classes)
+
+    # Every node in exactly one partition: contiguous ranges covering [0, N), and the
+    # original ids of the partitions form a permutation of the dataset's ids.
+    offsets = np.asarray(meta.offsets)
+    assert offsets[0] == 0
+    assert offsets[-1] == n
+    assert np.all(np.diff(offsets) >= 1)
+    parts = [store.partition(p) for p in range(k)]
+    orig = np.concatenate([np.asarray(q.orig_ids) for q in parts])
+    assert np.array_equal(np.sort(orig), np.arange(n))
+    assert np.array_equal(orig, np.asarray(store.orig_ids()))
+    assert np.array_equal(np.asarray(store.new_ids())[orig], np.arange(n))
+    book = np.asarray(store.partition_book())
+    assert np.array_equal(book[orig], store.partition_of(np.arange(n)))
+    for q in parts:
+        assert np.all(store.partition_of(np.arange(q.start, q.end)) == q.id)
+
+    # The union of the partitions' edges, mapped back to original ids, is the graph.
+    original = edge_pairs(g.indptr, g.indices)
+    want = _edge_keys(original[:, 0], original[:, 1], n)
+    got_src, got_dst = [], []
+    for q in parts:
+        local = edge_pairs(np.asarray(q.indptr), np.asarray(q.indices))
+        got_src.append(orig[local[:, 0] + q.start])
+        got_dst.append(orig[local[:, 1]])
+    assert np.array_equal(_edge_keys(np.concatenate(got_src), np.concatenate(got_dst), n), want)
+
+    # The full topology is the partitions' CSRs stacked; rows stay sorted.
+    indptr, indices = store.topology()
+    assert indptr.dtype == np.int64
+    assert indices.dtype == np.int32
+    assert np.array_equal(indices, np.concatenate([np.asarray(q.indices) for q in parts]))
+    for q in parts:
+        assert np.array_equal(np.asarray(q.indptr), indptr[q.start : q.end + 1] - indptr[q.start])
+    topo = edge_pairs(np.asarray(indptr), np.asarray(indices))
+    keys = topo[:, 0] * n + topo[:, 1]
+    assert np.all(np.diff(keys) > 0)
+
+    # Features, labels and splits round-trip exactly through the original ids.
+    for q in parts:
+        ids = np.asarray(q.orig_ids)
+        assert q.features.dtype == np.float32
+        assert np.array_equal(q.features, g.x[ids])
+        assert q.labels.dtype == np.int64
+        assert np.array_equal(q.labels, g.y[ids])
+        assert np.array_equal(q.train_mask, g.train_mask[ids])
+        assert np.array_equal(q.val_mask, g.val_mask[ids])
+        assert np.array_equal(q.test_mask, g.test_mask[ids])
+
+    # META.json's edge cut and per-partition figures match a recount.
+    assert meta.edge_cut == edge_cut(g, book)
+    assert sum(s.num_nodes for s in meta.partitions) == n
+    assert sum(s.num_train for s in meta.partitions) == int(g.train_mask.sum())
+    assert sum(s.num_edges for s in meta.partitions) == g.num_edges
+
+
+@pytest.mark.parametrize("k", [2, 4])
+def test_metis_balances_nodes_and_train_nodes_within_5_percent(k: int) -> None:
+    g = generate(SyntheticDataset(num_nodes=4000, num_edges=40000, num_classes=10, seed=5))
+    parts = metis_assignment(g, k)
+    nodes = np.bincount(parts, minlength=k)
+    train = np.bincount(parts, weights=g.train_mask, minlength=k)
+    assert nodes.max() / nodes.mean() <= 1.05, nodes
+    assert train.max() / train.mean() <= 1.05, train
+
+
+def test_metis_cuts_at_least_3x_fewer_edges_than_random_on_a_community_graph() -> None:
+    g = generate(
+        SyntheticDataset(num_nodes=5000, num_edges=50000, num_classes=10, homophily=0.9, seed=6)
+    )
+    metis_cut = edge_cut(g, metis_assignment(g, 4))
+    random_cut = edge_cut(g, random_assignment(g.num_nodes, 4))
+    assert random_cut >= 3 * metis_cut, (metis_cut, random_cut)
+
+
+def test_more_partitions_than_nodes_is_bad_input(tmp_path: Path) -> None:
+    g = star_graph()
+    with pytest.raises(DatasetError, match="numPartitions=81 exceeds the graph's 80 nodes"):
+        write_partitions(tmp_path / "s", g, 81)
+    assert not (tmp_path / "s").exists()
+
+
+def test_existing_store_is_kept_unless_overwritten(tmp_path: Path) -> None:
+    g = random_graph()
+    first = write_partitions(
+        tmp_path / "s", g, 2, spec=PartitionSpec(algorithm=PartitionAlgorithm.random)
+    )
+    with pytest.raises(FileExistsError):
+        write_partitions(tmp_path / "s", g, 3)
+    assert PartitionStore.open(tmp_path / "s").meta.num_partitions == 2
+    second = write_partitions(tmp_path / "s", g, 3, overwrite=True)
+    assert second.meta.num_partitions == 3
+    assert first.path == second.path
+    assert [p.name for p in tmp_path.iterdir()] == ["s"]  # no temporary leftovers
+
+
+def test_reader_refuses_incomplete_or_foreign_stores(tmp_path: Path) -> None:
+    write_partitions(tmp_path / "s", random_graph(), 2)
+    meta_path = tmp_path / "s" / "META.json"
+    meta = json.loads(meta_path.read_text())
+    meta["format_version"] = 999
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(StoreError, match="format_version 999"):
+        PartitionStore.open(tmp_path / "s")
+    (tmp_path / "s" / SUCCESS_MARKER).unlink()
+    with pytest.raises(StoreError, match="incomplete"):
+        PartitionStore.open(tmp_path / "s")
+    with pytest.raises(StoreError, match="no partition store"):
+        PartitionStore.open(tmp_path / "missing")
+
+
+def test_given_assignment_is_used_as_is(tmp_path: Path) -> None:
+    g = random_graph()
+    assignment = np.arange(g.num_nodes) % 3
+    store = write_partitions(tmp_path / "s", g, assignment=assignment)
+    assert store.meta.algorithm == "given"
+    assert np.array_equal(np.asarray(store.partition_book()), assignment)
+    # New ids keep the original order within each partition.
+    assert np.array_equal(np.asarray(store.partition(1).orig_ids), np.arange(1, g.num_nodes, 3))

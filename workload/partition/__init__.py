@@ -1,0 +1,58 @@
+"""Graph partitioning and the on-disk partition store (format version 1).
+
+``python -m distgnn_workload.partition`` is the partition Job: it loads the job's dataset,
+assigns every node to a partition (METIS or random), and writes this store on the shared
+volume. Samplers and trainers read it with :class:`PartitionStore`.
+
+Nodes are relabelled: partition p owns the contiguous new ids ``[offsets[p], offsets[p+1])``
+(ordered by partition, then by original id). Every stored id is a new id; ``orig_ids.npy``
+maps back to the dataset's ids. ``N`` nodes, ``E`` directed edges (each undirected edge
+twice), ``F`` features, ``n_p`` nodes in partition p; ``idx`` is int32 when N < 2^31,
+else int64. Every array is a ``.npy`` file that ``numpy.load(mmap_mode="r")`` opens::
+
+    <data>/partitions/<key>/
+    ├── META.json              format_version, graph stats, offsets, per-partition stats,
+    │                          edge cut, balance, dataset and partition specs, step timings
+    ├── topology/
+    │   ├── indptr.npy         int64 [N+1]   the full CSR, rows sorted, no self-loops
+    │   └── indices.npy        idx   [E]
+    ├── orig_ids.npy           idx   [N]     new id -> dataset id
+    ├── new_ids.npy            idx   [N]     dataset id -> new id
+    ├── partition_book.npy     int32 [N]     dataset id -> partition
+    ├── part-0/
+    │   ├── indptr.npy         int64 [n_p+1] CSR of the owned nodes' neighbourhoods
+    │   ├── indices.npy        idx   [E_p]   neighbours as global new ids
+    │   ├── features.npy       float32 [n_p, F]
+    │   ├── labels.npy         int64 [n_p]
+    │   ├── train_mask.npy     bool  [n_p]
+    │   ├── val_mask.npy       bool  [n_p]
+    │   ├── test_mask.npy      bool  [n_p]
+    │   └── orig_ids.npy       idx   [n_p]   dataset ids of the owned nodes
+    ├── part-1/ ...
+    └── _SUCCESS               written last: the store is complete
+
+The node-to-partition book in new ids is ``offsets`` itself
+(:meth:`PartitionStore.partition_of`). A store is written in a temporary sibling
+directory and published with one rename, so a directory named ``<key>`` is always
+complete; readers still check ``_SUCCESS`` and the format version.
+"""
+
+from distgnn_workload.partition.store import (
+    PartitionData,
+    PartitionMeta,
+    PartitionStats,
+    PartitionStore,
+    StoreError,
+    is_complete,
+)
+from distgnn_workload.partition.writer import write_partitions
+
+__all__ = [
+    "PartitionData",
+    "PartitionMeta",
+    "PartitionStats",
+    "PartitionStore",
+    "StoreError",
+    "is_complete",
+    "write_partitions",
+]

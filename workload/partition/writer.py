@@ -1,0 +1,402 @@
+"""Writer of the partition store: relabel, stream the arrays to disk, publish atomically.
+
+Nodes are relabelled so that partition p owns the contiguous new ids
+``[offsets[p], offsets[p+1])`` (stable order: partition, then original id). The CSR is
+re-emitted row by row in new ids, in chunks of a few million edges, and appended to the
+``.npy`` files as it goes: besides the input graph, the writer holds only the id maps
+and one chunk. Everything is written into a temporary sibling directory with ``_SUCCESS``
+last; one ``rename`` then publishes the whole store, so a crash at any point leaves no
+directory that looks complete.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any, BinaryIO
+
+import numpy as np
+import numpy.typing as npt
+
+from distgnn_api.contract import PARTITION_FORMAT_VERSION, SUCCESS_MARKER, rfc3339_now
+from distgnn_api.spec import PartitionSpec
+from distgnn_workload.data.graph import EDGE_CHUNK, GraphData, index_dtype
+from distgnn_workload.partition import algorithms
+from distgnn_workload.partition.store import (
+    FEATURES_FILE,
+    INDICES_FILE,
+    INDPTR_FILE,
+    LABELS_FILE,
+    MASK_FILES,
+    META_FILE,
+    NEW_IDS_FILE,
+    ORIG_IDS_FILE,
+    PARTITION_BOOK_FILE,
+    TOPOLOGY_DIR,
+    PartitionStats,
+    PartitionStore,
+    is_complete,
+    part_dir_name,
+)
+
+log = logging.getLogger(__name__)
+
+ProgressFn = Callable[[float], None]
+"""Called with the share of the writing done, from 0 to 1."""
+
+# Bytes of feature rows copied per step.
+_FEATURE_CHUNK_BYTES = 64 << 20
+
+
+def temp_prefix(out_dir: Path) -> str:
+    """Name prefix of the temporary directories a writer of ``out_dir`` creates beside it."""
+    return f".{out_dir.name}.tmp-"
+
+
+def remove_stale_temps(out_dir: str | Path) -> list[Path]:
+    """Delete temporary directories left beside ``out_dir`` by killed writers.
+
+    Only one partitioner may write a key at a time (the operator runs one Job per key).
+    """
+    out_dir = Path(out_dir)
+    removed = []
+    if out_dir.parent.is_dir():
+        for entry in out_dir.parent.iterdir():
+            if entry.name.startswith(temp_prefix(out_dir)) and entry.is_dir():
+                shutil.rmtree(entry, ignore_errors=True)
+                removed.append(entry)
+    return removed
+
+
+def fsync_path(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class NpyWriter:
+    """Appends chunks to a ``.npy`` file of known shape, without memory-mapping it."""
+
+    def __init__(self, path: Path, dtype: npt.DTypeLike, shape: tuple[int, ...]) -> None:
+        self.path = path
+        self.dtype = np.dtype(dtype)
+        self.shape = shape
+        self.expected = int(np.prod(shape, dtype=np.int64))
+        self.written = 0
+        self._f: BinaryIO = open(path, "wb")  # noqa: SIM115 (closed in close())
+        header = {
+            "descr": np.lib.format.dtype_to_descr(self.dtype),
+            "fortran_order": False,
+            "shape": shape,
+        }
+        np.lib.format.write_array_header_2_0(self._f, header)
+
+    def append(self, chunk: npt.NDArray[Any]) -> None:
+        data = np.ascontiguousarray(chunk, dtype=self.dtype)
+        self.written += data.size
+        if self.written > self.expected:
+            raise RuntimeError(f"{self.path}: more than {self.expected} elements written")
+        self._f.write(data.data)
+
+    def close(self) -> None:
+        if self.written != self.expected:
+            raise RuntimeError(f"{self.path}: wrote {self.written} of {self.expected} elements")
+        self._f.flush()
+        os.fsync(self._f.fileno())
+        self._f.close()
+
+    def __enter__(self) -> NpyWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self._f.close()
+
+
+def save_array(path: Path, array: npt.NDArray[Any]) -> None:
+    with NpyWriter(path, array.dtype, array.shape) as w:
+        w.append(array)
+
+
+def row_chunks(indptr: npt.NDArray[np.int64], start: int, end: int, budget: int) -> list[int]:
+    """Row boundaries splitting rows [start, end) into runs of about ``budget`` edges."""
+    if end <= start:
+        return [start, end]
+    targets = np.arange(indptr[start], indptr[end], budget, dtype=np.int64)
+    bounds = np.searchsorted(indptr, targets, side="right") - 1
+    bounds = np.clip(bounds, start, end)
+    return sorted({start, end, *bounds.tolist()})
+
+
+def _ranges(starts: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Concatenation of ``arange(s, s + l)`` for each (s, l), vectorised."""
+    total = int(lengths.sum())
+    ends = np.cumsum(lengths)
+    return np.repeat(starts - (ends - lengths), lengths) + np.arange(total, dtype=np.int64)
+
+
+def balance(values: npt.NDArray[Any]) -> float:
+    """Largest over mean; 1.0 is perfect balance."""
+    mean = float(values.mean()) if len(values) else 0.0
+    return float(values.max()) / mean if mean > 0 else 1.0
+
+
+def write_partitions(
+    out_dir: str | Path,
+    graph: GraphData,
+    num_partitions: int | None = None,
+    *,
+    assignment: npt.NDArray[np.integer[Any]] | None = None,
+    spec: PartitionSpec | None = None,
+    key: str | None = None,
+    extra_meta: Mapping[str, Any] | None = None,
+    overwrite: bool = False,
+    progress: ProgressFn | None = None,
+) -> PartitionStore:
+    """Partition ``graph`` and write a complete store at ``out_dir``; return it opened.
+
+    Give either ``assignment`` (the partition of each node) or ``num_partitions``, in
+    which case ``spec`` chooses the algorithm (default: METIS balancing nodes, train nodes
+    and edges). Tests build small stores with e.g. ``write_partitions(tmp / "p", g, 2)``.
+    """
+    out_dir = Path(out_dir)
+    if is_complete(out_dir) and not overwrite:
+        raise FileExistsError(f"{out_dir} already holds a complete store; pass overwrite=True")
+    spec = spec or PartitionSpec()
+    steps: dict[str, float] = {}
+    t0 = time.perf_counter()
+    if assignment is None:
+        if num_partitions is None:
+            raise ValueError("give num_partitions or assignment")
+        assignment = algorithms.assign(graph, num_partitions, spec)
+        algorithm = spec.algorithm.value
+        steps["assign"] = time.perf_counter() - t0
+    else:
+        assignment = np.asarray(assignment)
+        if assignment.shape != (graph.num_nodes,):
+            raise ValueError(f"assignment must have shape ({graph.num_nodes},)")
+        if num_partitions is None:
+            num_partitions = int(assignment.max()) + 1 if len(assignment) else 1
+        if len(assignment) and (assignment.min() < 0 or assignment.max() >= num_partitions):
+            raise ValueError(f"assignment values must lie in [0, {num_partitions})")
+        algorithm = "given"
+    assert num_partitions is not None
+    parts: npt.NDArray[np.int32] = assignment.astype(np.int32, copy=False)
+
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_dir.parent / f"{temp_prefix(out_dir)}{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    try:
+        meta = _write_store(tmp, graph, parts, num_partitions, steps=steps, progress=progress)
+        meta.update(
+            key=key,
+            algorithm=algorithm,
+            partition_spec=(
+                spec.model_dump(mode="json", by_alias=True) if algorithm != "given" else None
+            ),
+            graph_info=graph.info,
+            step_seconds=steps,
+            created_at=rfc3339_now(),
+        )
+        if extra_meta:
+            meta.update(extra_meta)
+        _write_json(tmp / META_FILE, meta)
+        _write_json(
+            tmp / SUCCESS_MARKER,
+            {"key": key, "format_version": PARTITION_FORMAT_VERSION, "finished_at": rfc3339_now()},
+        )
+        fsync_path(tmp)
+        return _publish(tmp, out_dir, overwrite=overwrite)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _write_json(path: Path, obj: Mapping[str, Any]) -> None:
+    part = path.with_name(path.name + ".part")
+    with open(part, "w") as f:
+        json.dump(obj, f, indent=2)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(part, path)
+
+
+def _publish(tmp: Path, out_dir: Path, *, overwrite: bool) -> PartitionStore:
+    """Move the finished temporary directory to ``out_dir`` in one rename."""
+    parent = out_dir.parent
+    if out_dir.exists():
+        if is_complete(out_dir) and not overwrite:
+            log.info("%s was completed by another writer meanwhile; keeping it", out_dir)
+            shutil.rmtree(tmp, ignore_errors=True)
+            return PartitionStore.open(out_dir)
+        # An incomplete leftover (or an overwrite): move it aside, then swap in ours.
+        trash = parent / f"{temp_prefix(out_dir)}old-{uuid.uuid4().hex[:8]}"
+        os.rename(out_dir, trash)
+        os.rename(tmp, out_dir)
+        shutil.rmtree(trash, ignore_errors=True)
+    else:
+        try:
+            os.rename(tmp, out_dir)
+        except OSError:
+            if not is_complete(out_dir):
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)
+    fsync_path(parent)
+    return PartitionStore.open(out_dir)
+
+
+def _write_store(
+    root: Path,
+    graph: GraphData,
+    assignment: npt.NDArray[np.int32],
+    k: int,
+    *,
+    steps: dict[str, float],
+    progress: ProgressFn | None,
+) -> dict[str, Any]:
+    """Write every array of the store under ``root``; return META.json's graph part."""
+    n, e = graph.num_nodes, graph.num_edges
+    idx = index_dtype(n)
+    t = time.perf_counter()
+
+    counts = np.bincount(assignment, minlength=k).astype(np.int64)
+    offsets = np.zeros(k + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    old_of_new = np.argsort(assignment, kind="stable").astype(idx)
+    new_of_old = np.empty(n, dtype=idx)
+    new_of_old[old_of_new] = np.arange(n, dtype=idx)
+    part_of_new = np.repeat(np.arange(k, dtype=np.int32), counts)
+    deg = graph.degrees()
+    new_indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(deg[old_of_new], out=new_indptr[1:])
+    steps["relabel"] = time.perf_counter() - t
+
+    (root / TOPOLOGY_DIR).mkdir()
+    save_array(root / TOPOLOGY_DIR / INDPTR_FILE, new_indptr)
+    save_array(root / ORIG_IDS_FILE, old_of_new)
+    save_array(root / NEW_IDS_FILE, new_of_old)
+    save_array(root / PARTITION_BOOK_FILE, assignment)
+
+    feat_bytes = max(1, graph.num_features * 4)
+    work_total = float(e + n) or 1.0
+    work_done = 0.0
+    stats: list[PartitionStats] = []
+    halo = np.zeros(n, dtype=np.bool_)
+    t = time.perf_counter()
+    t_feat = 0.0
+    with NpyWriter(root / TOPOLOGY_DIR / INDICES_FILE, idx, (e,)) as topo:
+        for p in range(k):
+            start, end = int(offsets[p]), int(offsets[p + 1])
+            pdir = root / part_dir_name(p)
+            pdir.mkdir()
+            p_indptr = new_indptr[start : end + 1] - new_indptr[start]
+            save_array(pdir / INDPTR_FILE, p_indptr)
+            cut = 0
+            halo[:] = False
+            with NpyWriter(pdir / INDICES_FILE, idx, (int(p_indptr[-1]),)) as pw:
+                bounds = row_chunks(new_indptr, start, end, EDGE_CHUNK)
+                for a, b in itertools.pairwise(bounds):
+                    rows = _rows_in_new_ids(graph, old_of_new[a:b], new_of_old, n)
+                    topo.append(rows)
+                    pw.append(rows)
+                    remote = rows[part_of_new[rows] != p]
+                    cut += len(remote)
+                    halo[remote] = True
+                    work_done += len(rows)
+                    if progress:
+                        progress(work_done / work_total)
+            olds = old_of_new[start:end]
+            tf = time.perf_counter()
+            rows_per_chunk = max(1, _FEATURE_CHUNK_BYTES // feat_bytes)
+            with NpyWriter(
+                pdir / FEATURES_FILE, np.float32, (end - start, graph.num_features)
+            ) as fw:
+                for a in range(0, end - start, rows_per_chunk):
+                    fw.append(graph.x[olds[a : a + rows_per_chunk]])
+                    work_done += min(rows_per_chunk, end - start - a)
+                    if progress:
+                        progress(work_done / work_total)
+            t_feat += time.perf_counter() - tf
+            save_array(pdir / LABELS_FILE, graph.y[olds])
+            for split, file in MASK_FILES.items():
+                save_array(pdir / file, getattr(graph, f"{split}_mask")[olds])
+            save_array(pdir / ORIG_IDS_FILE, olds)
+            stats.append(
+                PartitionStats(
+                    id=p,
+                    start=start,
+                    end=end,
+                    num_nodes=end - start,
+                    num_edges=int(p_indptr[-1]),
+                    num_train=int(np.count_nonzero(graph.train_mask[olds])),
+                    num_val=int(np.count_nonzero(graph.val_mask[olds])),
+                    num_test=int(np.count_nonzero(graph.test_mask[olds])),
+                    num_cut_edges=cut,
+                    num_halo_nodes=int(np.count_nonzero(halo)),
+                )
+            )
+    steps["write_features"] = t_feat
+    steps["write_topology"] = time.perf_counter() - t - t_feat
+    if progress:
+        progress(1.0)
+
+    edge_cut = sum(s.num_cut_edges for s in stats) // 2
+    und = graph.num_undirected_edges
+    return {
+        "format_version": PARTITION_FORMAT_VERSION,
+        "name": graph.name,
+        "num_nodes": n,
+        "num_edges": e,
+        "num_undirected_edges": und,
+        "num_features": graph.num_features,
+        "num_classes": graph.num_classes,
+        "num_partitions": k,
+        "offsets": offsets.tolist(),
+        "edge_cut": edge_cut,
+        "edge_cut_fraction": edge_cut / und if und else 0.0,
+        "index_dtype": idx.name,
+        "num_train_nodes": int(np.count_nonzero(graph.train_mask)),
+        "num_val_nodes": int(np.count_nonzero(graph.val_mask)),
+        "num_test_nodes": int(np.count_nonzero(graph.test_mask)),
+        "partitions": [s.__dict__ for s in stats],
+        "balance": {
+            "nodes": balance(np.array([s.num_nodes for s in stats])),
+            "train_nodes": balance(np.array([s.num_train for s in stats])),
+            "edges": balance(np.array([s.num_edges for s in stats])),
+        },
+    }
+
+
+def _rows_in_new_ids(
+    graph: GraphData,
+    olds: npt.NDArray[Any],
+    new_of_old: npt.NDArray[Any],
+    n: int,
+) -> npt.NDArray[Any]:
+    """The neighbour lists of old nodes ``olds``, in new ids, each row sorted, concatenated."""
+    olds64 = olds.astype(np.int64)
+    starts = graph.indptr[olds64]
+    lengths = graph.indptr[olds64 + 1] - starts
+    vals = new_of_old[graph.indices[_ranges(starts, lengths)]]
+    row = np.repeat(np.arange(len(olds), dtype=np.int64), lengths)
+    keys = row * np.int64(n) + vals
+    keys.sort()
+    out: npt.NDArray[Any] = (keys % np.int64(n)).astype(new_of_old.dtype)
+    return out
