@@ -70,20 +70,15 @@ def _cgroup_free() -> int | None:
 
 def should_replicate(policy: ReplicateTopology, needed: int, device: torch.device) -> bool:
     """Whether to keep the full topology on this holder."""
-    if policy is ReplicateTopology.always:
-        return True
-    if policy is ReplicateTopology.never:
-        return False
-    free = free_memory(device)
-    fits = needed <= FITS_SHARE * free
-    log.info(
-        "topology %.1f MiB, free %.1f MiB on %s: %s",
-        needed / 2**20,
-        free / 2**20,
-        device,
-        "replicating" if fits else "sampling hop by hop",
-    )
-    return fits
+    if policy is ReplicateTopology.auto:
+        free = free_memory(device)
+        replicate = needed <= FITS_SHARE * free
+        why = f"auto: topology {needed / 2**20:.1f} MiB, free {free / 2**20:.1f} MiB on {device}"
+    else:
+        replicate = policy is ReplicateTopology.always
+        why = f"replicateTopology {policy.value}"
+    log.info("%s: %s", why, "replicating the topology" if replicate else "sampling hop by hop")
+    return replicate
 
 
 SamplerFactory = Callable[[int], NeighborSampler]

@@ -32,6 +32,8 @@ from distgnn_api.contract import (
     dump_json,
 )
 from distgnn_api.spec import SpecError
+from distgnn_workload.data.errors import DatasetError
+from distgnn_workload.partition.store import StoreError
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +103,10 @@ BAD_INPUT_ERRORS: tuple[type[BaseException], ...] = (
     ContractError,
     SpecError,
     ValidationError,
+    StoreError,
+    DatasetError,
 )
+"""Errors that a restart cannot fix: the job config, the dataset or the partition store."""
 
 
 def configure_logging(prefix: str) -> None:
@@ -115,31 +120,11 @@ def configure_logging(prefix: str) -> None:
 
 def exit_code_of(err: BaseException) -> int:
     """The contract exit code for an exception escaping an entry point."""
-    if isinstance(err, BAD_INPUT_ERRORS):
-        return EXIT_BAD_INPUT
-    bad_types = _extra_bad_input_types()
-    if bad_types and isinstance(err, bad_types):
-        return EXIT_BAD_INPUT
-    return EXIT_INTERNAL_ERROR
+    return EXIT_BAD_INPUT if isinstance(err, BAD_INPUT_ERRORS) else EXIT_INTERNAL_ERROR
 
 
-def _extra_bad_input_types() -> tuple[type[BaseException], ...]:
-    """Errors of the partition store that mean its files are missing or invalid."""
-    out: list[type[BaseException]] = []
-    try:
-        from distgnn_workload.partition import store
-
-        for name in ("PartitionStoreError", "PartitionFormatError", "StoreError"):
-            t = getattr(store, name, None)
-            if isinstance(t, type) and issubclass(t, BaseException):
-                out.append(t)
-    except ImportError:
-        pass
-    return tuple(out)
-
-
-def run_entry_point(main: Callable[[], int], role: str) -> NoReturn:
-    """Run an entry point and exit with the contract's code; errors go to stderr in one line."""
+def exit_code(main: Callable[[], int], role: str) -> int:
+    """Run an entry point; errors become the contract's exit code and one line on stderr."""
     try:
         code = main()
     except KeyboardInterrupt:
@@ -152,7 +137,13 @@ def run_entry_point(main: Callable[[], int], role: str) -> NoReturn:
             traceback.print_exc()
         kind = "bad input" if code == EXIT_BAD_INPUT else "internal error"
         print(f"distgnn {role}: {kind}: {err}", file=sys.stderr, flush=True)
+    return code if code is not None else EXIT_OK
+
+
+def run_entry_point(main: Callable[[], int], role: str) -> NoReturn:
+    """Run an entry point and exit the process with the contract's code."""
+    code = exit_code(main, role)
     sys.stdout.flush()
     sys.stderr.flush()
     # os._exit: RPC and NCCL threads must not keep a finished or failed process alive.
-    os._exit(code if code is not None else EXIT_OK)
+    os._exit(code)

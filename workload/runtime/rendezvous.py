@@ -341,7 +341,7 @@ class StoreWatchdog:
         on_lost: Callable[[str], None],
         *,
         interval_s: float = 1.0,
-        failures: int = 3,
+        failures: int = 2,
     ) -> None:
         self._group = group
         self._on_lost = on_lost
@@ -356,6 +356,15 @@ class StoreWatchdog:
 
     def stop(self) -> None:
         self._stop.set()
+
+    def _alive(self) -> bool:
+        try:
+            with socket.create_connection(
+                (self._group.store_host, self._group.store_port), timeout=self._interval
+            ):
+                return True
+        except OSError:
+            return False
 
     def _run(self) -> None:
         try:
@@ -372,15 +381,20 @@ class StoreWatchdog:
             return
         misses = 0
         while not self._stop.wait(self._interval):
-            try:
-                generation = store.get(GENERATION_KEY).decode()
-            except RuntimeError as err:
+            # A plain connect first: a store client talking to a dead server logs a C++ trace.
+            if not self._alive():
                 misses += 1
                 if misses >= self._failures and not self._stop.is_set():
-                    self._on_lost(f"the job's store at trainer 0 went away ({err})")
+                    self._on_lost("the job's store at trainer 0 went away")
                     return
                 continue
             misses = 0
+            try:
+                generation = store.get(GENERATION_KEY).decode()
+            except RuntimeError as err:
+                if not self._stop.is_set():
+                    self._on_lost(f"trainer 0 restarted (the store connection broke: {err})")
+                return
             if generation != self._group.generation and not self._stop.is_set():
                 self._on_lost("trainer 0 restarted (new store generation)")
                 return

@@ -1,0 +1,82 @@
+"""A trainer killed mid-training: the gang stops, restarts, resumes from the checkpoint.
+
+As on Kubernetes: the killed trainer's peers notice and exit non-zero (trainer 0's store
+goes away, gloo loses its peer), the harness recreates every trainer and restarts every
+sampler that exited, as the operator's gang restart and the StatefulSet would, and the
+job completes with the total epoch count.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from distgnn_api import contract as c
+from tests.e2e.test_workload_training import finish, job_spec, result_of, start_job
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(400)]
+
+
+def _checkpointed_epochs(run_dir: Path) -> int:
+    latest = run_dir / c.CHECKPOINT_DIR / "latest.json"
+    try:
+        return int(json.loads(latest.read_text())["epoch"])
+    except (OSError, ValueError, KeyError):
+        return 0
+
+
+@pytest.mark.parametrize("victim", [1, 0])
+def test_a_killed_trainer_resumes_from_the_last_checkpoint(tmp_path: Path, victim: int) -> None:
+    epochs = 6
+    spec = job_spec(
+        **{
+            "dataset.synthetic.numNodes": 12000,
+            "dataset.synthetic.numEdges": 120000,
+            "training.epochs": epochs,
+            "training.evalEvery": 0,
+            "partition.algorithm": "random",
+        }
+    )
+    job = start_job(tmp_path, spec)
+    try:
+        deadline = time.monotonic() + 180
+        while _checkpointed_epochs(job.run_dir) < 2:
+            assert time.monotonic() < deadline, job.logs()
+            assert all(p.poll() is None for p in job.procs.values()), job.logs()
+            time.sleep(0.05)
+        job.procs[(c.Role.trainer, victim)].send_signal(signal.SIGKILL)
+        killed_after = _checkpointed_epochs(job.run_dir)
+        assert killed_after < epochs
+        codes = job.wait_all(90)
+    finally:
+        job.stop_all()
+    assert codes[(c.Role.trainer, victim)] == -signal.SIGKILL
+    survivors = {k: v for k, v in codes.items() if k != (c.Role.trainer, victim)}
+    # Every other process noticed and failed, so that the whole gang restarts.
+    assert all(code == c.EXIT_INTERNAL_ERROR for code in survivors.values()), (
+        f"{codes}\n{job.logs()}"
+    )
+    assert not (job.run_dir / c.RESULT_FILE).exists()
+
+    job.procs.clear()
+    job.start_all()
+    finish(job)
+    result = result_of(job)
+    assert result.epochs == epochs
+    assert result.test_accuracy >= 0.85
+    resumed = [
+        line
+        for rank in range(2)
+        for line in job.stdout_of(c.Role.trainer, rank).splitlines()
+        if "resumed from epoch-" in line
+    ]
+    assert len(resumed) == 2, job.logs()
+    resumed_at = {int(line.split("resumed from epoch-")[1].split(".")[0]) for line in resumed}
+    assert len(resumed_at) == 1
+    assert resumed_at.pop() >= killed_after
+    stats = json.loads((job.run_dir / "training_stats.json").read_text())
+    assert [e["epoch"] for e in stats["epochs"]] == list(range(1, epochs + 1))

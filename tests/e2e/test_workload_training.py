@@ -1,0 +1,204 @@
+"""End to end on CPU with gloo: samplers and trainers as local processes on loopback.
+
+Each test partitions a small synthetic community graph, starts the real entry points with
+the contract's environment (``tests/e2e/workload_launcher.py``), scrapes every process's
+metrics port while it runs, and checks the job's result.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from distgnn_api import contract as c
+from distgnn_api.spec import DistGNNJobSpec, Progress, parse_spec
+from distgnn_workload.data.synthetic import generate
+from tests.e2e.workload_launcher import LocalWorkload
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
+
+TRAINER_SERIES = (
+    "distgnn_trainer_seeds_total",
+    "distgnn_trainer_sampled_edges_total",
+    "distgnn_trainer_step_seconds_count",
+    "distgnn_trainer_data_wait_seconds_count",
+    "distgnn_trainer_epoch",
+    "distgnn_trainer_loss",
+    "distgnn_trainer_accuracy",
+)
+SAMPLER_SERIES = (
+    "distgnn_sampler_requests_total",
+    "distgnn_sampler_request_seconds_count",
+    "distgnn_sampler_bytes_sent_total",
+    "distgnn_sampler_cache_hit_ratio",
+)
+
+
+def job_spec(**overrides: Any) -> DistGNNJobSpec:
+    doc: dict[str, Any] = {
+        "dataset": {
+            "synthetic": {
+                "numNodes": 4000,
+                "numEdges": 40000,
+                "numFeatures": 16,
+                "numClasses": 4,
+                "trainFraction": 0.3,
+                "valFraction": 0.1,
+            }
+        },
+        "samplers": {"replicas": 2, "cacheRatio": 0.2, "concurrency": 2, "workers": 1},
+        "trainers": {"replicas": 2, "gpusPerPod": 0, "prefetch": 2},
+        "model": {"hiddenChannels": 32, "numLayers": 2, "fanout": [10, 5], "dropout": 0.2},
+        "training": {"epochs": 4, "batchSize": 128, "learningRate": 0.01},
+    }
+    for path, value in overrides.items():
+        node = doc
+        keys = path.split(".")
+        for key in keys[:-1]:
+            node = node.setdefault(key, {})
+        node[keys[-1]] = value
+    return parse_spec(doc)
+
+
+def start_job(root: Path, spec: DistGNNJobSpec) -> LocalWorkload:
+    job = LocalWorkload(root, spec)
+    assert spec.dataset.synthetic is not None
+    job.write_partitions(generate(spec.dataset.synthetic))
+    job.start_all()
+    return job
+
+
+def scrape(port: int, path: str = "/metrics") -> str | None:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as resp:
+            return str(resp.read().decode())
+    except (urllib.error.URLError, OSError):
+        return None
+
+
+def sample_values(text: str) -> dict[str, float]:
+    """Prometheus samples by name (labels dropped, the largest value kept)."""
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        name = line.split("{", 1)[0].split(" ", 1)[0]
+        value = float(line.rsplit(" ", 1)[1])
+        out[name] = max(out.get(name, value), value)
+    return out
+
+
+def watch(
+    job: LocalWorkload, timeout_s: float
+) -> tuple[dict[tuple[c.Role, int], dict[str, float]], list[Progress]]:
+    """Scrape every process until all have exited; the largest value seen per series."""
+    seen: dict[tuple[c.Role, int], dict[str, float]] = {key: {} for key in job.procs}
+    progress: list[Progress] = []
+    deadline = time.monotonic() + timeout_s
+    while any(p.poll() is None for p in job.procs.values()) and time.monotonic() < deadline:
+        for key, proc in job.procs.items():
+            if proc.poll() is not None:
+                continue
+            text = scrape(job.metrics_ports[key])
+            if text is not None:
+                for name, value in sample_values(text).items():
+                    seen[key][name] = max(seen[key].get(name, value), value)
+        body = scrape(job.metrics_ports[(c.Role.trainer, 0)], c.PROGRESS_PATH)
+        if body:
+            progress.append(Progress.model_validate_json(body))
+        time.sleep(0.1)
+    return seen, progress
+
+
+def finish(
+    job: LocalWorkload, timeout_s: float = 240
+) -> tuple[dict[tuple[c.Role, int], dict[str, float]], list[Progress]]:
+    try:
+        seen, progress = watch(job, timeout_s)
+        codes = job.wait_all(10)
+    finally:
+        job.stop_all()
+    assert all(code == 0 for code in codes.values()), f"exit codes {codes}\n{job.logs()}"
+    return seen, progress
+
+
+def result_of(job: LocalWorkload) -> c.Result:
+    path = job.run_dir / c.RESULT_FILE
+    assert path.exists(), job.logs()
+    return c.Result.model_validate_json(path.read_text())
+
+
+def progress_events(job: LocalWorkload) -> list[c.ProgressEvent]:
+    lines = job.stdout_of(c.Role.trainer, 0).splitlines()
+    return [e for e in map(c.parse_progress_line, lines) if e is not None]
+
+
+def test_server_client_trains_to_accuracy_and_serves_metrics(tmp_path: Path) -> None:
+    spec = job_spec()
+    job = start_job(tmp_path, spec)
+    seen, progress = finish(job)
+
+    result = result_of(job)
+    assert result.job_uid == job.uid
+    assert result.epochs == 4
+    assert result.test_accuracy >= 0.85, job.logs()
+    assert result.seeds_per_second > 0
+
+    for rank in range(2):
+        series = seen[(c.Role.trainer, rank)]
+        missing = [n for n in TRAINER_SERIES if n not in series]
+        assert not missing, f"trainer {rank} never served {missing}"
+        assert series["distgnn_trainer_seeds_total"] > 0
+        series = seen[(c.Role.sampler, rank)]
+        missing = [n for n in SAMPLER_SERIES if n not in series]
+        assert not missing, f"sampler {rank} never served {missing}"
+        assert series["distgnn_sampler_requests_total"] > 0
+    assert progress, "trainer 0 never answered /progress"
+    assert max(p.epoch for p in progress) >= 1
+    assert {p.epochs for p in progress} == {4}
+
+    events = progress_events(job)
+    epochs_seen = {int(e.metrics["epoch"]) for e in events if e.stage == c.STAGE_EPOCH}
+    assert epochs_seen == {1, 2, 3, 4}
+    assert any(e.stage == c.STAGE_EVAL and "test_accuracy" in e.metrics for e in events)
+    stats = json.loads((job.run_dir / "training_stats.json").read_text())
+    assert [e["epoch"] for e in stats["epochs"]] == [1, 2, 3, 4]
+
+    # The completion rule: restarted pods find result.json and exit 0 at once.
+    job.procs.clear()
+    job.start(c.Role.trainer, 1)
+    job.start(c.Role.sampler, 0)
+    codes = job.wait_all(60)
+    assert set(codes.values()) == {0}, job.logs()
+    assert "training is complete" in job.stdout_of(c.Role.trainer, 1)
+
+
+def test_worker_mode_samples_hop_by_hop_and_fetches_remote_features(tmp_path: Path) -> None:
+    spec = job_spec(
+        **{
+            "samplers.replicas": 0,
+            "samplers.replicateTopology": "never",
+            "samplers.cacheRatio": 0.3,
+            "partition.algorithm": "random",
+            "training.epochs": 3,
+        }
+    )
+    job = start_job(tmp_path, spec)
+    seen, _ = finish(job)
+
+    result = result_of(job)
+    assert result.epochs == 3
+    assert result.test_accuracy >= 0.85, job.logs()
+    for rank in range(2):
+        series = seen[(c.Role.trainer, rank)]
+        assert series.get("distgnn_trainer_seeds_total", 0) > 0
+        assert "distgnn_trainer_feature_cache_lookups_total" in series
+    log = job.stdout_of(c.Role.trainer, 0)
+    assert "sampling hop by hop" in log
+    assert "feature cache:" in log

@@ -1,0 +1,198 @@
+"""The distributed feature source, its hot cache and hop-by-hop sampling, against references.
+
+The RPC hop is replaced by a function answering from the owner's data in-process; real RPC
+between processes is covered by the e2e tests.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from torch import Tensor
+from torch.futures import Future
+
+from distgnn_workload.data.graph import GraphData
+from distgnn_workload.partition import PartitionStore, write_partitions
+from distgnn_workload.runtime.distributed_sampler import HopByHopSampler
+from distgnn_workload.runtime.features import (
+    DistributedFeatureSource,
+    FeatureTable,
+    FetchFn,
+    HolderLayout,
+    fill_cache,
+    load_holder,
+    load_labels,
+    presample_counts,
+    select_hot,
+    split_ids,
+)
+from distgnn_workload.sampling import NeighborSampler
+
+CPU = torch.device("cpu")
+
+
+def _graph(n: int = 300, m: int = 1500, f: int = 5, seed: int = 0) -> GraphData:
+    rng = np.random.default_rng(seed)
+    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+    keep = src != dst
+    y = rng.integers(0, 3, n)
+    split = rng.random(n)
+    return GraphData.from_edges(
+        src[keep],
+        dst[keep],
+        rng.standard_normal((n, f)).astype(np.float32),
+        y,
+        split < 0.5,
+        (split >= 0.5) & (split < 0.7),
+        split >= 0.7,
+        num_classes=3,
+    )
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> PartitionStore:
+    path: Path = tmp_path_factory.mktemp("store") / "p"
+    return write_partitions(path, _graph(), 4, assignment=np.arange(300) % 4)
+
+
+@pytest.fixture(scope="module")
+def reference(store: PartitionStore) -> Tensor:
+    """Every node's features in new ids."""
+    return torch.from_numpy(np.concatenate([store.partition(p).features for p in range(4)]))
+
+
+def _fetcher(reference: Tensor, calls: list[int]) -> FetchFn:
+    def fetch(holder: int, ids: Tensor) -> Future[Tensor]:
+        calls.append(int(ids.numel()))
+        fut: Future[Tensor] = Future()
+        fut.set_result(reference[ids].clone())
+        return fut
+
+    return fetch
+
+
+def test_layout_owns_contiguous_ranges(store: PartitionStore) -> None:
+    layout = HolderLayout.from_store(store, 2)
+    assert layout.range_of(0) == (0, store.meta.offsets[2])
+    ids = torch.arange(300)
+    owners = layout.holder_of(ids)
+    assert torch.equal(owners, (ids >= store.meta.offsets[2]).to(torch.int64))
+
+
+def test_gather_matches_the_reference_with_remote_fetches(
+    store: PartitionStore, reference: Tensor
+) -> None:
+    layout = HolderLayout.from_store(store, 2)
+    data = load_holder(store, 0, 2, CPU)
+    assert torch.equal(data.features, reference[data.start : data.end])
+    calls: list[int] = []
+    source = DistributedFeatureSource(
+        FeatureTable(data, 300, CPU), layout, _fetcher(reference, calls), holder=0
+    )
+    ids = torch.randint(0, 300, (500,))
+    assert torch.equal(source.gather(ids), reference[ids])
+    assert calls
+    lookups, hits, fetched = source.stats.take()
+    assert lookups == int(((ids < data.start) | (ids >= data.end)).sum())
+    assert hits == 0
+    assert fetched == lookups * 5 * 4
+
+
+def test_a_partial_cache_serves_hits_and_fetches_the_rest(
+    store: PartitionStore, reference: Tensor
+) -> None:
+    layout = HolderLayout.from_store(store, 2)
+    data = load_holder(store, 1, 2, CPU)
+    table = FeatureTable(data, 300, CPU)
+    calls: list[int] = []
+    fetch = _fetcher(reference, calls)
+    hot = torch.arange(0, 60)  # remote for holder 1
+    fill_cache(table, layout, fetch, hot)
+    assert table.num_cached == 60
+    assert not table.complete
+    calls.clear()
+    source = DistributedFeatureSource(table, layout, fetch, holder=1)
+    ids = torch.cat([torch.arange(0, 60), torch.arange(100, 120), torch.arange(200, 300)])
+    assert torch.equal(source.gather(ids), reference[ids])
+    lookups, hits, _ = source.stats.take()
+    remote = ids[(ids < data.start) | (ids >= data.end)]
+    assert lookups == remote.numel()
+    assert hits == int((remote < 60).sum())
+    assert sum(calls) == lookups - hits
+
+
+def test_a_full_cache_needs_no_fetch(store: PartitionStore, reference: Tensor) -> None:
+    layout = HolderLayout.from_store(store, 2)
+    data = load_holder(store, 0, 2, CPU)
+    table = FeatureTable(data, 300, CPU)
+    calls: list[int] = []
+    fetch = _fetcher(reference, calls)
+    hot = select_hot(torch.zeros(300, dtype=torch.int64), None, data.start, data.end, 10**6)
+    fill_cache(table, layout, fetch, hot)
+    assert table.complete
+    calls.clear()
+    ids = torch.randint(0, 300, (400,))
+    source = DistributedFeatureSource(table, layout, fetch, holder=0)
+    assert torch.equal(source.gather(ids), reference[ids])
+    assert calls == []
+
+
+def test_hot_selection_takes_the_most_sampled_remote_nodes() -> None:
+    counts = torch.zeros(20, dtype=torch.int64)
+    counts[[2, 3, 15, 17]] = torch.tensor([50, 40, 30, 1])
+    degrees = torch.arange(20)
+    hot = select_hot(counts, degrees, 0, 5, 3)
+    assert set(hot.tolist()) == {15, 17, 19}  # 2 and 3 are local; ties broken by degree
+
+
+def test_presampling_counts_what_the_sampler_touches(store: PartitionStore) -> None:
+    indptr, indices = store.topology()
+    sampler = NeighborSampler(np.array(indptr), np.array(indices), [3, 2], seed=0)
+    seeds = split_ids(store, HolderLayout.from_store(store, 2), "train")[0]
+    counts = presample_counts(
+        lambda s: sampler.sample(s).node_ids, seeds, 300, batch_size=16, max_batches=4
+    )
+    assert int(counts[seeds].sum()) >= min(64, seeds.numel())
+    assert int(counts.sum()) > int(counts[seeds].sum())
+    assert counts.numel() == 300
+
+
+def test_labels_cover_every_node(store: PartitionStore) -> None:
+    labels = load_labels(store, CPU)
+    assert labels.numel() == 300
+    assert int(labels.max()) < 3
+
+
+def test_hop_by_hop_sampling_is_valid_against_the_full_graph(store: PartitionStore) -> None:
+    layout = HolderLayout.from_store(store, 2)
+    owners = [load_holder(store, h, 2, CPU) for h in range(2)]
+    parts = [NeighborSampler(d.indptr, d.indices, [4, 3], seed=h) for h, d in enumerate(owners)]
+
+    def hop_fetch(holder: int, nodes: Tensor, fanout: int) -> Future[tuple[Tensor, Tensor]]:
+        _, nbrs, counts = parts[holder]._sample_hop(nodes - owners[holder].start, fanout)
+        fut: Future[tuple[Tensor, Tensor]] = Future()
+        fut.set_result((counts, nbrs))
+        return fut
+
+    sampler = HopByHopSampler(owners[0], layout, [4, 3], hop_fetch, device=CPU, seed=1)
+    indptr_np, indices_np = store.topology()
+    indptr = torch.from_numpy(np.array(indptr_np))
+    indices = torch.from_numpy(np.array(indices_np)).long()
+    seeds = torch.tensor([0, 5, 160, 299, 75])
+    hop = sampler.sample(seeds)
+    assert torch.equal(hop.node_ids[:5], seeds)
+    assert torch.unique(hop.node_ids).numel() == hop.node_ids.numel()
+    src = hop.node_ids[hop.edge_index[0]]
+    dst = hop.node_ids[hop.edge_index[1]]
+    for s, d in zip(src.tolist(), dst.tolist(), strict=True):
+        assert s in indices[indptr[d] : indptr[d + 1]].tolist()
+    # each target got min(degree, fanout) distinct neighbours
+    targets = hop.num_nodes_per_hop[0]
+    deg = indptr[seeds + 1] - indptr[seeds]
+    got = torch.bincount(hop.edge_index[1][: hop.num_edges_per_hop[0]], minlength=targets)
+    assert torch.equal(got, deg.clamp(max=4))
+    ptr = hop.get_target_ptr()
+    assert int(ptr[-1]) == hop.num_edges_per_hop[0] + hop.num_edges_per_hop[1]

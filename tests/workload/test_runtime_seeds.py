@@ -1,0 +1,73 @@
+"""How seeds are split across trainer ranks: equal steps, full coverage, reproducible."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from distgnn_workload.runtime.seeds import (
+    eval_batches,
+    holder_ranks,
+    steps_per_epoch,
+    train_batches,
+)
+
+
+def _holders(*sizes: int) -> list[torch.Tensor]:
+    out, start = [], 0
+    for n in sizes:
+        out.append(torch.arange(start, start + n))
+        start += 1000
+    return out
+
+
+def test_server_client_ranks_draw_from_every_holder_with_equal_steps() -> None:
+    seeds = _holders(103, 58)
+    ranks = holder_ranks(2, 3, worker_mode=False)
+    plans = [train_batches(seeds, ranks, 3, r, 16, epoch=0, seed=1) for r in range(3)]
+    steps = {len(p) for p in plans}
+    assert steps == {steps_per_epoch(seeds, ranks, 3, 16)}
+    seen = torch.cat([b for p in plans for _, b in p])
+    assert set(seen.tolist()) == set(torch.cat(seeds).tolist())
+    for plan in plans:
+        for holder, batch in plan:
+            assert bool(((batch >= holder * 1000) & (batch < holder * 1000 + 1000)).all())
+            assert batch.numel() <= 16
+        assert {h for h, _ in plan} == {0, 1}
+
+
+def test_worker_mode_ranks_draw_only_from_their_pod_and_pad_to_equal_steps() -> None:
+    seeds = _holders(200, 37)
+    ranks = holder_ranks(2, 4, worker_mode=True, procs_per_pod=2)
+    assert ranks == [[0, 1], [2, 3]]
+    plans = [train_batches(seeds, ranks, 4, r, 10, epoch=3, seed=0) for r in range(4)]
+    assert len({len(p) for p in plans}) == 1
+    assert len(plans[0]) == 10  # ceil(100 / 10); pod 1's ranks repeat their share
+    for r, plan in enumerate(plans):
+        assert {h for h, _ in plan} == {r // 2}
+    covered = torch.cat([b for p in plans for _, b in p])
+    assert set(covered.tolist()) == set(torch.cat(seeds).tolist())
+
+
+def test_epochs_shuffle_differently_but_reproducibly() -> None:
+    seeds = _holders(64)
+    ranks = holder_ranks(1, 2, worker_mode=False)
+    a = train_batches(seeds, ranks, 2, 0, 8, epoch=0, seed=5)
+    b = train_batches(seeds, ranks, 2, 0, 8, epoch=0, seed=5)
+    c = train_batches(seeds, ranks, 2, 0, 8, epoch=1, seed=5)
+    assert all(torch.equal(x, y) for (_, x), (_, y) in zip(a, b, strict=True))
+    assert not all(torch.equal(x, y) for (_, x), (_, y) in zip(a, c, strict=True))
+
+
+def test_eval_covers_each_seed_exactly_once() -> None:
+    seeds = _holders(51, 0, 13)
+    ranks = holder_ranks(3, 4, worker_mode=False)
+    got = torch.cat([b for r in range(4) for _, b in eval_batches(seeds, ranks, r, 7)])
+    assert sorted(got.tolist()) == sorted(torch.cat(seeds).tolist())
+
+
+def test_a_rank_with_no_training_seeds_is_a_clear_error() -> None:
+    seeds = _holders(40, 0)
+    ranks = holder_ranks(2, 2, worker_mode=True)
+    with pytest.raises(ValueError, match="no training seeds"):
+        train_batches(seeds, ranks, 2, 1, 8, epoch=0, seed=0)
