@@ -1,15 +1,19 @@
 """Progress bars for the children's ``@@distgnn`` progress lines.
 
 On a terminal each stage (generation, partitioning, each epoch, ...) gets a rich bar with
-the figures the event carries (seeds/s, loss, accuracy) while it runs. When a stage finishes,
-its bar becomes one line, so that a long run scrolls like a training log; off a terminal (CI
-logs, pipes) only those lines are printed.
+the figures its events carry (seeds/s, loss, accuracy) while it runs. A finished stage
+becomes one line, so that a long run scrolls like a training log; off a terminal (CI logs,
+pipes) only those lines are printed.
+
+An epoch's bar stays open after its last batch until the next epoch starts (or the run
+ends): the trainer reports the epoch's loss and validation accuracy after the last batch,
+and evaluation figures (stage ``eval``) join the epoch they follow.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rich.console import Console
 from rich.progress import (
@@ -22,7 +26,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from distgnn_api.contract import ProgressEvent, Role
+from distgnn_api.contract import STAGE_EVAL, ProgressEvent, Role
 
 # Figures shown beside a bar, in this order, with their label and format.
 _FIGURES: tuple[tuple[str, str, str], ...] = (
@@ -31,7 +35,10 @@ _FIGURES: tuple[tuple[str, str, str], ...] = (
     ("accuracy", "acc", "{:.3f}"),
     ("val_accuracy", "val", "{:.3f}"),
     ("test_accuracy", "test", "{:.3f}"),
+    ("data_wait_share", "data wait", "{:.0%}"),
 )
+# Stages whose bars are shown while they run but leave no line: their figures join the epoch.
+_FOLDED_STAGES = frozenset({STAGE_EVAL})
 
 
 def format_figures(metrics: dict[str, float]) -> str:
@@ -53,15 +60,21 @@ def _label(source: str, event: ProgressEvent) -> str:
     return f"{source} {label}" if source else label
 
 
-def _is_done(event: ProgressEvent) -> bool:
-    return event.total is not None and event.done >= event.total
-
-
 @dataclass
 class _Bar:
+    label: str
+    stage: str
+    per_epoch: bool
     task: TaskID | None
     started: float
-    finished: bool = False
+    done: float = 0.0
+    total: float | None = None
+    figures: dict[str, float] = field(default_factory=dict)
+    finished_at: float | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.total is not None and self.done >= self.total
 
 
 class ProgressView:
@@ -71,7 +84,7 @@ class ProgressView:
     def __init__(self, console: Console) -> None:
         self.console = console
         self.live = console.is_terminal
-        self._bars: dict[str, _Bar] = {}
+        self._open: dict[str, _Bar] = {}
         self._progress = Progress(
             SpinnerColumn(),
             TextColumn("[bold]{task.description}"),
@@ -89,41 +102,81 @@ class ProgressView:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        for bar in list(self._open.values()):
+            self._close(bar)
         self._progress.stop()
 
     def show(self, role: Role, rank: int, event: ProgressEvent) -> None:
-        """Update the bar of this event's stage; a finished stage becomes a line above the bars."""
+        """Update the bar of this event's stage, opening and closing bars as stages go."""
         # Trainer 0 speaks for the job; the other trainers' lines stay in their logs.
         if role is Role.trainer and rank != 0:
             return
         speaks_for_job = (role, rank) in ((Role.trainer, 0), (Role.partitioner, 0))
         label = _label("" if speaks_for_job else f"{role.value}-{rank}", event)
-        figures = format_figures(event.metrics)
-        bar = self._bars.get(label)
+        bar = self._open.get(label)
+        if bar is not None and not bar.per_epoch and event.done < bar.done:
+            self._close(bar)  # the stage starts over (e.g. a second evaluation)
+            bar = None
         if bar is None:
-            task = (
-                self._progress.add_task(label, total=event.total, figures=figures)
-                if self.live
-                else None
-            )
-            bar = self._bars[label] = _Bar(task, time.monotonic())
-        if bar.finished:
+            bar = self._start(label, event)
+        bar.done, bar.total = event.done, event.total
+        bar.figures.update(event.metrics)
+        self._draw(bar)
+        if not bar.complete:
             return
-        if bar.task is not None:
-            self._progress.update(
-                bar.task, completed=event.done, total=event.total, figures=figures
-            )
-        if _is_done(event):
-            bar.finished = True
-            if bar.task is not None:
-                self._progress.remove_task(bar.task)
-            took = time.monotonic() - bar.started
-            self.message(f"[green]✓[/] {label} done in {took:.1f}s  {figures}".rstrip())
+        if bar.finished_at is None:
+            bar.finished_at = time.monotonic()
+        if bar.stage in _FOLDED_STAGES:
+            epoch = next((b for b in reversed(self._open.values()) if b.per_epoch), None)
+            if epoch is not None:
+                epoch.figures.update(bar.figures)
+                self._draw(epoch)
+                self._drop(bar)
+                return
+        if not bar.per_epoch:
+            self._close(bar)
 
     def running(self) -> list[str]:
-        """Labels of the bars drawn now (stages under way)."""
+        """Labels of the bars drawn now (stages under way or epochs not yet closed)."""
         return [task.description for task in self._progress.tasks]
 
     def message(self, text: str) -> None:
         """A line above the bars (or a plain line)."""
         self._progress.console.print(text, highlight=False)
+
+    # ------------------------------------------------------------------ bars
+
+    def _start(self, label: str, event: ProgressEvent) -> _Bar:
+        per_epoch = "epoch" in event.metrics
+        if per_epoch:
+            # A new epoch closes the earlier ones: their figures are all in by now.
+            for other in list(self._open.values()):
+                if other.per_epoch and other.stage == event.stage:
+                    self._close(other)
+        task = self._progress.add_task(label, total=event.total, figures="") if self.live else None
+        bar = _Bar(label, event.stage, per_epoch, task, time.monotonic())
+        self._open[label] = bar
+        return bar
+
+    def _draw(self, bar: _Bar) -> None:
+        if bar.task is not None:
+            self._progress.update(
+                bar.task,
+                completed=bar.done,
+                total=bar.total,
+                figures=format_figures(bar.figures),
+            )
+
+    def _drop(self, bar: _Bar) -> None:
+        if bar.task is not None:
+            self._progress.remove_task(bar.task)
+        del self._open[bar.label]
+
+    def _close(self, bar: _Bar) -> None:
+        """Remove a bar; a finished one leaves a line with its time and figures."""
+        self._drop(bar)
+        if bar.finished_at is None:
+            return
+        took = bar.finished_at - bar.started
+        figures = format_figures(bar.figures)
+        self.message(f"[green]✓[/] {bar.label} done in {took:.1f}s  {figures}".rstrip())
