@@ -21,11 +21,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import kopf
-from kubernetes import config as kube_config
+from kubernetes.client import ApiClient
 
 from distgnn_api.spec import GROUP, PLURAL, TERMINAL_PHASES, VERSION
 from distgnn_operator import metrics
 from distgnn_operator.builders import OperatorPeer
+from distgnn_operator.connection import bearer_token, load_configuration
 from distgnn_operator.constants import (
     FINALIZER,
     KOPF_PREFIX,
@@ -74,18 +75,28 @@ class Runtime:
     slots: dict[tuple[str, str], _Slot] = field(default_factory=dict)
 
 
-def make_api(settings: OperatorSettings) -> KubeApi:
-    """An API client from the kubeconfig setting, the in-cluster account, or ~/.kube/config."""
-    if settings.kubeconfig:
-        client = kube_config.new_client_from_config(config_file=settings.kubeconfig)  # type: ignore[no-untyped-call]
-        return RestKubeApi(client)
-    try:
-        kube_config.load_incluster_config()  # type: ignore[no-untyped-call]
-    except kube_config.ConfigException:
-        kube_config.load_kube_config()  # type: ignore[no-untyped-call]
-    from kubernetes.client import ApiClient
+@kopf.on.login()
+def login(*, settings: kopf.OperatorSettings, **_: Any) -> kopf.ConnectionInfo:
+    """Log kopf in with the same credentials the reconciler uses."""
+    cfg = load_configuration(OperatorSettings())
+    scheme, token = bearer_token(cfg)
+    return kopf.ConnectionInfo(
+        server=cfg.host,
+        ca_path=cfg.ssl_ca_cert,
+        insecure=not cfg.verify_ssl,
+        username=cfg.username or None,
+        password=cfg.password or None,
+        scheme=scheme,
+        token=token,
+        certificate_path=cfg.cert_file,
+        private_key_path=cfg.key_file,
+        trust_env=settings.networking.trust_env,
+    )
 
-    return RestKubeApi(ApiClient())
+
+def make_api(settings: OperatorSettings) -> KubeApi:
+    """The reconciler's API client."""
+    return RestKubeApi(ApiClient(load_configuration(settings)))
 
 
 @kopf.on.startup()

@@ -1,0 +1,269 @@
+"""Runs the operator in process (kopf's KopfRunner) against the test control plane, and the
+helpers the operator's integration tests share: applying jobs, waiting, reading children."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from kopf.testing import KopfRunner
+
+from distgnn_api.contract import PROGRESS_PATH
+from distgnn_api.spec import Progress
+from distgnn_operator import crd
+from distgnn_operator.constants import LABEL_JOB
+from distgnn_operator.reconcile.kube_api import (
+    DISTGNNJOB,
+    EVENT,
+    POD,
+    Kind,
+    RestKubeApi,
+)
+from tests.support.controlplane import EXIT_CODE_ANNOTATION, TEST_STORAGE_CLASS, ControlPlane
+
+REPO = Path(__file__).resolve().parents[2]
+T = TypeVar("T")
+
+# Read by distgnn_operator.handlers at import: a fast timer for tests.
+OPERATOR_ENV = {
+    "DISTGNN_OPERATOR_METRICS_PORT": "0",
+    "DISTGNN_OPERATOR_HEALTH_PORT": "0",
+    "DISTGNN_OPERATOR_PROGRESS_POLL_INTERVAL": "1",
+    "DISTGNN_OPERATOR_PROGRESS_TIMEOUT": "0.5",
+}
+
+
+def install_crd(plane: ControlPlane) -> None:
+    """Apply the generated CRD and wait until it is served."""
+    plane.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(REPO / crd.CRD_PATH))
+    plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{crd.CRD_NAME}")
+
+
+@contextlib.contextmanager
+def operator_env(plane: ControlPlane) -> Iterator[None]:
+    """The operator's settings and the kubeconfig kopf logs in with."""
+    env = {
+        **OPERATOR_ENV,
+        "KUBECONFIG": str(plane.kubeconfig),
+        "DISTGNN_OPERATOR_KUBECONFIG": str(plane.kubeconfig),
+    }
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@contextlib.contextmanager
+def run_operator(plane: ControlPlane, namespace: str, *extra: str) -> Iterator[KopfRunner]:
+    """The operator serving one namespace, standalone unless extra args say otherwise."""
+    with operator_env(plane):
+        import distgnn_operator.handlers  # noqa: F401 - registers the handlers
+
+        args = ["run", "--namespace", namespace, "-m", "distgnn_operator.handlers", "--verbose"]
+        args += list(extra) if extra else ["--standalone"]
+        with KopfRunner(args, timeout=60) as runner:
+            yield runner
+    assert runner.exit_code == 0, runner.output[-3000:]
+    assert runner.exception is None
+
+
+def wait_for(
+    what: str, probe: Callable[[], T | None], timeout: float = 60.0, every: float = 0.25
+) -> T:
+    """Poll until probe returns something truthy; fail naming what was awaited."""
+    deadline = time.monotonic() + timeout
+    last: T | None = None
+    while time.monotonic() < deadline:
+        last = probe()
+        if last:
+            return last
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
+
+
+class Cluster:
+    """Reads and writes of one test namespace, as plain JSON."""
+
+    def __init__(self, plane: ControlPlane, namespace: str) -> None:
+        self.plane = plane
+        self.ns = namespace
+        self.api = RestKubeApi(plane.api_client())
+
+    def apply(self, manifest: dict[str, Any]) -> None:
+        self.plane.kubectl("apply", "-n", self.ns, "-f", "-", input=json.dumps(manifest))
+
+    def job(self, name: str) -> dict[str, Any] | None:
+        return self.api.get(DISTGNNJOB, self.ns, name)
+
+    def status(self, name: str) -> dict[str, Any]:
+        job = self.job(name)
+        return (job or {}).get("status") or {}
+
+    def phase(self, name: str) -> str | None:
+        return self.status(name).get("phase")
+
+    def wait_phase(self, name: str, phase: str, timeout: float = 60.0) -> dict[str, Any]:
+        wait_for(f"{name} in phase {phase}", lambda: self.phase(name) == phase, timeout)
+        return self.status(name)
+
+    def condition(self, name: str, type_: str) -> dict[str, Any] | None:
+        return next(
+            (c for c in self.status(name).get("conditions", []) if c["type"] == type_), None
+        )
+
+    def get(self, kind: Kind, name: str) -> dict[str, Any] | None:
+        return self.api.get(kind, self.ns, name)
+
+    def owned(self, kind: Kind, job: str) -> list[dict[str, Any]]:
+        return self.api.list(kind, self.ns, {LABEL_JOB: job})
+
+    def pods(self, job: str, role: str | None = None) -> list[dict[str, Any]]:
+        pods = self.owned(POD, job)
+        if role is not None:
+            pods = [p for p in pods if p["metadata"]["labels"].get("distgnn.io/role") == role]
+        return sorted(pods, key=lambda p: p["metadata"]["name"])
+
+    def running_pods(self, job: str, role: str, count: int) -> list[dict[str, Any]]:
+        """Wait for `count` live, Ready pods of a role."""
+
+        def probe() -> list[dict[str, Any]] | None:
+            pods = [
+                p
+                for p in self.pods(job, role)
+                if not p["metadata"].get("deletionTimestamp")
+                and any(
+                    c["type"] == "Ready" and c["status"] == "True"
+                    for c in p.get("status", {}).get("conditions", [])
+                )
+            ]
+            return pods if len(pods) == count else None
+
+        return wait_for(f"{count} Ready {role} pods of {job}", probe)
+
+    def exit_pods(self, pods: list[dict[str, Any]], code: int) -> None:
+        """Simulate the containers of these pods exiting with a code (kwok)."""
+        names = [p["metadata"]["name"] for p in pods]
+        self.plane.kubectl(
+            "annotate",
+            "pod",
+            "-n",
+            self.ns,
+            *names,
+            f"{EXIT_CODE_ANNOTATION}={code}",
+            "--overwrite",
+        )
+
+    def events(self, name: str) -> list[dict[str, Any]]:
+        items = self.api.list(EVENT, self.ns, {})
+        return [
+            e
+            for e in items
+            if e.get("involvedObject", {}).get("name") == name
+            and e["involvedObject"].get("kind") == "DistGNNJob"
+        ]
+
+    def event_reasons(self, name: str) -> set[str]:
+        return {e["reason"] for e in self.events(name)}
+
+    def create_bound_claim(self, claim: str, size: str = "10Gi") -> None:
+        """A claim bound to a fresh hostPath volume (there is no provisioner)."""
+        self.plane.create_pv(f"{self.ns}-{claim}", size=size, claim=(self.ns, claim))
+        self.apply(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": claim},
+                "spec": {
+                    "accessModes": ["ReadWriteMany"],
+                    "storageClassName": TEST_STORAGE_CLASS,
+                    "resources": {"requests": {"storage": size}},
+                },
+            }
+        )
+
+    def volume_for_created_claim(self, job: str, size: str = "10Gi") -> None:
+        """A volume reserved for the claim <job>-data that the operator will create."""
+        self.plane.create_pv(f"{self.ns}-{job}-data", size=size, claim=(self.ns, f"{job}-data"))
+
+
+def job_manifest(name: str, **spec: Any) -> dict[str, Any]:
+    """A small DistGNNJob; keyword arguments set top-level spec fields (camelCase)."""
+    body: dict[str, Any] = {
+        "dataset": {"synthetic": {"numNodes": 2000, "numEdges": 8000}},
+        "storage": {"storageClassName": TEST_STORAGE_CLASS, "size": "10Gi"},
+    }
+    body.update(spec)
+    return {
+        "apiVersion": "distgnn.io/v1alpha1",
+        "kind": "DistGNNJob",
+        "metadata": {"name": name},
+        "spec": body,
+    }
+
+
+def free_port() -> int:
+    """A TCP port free on every loopback address."""
+    with socket.socket() as sock:
+        sock.bind(("0.0.0.0", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def progress_server(ip: str, port: int, progress: Progress) -> Iterator[list[str]]:
+    """Serve /progress on a pod's (loopback) IP, as trainer 0's metrics server does; yields
+    the paths requested."""
+    requests: list[str] = []
+    body = progress.model_dump_json(by_alias=True).encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            requests.append(self.path)
+            if self.path != PROGRESS_PATH:
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = HTTPServer((ip, port), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield requests
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def container_of(obj: dict[str, Any]) -> dict[str, Any]:
+    containers: list[dict[str, Any]] = obj["spec"]["template"]["spec"]["containers"]
+    assert len(containers) == 1
+    return containers[0]
+
+
+def env_of(obj: dict[str, Any]) -> dict[str, Any]:
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container_of(obj)["env"]}
+
+
+def to_yaml(obj: Any) -> str:
+    return yaml.safe_dump(obj, sort_keys=False)
