@@ -84,7 +84,8 @@ def load(
     t0 = time.perf_counter()
     check_store(store, spec, num_holders)
     layout = HolderLayout.from_store(store, num_holders)
-    data = load_holder(store, holder, num_holders, device)
+    dtype = torch.bfloat16 if spec.training.bf16 else torch.float32
+    data = load_holder(store, holder, num_holders, device, dtype)
     labels = load_labels(store, device)
     table = FeatureTable(data, layout.num_nodes, device)
     replicate = should_replicate(spec.samplers.replicate_topology, topology_bytes(store), device)

@@ -85,6 +85,10 @@ class EpochStats:
     steps: int
     seconds: float
     data_wait_seconds: float
+    """Mean over ranks of the time the training step waited for data (GPU stream stall on
+    GPUs, host wait on CPU)."""
+    host_wait_seconds: float
+    """Mean over ranks of the time the host waited for the next mini-batch."""
     loss: float
     val_accuracy: float | None = None
 
@@ -164,6 +168,8 @@ class Trainer:
         self.bf16 = spec.training.bf16 and device.type == "cuda"
         if spec.training.bf16 and not self.bf16:
             log.warning("training.bf16 needs a GPU; training in fp32 on %s", device)
+        # Holders keep bf16 features for bf16 training; fp32 training takes fp32 input.
+        self.input_dtype = torch.bfloat16 if self.bf16 else torch.float32
         torch.manual_seed(spec.training.seed)
         self.model: nn.Module = build_model(spec.model, num_features, num_classes).to(device)
         self.optimizer = torch.optim.Adam(
@@ -286,7 +292,8 @@ class Trainer:
         m = self.metrics
         loss_sum = torch.zeros((), dtype=torch.float32, device=self.device)
         seeds = edges = 0
-        wait_total = 0.0
+        host_wait = 0.0
+        cuda = self.device.type == "cuda"
         total = len(batches)
         emit_every = max(1, total // PROGRESS_EVENTS_PER_EPOCH)
         loader = self.pipeline.epoch(batches)
@@ -294,7 +301,7 @@ class Trainer:
         start = prev = time.perf_counter()
         for step, batch in enumerate(loader):
             with self.autocast():
-                logits = self.ddp(batch.x, batch.hop)
+                logits = self.ddp(self._input(batch), batch.hop)
             loss = F.cross_entropy(logits.float(), batch.y)
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()  # type: ignore[no-untyped-call]
@@ -305,9 +312,10 @@ class Trainer:
             n_seeds, n_edges = batch.num_seeds, batch.hop.num_edges
             seeds += n_seeds
             edges += n_edges
-            wait_total += wait
+            host_wait += wait
             m.step.observe(now - prev)
-            m.wait.observe(wait)
+            if not cuda:
+                m.wait.observe(wait)
             m.seeds.inc(n_seeds)
             m.edges.inc(n_edges)
             m.nodes.inc(batch.hop.num_nodes)
@@ -323,11 +331,24 @@ class Trainer:
                 )
         self._sync()
         seconds = time.perf_counter() - start
+        # On a GPU the host runs ahead of its stream, so the data wait that counts is how
+        # long the training stream stalled for each batch (CUDA events around the wait).
+        gpu_waits = loader.gpu_wait_s() if cuda else []
+        for w in gpu_waits:
+            m.wait.observe(w)
+        wait_total = sum(gpu_waits) if cuda else host_wait
         summed = self._all_reduce(
-            [float(seeds), float(edges), float(total), wait_total, float(loss_sum.item())]
+            [
+                float(seeds),
+                float(edges),
+                float(total),
+                wait_total,
+                host_wait,
+                float(loss_sum.item()),
+            ]
         )
         slowest = self._all_reduce([seconds], op=dist.ReduceOp.MAX)[0]
-        g_seeds, g_edges, g_steps, g_wait, g_loss = summed
+        g_seeds, g_edges, g_steps, g_wait, g_host_wait, g_loss = summed
         return EpochStats(
             epoch=epoch + 1,
             seeds=int(g_seeds),
@@ -335,6 +356,7 @@ class Trainer:
             steps=int(g_steps),
             seconds=slowest,
             data_wait_seconds=g_wait / max(self.world_size, 1),
+            host_wait_seconds=g_host_wait / max(self.world_size, 1),
             loss=g_loss / max(g_steps, 1.0),
         )
 
@@ -352,7 +374,7 @@ class Trainer:
         total = len(batches)
         for i, batch in enumerate(self.pipeline.epoch(batches)):
             with self.autocast():
-                logits = self.model(batch.x, batch.hop)
+                logits = self.model(self._input(batch), batch.hop)
             correct += (logits.argmax(dim=-1) == batch.y).sum()
             count += batch.num_seeds
             if self.rank == 0 and (i + 1) % 50 == 0:
@@ -397,6 +419,10 @@ class Trainer:
                 100 * stats.data_wait_seconds / max(stats.seconds, 1e-9),
                 "" if stats.val_accuracy is None else f", val {stats.val_accuracy:.4f}",
             )
+
+    def _input(self, batch: MiniBatch) -> Tensor:
+        x = batch.x
+        return x if x.dtype == self.input_dtype or self.bf16 else x.to(self.input_dtype)
 
     def _sync(self) -> None:
         if self.device.type == "cuda":
