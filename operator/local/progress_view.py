@@ -85,6 +85,7 @@ class ProgressView:
         self.console = console
         self.live = console.is_terminal
         self._open: dict[str, _Bar] = {}
+        self._epoch_mark: float | None = None
         self._progress = Progress(
             SpinnerColumn(),
             TextColumn("[bold]{task.description}"),
@@ -126,6 +127,8 @@ class ProgressView:
             return
         if bar.finished_at is None:
             bar.finished_at = time.monotonic()
+            if bar.per_epoch:
+                self._epoch_mark = bar.finished_at
         if bar.stage in _FOLDED_STAGES:
             epoch = next((b for b in reversed(self._open.values()) if b.per_epoch), None)
             if epoch is not None:
@@ -154,7 +157,9 @@ class ProgressView:
                 if other.per_epoch and other.stage == event.stage:
                     self._close(other)
         task = self._progress.add_task(label, total=event.total, figures="") if self.live else None
-        bar = _Bar(label, event.stage, per_epoch, task, time.monotonic())
+        # An epoch's first event comes a few batches in; it began when the one before ended.
+        started = (self._epoch_mark if per_epoch else None) or time.monotonic()
+        bar = _Bar(label, event.stage, per_epoch, task, started)
         self._open[label] = bar
         return bar
 
