@@ -209,7 +209,10 @@ def test_replicas_select_standalone_or_peering(helm: Helm) -> None:
     assert sorted(r["metadata"]["namespace"] for r in namespaced["Role"]) == ["a", "b"]
     assert sorted(r["metadata"]["namespace"] for r in namespaced["RoleBinding"]) == ["a", "b"]
     (cluster_role,) = namespaced["ClusterRole"]
-    assert [r["resources"] for r in cluster_role["rules"]] == [["customresourcedefinitions"]]
+    assert [r["resources"] for r in cluster_role["rules"]] == [
+        ["customresourcedefinitions"],
+        ["namespaces"],
+    ]
 
 
 def test_monitors(helm: Helm) -> None:
