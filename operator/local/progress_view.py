@@ -5,9 +5,9 @@ the figures its events carry (seeds/s, loss, accuracy) while it runs. A finished
 becomes one line, so that a long run scrolls like a training log; off a terminal (CI logs,
 pipes) only those lines are printed.
 
-An epoch's bar stays open after its last batch until the next epoch starts (or the run
-ends): the trainer reports the epoch's loss and validation accuracy after the last batch,
-and evaluation figures (stage ``eval``) join the epoch they follow.
+Figures may follow a stage's last step (the trainer reports an epoch's loss and validation
+accuracy after its last batch), so a finished stage's line is written when the next stage
+starts or the run ends. Evaluation figures (stage ``eval``) join the epoch they follow.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ _FIGURES: tuple[tuple[str, str, str], ...] = (
     ("val_accuracy", "val", "{:.3f}"),
     ("test_accuracy", "test", "{:.3f}"),
     ("data_wait_share", "data wait", "{:.0%}"),
+    ("edge_cut_fraction", "edge cut", "{:.1%}"),
 )
 # Stages whose bars are shown while they run but leave no line: their figures join the epoch.
 _FOLDED_STAGES = frozenset({STAGE_EVAL})
@@ -135,9 +136,6 @@ class ProgressView:
                 epoch.figures.update(bar.figures)
                 self._draw(epoch)
                 self._drop(bar)
-                return
-        if not bar.per_epoch:
-            self._close(bar)
 
     def running(self) -> list[str]:
         """Labels of the bars drawn now (stages under way or epochs not yet closed)."""
@@ -151,11 +149,15 @@ class ProgressView:
 
     def _start(self, label: str, event: ProgressEvent) -> _Bar:
         per_epoch = "epoch" in event.metrics
-        if per_epoch:
-            # A new epoch closes the earlier ones: their figures are all in by now.
-            for other in list(self._open.values()):
-                if other.per_epoch and other.stage == event.stage:
+        for other in list(self._open.values()):
+            # Figures may follow a stage's last step, so a finished stage stays open until
+            # the next one starts: a new epoch closes the earlier ones, any new stage (but an
+            # evaluation, which folds into its epoch) closes the finished ones.
+            if other.per_epoch:
+                if per_epoch and other.stage == event.stage:
                     self._close(other)
+            elif other.complete and event.stage not in _FOLDED_STAGES:
+                self._close(other)
         task = self._progress.add_task(label, total=event.total, figures="") if self.live else None
         # An epoch's first event comes a few batches in; it began when the one before ended.
         started = (self._epoch_mark if per_epoch else None) or time.monotonic()

@@ -7,7 +7,14 @@ import re
 
 from rich.console import Console
 
-from distgnn_api.contract import STAGE_EPOCH, STAGE_EVAL, STAGE_GENERATE, ProgressEvent, Role
+from distgnn_api.contract import (
+    STAGE_EPOCH,
+    STAGE_EVAL,
+    STAGE_GENERATE,
+    STAGE_PARTITION,
+    ProgressEvent,
+    Role,
+)
 from distgnn_operator.local.progress_view import ProgressView, format_figures
 
 T0 = (Role.trainer, 0)
@@ -40,6 +47,10 @@ def test_plain_output_is_one_line_per_stage_with_the_epoch_figures() -> None:
         assert not view.live
         view.show(Role.partitioner, 0, _event(STAGE_GENERATE, 5, 10))
         view.show(Role.partitioner, 0, _event(STAGE_GENERATE, 10, 10))
+        # A finished stage may repeat its last step, with figures: still one line.
+        for done in (0.0, 0.5, 1.0, 1.0):
+            view.show(Role.partitioner, 0, _event(STAGE_PARTITION, done, 1))
+        view.show(Role.partitioner, 0, _event(STAGE_PARTITION, 1, 1, edge_cut_fraction=0.18))
         _epoch(view, 1, loss=0.5, val=0.8)
         _epoch(view, 2, loss=0.4, val=0.82)
         view.show(*T0, _event(STAGE_EVAL, 1, 3))
@@ -51,6 +62,7 @@ def test_plain_output_is_one_line_per_stage_with_the_epoch_figures() -> None:
     took = r"done in \d+\.\ds"
     patterns = [
         rf"✓ generate {took}",
+        rf"✓ partition {took}  edge cut 18\.0%",
         rf"✓ epoch 1/2 {took}  900 seeds/s  loss 0\.5000  val 0\.800",
         rf"✓ sampler-1 load {took}",
         rf"✓ epoch 2/2 {took}  900 seeds/s  loss 0\.4000  val 0\.820  test 0\.850",
