@@ -71,9 +71,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--aggregation",
         nargs="+",
-        default=["embedding_bag"],
-        choices=["embedding_bag", "scatter"],
-        help="aggregations for the step-only run; the first is used everywhere else",
+        default=["segment", "embedding_bag"],
+        choices=["embedding_bag", "segment", "scatter"],
+        help="aggregations for the step-only run; the pipeline uses the fastest",
+    )
+    p.add_argument(
+        "--sampler",
+        nargs="+",
+        default=["graph", "dynamic"],
+        choices=["graph", "static", "dynamic"],
+        help="sampler executions to time alone (graph: static shapes in a CUDA graph; "
+        "static: the same, eager; dynamic: exact shapes); the first feeds the other runs",
+    )
+    p.add_argument(
+        "--pipeline-sampler",
+        nargs="*",
+        default=None,
+        choices=["graph", "static", "dynamic"],
+        help="sampler executions to run end to end (default: the first --sampler)",
     )
     p.add_argument(
         "--prefetch",
@@ -150,6 +165,20 @@ def batch_ids(train_idx: Tensor, batch_size: int, count: int, seed: int) -> list
     return [
         perm[(i % per_epoch) * batch_size : (i % per_epoch + 1) * batch_size] for i in range(count)
     ]
+
+
+def make_sampler(
+    graph: SyntheticGraph, args: argparse.Namespace, device: torch.device, mode: str
+) -> NeighborSampler:
+    return NeighborSampler(
+        graph.indptr,
+        graph.indices,
+        args.fanout,
+        device=device,
+        seed=args.seed,
+        static_shapes=mode != "dynamic",
+        cuda_graph=mode == "graph",
+    )
 
 
 def bench_sample(
@@ -426,9 +455,8 @@ def main(argv: list[str] | None = None) -> int:
             **graph.info,
         }
     )
-    sampler = NeighborSampler(
-        graph.indptr, graph.indices, args.fanout, device=device, seed=args.seed
-    )
+    samplers = {mode: make_sampler(graph, args, device, mode) for mode in args.sampler}
+    sampler = samplers[args.sampler[0]]
 
     for precision in args.precision:
         if device.type == "cuda":
@@ -453,30 +481,39 @@ def main(argv: list[str] | None = None) -> int:
             opt = torch.optim.Adam(model.parameters(), lr=args.lr, fused=device.type == "cuda")
             return model, opt, make_step(model, opt, device, precision)
 
-        report({"bench": "sample", **base, **bench_sample(graph, sampler, feats, args, device)})
+        for mode, one in samplers.items():
+            report(
+                {
+                    "bench": "sample",
+                    "sampler": mode,
+                    **base,
+                    **bench_sample(graph, one, feats, args, device),
+                }
+            )
         batches = presample(graph, sampler, feats, args, device)
+        step_rate: dict[Aggregation, float] = {}
         for aggregation in args.aggregation:
             _, _, step = fresh(aggregation)
-            report(
-                {
-                    "bench": "step",
-                    "aggregation": aggregation,
-                    **base,
-                    **bench_step(step, batches, args, device),
-                }
-            )
+            result = bench_step(step, batches, args, device)
+            step_rate[aggregation] = result["seeds_per_s"]
+            report({"bench": "step", "aggregation": aggregation, **base, **result})
         del batches
-        model, opt, step = fresh(args.aggregation[0])
-        for prefetch in args.prefetch:
-            report(
-                {
-                    "bench": "pipeline",
-                    "aggregation": args.aggregation[0],
-                    "prefetch": prefetch,
-                    **base,
-                    **bench_pipeline(graph, sampler, feats, step, args, device, prefetch),
-                }
-            )
+        best: Aggregation = max(step_rate, key=lambda a: step_rate[a])
+        model, opt, step = fresh(best)
+        for mode in args.pipeline_sampler or args.sampler[:1]:
+            for prefetch in args.prefetch:
+                report(
+                    {
+                        "bench": "pipeline",
+                        "sampler": mode,
+                        "aggregation": best,
+                        "prefetch": prefetch,
+                        **base,
+                        **bench_pipeline(
+                            graph, samplers[mode], feats, step, args, device, prefetch
+                        ),
+                    }
+                )
         report(
             {
                 "bench": "breakdown",

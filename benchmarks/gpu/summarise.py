@@ -27,7 +27,7 @@ def main(path: str) -> int:
             print(tag, f"max_allocated={r['max_allocated_gb']:.1f} GiB")
         elif "seeds_per_s" in r:
             extra = []
-            for key in ("aggregation", "prefetch"):
+            for key in ("sampler", "aggregation", "prefetch"):
                 if key in r:
                     extra.append(f"{key}={r[key]}")
             if "data_wait_share" in r:

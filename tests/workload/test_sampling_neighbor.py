@@ -97,14 +97,27 @@ def check_against_reference(
     assert hop.target_ptr.tolist() == ptr
 
 
+@pytest.mark.parametrize("static", [False, True])
 @pytest.mark.parametrize(
     ("fanouts", "seed"), [([3, 2], 0), ([15, 10, 5], 1), ([4, -1], 2), ([1, 1, 1, 1], 3)]
 )
-def test_sampler_matches_reference(fanouts: list[int], seed: int) -> None:
+def test_sampler_matches_reference(fanouts: list[int], seed: int, static: bool) -> None:
+    if static and -1 in fanouts:
+        with pytest.raises(ValueError, match="bounded fanout"):
+            NeighborSampler(
+                torch.tensor([0, 0]),
+                torch.tensor([], dtype=torch.int32),
+                fanouts,
+                static_shapes=True,
+            )
+        return
     indptr, indices = random_graph(300, 3000, seed)
     adj = adjacency(indptr, indices)
-    sampler = NeighborSampler(indptr, indices, fanouts, device="cpu", seed=seed)
+    sampler = NeighborSampler(
+        indptr, indices, fanouts, device="cpu", seed=seed, static_shapes=static
+    )
     perm = torch.randperm(300, generator=torch.Generator().manual_seed(seed))
+    # the static execution pads the later, shorter batches to the first one's size
     for batch in (torch.arange(0, 300, 7), torch.tensor([5]), perm[:64]):
         hop = sampler.sample(batch)
         check_against_reference(hop, adj, fanouts, batch.tolist())
@@ -176,12 +189,16 @@ def test_out_of_range_seed_is_rejected() -> None:
         sampler.sample(torch.tensor([0, 2]))
 
 
-def star_sampler(degree: int, fanout: int, seed: int, device: str) -> NeighborSampler:
+def star_sampler(
+    degree: int, fanout: int, seed: int, device: str, static: bool | None = None
+) -> NeighborSampler:
     """Node 0 with in-neighbours 1..degree."""
     indptr = torch.zeros(degree + 2, dtype=torch.int64)
     indptr[1:] = degree
     indices = torch.arange(1, degree + 1, dtype=torch.int32)
-    return NeighborSampler(indptr, indices, [fanout], device=device, seed=seed)
+    return NeighborSampler(
+        indptr, indices, [fanout], device=device, seed=seed, static_shapes=static
+    )
 
 
 def sampled_sets(sampler: NeighborSampler, trials: int) -> torch.Tensor:
@@ -196,12 +213,24 @@ def sampled_sets(sampler: NeighborSampler, trials: int) -> torch.Tensor:
     return ids
 
 
-@pytest.mark.parametrize(("degree", "fanout"), [(6, 3), (5, 4), (16, 15), (10, 9), (8, 1)])
-def test_subset_distribution_is_uniform(degree: int, fanout: int) -> None:
+@pytest.mark.parametrize(
+    ("degree", "fanout", "static"),
+    [
+        (6, 3, False),
+        (5, 4, False),
+        (16, 15, False),
+        (10, 9, False),
+        (8, 1, False),
+        (6, 3, True),
+        (16, 15, True),
+    ],
+)
+def test_subset_distribution_is_uniform(degree: int, fanout: int, static: bool) -> None:
     """Every k-subset of the neighbourhood is equally likely (chi-square, p = 0.001)."""
     trials = 20_000
     ids = sampled_sets(
-        star_sampler(degree, fanout, seed=degree * 100 + fanout, device="cpu"), trials
+        star_sampler(degree, fanout, seed=degree * 100 + fanout, device="cpu", static=static),
+        trials,
     )
     assert bool(ids.sort(1).values.diff(dim=1).ne(0).all()), "a neighbour was picked twice"
     masks = (1 << (ids - 1)).sum(1)
@@ -246,11 +275,17 @@ def test_uniform_subset_positions_rows_are_distinct_and_in_range() -> None:
 def test_gpu_sampler_matches_reference_and_is_uniform() -> None:
     indptr, indices = random_graph(400, 5000, 11)
     adj = adjacency(indptr, indices)
-    sampler = NeighborSampler(indptr, indices, [15, 10, 5], device="cuda", seed=1)
     seeds = torch.randperm(400, generator=torch.Generator().manual_seed(0))[:100]
-    check_against_reference(sampler.sample(seeds).to("cpu"), adj, [15, 10, 5], seeds.tolist())
-    ids = sampled_sets(star_sampler(6, 3, seed=3, device="cuda"), 20_000)
-    counts = Counter((1 << (ids - 1)).sum(1).tolist())
-    assert len(counts) == 20
-    stat = sum((c - 1000) ** 2 / 1000 for c in counts.values())
-    assert stat < chi2_crit_999(19)
+    for static in (False, True):
+        sampler = NeighborSampler(
+            indptr, indices, [15, 10, 5], device="cuda", seed=1, static_shapes=static
+        )
+        for batch in (seeds, seeds[:37], seeds):  # a short batch replays the padded graph
+            hop = sampler.sample(batch).to("cpu")
+            check_against_reference(hop, adj, [15, 10, 5], batch.tolist())
+        assert bool((sampler._local == -1).all())
+        ids = sampled_sets(star_sampler(6, 3, seed=3, device="cuda", static=static), 20_000)
+        counts = Counter((1 << (ids - 1)).sum(1).tolist())
+        assert len(counts) == 20
+        stat = sum((c - 1000) ** 2 / 1000 for c in counts.values())
+        assert stat < chi2_crit_999(19)

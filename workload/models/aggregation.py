@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -15,6 +17,41 @@ def mean_aggregate(x: Tensor, src: Tensor, target_ptr: Tensor) -> Tensor:
     aggregation gives. ``src`` and ``target_ptr`` must share a dtype.
     """
     return F.embedding_bag(src, x, target_ptr, mode="mean", include_last_offset=True)
+
+
+class _SegmentMean(torch.autograd.Function):
+    """``mean_aggregate`` whose backward is the same fused reduce over the transposed edges.
+
+    The gradient of source row j is the sum over its edges j -> i of ``grad[i] / deg(i)``:
+    sort the edges by source once (a radix sort of E ints), then one ``embedding_bag`` sum.
+    PyTorch's own embedding-bag backward sorts too but then runs several segment kernels.
+    """
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, src: Tensor, target_ptr: Tensor, dst: Tensor) -> Tensor:
+        ctx.save_for_backward(src, target_ptr, dst)
+        ctx.num_src = x.size(0)
+        return mean_aggregate(x, src, target_ptr)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, None, None, None]:
+        if not ctx.needs_input_grad[0]:
+            return None, None, None, None
+        src, target_ptr, dst = ctx.saved_tensors
+        degree = (target_ptr[1:] - target_ptr[:-1]).clamp_(min=1)
+        scaled = grad / degree.unsqueeze(1).to(grad.dtype)
+        src_sorted, order = torch.sort(src)
+        src_ptr = torch.searchsorted(
+            src_sorted, torch.arange(ctx.num_src + 1, dtype=src.dtype, device=src.device)
+        )
+        grad_x = F.embedding_bag(dst[order], scaled, src_ptr, mode="sum", include_last_offset=True)
+        return grad_x, None, None, None
+
+
+def mean_aggregate_segment(x: Tensor, src: Tensor, target_ptr: Tensor, dst: Tensor) -> Tensor:
+    """``mean_aggregate`` with a transposed-CSR backward (see ``_SegmentMean``)."""
+    out: Tensor = _SegmentMean.apply(x, src, target_ptr, dst)
+    return out
 
 
 def mean_aggregate_scatter(x: Tensor, src: Tensor, dst: Tensor, num_dst: int) -> Tensor:

@@ -9,10 +9,17 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from distgnn_workload.models.aggregation import mean_aggregate, mean_aggregate_scatter
+from distgnn_workload.models.aggregation import (
+    mean_aggregate,
+    mean_aggregate_scatter,
+    mean_aggregate_segment,
+)
 from distgnn_workload.sampling.hop_batch import HopBatch
 
-Aggregation = Literal["embedding_bag", "scatter"]
+Aggregation = Literal["embedding_bag", "segment", "scatter"]
+"""How SAGE averages neighbours: ``embedding_bag`` (fused gather-reduce, PyTorch's backward),
+``segment`` (the same forward, a transposed-CSR backward) or ``scatter`` (gather +
+``index_add_``, PyG's default; kept for comparison)."""
 
 
 class SAGELayer(nn.Module):
@@ -37,6 +44,8 @@ class SAGELayer(nn.Module):
     ) -> Tensor:
         if aggregation == "embedding_bag":
             agg = mean_aggregate(x, src, target_ptr)
+        elif aggregation == "segment":
+            agg = mean_aggregate_segment(x, src, target_ptr, dst)
         else:
             agg = mean_aggregate_scatter(x, src, dst, num_dst)
         # the bias rides on the root path; addmm adds the neighbour path in the GEMM epilogue

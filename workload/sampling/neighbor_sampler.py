@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -20,6 +22,25 @@ def _as_tensor(array: Tensor | np.ndarray, name: str) -> Tensor:
     if isinstance(array, Tensor):
         return array
     raise TypeError(f"{name} must be a torch.Tensor or numpy.ndarray, got {type(array).__name__}")
+
+
+@dataclass
+class _StaticOut:
+    """Padded outputs of one static-shape sample (buffers reused by the next graph replay)."""
+
+    node_ids: Tensor
+    src: Tensor
+    dst: Tensor
+    target_ptr: Tensor
+    counts: Tensor  # nodes per hop (L + 1), then edges per hop (L)
+
+
+@dataclass
+class _CapturedSample:
+    graph: torch.cuda.CUDAGraph
+    seeds: Tensor
+    num_seeds: Tensor
+    out: _StaticOut
 
 
 def _table_dtype(device: torch.device) -> torch.dtype:
@@ -45,6 +66,13 @@ class NeighborSampler:
     Relabelling uses a preallocated global-id -> local-id table on the sampler's device, so
     no sort is needed; an instance is therefore not safe for concurrent ``sample`` calls
     (use one per thread). New nodes of a hop are numbered in order of first appearance.
+
+    Two executions of the same algorithm: the *dynamic* one sizes every tensor exactly (two
+    host syncs per hop); the *static* one pads every hop to its bound (batch capacity times
+    the product of the fanouts so far) and compacts by scatter, so it has no host sync until
+    the final sizes are read. On CUDA the static one is captured once per batch capacity in
+    a CUDA graph and replayed, which removes the per-kernel launch cost (hundreds of small
+    kernels per batch). ``static_shapes=None`` picks static on CUDA, dynamic on CPU.
     """
 
     def __init__(
@@ -55,6 +83,8 @@ class NeighborSampler:
         *,
         device: torch.device | str | None = None,
         seed: int = 0,
+        static_shapes: bool | None = None,
+        cuda_graph: bool = True,
     ) -> None:
         indptr_t = _as_tensor(indptr, "indptr")
         indices_t = _as_tensor(indices, "indices")
@@ -87,18 +117,29 @@ class NeighborSampler:
         if bool((indptr_t[1:] < indptr_t[:-1]).any()):
             raise ValueError("indptr must be non-decreasing")
         index_dtype = torch.int32 if self.num_nodes <= _INT32_MAX else torch.int64
-        self.indptr = indptr_t
+        # one extra node id, num_nodes, of degree 0: the padding of static-shape batches
+        self._indptr_ext = torch.cat([indptr_t, indptr_t[-1:]])
+        self.indptr = self._indptr_ext[:-1]
         self.indices = indices_t.to(self.device, index_dtype)
         # global id -> local id of the batch being sampled; -1 = not in the batch
         self._local = torch.full(
-            (self.num_nodes,), -1, dtype=_table_dtype(self.device), device=self.device
+            (self.num_nodes + 1,), -1, dtype=_table_dtype(self.device), device=self.device
         )
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(seed)
+        if static_shapes is None:
+            static_shapes = self.device.type == "cuda" and all(k > 0 for k in fanouts)
+        if static_shapes and any(k < 0 for k in fanouts):
+            raise ValueError("static_shapes needs a bounded fanout: -1 (all neighbours) has none")
+        self.static_shapes = static_shapes
+        self.cuda_graph = cuda_graph and static_shapes and self.device.type == "cuda"
+        self._graphs: dict[int, _CapturedSample] = {}
+        self._capacity = 0
 
     def __getstate__(self) -> dict[str, object]:
         state = dict(self.__dict__)
         state["generator"] = self.generator.get_state()
+        state["_graphs"] = {}
         return state
 
     def __setstate__(self, state: dict[str, object]) -> None:
@@ -117,6 +158,8 @@ class NeighborSampler:
         num_seeds = seeds.numel()
         if num_seeds and bool(((seeds < 0) | (seeds >= self.num_nodes)).any()):
             raise ValueError(f"seeds must be node ids in [0, {self.num_nodes})")
+        if self.static_shapes and num_seeds:
+            return self._sample_padded(seeds)
         local = self._local
         local[seeds] = torch.arange(num_seeds, dtype=local.dtype, device=self.device)
         nodes = [seeds]
@@ -152,6 +195,151 @@ class NeighborSampler:
             edge_index=edge_index,
             target_ptr=torch.cat(ptr_parts),
         )
+
+    def _sample_padded(self, seeds: Tensor) -> HopBatch:
+        """The static-shape execution: pad the seeds, run (or replay) it, cut to the sizes."""
+        num_seeds = seeds.numel()
+        # pad to the largest batch so far: a short last batch reuses the captured graph
+        self._capacity = capacity = max(self._capacity, num_seeds)
+        padded = torch.full((capacity,), self.num_nodes, dtype=torch.int64, device=self.device)
+        padded[:num_seeds] = seeds
+        out: _StaticOut | None = None
+        if self.cuda_graph:
+            try:
+                out = self._replay(padded, num_seeds)
+            except RuntimeError as error:  # capture unsupported here: stay eager
+                warnings.warn(
+                    f"CUDA graph capture of the sampler failed ({error}); running eagerly",
+                    stacklevel=2,
+                )
+                self.cuda_graph = False
+                self._local.fill_(-1)
+        if out is None:
+            count = torch.tensor(num_seeds, dtype=torch.int64, device=self.device)
+            out = self._sample_static(padded, count)
+        sizes = out.counts.tolist()  # the one host sync
+        hops = len(self.fanouts)
+        nodes, edges = sizes[: hops + 1], sizes[hops + 1 :]
+        num_edges, num_targets = sum(edges), sum(nodes[:-1])
+        return HopBatch(
+            node_ids=out.node_ids[: sum(nodes)].clone(),
+            num_seeds=num_seeds,
+            num_nodes_per_hop=nodes,
+            num_edges_per_hop=edges,
+            edge_index=torch.stack([out.src[:num_edges], out.dst[:num_edges]]),
+            target_ptr=out.target_ptr[: num_targets + 1].clone(),
+        )
+
+    def _replay(self, padded: Tensor, num_seeds: int) -> _StaticOut:
+        captured = self._graphs.get(padded.numel())
+        if captured is None:
+            captured = self._capture(padded, num_seeds)
+            self._graphs[padded.numel()] = captured
+        captured.seeds.copy_(padded)
+        captured.num_seeds.fill_(num_seeds)
+        captured.graph.replay()
+        return captured.out
+
+    def _capture(self, padded: Tensor, num_seeds: int) -> _CapturedSample:
+        seeds = padded.clone()
+        count = torch.tensor(num_seeds, dtype=torch.int64, device=self.device)
+        stream = torch.cuda.Stream(self.device)  # type: ignore[no-untyped-call]
+        stream.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(stream):
+            self._sample_static(seeds, count)  # warm-up outside the capture
+        torch.cuda.current_stream(self.device).wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        register = getattr(graph, "register_generator_state", None)
+        if register is not None:  # explicit before torch 2.12, implicit after
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                register(self.generator)
+        with torch.cuda.graph(graph, stream=stream, capture_error_mode="thread_local"):
+            out = self._sample_static(seeds, count)
+        return _CapturedSample(graph=graph, seeds=seeds, num_seeds=count, out=out)
+
+    def _sample_static(self, seeds: Tensor, num_seeds: Tensor) -> _StaticOut:
+        """Every hop padded to its bound; compaction by scatter; no host sync.
+
+        ``seeds`` is padded with the degree-0 node ``num_nodes``; ``num_seeds`` is a 0-d
+        tensor. Padding rows sample nothing; scatter targets past the real sizes go to one
+        dump slot at the end of each buffer.
+        """
+        dev, pad = self.device, self.num_nodes
+        local, indptr = self._local, self._indptr_ext
+        caps = [seeds.numel()]
+        for fanout in self.fanouts:
+            caps.append(caps[-1] * fanout)
+        node_cap, edge_cap, target_cap = sum(caps), sum(caps[1:]), sum(caps[:-1])
+        node_ids = torch.full((node_cap + 1,), pad, dtype=torch.int64, device=dev)
+        src = torch.zeros(edge_cap + 1, dtype=torch.int64, device=dev)
+        dst = torch.zeros(edge_cap + 1, dtype=torch.int64, device=dev)
+        target_ptr = torch.zeros(target_cap + 2, dtype=torch.int64, device=dev)
+        counts = [num_seeds]
+        edge_counts = []
+        node_ids[: caps[0]] = seeds
+        local[seeds] = torch.arange(caps[0], dtype=local.dtype, device=dev)
+        frontier, num_frontier = seeds, num_seeds
+        lo = torch.zeros((), dtype=torch.int64, device=dev)
+        hi = num_seeds.clone()
+        edge_base = torch.zeros((), dtype=torch.int64, device=dev)
+        for fanout in self.fanouts:
+            rows = torch.arange(frontier.numel(), device=dev)
+            start = indptr[frontier]
+            deg = indptr[frontier + 1] - start
+            pos, valid = uniform_subset_positions(deg, fanout, self.generator)
+            valid = valid.reshape(-1)
+            edge_pos = torch.where(valid, (start.unsqueeze(1) + pos).reshape(-1), 0)
+            neighbours = torch.where(valid, self.indices[edge_pos].to(torch.int64), pad)
+            first, rank = self._relabel_static(neighbours, valid, hi)
+            # edges, compacted in (target, draw) order
+            edge_slot = torch.where(valid, torch.cumsum(valid, 0) - 1 + edge_base, edge_cap)
+            src.index_put_((edge_slot,), local[neighbours].to(torch.int64))
+            draw_row = torch.div(
+                torch.arange(valid.numel(), device=dev), fanout, rounding_mode="floor"
+            )
+            dst.index_put_((edge_slot,), draw_row + lo)
+            ptr_slot = torch.where(rows < num_frontier, lo + rows + 1, target_cap + 1)
+            target_ptr.index_put_((ptr_slot,), torch.cumsum(deg.clamp(max=fanout), 0) + edge_base)
+            # nodes new at this hop, in order of first appearance
+            num_new = first.sum()
+            node_ids.index_put_((torch.where(first, hi + rank, node_cap),), neighbours)
+            nxt = torch.full((neighbours.numel() + 1,), pad, dtype=torch.int64, device=dev)
+            nxt.index_put_((torch.where(first, rank, neighbours.numel()),), neighbours)
+            frontier, num_frontier = nxt[:-1], num_new
+            num_edges = valid.sum()
+            counts.append(num_new)
+            edge_counts.append(num_edges)
+            edge_base = edge_base + num_edges
+            lo, hi = hi, hi + num_new
+        local.index_fill_(0, node_ids, -1)
+        return _StaticOut(
+            node_ids=node_ids,
+            src=src,
+            dst=dst,
+            target_ptr=target_ptr,
+            counts=torch.stack(counts + edge_counts),
+        )
+
+    def _relabel_static(
+        self, neighbours: Tensor, valid: Tensor, next_id: Tensor
+    ) -> tuple[Tensor, Tensor]:
+        """``_relabel`` without compaction: returns (first appearance mask, rank among new).
+
+        Padding entries point at the dump node ``num_nodes`` and are never new; its table slot
+        ends up -1 like every other slot of the batch.
+        """
+        table = self._local
+        count = neighbours.numel()
+        current = table[neighbours]
+        unseen = (current < 0) & valid
+        marker = torch.arange(count, dtype=table.dtype, device=self.device) - (count + 1)
+        table.scatter_reduce_(0, neighbours, torch.where(unseen, marker, current), reduce="amin")
+        first = unseen & (table[neighbours] == marker)
+        rank = torch.cumsum(first, 0) - 1
+        new_ids = torch.where(first, next_id + rank, -1).to(table.dtype)
+        table.index_put_((torch.where(first, neighbours, self.num_nodes),), new_ids)
+        return first, rank
 
     def _sample_hop(self, frontier: Tensor, fanout: int) -> tuple[Tensor, Tensor, Tensor]:
         """Return (frontier row of each edge, neighbour global id, edges per frontier row)."""
