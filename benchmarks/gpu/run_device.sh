@@ -20,8 +20,9 @@ export PYTHONPATH=/tmp/site:$PWD/build/devpath
 } >>"$LOG" 2>&1
 echo "== pipeline_bench" >>"$LOG"
 timeout "${BENCH_TIMEOUT:-220}" python3 benchmarks/gpu/pipeline_bench.py \
-    --precision ${PRECISIONS:-bf16 fp32 tf32} --aggregation embedding_bag scatter \
-    --prefetch ${PREFETCH:-1 2 4} --torch-profile bf16 fp32 --profile-dir "$OUT" \
+    --precision ${PRECISIONS:-bf16 fp32 tf32} --aggregation segment embedding_bag \
+    --sampler graph static dynamic --pipeline-sampler graph dynamic \
+    --prefetch ${PREFETCH:-1 2} --torch-profile bf16 fp32 --profile-dir "$OUT" \
     --out "$OUT/bench.jsonl" >>"$LOG" 2>&1
 echo "== pipeline_bench rc=$?" >>"$LOG"
 timeout "${PYG_TIMEOUT:-120}" python3 benchmarks/gpu/pyg_baseline.py --workers 12 \
