@@ -15,7 +15,7 @@ CACHE_DIR="${DISTGNN_CACHE:-${HOME}/.cache/distgnn}"
 TYPECHECK_DIR="${CACHE_DIR}/typecheck/$(printf '%s' "${ROOT}" | sha256sum | cut -c1-12)"
 
 # The import-name -> folder mapping, read from setup.py (its one source).
-mapfile -t PACKAGES < <("${PYTHON}" - <<'EOF'
+mapfile -t PACKAGES < <("${PYTHON}" -P - <<'EOF'
 import ast
 tree = ast.parse(open("setup.py").read())
 for node in ast.walk(tree):
@@ -51,11 +51,11 @@ run() {
   fi
 }
 
-run "ruff check" "${PYTHON}" -m ruff check .
-run "ruff format" "${PYTHON}" -m ruff format --check .
-run "mypy" env MYPYPATH="${TYPECHECK_DIR}/path" "${PYTHON}" -m mypy \
+run "ruff check" "${PYTHON}" -P -m ruff check .
+run "ruff format" "${PYTHON}" -P -m ruff format --check .
+run "mypy" env MYPYPATH="${TYPECHECK_DIR}/path" "${PYTHON}" -P -m mypy \
   --cache-dir "${TYPECHECK_DIR}/mypy_cache" "${mypy_packages[@]}" -p tests
-run "import-linter" "${PYTHON}" -c "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"
+run "import-linter" "${PYTHON}" -P -c "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"
 
 if ((${#failed[@]})); then
   echo "lint: FAILED: ${failed[*]}" >&2
