@@ -1,0 +1,208 @@
+"""`distgnn run` end to end: the real CLI running the real partition, sampler and trainer roles.
+
+A reduced quickstart (the example, with a smaller graph and fewer epochs) runs through the
+console script as a subprocess. The failure tests break the run for real: a corrupted
+partition file, SIGINT to the CLI. After each run, no process of the job may be left.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from distgnn_api.contract import (
+    ENV_JOB_UID,
+    PROGRESS_LINE_PREFIX,
+    RESULT_FILE,
+    SUCCESS_MARKER,
+    Result,
+    partition_dir,
+    partition_key,
+)
+from distgnn_api.spec import parse_job
+from tests.local.process_table import processes_with_env
+
+pytestmark = pytest.mark.e2e
+
+QUICKSTART = Path(__file__).parents[2] / "manifests" / "examples" / "quickstart.yaml"
+# The reduced graph still has a clear community signal; chance is 1/8.
+MIN_TEST_ACCURACY = 0.7
+RUN_TIMEOUT_S = 600
+
+
+def _cli() -> list[str]:
+    """The installed console script next to this interpreter, else the module."""
+    script = Path(sys.executable).parent / "distgnn"
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("distgnn")
+    return [found] if found else [sys.executable, "-m", "distgnn_operator.cli"]
+
+
+def _reduced_quickstart(**training: Any) -> dict[str, Any]:
+    job: dict[str, Any] = yaml.safe_load(QUICKSTART.read_text())
+    job["spec"]["dataset"]["synthetic"].update({"numNodes": 5000, "numEdges": 50000})
+    # Small batches: the reduced graph has 1000 training nodes.
+    job["spec"]["training"].update({"epochs": 6, "batchSize": 64, **training})
+    return job
+
+
+def _write(path: Path, job: dict[str, Any]) -> Path:
+    path.write_text(yaml.safe_dump(job))
+    return path
+
+
+@dataclass
+class Run:
+    uid: str
+    proc: subprocess.CompletedProcess[str]
+    run_dir: Path
+
+    @property
+    def output(self) -> str:
+        return self.proc.stdout + self.proc.stderr
+
+
+def _run(job_file: Path, data_dir: Path, run_dir: Path) -> Run:
+    uid = str(uuid.uuid4())
+    proc = subprocess.run(
+        [
+            *_cli(),
+            "run",
+            str(job_file),
+            "--data-dir",
+            str(data_dir),
+            "--run-dir",
+            str(run_dir),
+            "--uid",
+            uid,
+            "--gpus",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+        check=False,
+    )
+    return Run(uid, proc, run_dir)
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("e2e")
+
+
+@pytest.fixture(scope="module")
+def first_run(workdir: Path) -> Iterator[Run]:
+    """The reduced quickstart from scratch: partition, one sampler, two trainers."""
+    job_file = _write(workdir / "job.yaml", _reduced_quickstart())
+    run = _run(job_file, workdir / "data", workdir / "run-1")
+    yield run
+    # Whatever happened, nothing of it may still run.
+    assert processes_with_env(ENV_JOB_UID, run.uid) == []
+
+
+def test_quickstart_runs_end_to_end(first_run: Run, workdir: Path) -> None:
+    assert first_run.proc.returncode == 0, first_run.output
+    job = parse_job(_reduced_quickstart())
+    assert (partition_dir(workdir / "data", partition_key(job.spec)) / SUCCESS_MARKER).exists()
+    result = Result.model_validate_json((first_run.run_dir / RESULT_FILE).read_text())
+    assert result.job_uid == first_run.uid
+    assert result.epochs == job.spec.training.epochs
+    assert result.test_accuracy >= MIN_TEST_ACCURACY, result
+    assert result.seeds_per_second > 0
+    logs = sorted(p.name for p in (first_run.run_dir / "logs").iterdir())
+    assert logs == ["partition-0.log", "sampler-0.log", "trainer-0.log", "trainer-1.log"]
+    # The summary tells where things are and what came out.
+    out = first_run.proc.stdout
+    assert "Succeeded: quickstart" in out
+    assert f"test accuracy {result.test_accuracy:.4f}" in " ".join(out.split())
+    assert str(first_run.run_dir / RESULT_FILE) in out
+    assert processes_with_env(ENV_JOB_UID, first_run.uid) == []
+
+
+def test_a_corrupted_partition_stops_the_run_and_names_the_process(
+    first_run: Run, workdir: Path
+) -> None:
+    """A holder that cannot read its partition fails; the others are stopped, none is left."""
+    assert first_run.proc.returncode == 0, first_run.output
+    job = _reduced_quickstart()
+    key = partition_key(parse_job(job).spec)
+    data = workdir / "data-corrupt"
+    shutil.copytree(partition_dir(workdir / "data", key), partition_dir(data, key))
+    features = partition_dir(data, key) / "part-1" / "features.npy"
+    with open(features, "r+b") as f:
+        f.truncate(features.stat().st_size // 2)
+    run = _run(_write(workdir / "job-corrupt.yaml", job), data, workdir / "run-corrupt")
+    assert run.proc.returncode != 0, run.output
+    out = " ".join(run.proc.stdout.split())
+    # The partition was complete, so the step was skipped, as in the cluster.
+    assert "(complete: reused)" in out
+    assert not (run.run_dir / "logs" / "partition-0.log").exists()
+    # sampler-0 holds both partitions of the quickstart (one sampler).
+    assert "Failed: sampler-0 exited with code" in out
+    assert "stopped the other processes" in out
+    # The tail of its log, which says what was wrong, is shown.
+    log = (run.run_dir / "logs" / "sampler-0.log").read_text().splitlines()
+    last = next(line for line in reversed(log) if not line.startswith(PROGRESS_LINE_PREFIX))
+    assert " ".join(last.split()) in out
+    assert "distgnn sampler:" in last
+    assert not (run.run_dir / RESULT_FILE).exists()
+    assert processes_with_env(ENV_JOB_UID, run.uid) == []
+
+
+def test_ctrl_c_stops_every_process(first_run: Run, workdir: Path) -> None:
+    assert first_run.proc.returncode == 0, first_run.output
+    job_file = _write(workdir / "job-long.yaml", _reduced_quickstart(epochs=500))
+    run_dir = workdir / "run-interrupted"
+    uid = str(uuid.uuid4())
+    proc = subprocess.Popen(
+        [
+            *_cli(),
+            "run",
+            str(job_file),
+            "--data-dir",
+            str(workdir / "data"),
+            "--run-dir",
+            str(run_dir),
+            "--uid",
+            uid,
+            "--gpus",
+            "0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        trainer_log = run_dir / "logs" / "trainer-0.log"
+        deadline = time.monotonic() + RUN_TIMEOUT_S
+        # Interrupt once training is under way: trainer 0 has reported progress.
+        while not (
+            trainer_log.exists() and PROGRESS_LINE_PREFIX in trainer_log.read_text(errors="replace")
+        ):
+            assert proc.poll() is None, proc.communicate()[0]
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        assert len(processes_with_env(ENV_JOB_UID, uid)) >= 3  # sampler-0, trainer-0, trainer-1
+        os.kill(proc.pid, signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + signal.SIGINT, out
+    assert "Interrupted: stopping 3 processes" in out
+    assert f"--uid {uid}" in out  # how to resume
+    assert processes_with_env(ENV_JOB_UID, uid) == []
