@@ -104,6 +104,11 @@ RELEASE = "dg"
 # --------------------------------------------------------------------------- helpers
 
 
+def close(api: k8s.ApiClient) -> None:
+    """Close an API client's connection pool."""
+    api.close()  # type: ignore[no-untyped-call]
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -221,7 +226,7 @@ class PhaseRecorder:
         self._api = api
         self.deleted = threading.Event()
         self._stopping = False
-        self._watch = watch.Watch()
+        self._watch = watch.Watch()  # type: ignore[no-untyped-call]
         self._thread = threading.Thread(target=self._run, args=(api, namespace, name), daemon=True)
         self._thread.start()
 
@@ -234,7 +239,7 @@ class PhaseRecorder:
 
     def _record(self, api: k8s.ApiClient, namespace: str, name: str) -> None:
         objects = k8s.CustomObjectsApi(api)
-        for event in self._watch.stream(
+        for event in self._watch.stream(  # type: ignore[no-untyped-call]
             objects.list_namespaced_custom_object,
             GROUP,
             VERSION,
@@ -252,8 +257,8 @@ class PhaseRecorder:
 
     def stop(self) -> None:
         self._stopping = True
-        self._watch.stop()
-        self._api.close()  # ends the open watch request
+        self._watch.stop()  # type: ignore[no-untyped-call]
+        close(self._api)  # ends the open watch request
         self._thread.join(timeout=10)
 
 
@@ -387,9 +392,11 @@ def granted_rules(api: k8s.ApiClient, namespace: str) -> set[Rule]:
     review = k8s.AuthorizationV1Api(api).create_self_subject_rules_review(
         k8s.V1SelfSubjectRulesReview(spec=k8s.V1SelfSubjectRulesReviewSpec(namespace=namespace))
     )
-    assert not review.status.incomplete, review.status.evaluation_error
+    status = review.status
+    assert status is not None
+    assert not status.incomplete, status.evaluation_error
     out: set[Rule] = set()
-    for rule in review.status.resource_rules:
+    for rule in status.resource_rules:
         for group in rule.api_groups or [""]:
             for resource in rule.resources or []:
                 for verb in rule.verbs:
@@ -419,6 +426,7 @@ def allowed(
             )
         )
     )
+    assert review.status is not None
     return bool(review.status.allowed)
 
 
@@ -457,8 +465,8 @@ def check_least_privilege(
                 assert not allowed(sa, verb, GROUP, PLURAL, "", outside_namespace)
             assert not allowed(sa, "create", "apps", "statefulsets", "", outside_namespace)
     finally:
-        sa.close()
-        nobody.close()
+        close(sa)
+        close(nobody)
 
 
 def check_operator_metrics(operator: OperatorProcess) -> None:
@@ -535,7 +543,7 @@ def test_cluster_wide_install_runs_a_job_with_the_service_account(
         try:
             assert not allowed(sa, "list", "", "namespaces", "", None)
         finally:
-            sa.close()
+            close(sa)
         release.helm.uninstall(RELEASE, namespace)
         check_uninstalled(control_plane, release, [namespace])
 
@@ -579,8 +587,8 @@ def test_namespaced_peered_install_runs_a_job_with_the_service_account(
             try:
                 outside = granted_rules(sa, namespace) - granted_rules(nobody, namespace)
             finally:
-                sa.close()
-                nobody.close()
+                close(sa)
+                close(nobody)
             assert outside == set(cluster_only), sorted(outside)
             release.helm.uninstall(RELEASE, namespace)
             check_uninstalled(control_plane, release, [namespace, jobs])

@@ -156,6 +156,12 @@ def test_kubeconform_schemas_are_strict(
     assert code != 0, "the converted DistGNNJob schema must reject the unknown field spec.trainer"
 
 
+def test_service_monitor_needs_the_metrics_service(helm: Helm) -> None:
+    values = {"metrics.serviceMonitor.enabled": True, "metrics.service.enabled": False}
+    with pytest.raises(HelmError, match="metrics.service.enabled"):
+        helm.template("dg", "distgnn-system", values)
+
+
 def test_kube_version_constraint(control_plane: ControlPlane, helm: Helm) -> None:
     helm.template("dg", "distgnn-system", kube_version=control_plane.version)
     with pytest.raises(HelmError, match="kubeVersion"):
