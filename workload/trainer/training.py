@@ -67,6 +67,9 @@ STATS_FILE = "training_stats.json"
 EVAL_BATCH_FACTOR = 2
 """Evaluation batches hold this many times the training batch size."""
 PROGRESS_EVENTS_PER_EPOCH = 20
+ENV_PROFILE_DIR = "DISTGNN_PROFILE_DIR"  # set: rank 0 profiles some steps of its first epoch
+PROFILE_STEPS = (20, 40)
+"""Steps [a, b) of the first epoch that a profiling rank 0 records."""
 
 
 class Pipeline(Protocol):
@@ -297,9 +300,12 @@ class Trainer:
         total = len(batches)
         emit_every = max(1, total // PROGRESS_EVENTS_PER_EPOCH)
         loader = self.pipeline.epoch(batches)
+        profiler = _StepProfiler.create(self.rank, epoch == self.start_epoch)
         self._sync()
         start = prev = time.perf_counter()
         for step, batch in enumerate(loader):
+            if profiler is not None:
+                profiler.step(step)
             with self.autocast():
                 logits = self.ddp(self._input(batch), batch.hop)
             loss = F.cross_entropy(logits.float(), batch.y)
@@ -329,6 +335,8 @@ class Trainer:
                     epochs=self.spec.training.epochs,
                     seeds_per_second=seeds * self.world_size / max(now - start, 1e-9),
                 )
+        if profiler is not None:
+            profiler.close()
         self._sync()
         seconds = time.perf_counter() - start
         # On a GPU the host runs ahead of its stream, so the data wait that counts is how
@@ -436,6 +444,43 @@ class Trainer:
         t = torch.tensor(values, dtype=torch.float64, device=self.device)
         dist.all_reduce(t, op=op)
         return [float(v) for v in t.tolist()]
+
+
+class _StepProfiler:
+    """torch.profiler over a few training steps; writes a table to ``DISTGNN_PROFILE_DIR``."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.profile: torch.profiler.profile | None = None
+
+    @classmethod
+    def create(cls, rank: int, first_epoch: bool) -> _StepProfiler | None:
+        folder = os.environ.get(ENV_PROFILE_DIR)
+        return cls(Path(folder)) if folder and rank == 0 and first_epoch else None
+
+    def step(self, step: int) -> None:
+        first, last = PROFILE_STEPS
+        if step == first:
+            activities = [torch.profiler.ProfilerActivity.CPU]
+            if torch.cuda.is_available():
+                activities.append(torch.profiler.ProfilerActivity.CUDA)
+            self.profile = torch.profiler.profile(activities=activities)
+            self.profile.__enter__()  # type: ignore[no-untyped-call]
+        elif step == last:
+            self.close()
+
+    def close(self) -> None:
+        if self.profile is None:
+            return
+        prof, self.profile = self.profile, None
+        prof.__exit__(None, None, None)  # type: ignore[no-untyped-call]
+        self.folder.mkdir(parents=True, exist_ok=True)
+        averages = prof.key_averages()
+        sort = "self_cuda_time_total" if torch.cuda.is_available() else "self_cpu_time_total"
+        steps = PROFILE_STEPS[1] - PROFILE_STEPS[0]
+        text = f"steps {PROFILE_STEPS[0]}..{PROFILE_STEPS[1]} ({steps} steps)\n"
+        text += averages.table(sort_by=sort, row_limit=30)
+        (self.folder / "profile-trainer-0.txt").write_text(text)
 
 
 # --------------------------------------------------------------------------- the process

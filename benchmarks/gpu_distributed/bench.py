@@ -1,0 +1,561 @@
+"""Distributed training throughput: the real entry points, as local processes, on 1 and 2 GPUs.
+
+Generates the products-scale synthetic graph on the GPU (``benchmarks/gpu/synthetic_gpu.py``),
+writes one partition store with 2 random partitions (reused by every run), then runs
+``python -m distgnn_workload.sampler|trainer`` with the contract's environment, one process
+per GPU with NCCL, for each configuration:
+
+- worker mode (trainers sample their own partition; features of the other partition come
+  over RPC into the hot-feature cache) and server-client mode (sampler processes on the
+  same GPUs serve feature-complete mini-batches over RPC, CUDA tensors via TensorPipe);
+- 1 GPU and 2 GPUs (one trainer pod per GPU, like pods on two machines);
+- fp32 and bf16 (autocast, bf16 features).
+
+Each run trains ``--epochs`` epochs (3-layer GraphSAGE, hidden 256, fanout 15/10/5, batch
+1024 per GPU); the first is warm-up. From the trainers' ``training_stats.json`` it reports,
+as JSON lines: seeds/s per GPU, sampled edges/s, and the data-wait share (how long the
+training stream stalled for data, over the epoch time; the host-side wait is reported
+too). Then the 1 -> 2 GPU scaling and, with ``--pyg-baseline``, the PyG ``NeighborLoader``
+baseline (``benchmarks/gpu/pyg_baseline.py``) on the same graph and the ratios to it.
+``--profile`` writes a torch.profiler table of trainer 0's steps for some runs.
+
+On the device machine with 2 GPUs (the repository copied there, the wheels of
+``../shared/wheels/gpu-py312-torch2.11/`` plus prometheus-client in a carried ``.wheels/``;
+everything within one 10-minute command)::
+
+    pip install -q --no-index --no-deps --target /tmp/site .wheels/*.whl \\
+    && mkdir -p build/devpath && ln -sfn ../../api build/devpath/distgnn_api \\
+    && ln -sfn ../../workload build/devpath/distgnn_workload \\
+    && PYTHONPATH=/tmp/site:$PWD/build/devpath NCCL_NVLS_ENABLE=0 \\
+       python benchmarks/gpu_distributed/bench.py --pyg-baseline \\
+         --profile worker-1-bf16 server-1-bf16 --out $OUT/dist.jsonl 2>&1 | tail -60
+
+(device tool: ``kind=nvidia-h100-x2``, ``carry=[".wheels"]``, ``timeout_s=600``). On CPU
+at small scale, as a smoke test::
+
+    python benchmarks/gpu_distributed/bench.py --device cpu --nodes 20000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "benchmarks" / "gpu"))
+
+from synthetic_gpu import generate  # noqa: E402
+
+from distgnn_api import contract as c  # noqa: E402
+from distgnn_api.spec import DistGNNJobSpec, parse_spec  # noqa: E402
+from distgnn_workload.data.graph import GraphData  # noqa: E402
+from distgnn_workload.partition import PartitionStore, write_partitions  # noqa: E402
+
+PRODUCTS_NODES = 2_449_029
+PRODUCTS_UNDIRECTED_EDGES = 61_859_140
+NUM_PARTITIONS = 2
+ENV_RPC_CUDA = "DISTGNN_RPC_CUDA"
+ENV_PROFILE_DIR = "DISTGNN_PROFILE_DIR"
+STATS_FILE = "training_stats.json"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    p.add_argument("--nodes", type=int, default=PRODUCTS_NODES)
+    p.add_argument("--edges", type=int, default=None, help="undirected; default: products' density")
+    p.add_argument("--features", type=int, default=100)
+    p.add_argument("--classes", type=int, default=47)
+    p.add_argument("--train-fraction", type=float, default=0.08)
+    p.add_argument("--eval-fraction", type=float, default=0.005, help="val and test each")
+    p.add_argument("--modes", nargs="+", default=["worker", "server"], choices=["worker", "server"])
+    p.add_argument("--gpus", type=int, nargs="+", default=[1, 2])
+    p.add_argument("--precisions", nargs="+", default=["bf16", "fp32"], choices=["bf16", "fp32"])
+    p.add_argument("--cache-ratio", type=float, default=1.0)
+    p.add_argument(
+        "--extra",
+        nargs="*",
+        default=["worker-2-fp32-0.2"],
+        help="more runs as mode-gpus-precision-cacheRatio, after the main ones",
+    )
+    p.add_argument("--epochs", type=int, default=3, help="the first is warm-up")
+    p.add_argument("--batch-size", type=int, default=1024)
+    p.add_argument("--fanout", type=int, nargs="+", default=[15, 10, 5])
+    p.add_argument("--hidden", type=int, default=256)
+    p.add_argument("--prefetch", type=int, default=4)
+    p.add_argument("--concurrency", type=int, default=4)
+    p.add_argument("--sampler-workers", type=int, default=4)
+    p.add_argument("--rpc-cuda", choices=["auto", "on", "off"], default="auto")
+    p.add_argument("--run-timeout", type=float, default=150.0)
+    p.add_argument("--budget", type=float, default=560.0, help="seconds for the whole script")
+    p.add_argument("--pyg-baseline", action="store_true")
+    p.add_argument("--pyg-timeout", type=float, default=130.0)
+    p.add_argument("--profile", nargs="*", default=[], help="runs to profile, e.g. worker-1-bf16")
+    p.add_argument("--work-dir", type=Path, default=Path("/tmp/distgnn-dist-bench"))
+    p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--keep", action="store_true", help="keep the work dir")
+    return p.parse_args(argv)
+
+
+def emit(out: Path | None, record: dict[str, Any]) -> None:
+    line = json.dumps(record)
+    print(line, flush=True)
+    if out is not None:
+        with open(out, "a") as f:
+            f.write(line + "\n")
+
+
+# --------------------------------------------------------------------------- data
+
+
+def build_store(args: argparse.Namespace, store_dir: Path) -> PartitionStore:
+    """Generate the graph on the device and write a 2-partition store (random assignment)."""
+    dev = torch.device(args.device)
+    edges = args.edges or round(args.nodes * PRODUCTS_UNDIRECTED_EDGES / PRODUCTS_NODES)
+    t0 = time.perf_counter()
+    g = generate(
+        args.nodes,
+        edges,
+        args.features,
+        args.classes,
+        device=dev,
+        train_fraction=args.train_fraction,
+    )
+    n = g.num_nodes
+    gen = torch.Generator(device=dev).manual_seed(1)
+    train = torch.zeros(n, dtype=torch.bool, device=dev)
+    train[g.train_idx] = True
+    r = torch.rand(n, device=dev, generator=gen)
+    val = ~train & (r < args.eval_fraction)
+    test = ~train & (r >= 1.0 - args.eval_fraction)
+    parts = torch.randint(0, NUM_PARTITIONS, (n,), device=dev, generator=gen)
+    graph = GraphData(
+        indptr=g.indptr.cpu().numpy(),
+        indices=g.indices.cpu().numpy(),
+        x=g.x.cpu().numpy(),
+        y=g.y.cpu().numpy(),
+        train_mask=train.cpu().numpy(),
+        val_mask=val.cpu().numpy(),
+        test_mask=test.cpu().numpy(),
+        num_classes=args.classes,
+        name="synthetic-products",
+    )
+    assignment = parts.to(torch.int32).cpu().numpy()
+    del g, train, val, test, parts, r
+    if dev.type == "cuda":
+        torch.cuda.empty_cache()
+    gen_s = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    if store_dir.exists():
+        shutil.rmtree(store_dir)
+    store = write_partitions(store_dir, graph, NUM_PARTITIONS, assignment=assignment, key="bench")
+    emit(
+        args.out,
+        {
+            "bench": "dist_data",
+            "nodes": n,
+            "directed_edges": int(graph.num_edges),
+            "train_nodes": int(graph.train_mask.sum()),
+            "generate_s": round(gen_s, 2),
+            "partition_write_s": round(time.perf_counter() - t1, 2),
+            "edge_cut_fraction": store.meta.edge_cut_fraction,
+        },
+    )
+    return store
+
+
+# --------------------------------------------------------------------------- one run
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    mode: str
+    gpus: int
+    precision: str
+    cache_ratio: float
+
+    @property
+    def name(self) -> str:
+        return f"{self.mode}-{self.gpus}-{self.precision}"
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.name}-{self.cache_ratio:g}"
+
+
+def job_spec(cfg: RunConfig, args: argparse.Namespace, cuda: bool) -> DistGNNJobSpec:
+    server = cfg.mode == "server"
+    return parse_spec(
+        {
+            "dataset": {
+                "synthetic": {
+                    "numNodes": args.nodes,
+                    "numEdges": args.edges
+                    or round(args.nodes * PRODUCTS_UNDIRECTED_EDGES / PRODUCTS_NODES),
+                    "numFeatures": args.features,
+                    "numClasses": args.classes,
+                }
+            },
+            "partition": {"algorithm": "random", "numPartitions": NUM_PARTITIONS},
+            "samplers": {
+                "replicas": cfg.gpus if server else 0,
+                "gpusPerPod": 1 if server and cuda else 0,
+                "workers": args.sampler_workers,
+                "concurrency": args.concurrency,
+                "cacheRatio": cfg.cache_ratio,
+                "replicateTopology": "always",
+            },
+            "trainers": {
+                "replicas": cfg.gpus,
+                "gpusPerPod": 1 if cuda else 0,
+                "prefetch": args.prefetch,
+            },
+            "model": {
+                "arch": "sage",
+                "hiddenChannels": args.hidden,
+                "numLayers": len(args.fanout),
+                "fanout": args.fanout,
+                "dropout": 0.5,
+            },
+            "training": {
+                "epochs": args.epochs,
+                "batchSize": args.batch_size,
+                "learningRate": 0.003,
+                "evalEvery": 0,
+                "checkpointEvery": args.epochs,
+                "bf16": cfg.precision == "bf16",
+            },
+        }
+    )
+
+
+def free_ports(count: int) -> list[int]:
+    socks = []
+    for _ in range(count):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+    ports = [int(s.getsockname()[1]) for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def launch(
+    cfg: RunConfig,
+    args: argparse.Namespace,
+    store_dir: Path,
+    root: Path,
+    *,
+    rpc_cuda: bool,
+    profile: bool,
+) -> tuple[list[tuple[str, subprocess.Popen[bytes]]], Path]:
+    cuda = args.device == "cuda"
+    spec = job_spec(cfg, args, cuda)
+    uid = uuid.uuid4().hex
+    run_dir = root / "run"
+    run_dir.mkdir(parents=True)
+    config = root / c.CONFIG_FILE_NAME
+    config.write_text(c.job_config_json("bench", "default", uid, spec))
+    samplers = spec.samplers.replicas
+    ports = free_ports(2 * (cfg.gpus + samplers) + 1)
+    trainer_addrs = ",".join(f"127.0.0.1:{p}" for p in ports[: cfg.gpus])
+    sampler_addrs = ",".join(f"127.0.0.1:{p}" for p in ports[cfg.gpus : cfg.gpus + samplers])
+    ddp_port = ports[cfg.gpus + samplers]
+    metrics = iter(ports[cfg.gpus + samplers + 1 :])
+    base = {k: v for k, v in os.environ.items() if not k.startswith("DISTGNN_")}
+    base.update(
+        {
+            c.ENV_NUM_TRAINERS: str(cfg.gpus),
+            c.ENV_NUM_SAMPLERS: str(samplers),
+            c.ENV_PROCS_PER_POD: "1",
+            c.ENV_TRAINER_ADDRS: trainer_addrs,
+            c.ENV_SAMPLER_ADDRS: sampler_addrs,
+            c.ENV_DDP_PORT: str(ddp_port),
+            c.ENV_DATA_DIR: str(root),
+            c.ENV_PARTITION_DIR: str(store_dir),
+            c.ENV_RUN_DIR: str(run_dir),
+            c.ENV_CONFIG: str(config),
+            c.ENV_JOB_NAME: "bench",
+            c.ENV_JOB_UID: uid,
+            c.ENV_NAMESPACE: "default",
+            c.ENV_RENDEZVOUS_TIMEOUT: "120",
+            ENV_RPC_CUDA: "1" if rpc_cuda else "0",
+            "PYTHONUNBUFFERED": "1",
+            "GLOO_SOCKET_IFNAME": "lo",
+            "TP_SOCKET_IFNAME": "lo",
+            "NCCL_SOCKET_IFNAME": "lo",
+            "NCCL_NVLS_ENABLE": os.environ.get("NCCL_NVLS_ENABLE", "0"),
+        }
+    )
+    if args.device == "cpu":
+        base.setdefault("OMP_NUM_THREADS", "1")
+    if profile:
+        base[ENV_PROFILE_DIR] = str(root / "profile")
+    procs: list[tuple[str, subprocess.Popen[bytes]]] = []
+    roles = [(c.Role.sampler, r) for r in range(samplers)]
+    roles += [(c.Role.trainer, r) for r in range(cfg.gpus)]
+    for role, rank in roles:
+        env = dict(base)
+        env[c.ENV_ROLE] = role.value
+        env[c.ENV_RANK] = str(rank)
+        env[c.ENV_METRICS_PORT] = str(next(metrics))
+        env[c.ENV_DEVICE] = f"cuda:{rank}" if cuda else "cpu"
+        name = f"{role.value}-{rank}"
+        log = open(root / f"{name}.log", "wb")  # noqa: SIM115 - owned by the child
+        proc = subprocess.Popen(
+            [sys.executable, "-m", c.role_module(role)],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=root,
+        )
+        log.close()
+        procs.append((name, proc))
+    return procs, run_dir
+
+
+def _tail(root: Path, lines: int = 25) -> str:
+    out = []
+    for path in sorted(root.glob("*.log")):
+        text = path.read_text(errors="replace").splitlines()
+        keep = [t for t in text if "Warning" not in t and "warn(" not in t][-lines:]
+        out.append(f"--- {path.name}\n" + "\n".join(keep))
+    return "\n".join(out)
+
+
+def run_one(
+    cfg: RunConfig,
+    args: argparse.Namespace,
+    store_dir: Path,
+    *,
+    rpc_cuda: bool,
+    timeout: float,
+) -> dict[str, Any]:
+    root = args.work_dir / f"run-{cfg.full_name}-{'cuda' if rpc_cuda else 'host'}-rpc"
+    if root.exists():
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
+    profile = cfg.name in args.profile
+    t0 = time.perf_counter()
+    procs, run_dir = launch(cfg, args, store_dir, root, rpc_cuda=rpc_cuda, profile=profile)
+    deadline = t0 + timeout
+    codes: dict[str, int | None] = {}
+    try:
+        while time.perf_counter() < deadline:
+            codes = {name: p.poll() for name, p in procs}
+            if any(code not in (None, 0) for code in codes.values()):
+                break
+            if all(code == 0 for code in codes.values()):
+                break
+            time.sleep(0.2)
+    finally:
+        for _, p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGKILL)
+                p.wait()
+        codes = {name: p.returncode for name, p in procs}
+    wall = time.perf_counter() - t0
+    record: dict[str, Any] = {
+        "bench": "dist_run",
+        "run": cfg.name,
+        "mode": cfg.mode,
+        "gpus": cfg.gpus,
+        "precision": cfg.precision,
+        "cache_ratio": cfg.cache_ratio,
+        "rpc_cuda": rpc_cuda,
+        "wall_s": round(wall, 1),
+    }
+    stats_path = run_dir / STATS_FILE
+    if not stats_path.exists() or any(code != 0 for code in codes.values()):
+        record["error"] = f"exit codes {codes}" + (" (timeout)" if wall >= timeout else "")
+        record["log_tail"] = _tail(root)
+        return record
+    epochs = json.loads(stats_path.read_text())["epochs"]
+    measured = epochs[1:] if len(epochs) > 1 else epochs
+    seconds = sum(e["seconds"] for e in measured)
+    seeds = sum(e["seeds"] for e in measured)
+    edges = sum(e["edges"] for e in measured)
+    result = json.loads((run_dir / c.RESULT_FILE).read_text())
+    record.update(
+        {
+            "epochs_measured": len(measured),
+            "epoch_s": round(seconds / len(measured), 3),
+            "seeds_per_s": round(seeds / seconds, 1),
+            "seeds_per_s_per_gpu": round(seeds / seconds / cfg.gpus, 1),
+            "sampled_edges_per_s": round(edges / seconds, 1),
+            "data_wait_share": round(sum(e["data_wait_seconds"] for e in measured) / seconds, 4),
+            "host_wait_share": round(sum(e["host_wait_seconds"] for e in measured) / seconds, 4),
+            "warmup_epoch_s": round(epochs[0]["seconds"], 3) if len(epochs) > 1 else None,
+            "final_loss": round(epochs[-1]["loss"], 4),
+            "test_accuracy": round(result["testAccuracy"], 4),
+        }
+    )
+    table = root / "profile" / "profile-trainer-0.txt"
+    if table.exists() and args.out is not None:
+        target = args.out.parent / f"profile-{cfg.name}.txt"
+        shutil.copyfile(table, target)
+        record["profile"] = target.name
+    return record
+
+
+# --------------------------------------------------------------------------- main
+
+
+def configs(args: argparse.Namespace) -> list[RunConfig]:
+    out = []
+    precisions = args.precisions if args.device == "cuda" else ["fp32"]
+    for mode in args.modes:
+        for gpus in args.gpus:
+            for precision in precisions:
+                out.append(RunConfig(mode, gpus, precision, args.cache_ratio))
+    for extra in args.extra or []:
+        mode, gpus, precision, ratio = extra.split("-")
+        if precision in precisions and int(gpus) in args.gpus:
+            out.append(RunConfig(mode, int(gpus), precision, float(ratio)))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    started = time.perf_counter()
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+    if args.device == "cuda":
+        have = torch.cuda.device_count()
+        if have < max(args.gpus):
+            print(f"need {max(args.gpus)} GPUs, have {have}", file=sys.stderr)
+            return 2
+    emit(
+        args.out,
+        {
+            "bench": "dist_env",
+            "torch": torch.__version__,
+            "device": torch.cuda.get_device_name(0) if args.device == "cuda" else "cpu",
+            "gpus_visible": torch.cuda.device_count() if args.device == "cuda" else 0,
+            "cpus": os.cpu_count(),
+            "fanout": args.fanout,
+            "batch_size": args.batch_size,
+            "hidden": args.hidden,
+            "epochs": args.epochs,
+        },
+    )
+    args.work_dir.mkdir(parents=True, exist_ok=True)
+    store_dir = args.work_dir / "store"
+    build_store(args, store_dir)
+    rpc_modes = {"on": [True], "off": [False], "auto": [args.device == "cuda", False]}
+    results: list[dict[str, Any]] = []
+    reserve = args.pyg_timeout if args.pyg_baseline else 0.0
+    for cfg in configs(args):
+        for attempt, rpc_cuda in enumerate(dict.fromkeys(rpc_modes[args.rpc_cuda])):
+            left = args.budget - reserve - (time.perf_counter() - started)
+            if left < 40:
+                emit(args.out, {"bench": "dist_run", "run": cfg.name, "skipped": "time budget"})
+                break
+            record = run_one(
+                cfg, args, store_dir, rpc_cuda=rpc_cuda, timeout=min(args.run_timeout, left)
+            )
+            if "error" in record and attempt == 0 and len(rpc_modes[args.rpc_cuda]) > 1:
+                record["retry"] = "with host tensors over RPC"
+            emit(args.out, record)
+            if "error" not in record:
+                results.append(record)
+                break
+    summarise(args, results)
+    if args.pyg_baseline:
+        pyg_baseline(args, results, started)
+    if not args.keep:
+        shutil.rmtree(args.work_dir, ignore_errors=True)
+    return 0
+
+
+def summarise(args: argparse.Namespace, results: list[dict[str, Any]]) -> None:
+    main_runs = {
+        (r["mode"], r["gpus"], r["precision"]): r
+        for r in results
+        if r["cache_ratio"] == args.cache_ratio
+    }
+    for (mode, gpus, precision), two in main_runs.items():
+        one = main_runs.get((mode, 1, precision))
+        if gpus == 2 and one is not None:
+            emit(
+                args.out,
+                {
+                    "bench": "dist_scaling",
+                    "mode": mode,
+                    "precision": precision,
+                    "seeds_per_s_1gpu": one["seeds_per_s"],
+                    "seeds_per_s_2gpu": two["seeds_per_s"],
+                    "speedup": round(two["seeds_per_s"] / one["seeds_per_s"], 3),
+                },
+            )
+
+
+def pyg_baseline(args: argparse.Namespace, results: list[dict[str, Any]], started: float) -> None:
+    left = args.budget + 30 - (time.perf_counter() - started)
+    if left < 30:
+        emit(args.out, {"bench": "pyg_train", "skipped": "time budget"})
+        return
+    out = args.work_dir / "pyg.jsonl"
+    cmd = [
+        sys.executable,
+        str(REPO / "benchmarks" / "gpu" / "pyg_baseline.py"),
+        "--device",
+        args.device,
+        "--nodes",
+        str(args.nodes),
+        "--workers",
+        "12",
+        "--out",
+        str(out),
+    ]
+    if args.edges:
+        cmd += ["--edges", str(args.edges)]
+    try:
+        proc = subprocess.run(
+            cmd, timeout=min(args.pyg_timeout, left), capture_output=True, text=True
+        )
+        failed = proc.returncode != 0
+        tail = (proc.stdout + proc.stderr)[-3000:]
+    except subprocess.TimeoutExpired:
+        failed, tail = True, "timeout"
+    records = [json.loads(x) for x in out.read_text().splitlines()] if out.exists() else []
+    for rec in records:
+        emit(args.out, rec)
+    train = next((r for r in records if r.get("bench") == "pyg_train"), None)
+    if train is None:
+        emit(args.out, {"bench": "pyg_train", "error": tail if failed else "no result"})
+        return
+    base = float(train["seeds_per_s"])
+    for r in results:
+        emit(
+            args.out,
+            {
+                "bench": "dist_vs_pyg",
+                "run": r["run"],
+                "cache_ratio": r["cache_ratio"],
+                "seeds_per_s_per_gpu": r["seeds_per_s_per_gpu"],
+                "pyg_seeds_per_s": round(base, 1),
+                "times_pyg_per_gpu": round(r["seeds_per_s_per_gpu"] / base, 2),
+            },
+        )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
