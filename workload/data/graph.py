@@ -18,7 +18,7 @@ from distgnn_workload.data.errors import DatasetError
 
 # Elements handled per vectorised step when streaming over edges: bounds temporaries to
 # a few tens of MB each, whatever the graph's size.
-EDGE_CHUNK = 1 << 22
+EDGE_CHUNK = 1 << 20
 
 IntArray = npt.NDArray[np.integer[Any]]
 
@@ -161,39 +161,30 @@ def csr_from_edges(
 ) -> tuple[npt.NDArray[np.int64], IntArray, dict[str, int]]:
     """Build the undirected CSR of an edge list: both directions, no self-loops or duplicates.
 
-    Holds one int64 key per directed edge while it sorts (the only full-size temporary),
-    then writes ``indices`` in the narrowest dtype. Returns ``(indptr, indices, info)``
-    where ``info`` counts the self-loops and duplicate edges that were dropped.
+    Holds one int64 key per undirected edge while it sorts, then fills ``indices`` (both
+    directions, narrowest dtype): at most about twice the final CSR. Returns
+    ``(indptr, indices, info)`` where ``info`` counts the dropped self-loops and duplicates.
     """
     m = len(src)
     n = np.int64(num_nodes)
-    keys = np.empty(2 * m, dtype=np.int64)
+    keys = np.empty(m, dtype=np.int64)
     self_loops = 0
     for a, b in chunks(m):
         s = src[a:b].astype(np.int64)
         d = dst[a:b].astype(np.int64)
         self_loops += int(np.count_nonzero(s == d))
-        keys[a:b] = s * n + d
-        keys[m + a : m + b] = d * n + s
-    indptr, indices, kept = csr_from_directed_keys(keys, num_nodes)
-    dropped_dupes = (2 * m - 2 * self_loops - kept) // 2
-    return (
-        indptr,
-        indices,
-        {"self_loops_dropped": self_loops, "duplicate_edges_dropped": dropped_dupes},
-    )
+        keys[a:b] = np.minimum(s, d) * n + np.maximum(s, d)
+    kept = sort_unique_edges(keys, num_nodes)
+    indptr, indices = csr_from_edge_keys(keys[:kept], num_nodes)
+    info = {"self_loops_dropped": self_loops, "duplicate_edges_dropped": m - self_loops - kept}
+    return indptr, indices, info
 
 
-def csr_from_directed_keys(
-    keys: npt.NDArray[np.int64], num_nodes: int
-) -> tuple[npt.NDArray[np.int64], IntArray, int]:
-    """CSR from keys ``src * num_nodes + dst`` (consumed: sorted and compacted in place).
-
-    Drops self-loops and duplicates. Returns ``(indptr, indices, kept_directed_edges)``.
-    """
-    n = np.int64(num_nodes)
+def sort_unique_edges(keys: npt.NDArray[np.int64], num_nodes: int) -> int:
+    """Sort edge keys ``lo * num_nodes + hi`` in place and move the distinct ones that are
+    not self-loops to the front; return their count."""
+    nn = np.int64(num_nodes)
     keys.sort()
-    # Compact in place: keep the first of each run of equal keys, drop src == dst.
     out = 0
     prev = np.int64(-1)
     for a, b in chunks(len(keys)):
@@ -201,20 +192,58 @@ def csr_from_directed_keys(
         keep = np.empty(len(k), dtype=np.bool_)
         keep[0] = k[0] != prev
         np.not_equal(k[1:], k[:-1], out=keep[1:])
-        keep &= (k // n) != (k % n)
+        keep &= (k // nn) != (k % nn)
         prev = k[-1]
         sel = k[keep]
         keys[out : out + len(sel)] = sel
         out += len(sel)
+    return out
+
+
+def csr_from_edge_keys(
+    keys: npt.NDArray[np.int64], num_nodes: int
+) -> tuple[npt.NDArray[np.int64], IntArray]:
+    """The undirected CSR of sorted, distinct keys ``lo * num_nodes + hi`` (lo < hi).
+
+    Row r lists first the ``lo`` of keys whose ``hi`` is r (all below r), then the ``hi`` of
+    keys whose ``lo`` is r (all above r), so every row comes out sorted. Streams over the
+    keys in chunks; the only full-size allocation is ``indices``.
+    """
+    n = np.int64(num_nodes)
+    # Keys are sorted by lo: each row's keys to higher ids form one block.
+    fwd_start = np.searchsorted(keys, np.arange(num_nodes + 1, dtype=np.int64) * n)
+    fwd = np.diff(fwd_start)
+    back = np.zeros(num_nodes, dtype=np.int64)  # edges to lower ids, per row
+    for a, b in chunks(len(keys), 4 * EDGE_CHUNK):
+        back += np.bincount(keys[a:b] % n, minlength=num_nodes)
     indptr = np.zeros(num_nodes + 1, dtype=np.int64)
-    counts = np.zeros(num_nodes, dtype=np.int64)
-    indices = np.empty(out, dtype=index_dtype(num_nodes))
-    for a, b in chunks(out):
-        k = keys[a:b]
-        counts += np.bincount(k // n, minlength=num_nodes)
-        indices[a:b] = k % n
-    np.cumsum(counts, out=indptr[1:])
-    return indptr, indices, out
+    np.cumsum(fwd + back, out=indptr[1:])
+    del fwd
+    indices = np.empty(int(indptr[-1]), dtype=index_dtype(num_nodes))
+    cursor = indptr[:-1].copy()  # next free slot for a lower neighbour, per row
+    for a, b in chunks(len(keys)):
+        lo, hi = np.divmod(keys[a:b], n)
+        # lo's row gets hi, after lo's lower neighbours, in key order.
+        pos = np.arange(a, b, dtype=np.int64)
+        pos -= fwd_start[lo]
+        pos += indptr[lo]
+        pos += back[lo]
+        indices[pos] = hi
+        # hi's row gets lo; keys are sorted by lo, so a stable order keeps rows sorted.
+        order = np.argsort(hi, kind="stable")
+        hs = hi[order]
+        first = np.empty(len(hs), dtype=np.bool_)
+        first[0] = True
+        np.not_equal(hs[1:], hs[:-1], out=first[1:])
+        starts = np.flatnonzero(first)
+        sizes = np.diff(np.append(starts, len(hs)))
+        # Rank within each run of equal hi, added to that row's cursor.
+        pos = np.arange(len(hs), dtype=np.int64)
+        pos -= np.repeat(starts, sizes)
+        pos += cursor[hs]
+        indices[pos] = lo[order]
+        cursor[hs[starts]] += sizes
+    return indptr, indices
 
 
 def edge_pairs(indptr: npt.NDArray[np.int64], indices: IntArray) -> npt.NDArray[np.int64]:

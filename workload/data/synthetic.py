@@ -27,7 +27,14 @@ import numpy as np
 import numpy.typing as npt
 
 from distgnn_api.spec import SyntheticDataset
-from distgnn_workload.data.graph import EDGE_CHUNK, GraphData, chunks, csr_from_directed_keys
+from distgnn_workload.data.errors import DatasetError
+from distgnn_workload.data.graph import (
+    EDGE_CHUNK,
+    GraphData,
+    chunks,
+    csr_from_edge_keys,
+    sort_unique_edges,
+)
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +46,8 @@ CLASS_SKEW = 0.5
 """Zipf exponent of the class sizes."""
 STUBS_PER_NODE = 8
 """Average entries per node in the degree-proportional sampling table."""
+STALL_ROUNDS = 8
+"""Rounds of community-aware edge sampling before the rest is filled uniformly."""
 
 ProgressFn = Callable[[float], None]
 """Called with the share of generation done, from 0 to 1."""
@@ -49,8 +58,10 @@ def generate(spec: SyntheticDataset, *, progress: ProgressFn | None = None) -> G
     n, m, f, c = spec.num_nodes, spec.num_edges, spec.num_features, spec.num_classes
     max_edges = n * (n - 1) // 2
     if m > max_edges:
-        raise ValueError(
-            f"num_edges={m} exceeds the {max_edges} edges a simple graph on {n} nodes can have"
+        raise DatasetError(
+            f"numEdges={m} exceeds the {max_edges} edges a simple graph on {n} nodes can "
+            "have; lower numEdges or raise numNodes",
+            source="spec.dataset.synthetic",
         )
     report = progress or (lambda _: None)
     streams = [np.random.default_rng(s) for s in np.random.SeedSequence(spec.seed).spawn(5)]
@@ -74,16 +85,8 @@ def generate(spec: SyntheticDataset, *, progress: ProgressFn | None = None) -> G
         n, m, spec.homophily, y, stub_index, comm_start, comm_stubs, r_edge, report
     )
     del stub_index
-    # Both directions of every edge, then one sort builds the CSR.
-    both = np.empty(2 * m, dtype=np.int64)
-    both[:m] = keys
-    for a, b in chunks(m):
-        k = keys[a:b]
-        both[m + a : m + b] = (k % n) * n + k // n
+    indptr, indices = csr_from_edge_keys(keys, n)
     del keys
-    indptr, indices, kept = csr_from_directed_keys(both, n)
-    del both
-    assert kept == 2 * m, "edge sampling left duplicates"
     report(0.8)
 
     x = _features(y, f, c, spec.feature_noise, r_feature)
@@ -128,25 +131,23 @@ def _sample_edges(
         grown[:have] = keys[:have]
         del keys
         keys = grown
+        # Small or dense graphs can run out of distinct pairs of the wanted kind; after
+        # STALL_ROUNDS rounds the remaining edges join uniformly random node pairs.
+        uniform = rounds > STALL_ROUNDS
+        if uniform and rounds == STALL_ROUNDS + 1:
+            log.warning("synthetic graph too dense for its communities; filling uniformly")
         for a, b in chunks(want, EDGE_CHUNK):
             size = b - a
-            u = stubs[rng.integers(0, len(stubs), size)]
-            v = np.empty(size, dtype=stubs.dtype)
-            intra = rng.random(size) < homophily
-            cu = y[u[intra]]
-            v[intra] = stubs[
-                comm_start[cu] + (rng.random(len(cu)) * comm_stubs[cu]).astype(np.int64)
-            ]
-            inter = np.flatnonzero(~intra)
-            # Inter-community: draw from the whole table, redraw those that hit u's community.
-            while len(inter):
-                v[inter] = stubs[rng.integers(0, len(stubs), len(inter))]
-                inter = inter[y[v[inter]] == y[u[inter]]]
+            if uniform:
+                u = rng.integers(0, n, size).astype(stubs.dtype)
+                v = rng.integers(0, n, size).astype(stubs.dtype)
+            else:
+                u, v = _endpoints(size, homophily, y, stubs, comm_start, comm_stubs, rng)
             lo = np.minimum(u, v).astype(np.int64)
             hi = np.maximum(u, v).astype(np.int64)
             keys[have + a : have + b] = lo * nn + hi
             report(0.05 + 0.5 * min(1.0, (have + b) / m))
-        have = _sort_unique(keys, n)
+        have = sort_unique_edges(keys, n)
         log.debug("edge round %d: %d distinct edges of %d", rounds, have, m)
     if have > m:
         drop = rng.choice(have, size=have - m, replace=False)
@@ -156,23 +157,30 @@ def _sample_edges(
     return keys[:m]
 
 
-def _sort_unique(keys: npt.NDArray[np.int64], n: int) -> int:
-    """Sort in place, move the distinct non-self-loop keys to the front; return their count."""
-    nn = np.int64(n)
-    keys.sort()
-    out = 0
-    prev = np.int64(-1)
-    for a, b in chunks(len(keys)):
-        k = keys[a:b]
-        keep = np.empty(len(k), dtype=np.bool_)
-        keep[0] = k[0] != prev
-        np.not_equal(k[1:], k[:-1], out=keep[1:])
-        keep &= (k // nn) != (k % nn)
-        prev = k[-1]
-        sel = k[keep]
-        keys[out : out + len(sel)] = sel
-        out += len(sel)
-    return out
+def _endpoints(
+    size: int,
+    homophily: float,
+    y: npt.NDArray[np.int64],
+    stubs: npt.NDArray[Any],
+    comm_start: npt.NDArray[np.int64],
+    comm_stubs: npt.NDArray[np.int64],
+    rng: np.random.Generator,
+) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
+    """Endpoints of ``size`` edges: degree-proportional, same community with ``homophily``."""
+    u = stubs[rng.integers(0, len(stubs), size)]
+    v = np.empty(size, dtype=stubs.dtype)
+    intra = rng.random(size) < homophily
+    cu = y[u[intra]]
+    v[intra] = stubs[comm_start[cu] + (rng.random(len(cu)) * comm_stubs[cu]).astype(np.int64)]
+    inter = np.flatnonzero(~intra)
+    # Inter-community: draw from the whole table, redraw those that hit u's community
+    # (a bounded number of times: with one community only, they stay intra).
+    for _ in range(64):
+        if not len(inter):
+            break
+        v[inter] = stubs[rng.integers(0, len(stubs), len(inter))]
+        inter = inter[y[v[inter]] == y[u[inter]]]
+    return u, v
 
 
 def _features(

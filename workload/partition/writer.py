@@ -172,13 +172,15 @@ def write_partitions(
 ) -> PartitionStore:
     """Partition ``graph`` and write a complete store at ``out_dir``; return it opened.
 
-    Give either ``assignment`` (the partition of each node) or ``num_partitions``, in
-    which case ``spec`` chooses the algorithm (default: METIS balancing nodes, train nodes
-    and edges). Tests build small stores with e.g. ``write_partitions(tmp / "p", g, 2)``.
+    Give ``num_partitions`` and ``spec`` chooses the algorithm (default: METIS balancing
+    nodes, train nodes and edges), or give ``assignment``, the partition of each node
+    (with ``spec`` when it was computed by that spec, for META.json). Tests build small
+    stores with e.g. ``write_partitions(tmp / "p", g, 2)``.
     """
     out_dir = Path(out_dir)
     if is_complete(out_dir) and not overwrite:
         raise FileExistsError(f"{out_dir} already holds a complete store; pass overwrite=True")
+    given_spec = spec is not None
     spec = spec or PartitionSpec()
     steps: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -196,7 +198,8 @@ def write_partitions(
             num_partitions = int(assignment.max()) + 1 if len(assignment) else 1
         if len(assignment) and (assignment.min() < 0 or assignment.max() >= num_partitions):
             raise ValueError(f"assignment values must lie in [0, {num_partitions})")
-        algorithm = "given"
+        # With a spec, the caller computed the assignment by it; without, it is the caller's own.
+        algorithm = spec.algorithm.value if given_spec else "given"
     assert num_partitions is not None
     parts: npt.NDArray[np.int32] = assignment.astype(np.int32, copy=False)
 

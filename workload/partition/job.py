@@ -1,0 +1,214 @@
+"""The partition Job: load the job's dataset, partition it, write the store, print a summary.
+
+Reads the contract (``WorkloadEnv`` and the job config at ``DISTGNN_CONFIG``) and writes
+``DISTGNN_PARTITION_DIR``. A complete store already there makes the run a no-op (exit 0).
+Exit codes follow the contract: 2 when the job config or the dataset is invalid (the
+message names the file, line or field), 1 for anything else.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from collections.abc import Sequence
+from typing import TextIO
+
+from pydantic import ValidationError
+
+from distgnn_api.contract import (
+    EXIT_BAD_INPUT,
+    EXIT_INTERNAL_ERROR,
+    EXIT_OK,
+    STAGE_GENERATE,
+    STAGE_LOAD,
+    STAGE_PARTITION,
+    ContractError,
+    JobConfig,
+    WorkloadEnv,
+    emit_progress,
+    load_job_config,
+)
+from distgnn_api.spec import SpecError
+from distgnn_workload import metrics
+from distgnn_workload.data.dataset import dataset_kind, dataset_num_nodes, load_dataset
+from distgnn_workload.data.errors import DatasetError
+from distgnn_workload.partition import algorithms
+from distgnn_workload.partition.store import PartitionStore, StoreError, is_complete
+from distgnn_workload.partition.writer import remove_stale_temps, write_partitions
+
+log = logging.getLogger("distgnn_workload.partition")
+
+ENV_LOG_LEVEL = "DISTGNN_LOG_LEVEL"  # workload log level (DEBUG, INFO, WARNING)
+
+BAD_INPUT_ERRORS: tuple[type[BaseException], ...] = (
+    DatasetError,
+    ContractError,
+    SpecError,
+    ValidationError,
+)
+
+# Share of the partition stage's progress bar given to the assignment (METIS reports none).
+_ASSIGN_SHARE = 0.4
+
+
+def _config(env: WorkloadEnv) -> JobConfig:
+    path = env.config_path
+    try:
+        return load_job_config(path)
+    except FileNotFoundError:
+        raise ContractError(
+            f"job config {path} not found; the operator mounts it (DISTGNN_CONFIG names it)"
+        ) from None
+    except ValidationError as err:
+        raise DatasetError(f"is not a valid job config: {err}", source=path) from None
+
+
+def run(env: WorkloadEnv, config: JobConfig, out: TextIO = sys.stdout) -> int:
+    """Partition the job's dataset into ``env.partition_dir``; returns the exit code."""
+    spec = config.spec
+    target = env.partition_dir
+    if target.name != config.partition_key:
+        log.warning(
+            "partition dir %s does not end in the job's partition key %s; writing there anyway",
+            target,
+            config.partition_key,
+        )
+    if is_complete(target):
+        try:
+            store = PartitionStore.open(target)
+        except StoreError as err:
+            log.warning("replacing an unreadable complete store: %s", err)
+        else:
+            print(
+                f"partition {config.partition_key} is already complete at {target} "
+                f"({store.meta.num_partitions} partitions): nothing to do",
+                file=out,
+            )
+            emit_progress(STAGE_PARTITION, 1, 1, stream=out)
+            return EXIT_OK
+    for stale in remove_stale_temps(target):
+        log.info("removed %s, left by an interrupted partitioner", stale)
+
+    k = spec.num_partitions
+    known_nodes = dataset_num_nodes(spec.dataset)
+    if known_nodes is not None:
+        algorithms.check_num_partitions(known_nodes, k)
+
+    kind = dataset_kind(spec.dataset)
+    stage = STAGE_GENERATE if kind == "synthetic" else STAGE_LOAD
+    t0 = time.perf_counter()
+    emit_progress(stage, 0.0, 1.0, stream=out)
+    graph = load_dataset(
+        spec.dataset,
+        env.data_dir,
+        progress=lambda f: emit_progress(stage, round(f, 4), 1.0, stream=out),
+    )
+    load_s = time.perf_counter() - t0
+    log.info(
+        "%s graph: %d nodes, %d edges, %d features, %d classes (%.1f s)",
+        kind,
+        graph.num_nodes,
+        graph.num_undirected_edges,
+        graph.num_features,
+        graph.num_classes,
+        load_s,
+    )
+
+    t1 = time.perf_counter()
+    emit_progress(STAGE_PARTITION, 0.0, 1.0, stream=out)
+    assignment = algorithms.assign(graph, k, spec.partition)
+    assign_s = time.perf_counter() - t1
+    emit_progress(STAGE_PARTITION, _ASSIGN_SHARE, 1.0, stream=out)
+
+    t2 = time.perf_counter()
+    store = write_partitions(
+        target,
+        graph,
+        k,
+        assignment=assignment,
+        spec=spec.partition,
+        key=config.partition_key,
+        extra_meta={
+            "dataset": spec.dataset.model_dump(mode="json", by_alias=True, exclude_none=True),
+            "job": {"name": config.name, "namespace": config.namespace, "uid": config.uid},
+        },
+        progress=lambda f: emit_progress(
+            STAGE_PARTITION, round(_ASSIGN_SHARE + (1 - _ASSIGN_SHARE) * f, 4), 1.0, stream=out
+        ),
+    )
+    write_s = time.perf_counter() - t2
+    steps = {
+        "generate" if kind == "synthetic" else "load": load_s,
+        "partition": assign_s,
+        "write": write_s,
+    }
+    for step, seconds in steps.items():
+        metrics.PARTITION_STEP_SECONDS.labels(step=step).set(seconds)
+    metrics.PARTITION_EDGE_CUT.set(store.meta.edge_cut)
+    emit_progress(
+        STAGE_PARTITION,
+        1.0,
+        1.0,
+        stream=out,
+        edge_cut=float(store.meta.edge_cut),
+        edge_cut_fraction=store.meta.edge_cut_fraction,
+    )
+    print(summary(store, steps), file=out)
+    return EXIT_OK
+
+
+def summary(store: PartitionStore, steps: dict[str, float]) -> str:
+    """A human-readable account of a store and the time each step took."""
+    m = store.meta
+    lines = [
+        f"partitioned {m.name}: {m.num_nodes:,} nodes, {m.num_undirected_edges:,} edges, "
+        f"{m.num_features} features, {m.num_classes} classes",
+        f"  store      {store.path}",
+        f"  algorithm  {m.algorithm}, {m.num_partitions} partitions",
+        f"  edge cut   {m.edge_cut:,} ({100 * m.edge_cut_fraction:.1f}% of edges)",
+        "  balance    "
+        + ", ".join(f"{name} {value:.3f}" for name, value in m.balance.items())
+        + " (largest / mean)",
+        "  time       " + ", ".join(f"{name} {seconds:.1f}s" for name, seconds in steps.items()),
+        "  part       nodes        edges        train      halo",
+    ]
+    for s in m.partitions:
+        lines.append(
+            f"  {s.id:<10} {s.num_nodes:<12,} {s.num_edges:<12,} {s.num_train:<10,} "
+            f"{s.num_halo_nodes:,}"
+        )
+    return "\n".join(lines)
+
+
+def _start_metrics_server(port: int) -> None:
+    from prometheus_client import start_http_server
+
+    try:
+        start_http_server(port)
+    except OSError as err:
+        log.warning("metrics port %d unavailable (%s); metrics are in META.json only", port, err)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m distgnn_workload.partition``."""
+    del argv
+    level = os.environ.get(ENV_LOG_LEVEL, "INFO").upper()
+    logging.basicConfig(
+        level=getattr(logging, level, logging.INFO),
+        format="%(asctime)s partition %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        env = WorkloadEnv.from_environ()
+        config = _config(env)
+        _start_metrics_server(env.metrics_port)
+        return run(env, config)
+    except BAD_INPUT_ERRORS as err:
+        log.error("bad input: %s", err)
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except Exception:
+        log.exception("partitioning failed")
+        return EXIT_INTERNAL_ERROR
