@@ -202,3 +202,33 @@ def test_worker_mode_samples_hop_by_hop_and_fetches_remote_features(tmp_path: Pa
     log = job.stdout_of(c.Role.trainer, 0)
     assert "sampling hop by hop" in log
     assert "feature cache:" in log
+
+
+def test_a_pod_with_two_training_processes_serves_both_on_one_port(tmp_path: Path) -> None:
+    spec = job_spec(**{"trainers.replicas": 1, "training.epochs": 2})
+    job = LocalWorkload(tmp_path, spec, extra_env={c.ENV_PROCS_PER_POD: "2"})
+    assert spec.dataset.synthetic is not None
+    job.write_partitions(generate(spec.dataset.synthetic))
+    job.start_all()
+    port = job.metrics_ports[(c.Role.trainer, 0)]
+    ranks_seen: set[str] = set()
+    progress: list[Progress] = []
+    deadline = time.monotonic() + 240
+    while job.procs[(c.Role.trainer, 0)].poll() is None and time.monotonic() < deadline:
+        text = scrape(port) or ""
+        for line in text.splitlines():
+            if line.startswith("distgnn_trainer_seeds_total{") and float(line.split()[-1]) > 0:
+                ranks_seen.add(line.split('rank="')[1].split('"')[0])
+        body = scrape(port, c.PROGRESS_PATH)
+        if body:
+            progress.append(Progress.model_validate_json(body))
+        time.sleep(0.1)
+    finish(job)
+    assert ranks_seen == {"0", "1"}
+    assert progress
+    assert {p.epochs for p in progress} == {2}
+    result = result_of(job)
+    assert result.epochs == 2
+    assert result.test_accuracy >= 0.85
+    stats = json.loads((job.run_dir / "training_stats.json").read_text())
+    assert stats["world_size"] == 2

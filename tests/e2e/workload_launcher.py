@@ -103,16 +103,26 @@ class LocalWorkload:
                 c.ENV_JOB_NAME: self.name,
                 c.ENV_JOB_UID: self.uid,
                 c.ENV_NAMESPACE: self.namespace,
-                c.ENV_DEVICE: self.device,
+                c.ENV_DEVICE: self.device_of(role, rank),
                 c.ENV_RENDEZVOUS_TIMEOUT: str(self.rendezvous_timeout_s),
                 "PYTHONUNBUFFERED": "1",
                 "OMP_NUM_THREADS": "1",
                 "GLOO_SOCKET_IFNAME": "lo",
                 "TP_SOCKET_IFNAME": "lo",
+                "NCCL_SOCKET_IFNAME": "lo",
+                "NCCL_NVLS_ENABLE": "0",
             }
         )
         env.update(self.extra_env)
         return env
+
+    def device_of(self, role: c.Role, rank: int) -> str:
+        """One GPU per pod, round-robin over the visible GPUs (samplers like trainers)."""
+        if self.device != "cuda":
+            return self.device
+        import torch
+
+        return f"cuda:{rank % max(1, torch.cuda.device_count())}"
 
     def log_path(self, role: c.Role, rank: int) -> Path:
         return self.log_dir / f"{role.value}-{rank}.log"

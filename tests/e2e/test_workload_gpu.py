@@ -1,0 +1,50 @@
+"""On GPUs (device machine only): NCCL DDP across two GPUs, CUDA tensors over RPC.
+
+Two trainer pods (one GPU each) and, in server-client mode, two sampler pods on the same
+GPUs, as local processes; bf16 autocast with bf16 features. The job must reach the same
+accuracy as on CPU and leave its result.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from distgnn_api import contract as c
+from distgnn_workload.data.synthetic import generate
+from tests.e2e.test_workload_training import finish, job_spec, result_of
+from tests.e2e.workload_launcher import LocalWorkload
+
+pytestmark = [pytest.mark.e2e, pytest.mark.gpu, pytest.mark.timeout(300)]
+
+
+@pytest.mark.parametrize(("samplers", "cache_ratio"), [(2, 0.2), (0, 0.2), (0, 1.0)])
+def test_two_gpus_train_with_nccl(tmp_path: Path, samplers: int, cache_ratio: float) -> None:
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs 2 GPUs")
+    spec = job_spec(
+        **{
+            "dataset.synthetic.numNodes": 20000,
+            "dataset.synthetic.numEdges": 200000,
+            "samplers.replicas": samplers,
+            "samplers.gpusPerPod": 1 if samplers else 0,
+            "samplers.cacheRatio": cache_ratio,
+            "trainers.gpusPerPod": 1,
+            "training.bf16": True,
+            "training.batchSize": 256,
+            "partition.algorithm": "random",
+        }
+    )
+    job = LocalWorkload(tmp_path, spec, device="cuda")
+    assert spec.dataset.synthetic is not None
+    job.write_partitions(generate(spec.dataset.synthetic))
+    job.start_all()
+    finish(job)
+    result = result_of(job)
+    assert result.epochs == spec.training.epochs
+    assert result.test_accuracy >= 0.85, job.logs()
+    log = job.stdout_of(c.Role.trainer, 0)
+    assert "(nccl)" in log
+    assert "CUDA tensors" in log, log
