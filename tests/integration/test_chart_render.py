@@ -158,7 +158,7 @@ def test_kubeconform_schemas_are_strict(
 
 def test_service_monitor_needs_the_metrics_service(helm: Helm) -> None:
     values = {"metrics.serviceMonitor.enabled": True, "metrics.service.enabled": False}
-    with pytest.raises(HelmError, match="metrics.service.enabled"):
+    with pytest.raises(HelmError, match=r"metrics\.service\.enabled"):
         helm.template("dg", "distgnn-system", values)
 
 
