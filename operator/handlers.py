@@ -114,6 +114,10 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     # The operator posts its own Events for every transition; kopf only adds its warnings.
     settings.posting.level = logging.WARNING
     settings.execution.max_workers = ops.workers
+    # A deleted job's timer may be mid-reconcile: wait for it briefly, then re-check often,
+    # so the finalizer kopf keeps for the timer is released in seconds.
+    settings.background.instant_exit_timeout = 2.0
+    settings.background.cancellation_polling = 2.0
     operator = OperatorPeer(ops.pod_namespace, ops.pod_labels) if ops.pod_namespace else None
     memo.runtime = Runtime(
         settings=ops,

@@ -1,0 +1,116 @@
+"""Failure policy against the real control plane: a trainer failure gang-restarts every pod
+(new pods, new restart generation); past backoffLimit the job is Failed and scaled down. A
+failed partition Job fails the job with the Job's own reason."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from distgnn_operator.reconcile.kube_api import JOB, STATEFULSET
+from tests.operator.harness import Cluster, install_crd, job_manifest, run_operator, wait_for
+from tests.support.controlplane import ControlPlane
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def crd(control_plane: ControlPlane) -> None:
+    install_crd(control_plane)
+
+
+def uids(pods: list[dict[str, object]]) -> set[str]:
+    return {p["metadata"]["uid"] for p in pods}  # type: ignore[index]
+
+
+def test_gang_restart_then_backoff_limit(
+    control_plane: ControlPlane, namespace: str, crd: None
+) -> None:
+    cluster = Cluster(control_plane, namespace)
+    cluster.volume_for_created_claim("flaky")
+    with run_operator(control_plane, namespace):
+        cluster.apply(job_manifest("flaky", runPolicy={"backoffLimit": 1}))
+        cluster.wait_phase("flaky", "Training")
+        trainers = cluster.running_pods("flaky", "trainer", 2)
+        samplers = cluster.running_pods("flaky", "sampler", 2)
+        before = uids(trainers) | uids(samplers)
+
+        cluster.exit_pods(trainers[1:], 1)
+        wait_for("the first gang restart", lambda: cluster.status("flaky").get("restarts") == 1)
+        assert cluster.phase("flaky") == "Training"
+        cond = cluster.condition("flaky", "Training")
+        assert cond is not None
+        assert "flaky-trainer-1" in cond["message"]
+        assert "exited with code 1" in cond["message"]
+        # Every pod of both roles is replaced, and the new ones carry the new generation.
+        new_trainers = cluster.running_pods("flaky", "trainer", 2)
+        new_samplers = cluster.running_pods("flaky", "sampler", 2)
+        assert not (uids(new_trainers) | uids(new_samplers)) & before
+        for pod in new_trainers + new_samplers:
+            assert pod["metadata"]["labels"]["distgnn.io/restart-generation"] == "1"
+        assert "GangRestart" in cluster.event_reasons("flaky")
+
+        cluster.exit_pods(new_samplers[:1], 3)
+        status = cluster.wait_phase("flaky", "Failed")
+        for role in ("sampler", "trainer"):
+            wait_for(
+                f"the {role} StatefulSet at 0",
+                lambda r=role: (
+                    (cluster.get(STATEFULSET, f"flaky-{r}") or {})["spec"]["replicas"] == 0
+                ),  # type: ignore[misc]
+            )
+    failed = next(c for c in status["conditions"] if c["type"] == "Failed")
+    assert failed["status"] == "True"
+    assert failed["reason"] == "BackoffLimitExceeded"
+    assert "flaky-sampler-0" in failed["message"]
+    assert "backoffLimit is 1" in failed["message"]
+    assert status["restarts"] == 1
+    warnings = {e["reason"] for e in cluster.events("flaky") if e["type"] == "Warning"}
+    assert {"GangRestart", "BackoffLimitExceeded"} <= warnings
+
+
+def test_bad_input_fails_without_restarting(
+    control_plane: ControlPlane, namespace: str, crd: None
+) -> None:
+    cluster = Cluster(control_plane, namespace)
+    cluster.volume_for_created_claim("badinput")
+    with run_operator(control_plane, namespace):
+        cluster.apply(job_manifest("badinput", runPolicy={"backoffLimit": 5}))
+        cluster.wait_phase("badinput", "Training")
+        trainers = cluster.running_pods("badinput", "trainer", 2)
+        cluster.exit_pods(trainers[:1], 2)
+        status = cluster.wait_phase("badinput", "Failed")
+    failed = next(c for c in status["conditions"] if c["type"] == "Failed")
+    assert failed["reason"] == "BadInput"
+    assert status["restarts"] == 0
+
+
+def test_partition_job_failure_fails_with_its_reason(
+    control_plane: ControlPlane, namespace: str, crd: None
+) -> None:
+    cluster = Cluster(control_plane, namespace)
+    cluster.volume_for_created_claim("nopart")
+    # No node matches the selector, so the partition pod never runs; a deadline on the Job
+    # then makes the Job controller fail it (reason DeadlineExceeded).
+    manifest = job_manifest("nopart", scheduling={"nodeSelector": {"pool": "nowhere"}})
+    with run_operator(control_plane, namespace):
+        cluster.apply(manifest)
+        wait_for("the partition Job", lambda: cluster.get(JOB, "nopart-partition"))
+        control_plane.kubectl(
+            "patch",
+            "job",
+            "nopart-partition",
+            "-n",
+            namespace,
+            "--type=merge",
+            "-p",
+            json.dumps({"spec": {"activeDeadlineSeconds": 1}}),
+        )
+        status = cluster.wait_phase("nopart", "Failed")
+    failed = next(c for c in status["conditions"] if c["type"] == "Failed")
+    assert failed["reason"] == "DeadlineExceeded"
+    assert "partition Job nopart-partition failed" in failed["message"]
+    partitioned = next(c for c in status["conditions"] if c["type"] == "Partitioned")
+    assert (partitioned["status"], partitioned["reason"]) == ("False", "PartitionJobFailed")
+    assert cluster.get(STATEFULSET, "nopart-trainer") is None

@@ -1,0 +1,45 @@
+"""ttlSecondsAfterFinished: a finished job is deleted, and its children follow."""
+
+from __future__ import annotations
+
+import pytest
+
+from distgnn_operator.reconcile.kube_api import CONFIG_MAP, JOB, STATEFULSET
+from tests.operator.harness import Cluster, install_crd, job_manifest, run_operator, wait_for
+from tests.support.controlplane import ControlPlane
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def crd(control_plane: ControlPlane) -> None:
+    install_crd(control_plane)
+
+
+def test_ttl_after_finished(control_plane: ControlPlane, namespace: str, crd: None) -> None:
+    cluster = Cluster(control_plane, namespace)
+    cluster.volume_for_created_claim("brief")
+    with run_operator(control_plane, namespace):
+        cluster.apply(job_manifest("brief", runPolicy={"ttlSecondsAfterFinished": 3}))
+        cluster.wait_phase("brief", "Training")
+        trainers = cluster.running_pods("brief", "trainer", 2)
+        cluster.exit_pods(trainers, 0)
+        cluster.wait_phase("brief", "Succeeded")
+        assert cluster.job("brief") is not None
+        wait_for("the job to be deleted", lambda: cluster.job("brief") is None, timeout=60)
+        # Garbage collection removes what the job owned.
+        wait_for(
+            "the children to be collected",
+            lambda: all(
+                cluster.get(kind, name) is None
+                for kind, name in (
+                    (STATEFULSET, "brief-trainer"),
+                    (STATEFULSET, "brief-sampler"),
+                    (JOB, "brief-partition"),
+                    (CONFIG_MAP, "brief-config"),
+                )
+            ),
+        )
+    ttl_events = [e for e in cluster.events("brief") if e["reason"] == "TTLExpired"]
+    assert len(ttl_events) == 1
+    assert "3s" in ttl_events[0]["message"]
