@@ -289,3 +289,20 @@ def test_gpu_sampler_matches_reference_and_is_uniform() -> None:
         assert len(counts) == 20
         stat = sum((c - 1000) ** 2 / 1000 for c in counts.values())
         assert stat < chi2_crit_999(19)
+
+
+def test_failed_graph_capture_falls_back_to_dynamic(monkeypatch: pytest.MonkeyPatch) -> None:
+    indptr, indices = random_graph(300, 3000, 4)
+    sampler = NeighborSampler(indptr, indices, [4, 3], device="cpu", static_shapes=True)
+    sampler.cuda_graph = True  # as on CUDA; make the capture fail
+
+    def broken_capture(padded: torch.Tensor, num_seeds: int) -> None:
+        raise RuntimeError("operation not permitted when stream is capturing")
+
+    monkeypatch.setattr(sampler, "_capture", broken_capture)
+    seeds = torch.arange(0, 300, 5)
+    with pytest.warns(UserWarning, match="falling back to the dynamic execution"):
+        hop = sampler.sample(seeds)
+    assert not sampler.static_shapes
+    assert not sampler.cuda_graph
+    check_against_reference(hop, adjacency(indptr, indices), [4, 3], seeds.tolist())

@@ -40,7 +40,7 @@ class SAGELayer(nn.Module):
         dst: Tensor,
         target_ptr: Tensor,
         num_dst: int,
-        aggregation: Aggregation = "embedding_bag",
+        aggregation: Aggregation = "segment",
     ) -> Tensor:
         if aggregation == "embedding_bag":
             agg = mean_aggregate(x, src, target_ptr)
@@ -63,7 +63,7 @@ class GraphSAGE(nn.Module):
         out_channels: int,
         num_layers: int,
         dropout: float = 0.5,
-        aggregation: Aggregation = "embedding_bag",
+        aggregation: Aggregation = "segment",
     ) -> None:
         super().__init__()
         dims = [in_channels] + [hidden_channels] * (num_layers - 1) + [out_channels]

@@ -154,12 +154,14 @@ class NeighborSampler:
 
     def sample(self, seeds: Tensor) -> HopBatch:
         """Sample the hop-wise subgraph around ``seeds`` (global ids; each occurrence is a row)."""
-        seeds = seeds.to(self.device, torch.int64).reshape(-1)
+        seeds = seeds.reshape(-1).to(torch.int64)
         num_seeds = seeds.numel()
+        # checked where the seeds are: host seeds cost the GPU no sync
         if num_seeds and bool(((seeds < 0) | (seeds >= self.num_nodes)).any()):
             raise ValueError(f"seeds must be node ids in [0, {self.num_nodes})")
         if self.static_shapes and num_seeds:
             return self._sample_padded(seeds)
+        seeds = seeds.to(self.device)
         local = self._local
         local[seeds] = torch.arange(num_seeds, dtype=local.dtype, device=self.device)
         nodes = [seeds]
@@ -201,22 +203,24 @@ class NeighborSampler:
         num_seeds = seeds.numel()
         # pad to the largest batch so far: a short last batch reuses the captured graph
         self._capacity = capacity = max(self._capacity, num_seeds)
-        padded = torch.full((capacity,), self.num_nodes, dtype=torch.int64, device=self.device)
+        padded = torch.full((capacity,), self.num_nodes, dtype=torch.int64, device=seeds.device)
         padded[:num_seeds] = seeds
-        out: _StaticOut | None = None
         if self.cuda_graph:
             try:
                 out = self._replay(padded, num_seeds)
-            except RuntimeError as error:  # capture unsupported here: stay eager
+            except RuntimeError as error:
+                # padded eager execution launches hundreds of kernels: the exact one is faster
                 warnings.warn(
-                    f"CUDA graph capture of the sampler failed ({error}); running eagerly",
+                    f"CUDA graph capture of the sampler failed ({error}); "
+                    "falling back to the dynamic execution",
                     stacklevel=2,
                 )
-                self.cuda_graph = False
+                self.cuda_graph = self.static_shapes = False
                 self._local.fill_(-1)
-        if out is None:
+                return self.sample(seeds)
+        else:
             count = torch.tensor(num_seeds, dtype=torch.int64, device=self.device)
-            out = self._sample_static(padded, count)
+            out = self._sample_static(padded.to(self.device), count)
         sizes = out.counts.tolist()  # the one host sync
         hops = len(self.fanouts)
         nodes, edges = sizes[: hops + 1], sizes[hops + 1 :]
@@ -233,7 +237,7 @@ class NeighborSampler:
     def _replay(self, padded: Tensor, num_seeds: int) -> _StaticOut:
         captured = self._graphs.get(padded.numel())
         if captured is None:
-            captured = self._capture(padded, num_seeds)
+            captured = self._capture(padded.to(self.device), num_seeds)
             self._graphs[padded.numel()] = captured
         captured.seeds.copy_(padded)
         captured.num_seeds.fill_(num_seeds)
@@ -342,7 +346,12 @@ class NeighborSampler:
         return first, rank
 
     def _sample_hop(self, frontier: Tensor, fanout: int) -> tuple[Tensor, Tensor, Tensor]:
-        """Return (frontier row of each edge, neighbour global id, edges per frontier row)."""
+        """Return (frontier row of each edge, neighbour global id, edges per frontier row).
+
+        One hop of the dynamic execution, rows in frontier order. Subclasses that sample
+        some hops elsewhere (e.g. over RPC from the partition that owns the nodes) override
+        this and pass ``static_shapes=False``; relabelling and the hop layout stay here.
+        """
         start = self.indptr[frontier]
         deg = self.indptr[frontier + 1] - start
         if fanout < 0:
