@@ -12,6 +12,7 @@ a laptop that only runs jobs locally needs no kopf. Heavy modules load inside co
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 import uuid
 from collections.abc import Sequence
@@ -260,6 +261,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``distgnn`` console script; returns the exit code."""
     args = build_parser().parse_args(argv)
+    # Progress lines must reach a pipe or a CI log as they happen, not when a buffer fills.
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        sys.stdout.reconfigure(line_buffering=True)
     # Soft wrap: a field path or a log line is never broken across lines.
     out = Console(highlight=False, soft_wrap=True)
     err = Console(stderr=True, highlight=False, soft_wrap=True)

@@ -163,39 +163,23 @@ def test_a_corrupted_partition_stops_the_run_and_names_the_process(
     assert processes_with_env(ENV_JOB_UID, run.uid) == []
 
 
-def test_ctrl_c_stops_every_process(first_run: Run, workdir: Path) -> None:
+def test_ctrl_c_stops_every_process_and_the_run_resumes(first_run: Run, workdir: Path) -> None:
     assert first_run.proc.returncode == 0, first_run.output
-    job_file = _write(workdir / "job-long.yaml", _reduced_quickstart(epochs=500))
+    epochs = 30
+    job_file = _write(workdir / "job-long.yaml", _reduced_quickstart(epochs=epochs))
     run_dir = workdir / "run-interrupted"
     uid = str(uuid.uuid4())
-    proc = subprocess.Popen(
-        [
-            *_cli(),
-            "run",
-            str(job_file),
-            "--data-dir",
-            str(workdir / "data"),
-            "--run-dir",
-            str(run_dir),
-            "--uid",
-            uid,
-            "--gpus",
-            "0",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    argv = [*_cli(), "run", str(job_file), "--data-dir", str(workdir / "data")]
+    argv += ["--run-dir", str(run_dir), "--uid", uid, "--gpus", "0"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        trainer_log = run_dir / "logs" / "trainer-0.log"
+        latest = run_dir / "checkpoints" / "latest.json"
         deadline = time.monotonic() + RUN_TIMEOUT_S
-        # Interrupt once training is under way: trainer 0 has reported progress.
-        while not (
-            trainer_log.exists() and PROGRESS_LINE_PREFIX in trainer_log.read_text(errors="replace")
-        ):
+        # Interrupt once training is under way: the first checkpoint is written.
+        while not latest.exists():
             assert proc.poll() is None, proc.communicate()[0]
             assert time.monotonic() < deadline
-            time.sleep(0.2)
+            time.sleep(0.1)
         assert len(processes_with_env(ENV_JOB_UID, uid)) >= 3  # sampler-0, trainer-0, trainer-1
         os.kill(proc.pid, signal.SIGINT)
         out, _ = proc.communicate(timeout=60)
@@ -205,4 +189,16 @@ def test_ctrl_c_stops_every_process(first_run: Run, workdir: Path) -> None:
     assert proc.returncode == 128 + signal.SIGINT, out
     assert "Interrupted: stopping 3 processes" in out
     assert f"--uid {uid}" in out  # how to resume
+    assert processes_with_env(ENV_JOB_UID, uid) == []
+    assert not (run_dir / RESULT_FILE).exists()
+
+    # The same command with the same UID continues from the last checkpoint.
+    resumed = subprocess.run(
+        argv, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False
+    )
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    result = Result.model_validate_json((run_dir / RESULT_FILE).read_text())
+    assert (result.job_uid, result.epochs) == (uid, epochs)
+    assert f"epoch {epochs}/{epochs} done" in resumed.stdout
+    assert f"epoch 1/{epochs} done" not in resumed.stdout
     assert processes_with_env(ENV_JOB_UID, uid) == []
