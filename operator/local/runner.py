@@ -113,6 +113,7 @@ class LocalRun:
             gpus=tuple(gpus),
         )
         reused = (self.partition_path / SUCCESS_MARKER).exists()
+        finished_before = (self.layout.run_dir / RESULT_FILE).exists()
         manifests = self._render(reused)
         planner = LaunchPlanner(self.layout, [manifests["config_map"]])
         for role in (Role.sampler, Role.trainer):
@@ -129,7 +130,7 @@ class LocalRun:
                 sup.close()
         if result.outcome is not _Outcome.succeeded:
             return self._report_stop(result)
-        return self._summary(reused, timings)
+        return self._summary(reused, timings, finished_before)
 
     # ------------------------------------------------------------------ phases
 
@@ -290,7 +291,7 @@ class LocalRun:
         self.console.print(f"Logs of every process: {logs}", highlight=False)
         return EXIT_BAD_INPUT if code == EXIT_BAD_INPUT else EXIT_INTERNAL_ERROR
 
-    def _summary(self, reused: bool, timings: Mapping[str, float]) -> int:
+    def _summary(self, reused: bool, timings: Mapping[str, float], finished_before: bool) -> int:
         result_path = self.layout.run_dir / RESULT_FILE
         if not result_path.exists():
             self.console.print(
@@ -316,7 +317,10 @@ class LocalRun:
             ("logs", str(self.layout.log_dir)),
             ("result", str(result_path)),
         )
-        self.console.print(f"[bold green]Succeeded:[/] {self.job.metadata.name}", highlight=False)
+        note = "  (this run had finished before: nothing left to train)" if finished_before else ""
+        self.console.print(
+            f"[bold green]Succeeded:[/] {self.job.metadata.name}{note}", highlight=False
+        )
         for label, value in rows:
             self.console.print(f"  [bold]{label:<14}[/]{escape(value)}", highlight=False)
         return EXIT_OK
