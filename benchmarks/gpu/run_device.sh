@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The single-GPU benchmark suite as run on the device machine: our pipeline (bf16, fp32, tf32),
+# The single-GPU benchmark suite on a GPU machine: our pipeline (bf16, fp32, tf32),
 # a torch.profiler table per precision, the PyG NeighborLoader baseline and the gpu-marked
 # tests of sampling/models/loader. Logs and JSON lines go to $OUT. Needs the wheels of
 # ../shared/wheels/gpu-py312-torch2.11/ (plus pytest's) copied into .wheels/.
