@@ -383,6 +383,8 @@ def test_component_with_bad_flag_fails_with_clear_error(control_plane: ControlPl
     assert str(log) in message
     assert "unknown flag: --no-such-flag" in message  # the log's tail is quoted
     assert failure.value.log_path == log
+    # A failed extra component is not held against the running control plane.
+    control_plane.check_alive()
 
 
 def test_component_on_busy_port_fails_with_clear_error(
@@ -423,8 +425,9 @@ def test_component_that_never_gets_ready_times_out_and_is_stopped(
             "etcd", argv, ready=never, timeout=3, log_name="etcd-never-ready"
         )
     assert "probe refuses" in str(failure.value)
-    (component,) = [c for c in control_plane.components if c.log_path == failure.value.log_path]
-    assert component.process.poll() is not None  # stopped, not left running
+    assert failure.value.process is not None
+    assert failure.value.process.poll() is not None  # stopped, not left running
+    assert failure.value.log_path == control_plane.log_dir / "etcd-never-ready.log"
 
 
 def _processes_mentioning(text: str) -> list[int]:

@@ -124,9 +124,17 @@ class ControlPlaneError(RuntimeError):
 class ComponentError(ControlPlaneError):
     """A component failed to start, did not become ready, or exited; names it and its log."""
 
-    def __init__(self, component: str, log_path: Path, problem: str, tail: str = "") -> None:
+    def __init__(
+        self,
+        component: str,
+        log_path: Path,
+        problem: str,
+        tail: str = "",
+        process: subprocess.Popen[bytes] | None = None,
+    ) -> None:
         self.component = component
         self.log_path = log_path
+        self.process = process
         message = f"control-plane component {component!r} {problem}; see its log {log_path}"
         if tail:
             message += f"\n--- last lines of {log_path} ---\n{tail}"
@@ -271,6 +279,7 @@ def wait_ready(component: Component, ready: Callable[[], bool], timeout: float) 
                 component.log_path,
                 f"exited with code {code} while starting",
                 component.log_tail(),
+                component.process,
             )
         try:
             if ready():
@@ -285,21 +294,9 @@ def wait_ready(component: Component, ready: Callable[[], bool], timeout: float) 
                 component.log_path,
                 f"did not become ready within {timeout:.0f}s (last probe: {last_probe})",
                 component.log_tail(),
+                component.process,
             )
         time.sleep(0.2)
-
-
-def start_component(
-    name: str, argv: Sequence[str], log_path: Path, ready: Callable[[], bool], timeout: float
-) -> Component:
-    """Launch a component and wait until it is ready (see ``wait_ready``)."""
-    component = launch(name, argv, log_path)
-    try:
-        wait_ready(component, ready, timeout)
-    except BaseException:
-        component.stop()
-        raise
-    return component
 
 
 class PortAllocator:
@@ -513,6 +510,8 @@ class ControlPlane:
     server: str = ""
     version: str = ""
     components: list[Component] = field(default_factory=list)
+    # Started by tests through start_component(); stopped with the rest, not health-checked.
+    extra_components: list[Component] = field(default_factory=list)
     startup_seconds: float = 0.0
     keep_logs: bool = False
     _ports: PortAllocator = field(default_factory=PortAllocator)
@@ -604,17 +603,23 @@ class ControlPlane:
         timeout: float | None = None,
         log_name: str | None = None,
     ) -> Component:
-        """Start one more process under this control plane's supervision: it is logged in
-        ``log_dir/<log_name or name>.log``, stopped by ``stop()``, and a failure to start
-        raises ComponentError naming ``name`` and the log."""
+        """Start one more process under this control plane's supervision: it logs to
+        ``log_dir/<log_name or name>.log`` and is stopped by ``stop()``. A failure to start
+        raises ComponentError naming ``name`` and the log (the process is stopped)."""
         component = launch(name, argv, self._log(log_name or name))
-        self.components.append(component)
+        self.extra_components.append(component)
         try:
             wait_ready(component, ready, self.startup_timeout if timeout is None else timeout)
         except BaseException:
             component.stop()
+            self.extra_components.remove(component)
             raise
         return component
+
+    def _start_core(self, name: str, argv: Sequence[str], ready: Callable[[], bool]) -> None:
+        component = launch(name, argv, self._log(name))
+        self.components.append(component)
+        self._wait(component, ready)
 
     def _start_etcd(self) -> str:
         client, peer = self._ports.take(), self._ports.take()
@@ -631,7 +636,7 @@ class ControlPlane:
             "--unsafe-no-fsync",
             "--log-level=warn",
         ]
-        self.start_component(
+        self._start_core(
             "etcd", argv, lambda: '"health":"true"' in _http_get(f"{client_url}/health")
         )
         return client_url
@@ -664,7 +669,7 @@ class ControlPlane:
             "--profiling=false",
         ]
         context = self._admin_context()
-        self.start_component(
+        self._start_core(
             "kube-apiserver", argv, lambda: _http_get(f"{self.server}/readyz", context) == "ok"
         )
 
@@ -752,7 +757,7 @@ class ControlPlane:
                 raise ControlPlaneError(f"nodes not Ready and untainted yet: {sorted(unready)}")
             return True
 
-        self.start_component("kwok", argv, ready)
+        self._start_core("kwok", argv, ready)
 
     # -- use --
 
@@ -892,7 +897,7 @@ class ControlPlane:
     def stop(self) -> None:
         """Stop every component (newest first); drop the work dir, keeping the logs if
         ``keep_logs`` is set."""
-        for component in reversed(self.components):
+        for component in reversed(self.components + self.extra_components):
             component.stop()
         if not self.workdir.exists():
             return
