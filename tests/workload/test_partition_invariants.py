@@ -15,7 +15,12 @@ from distgnn_workload.data import DatasetError, GraphData
 from distgnn_workload.data.graph import edge_pairs
 from distgnn_workload.data.synthetic import generate
 from distgnn_workload.partition import PartitionStore, StoreError, write_partitions
-from distgnn_workload.partition.algorithms import edge_cut, metis_assignment, random_assignment
+from distgnn_workload.partition.algorithms import (
+    edge_cut,
+    metis_assignment,
+    metis_input,
+    random_assignment,
+)
 
 
 def _graph(src: np.ndarray, dst: np.ndarray, n: int, f: int, seed: int) -> GraphData:
@@ -198,3 +203,28 @@ def test_given_assignment_is_used_as_is(tmp_path: Path) -> None:
     assert np.array_equal(np.asarray(store.partition_book()), assignment)
     # New ids keep the original order within each partition.
     assert np.array_equal(np.asarray(store.partition(1).orig_ids), np.arange(1, g.num_nodes, 3))
+
+
+def test_metis_input_subgraph_is_symmetric_and_about_the_asked_size() -> None:
+    g = community_graph()
+    xadj, adjncy, kept = metis_input(g, g.num_edges // 2, seed=3)
+    assert 0.45 < kept < 0.55
+    pairs = edge_pairs(xadj, adjncy)
+    keys = pairs[:, 0] * g.num_nodes + pairs[:, 1]
+    reverse = np.sort(pairs[:, 1] * g.num_nodes + pairs[:, 0])
+    assert np.array_equal(np.sort(keys), reverse)  # both directions of each kept edge
+    full = edge_pairs(g.indptr, g.indices)
+    assert np.isin(keys, full[:, 0] * g.num_nodes + full[:, 1]).all()  # a subgraph
+
+
+def test_metis_on_a_sampled_subgraph_stays_balanced_with_a_similar_cut() -> None:
+    g = generate(
+        SyntheticDataset(num_nodes=5000, num_edges=50000, num_classes=10, homophily=0.9, seed=6)
+    )
+    full_cut = edge_cut(g, metis_assignment(g, 4))
+    parts = metis_assignment(g, 4, max_metis_edges=g.num_edges // 2)
+    nodes = np.bincount(parts, minlength=4)
+    train = np.bincount(parts, weights=g.train_mask, minlength=4)
+    assert nodes.max() / nodes.mean() <= 1.05
+    assert train.max() / train.mean() <= 1.05
+    assert edge_cut(g, parts) <= 1.3 * full_cut
