@@ -205,7 +205,7 @@ def test_worker_mode_samples_hop_by_hop_and_fetches_remote_features(tmp_path: Pa
 
 
 def test_a_pod_with_two_training_processes_serves_both_on_one_port(tmp_path: Path) -> None:
-    spec = job_spec(**{"trainers.replicas": 1, "training.epochs": 2})
+    spec = job_spec(**{"trainers.replicas": 1})
     job = LocalWorkload(tmp_path, spec, extra_env={c.ENV_PROCS_PER_POD: "2"})
     assert spec.dataset.synthetic is not None
     job.write_partitions(generate(spec.dataset.synthetic))
@@ -226,9 +226,9 @@ def test_a_pod_with_two_training_processes_serves_both_on_one_port(tmp_path: Pat
     finish(job)
     assert ranks_seen == {"0", "1"}
     assert progress
-    assert {p.epochs for p in progress} == {2}
+    assert {p.epochs for p in progress} == {4}
     result = result_of(job)
-    assert result.epochs == 2
+    assert result.epochs == 4
     assert result.test_accuracy >= 0.85
     stats = json.loads((job.run_dir / "training_stats.json").read_text())
     assert stats["world_size"] == 2

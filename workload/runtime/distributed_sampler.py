@@ -121,7 +121,12 @@ def _thread_local_sampler(
     if sampler is None:
         seed = (threading.get_ident() * 2654435761 + os.getpid()) % (2**31)
         sampler = NeighborSampler(
-            data.indptr.to(device), data.indices.to(device), fanouts, device=device, seed=seed
+            data.indptr.to(device),
+            data.indices.to(device),
+            fanouts,
+            device=device,
+            seed=seed,
+            static_shapes=False,
         )
         _threads.hop_sampler = sampler
     return sampler
@@ -167,16 +172,24 @@ class HopByHopSampler(NeighborSampler):
         device: torch.device,
         seed: int = 0,
     ) -> None:
-        self._part = NeighborSampler(
-            data.indptr.to(device), data.indices.to(device), fanouts, device=device, seed=seed
+        # The parent's relabelling and hop layout over all N global ids, with an empty CSR:
+        # every hop goes through _sample_hop below (the dynamic execution).
+        super().__init__(
+            torch.zeros(layout.num_nodes + 1, dtype=torch.int64),
+            torch.zeros(0, dtype=torch.int32),
+            fanouts,
+            device=device,
+            seed=seed,
+            static_shapes=False,
         )
-        self.device = device
-        self.num_nodes = layout.num_nodes
-        self.fanouts = list(fanouts)
-        self.indptr = self._part.indptr
-        self.indices = self._part.indices
-        self._local = torch.full((self.num_nodes,), -1, dtype=torch.int32, device=device)
-        self.generator = self._part.generator
+        self._part = NeighborSampler(
+            data.indptr.to(device),
+            data.indices.to(device),
+            fanouts,
+            device=device,
+            seed=seed,
+            static_shapes=False,
+        )
         self._layout = layout
         self._holder = data.holder
         self._start = data.start

@@ -15,6 +15,7 @@ that the gang restarts together, or 0 if the job's result exists.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import threading
@@ -72,6 +73,7 @@ class SamplerServer:
         self.labels = holder.state.labels
         self.executor = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="sample")
         self._threads = threading.local()
+        self._thread_index = itertools.count()
         self._lock = threading.Lock()
         self._served = 0
         self._lookups = 0
@@ -93,7 +95,7 @@ class SamplerServer:
             self._threads, "state", None
         )
         if state is None:
-            seed = self.seed * 7_919 + threading.get_ident() % 1_000_003
+            seed = self.seed * 7_919 + next(self._thread_index)
             stream = None
             if self.device.type == "cuda":
                 torch.cuda.set_device(self.device)

@@ -179,6 +179,7 @@ class Trainer:
             self.model.parameters(),
             lr=spec.training.learning_rate,
             weight_decay=spec.training.weight_decay,
+            fused=device.type == "cuda",
         )
         self.state = RunState(started_at=started_at or time.time())
         self.start_epoch = 0
