@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import signal
 import sys
 import uuid
 from collections.abc import Sequence
@@ -273,7 +274,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         err.print(f"[bold red]error:[/] {escape(str(error))}", highlight=False)
         return error.code
     except KeyboardInterrupt:
-        return 130
+        return 128 + signal.SIGINT
     return code
 
 

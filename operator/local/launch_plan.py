@@ -154,11 +154,13 @@ class LaunchPlanner:
     # ------------------------------------------------------------------ pods
 
     def register(self, manifest: Mapping[str, Any], role: Role) -> None:
-        """Make a workload's pods reachable by name before any process is planned."""
+        """Make a workload's pods reachable by name, and check its devices, before any
+        process is planned."""
         for rank in range(_replicas(manifest)):
             self.network.add_pod(role, rank)
         if role is Role.trainer:
             gpus = _gpus_per_pod(manifest)
+            self._check_gpus(_replicas(manifest), gpus)
             self._procs_per_trainer = gpus if gpus and self.layout.gpus else 1
 
     def processes(
@@ -176,7 +178,6 @@ class LaunchPlanner:
                 f"{len(containers)} containers; local mode runs exactly one per pod"
             )
         gpus_per_pod = _gpus_per_pod(manifest)
-        self._check_gpus(role, replicas, gpus_per_pod)
         specs = []
         for rank in range(replicas):
             name = (
@@ -202,9 +203,10 @@ class LaunchPlanner:
             )
         return specs
 
-    def _check_gpus(self, role: Role, replicas: int, gpus_per_pod: int) -> None:
+    def _check_gpus(self, replicas: int, gpus_per_pod: int) -> None:
+        """Trainers need a GPU each (NCCL refuses two ranks on one); fail before any process."""
         have = len(self.layout.gpus)
-        if role is Role.trainer and gpus_per_pod and have and replicas * gpus_per_pod > have:
+        if gpus_per_pod and have and replicas * gpus_per_pod > have:
             raise LocalModeError(
                 f"spec.trainers: {replicas} trainers x {gpus_per_pod} GPUs need "
                 f"{replicas * gpus_per_pod} GPUs, and this machine has {have}; lower "

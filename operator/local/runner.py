@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
 from types import FrameType
@@ -48,7 +48,6 @@ from distgnn_operator.local.supervisor import (
 )
 
 LOCAL_NAMESPACE = "local"
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 _TAIL_LINES = 30
 
 
@@ -75,7 +74,15 @@ class _Outcome(Enum):
 class _PhaseResult:
     outcome: _Outcome
     failure: Exited | None = None
-    others: tuple[Exited, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Rendered:
+    """The children local mode runs, from the operator's builders."""
+
+    config_map: dict[str, Any]
+    partition_job: dict[str, Any] | None  # None when the partition is reused
+    statefulsets: dict[Role, dict[str, Any]]  # no sampler StatefulSet in worker mode
 
 
 class LocalRun:
@@ -104,30 +111,22 @@ class LocalRun:
         """Run the job to the end; the exit code for the shell."""
         from distgnn_operator.local.devices import visible_gpus
 
-        gpus = visible_gpus(self.options.gpus)
-        self.layout = LocalLayout(
-            job_name=self.layout.job_name,
-            namespace=self.layout.namespace,
-            data_dir=self.layout.data_dir,
-            run_dir=self.layout.run_dir,
-            gpus=tuple(gpus),
-        )
+        self.layout = replace(self.layout, gpus=tuple(visible_gpus(self.options.gpus)))
         reused = (self.partition_path / SUCCESS_MARKER).exists()
         finished_before = (self.layout.run_dir / RESULT_FILE).exists()
-        manifests = self._render(reused)
-        planner = LaunchPlanner(self.layout, [manifests["config_map"]])
-        for role in (Role.sampler, Role.trainer):
-            if role in manifests:
-                planner.register(manifests[role], role)
+        rendered = self._render(reused)
+        planner = LaunchPlanner(self.layout, [rendered.config_map])
+        for role, sts in rendered.statefulsets.items():
+            planner.register(sts, role)
         self._header(reused)
 
         sup = Supervisor(self.options.grace_period_s)
         with self._signals(sup):
             try:
                 with ProgressView(self.console) as view:
-                    result, timings = self._phases(sup, view, planner, manifests, reused)
+                    result, timings = self._phases(sup, view, planner, rendered)
             finally:
-                sup.close()
+                sup.stop()
         if result.outcome is not _Outcome.succeeded:
             return self._report_stop(result)
         return self._summary(reused, timings, finished_before)
@@ -139,32 +138,32 @@ class LocalRun:
         sup: Supervisor,
         view: ProgressView,
         planner: LaunchPlanner,
-        manifests: Mapping[Any, Any],
-        reused: bool,
+        rendered: _Rendered,
     ) -> tuple[_PhaseResult, dict[str, float]]:
         """The partition step (unless reused), then samplers and trainers together."""
         timings: dict[str, float] = {}
-        if not reused:
+        if rendered.partition_job is not None:
             t0 = time.monotonic()
             specs = planner.processes(
-                manifests[Role.partitioner], Role.partitioner, threads=self.layout.cpus
+                rendered.partition_job, Role.partitioner, threads=self.layout.cpus
             )
             result = self._phase(sup, view, specs, required=specs)
             if result.outcome is not _Outcome.succeeded:
                 return result, timings
             timings["partition"] = time.monotonic() - t0
 
-        t0 = time.monotonic()
-        roles = [r for r in (Role.sampler, Role.trainer) if r in manifests]
-        count = sum(int(manifests[r]["spec"].get("replicas", 1)) for r in roles)
+        stateful = rendered.statefulsets
+        count = sum(int(sts["spec"].get("replicas", 1)) for sts in stateful.values())
         threads = max(1, self.layout.cpus // max(1, count))
-        specs = [s for r in roles for s in planner.processes(manifests[r], r, threads=threads)]
+        specs = [
+            s
+            for role, sts in stateful.items()
+            for s in planner.processes(sts, role, threads=threads)
+        ]
         trainers = [s for s in specs if s.role is Role.trainer]
-        result = self._phase(sup, view, specs, required=trainers)
-        timings["training"] = time.monotonic() - t0
-        return result, timings
+        return self._phase(sup, view, specs, required=trainers), timings
 
-    def _render(self, reused: bool) -> dict[Any, Any]:
+    def _render(self, reused: bool) -> _Rendered:
         from distgnn_operator.builders import (
             JobContext,
             build_config_map,
@@ -179,15 +178,12 @@ class LocalRun:
             spec=self.spec,
             partition_reused=reused,
         )
-        out: dict[Any, Any] = {
-            "config_map": build_config_map(ctx),
-            Role.trainer: build_statefulset(ctx, Role.trainer),
-        }
-        if not reused:
-            out[Role.partitioner] = build_partition_job(ctx)
-        if not self.spec.worker_mode:
-            out[Role.sampler] = build_statefulset(ctx, Role.sampler)
-        return out
+        roles = [Role.trainer] if self.spec.worker_mode else [Role.sampler, Role.trainer]
+        return _Rendered(
+            config_map=build_config_map(ctx),
+            partition_job=None if reused else build_partition_job(ctx),
+            statefulsets={role: build_statefulset(ctx, role) for role in roles},
+        )
 
     def _phase(
         self,

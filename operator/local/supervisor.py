@@ -122,7 +122,11 @@ class Supervisor:
         self._kill_now.set()
 
     def stop(self, names: Iterable[str] | None = None) -> None:
-        """Stop processes and everything they started: SIGTERM, a grace period, SIGKILL."""
+        """Stop processes and everything they started: SIGTERM, a grace period, SIGKILL.
+
+        Without names, every process: also the groups of those that exited cleanly, so that
+        nothing they left behind survives the run.
+        """
         chosen = [c for c in self._children.values() if names is None or c.spec.name in set(names)]
         for child in chosen:
             _signal_group(child.proc.pid, signal.SIGTERM)
@@ -139,15 +143,11 @@ class Supervisor:
             child.reader.join(timeout=5)
             child.waiter.join(timeout=5)
 
-    def close(self) -> None:
-        """Stop everything still running and reap every group (also after clean exits)."""
-        self.stop()
-
     def __enter__(self) -> Supervisor:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()
+        self.stop()
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:

@@ -82,7 +82,7 @@ def test_stop_kills_the_whole_group_even_if_sigterm_is_ignored(tmp_path: Path) -
     while len(processes_with_env(TAG, tag)) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert len(processes_with_env(TAG, tag)) == 2
-    sup.close()
+    sup.stop()
     assert processes_with_env(TAG, tag) == []
     assert _next_exit(sup).returncode == -9
 
