@@ -53,13 +53,8 @@ def test_gang_restart_then_backoff_limit(
 
         cluster.exit_pods(new_samplers[:1], 3)
         status = cluster.wait_phase("flaky", "Failed")
-        for role in ("sampler", "trainer"):
-            wait_for(
-                f"the {role} StatefulSet at 0",
-                lambda r=role: (
-                    (cluster.get(STATEFULSET, f"flaky-{r}") or {})["spec"]["replicas"] == 0
-                ),  # type: ignore[misc]
-            )
+        cluster.wait_replicas("flaky-sampler", 0)
+        cluster.wait_replicas("flaky-trainer", 0)
     failed = next(c for c in status["conditions"] if c["type"] == "Failed")
     assert failed["status"] == "True"
     assert failed["reason"] == "BackoffLimitExceeded"

@@ -99,9 +99,7 @@ def test_happy_path(control_plane: ControlPlane, namespace: str, crd: None) -> N
         ]
         assert external["ports"] == [{"protocol": "TCP", "port": port}]
         for role, gpus in (("sampler", None), ("trainer", "2")):
-            sts = wait_for(
-                f"the {role} StatefulSet", lambda r=role: cluster.get(STATEFULSET, f"happy-{r}")
-            )  # type: ignore[misc]
+            sts = cluster.wait_get(STATEFULSET, f"happy-{role}")
             assert sts["spec"]["serviceName"] == "happy-peers"
             assert sts["spec"]["podManagementPolicy"] == "Parallel"
             assert sts["spec"]["replicas"] == 2
@@ -149,14 +147,8 @@ def test_happy_path(control_plane: ControlPlane, namespace: str, crd: None) -> N
         # Completion: every trainer exits 0.
         cluster.exit_pods(trainers, 0)
         status = cluster.wait_phase("happy", "Succeeded")
-        for role in ("sampler", "trainer"):
-            wait_for(
-                f"{role} StatefulSet at 0",
-                lambda r=role: (
-                    (cluster.get(STATEFULSET, f"happy-{r}") or {}).get("spec", {}).get("replicas")
-                    == 0
-                ),  # type: ignore[misc]
-            )
+        cluster.wait_replicas("happy-sampler", 0)
+        cluster.wait_replicas("happy-trainer", 0)
         wait_for("the pods to go", lambda: not cluster.pods("happy", "trainer"))
 
     conditions = {c["type"]: c for c in status["conditions"]}

@@ -25,6 +25,7 @@ from distgnn_operator.reconcile.kube_api import (
     DISTGNNJOB,
     EVENT,
     POD,
+    STATEFULSET,
     Kind,
     RestKubeApi,
 )
@@ -128,6 +129,20 @@ class Cluster:
 
     def get(self, kind: Kind, name: str) -> dict[str, Any] | None:
         return self.api.get(kind, self.ns, name)
+
+    def replicas(self, statefulset: str) -> int | None:
+        """spec.replicas of a StatefulSet, or None when it does not exist."""
+        sts = self.get(STATEFULSET, statefulset)
+        return None if sts is None else int(sts["spec"]["replicas"])
+
+    def wait_replicas(self, statefulset: str, replicas: int) -> None:
+        wait_for(
+            f"StatefulSet {statefulset} at {replicas} replicas",
+            lambda: self.replicas(statefulset) == replicas,
+        )
+
+    def wait_get(self, kind: Kind, name: str) -> dict[str, Any]:
+        return wait_for(f"{kind.kind} {name}", lambda: self.get(kind, name))
 
     def owned(self, kind: Kind, job: str) -> list[dict[str, Any]]:
         return self.api.list(kind, self.ns, {LABEL_JOB: job})

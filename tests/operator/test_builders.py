@@ -50,7 +50,7 @@ def ctx_of(**spec: Any) -> JobContext:
 
 
 def container(obj: dict[str, Any]) -> dict[str, Any]:
-    containers = obj["spec"]["template"]["spec"]["containers"]
+    containers: list[dict[str, Any]] = obj["spec"]["template"]["spec"]["containers"]
     assert len(containers) == 1
     return containers[0]
 

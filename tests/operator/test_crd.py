@@ -17,7 +17,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def schema() -> dict[str, Any]:
-    return crd.build_crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    schema: dict[str, Any] = crd.build_crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    return schema
 
 
 def walk(node: dict[str, Any], path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
