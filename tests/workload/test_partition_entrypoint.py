@@ -202,3 +202,13 @@ def test_killed_mid_write_leaves_no_success_marker_and_a_rerun_completes(tmp_pat
     assert job.markers() == [job.out / c.SUCCESS_MARKER]
     assert [p.name for p in (job.data / c.PARTITIONS_DIR).iterdir()] == [job.key]
     assert PartitionStore.open(job.out).meta.num_nodes == 300_000
+
+
+def test_the_partition_path_does_not_import_torch() -> None:
+    code = (
+        "import sys, distgnn_workload.partition.job, distgnn_workload.data.synthetic, "
+        "distgnn_workload.data.ogb; print(sorted(m for m in sys.modules "
+        "if m.split('.')[0] in ('torch', 'torch_geometric')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
