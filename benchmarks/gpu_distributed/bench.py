@@ -101,8 +101,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--concurrency", type=int, default=4)
     p.add_argument("--sampler-workers", type=int, default=4)
     p.add_argument("--rpc-cuda", choices=["auto", "on", "off"], default="auto")
-    p.add_argument("--run-timeout", type=float, default=150.0)
-    p.add_argument("--budget", type=float, default=560.0, help="seconds for the whole script")
+    p.add_argument("--run-timeout", type=float, default=120.0)
+    p.add_argument("--budget", type=float, default=540.0, help="seconds for the whole script")
     p.add_argument("--pyg-baseline", action="store_true")
     p.add_argument("--pyg-timeout", type=float, default=130.0)
     p.add_argument("--profile", nargs="*", default=[], help="runs to profile, e.g. worker-1-bf16")
@@ -418,15 +418,17 @@ def run_one(
 
 
 def configs(args: argparse.Namespace) -> list[RunConfig]:
+    """Runs in order of importance (a short budget drops the last ones): precision, then
+    mode, then GPUs, then the extra runs."""
     out = []
     precisions = args.precisions if args.device == "cuda" else ["fp32"]
-    for mode in args.modes:
-        for gpus in args.gpus:
-            for precision in precisions:
+    for precision in precisions:
+        for mode in args.modes:
+            for gpus in args.gpus:
                 out.append(RunConfig(mode, gpus, precision, args.cache_ratio))
     for extra in args.extra or []:
         mode, gpus, precision, ratio = extra.split("-")
-        if precision in precisions and int(gpus) in args.gpus:
+        if precision in precisions and int(gpus) in args.gpus and mode in args.modes:
             out.append(RunConfig(mode, int(gpus), precision, float(ratio)))
     return out
 
@@ -459,10 +461,11 @@ def main(argv: list[str] | None = None) -> int:
     store_dir = args.work_dir / "store"
     build_store(args, store_dir)
     rpc_modes = {"on": [True], "off": [False], "auto": [args.device == "cuda", False]}
+    choices = list(dict.fromkeys(rpc_modes[args.rpc_cuda]))
     results: list[dict[str, Any]] = []
     reserve = args.pyg_timeout if args.pyg_baseline else 0.0
     for cfg in configs(args):
-        for attempt, rpc_cuda in enumerate(dict.fromkeys(rpc_modes[args.rpc_cuda])):
+        for attempt, rpc_cuda in enumerate(choices):
             left = args.budget - reserve - (time.perf_counter() - started)
             if left < 40:
                 emit(args.out, {"bench": "dist_run", "run": cfg.name, "skipped": "time budget"})
@@ -470,18 +473,38 @@ def main(argv: list[str] | None = None) -> int:
             record = run_one(
                 cfg, args, store_dir, rpc_cuda=rpc_cuda, timeout=min(args.run_timeout, left)
             )
-            if "error" in record and attempt == 0 and len(rpc_modes[args.rpc_cuda]) > 1:
+            retry = "error" in record and attempt + 1 < len(choices)
+            if retry:
                 record["retry"] = "with host tensors over RPC"
             emit(args.out, record)
             if "error" not in record:
                 results.append(record)
+                if attempt > 0:
+                    # CUDA tensors over RPC failed here: later runs go straight to host tensors.
+                    choices = choices[attempt:]
                 break
     summarise(args, results)
     if args.pyg_baseline:
         pyg_baseline(args, results, started)
+    table(results)
     if not args.keep:
         shutil.rmtree(args.work_dir, ignore_errors=True)
     return 0
+
+
+def table(results: list[dict[str, Any]]) -> None:
+    """A human-readable summary of the runs that completed."""
+    print(
+        f"{'run':<22}{'cache':>6}{'rpc':>6}{'seeds/s/GPU':>13}{'edges/s':>12}"
+        f"{'data wait':>11}{'host wait':>11}{'test acc':>10}"
+    )
+    for r in results:
+        print(
+            f"{r['run']:<22}{r['cache_ratio']:>6g}{'cuda' if r['rpc_cuda'] else 'host':>6}"
+            f"{r['seeds_per_s_per_gpu']:>13,.0f}{r['sampled_edges_per_s']:>12.3g}"
+            f"{r['data_wait_share']:>11.1%}{r['host_wait_share']:>11.1%}"
+            f"{r['test_accuracy']:>10.3f}"
+        )
 
 
 def summarise(args: argparse.Namespace, results: list[dict[str, Any]]) -> None:
