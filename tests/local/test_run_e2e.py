@@ -8,6 +8,7 @@ partition file, SIGINT to the CLI. After each run, no process of the job may be 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -133,32 +134,45 @@ def test_quickstart_runs_end_to_end(first_run: Run, workdir: Path) -> None:
     assert processes_with_env(ENV_JOB_UID, first_run.uid) == []
 
 
+@pytest.mark.parametrize(
+    ("samplers", "failing"),
+    [
+        (1, r"sampler-0"),  # the one sampler holds both partitions
+        (0, r"trainer-[01]"),  # worker mode: the trainers hold the partitions
+    ],
+    ids=["sampler-mode", "worker-mode"],
+)
 def test_a_corrupted_partition_stops_the_run_and_names_the_process(
-    first_run: Run, workdir: Path
+    first_run: Run, workdir: Path, samplers: int, failing: str
 ) -> None:
-    """A holder that cannot read its partition fails; the others are stopped, none is left."""
+    """A process that cannot read its partition fails; the others are stopped, none is left."""
     assert first_run.proc.returncode == 0, first_run.output
     job = _reduced_quickstart()
+    job["spec"]["samplers"]["replicas"] = samplers
+    # Worker mode keeps the partition count, hence the content key: the store is reused.
     key = partition_key(parse_job(job).spec)
-    data = workdir / "data-corrupt"
+    assert key == partition_key(parse_job(_reduced_quickstart()).spec)
+    data = workdir / f"data-corrupt-{samplers}"
     shutil.copytree(partition_dir(workdir / "data", key), partition_dir(data, key))
     features = partition_dir(data, key) / "part-1" / "features.npy"
     with open(features, "r+b") as f:
         f.truncate(features.stat().st_size // 2)
-    run = _run(_write(workdir / "job-corrupt.yaml", job), data, workdir / "run-corrupt")
+    job_file = _write(workdir / f"job-corrupt-{samplers}.yaml", job)
+    run = _run(job_file, data, workdir / f"run-corrupt-{samplers}")
     assert run.proc.returncode != 0, run.output
     out = " ".join(run.proc.stdout.split())
     # The partition was complete, so the step was skipped, as in the cluster.
     assert "(complete: reused)" in out
     assert not (run.run_dir / "logs" / "partition-0.log").exists()
-    # sampler-0 holds both partitions of the quickstart (one sampler).
-    assert "Failed: sampler-0 exited with code" in out
+    failed = re.search(rf"Failed: ({failing}) exited with code [1-9]", out)
+    assert failed, out
     assert "stopped the other processes" in out
     # The tail of its log, which says what was wrong, is shown.
-    log = (run.run_dir / "logs" / "sampler-0.log").read_text().splitlines()
+    name = failed.group(1)
+    log = (run.run_dir / "logs" / f"{name}.log").read_text().splitlines()
     last = next(line for line in reversed(log) if not line.startswith(PROGRESS_LINE_PREFIX))
     assert " ".join(last.split()) in out
-    assert "distgnn sampler:" in last
+    assert f"distgnn {name.split('-')[0]}:" in last
     assert not (run.run_dir / RESULT_FILE).exists()
     assert processes_with_env(ENV_JOB_UID, run.uid) == []
 
