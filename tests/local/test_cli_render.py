@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -60,3 +62,21 @@ def test_crd_prints_the_distgnnjob_crd(capsys: pytest.CaptureFixture[str]) -> No
     crd = yaml.safe_load(capsys.readouterr().out)
     assert crd["kind"] == "CustomResourceDefinition"
     assert crd["metadata"]["name"] == "distgnnjobs.distgnn.io"
+
+
+def test_the_cli_needs_neither_torch_nor_kopf(tmp_path: Path) -> None:
+    """The operator image has no torch and a laptop may have no kopf: import, validate and
+    render load neither."""
+    code = (
+        "import contextlib, io, sys\n"
+        "from distgnn_operator.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert main(['validate', {str(QUICKSTART)!r}]) == 0\n"
+        f"    assert main(['render', {str(QUICKSTART)!r}]) == 0\n"
+        "print(sorted(m for m in ('torch', 'kopf', 'kubernetes', 'distgnn_workload') if m in sys.modules))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
