@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import sys
 
 import kopf
 
@@ -13,12 +12,11 @@ from distgnn_operator.settings import OperatorSettings
 def main() -> int:
     """Serve DistGNNJobs in the configured namespaces (or the whole cluster) until stopped."""
     settings = OperatorSettings()
-    logging.basicConfig(
-        level=settings.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    kopf.configure(verbose=settings.log_level.upper() == "DEBUG")
+    level = settings.log_level.upper()
+    kopf.configure(debug=level == "DEBUG", quiet=level in ("WARNING", "ERROR"))
+    logging.getLogger().setLevel(level)
+    # The reconciler's HTTP client logs every request: only in DEBUG.
+    logging.getLogger("urllib3").setLevel(logging.DEBUG if level == "DEBUG" else logging.WARNING)
     import distgnn_operator.handlers  # noqa: F401 - registers the handlers
 
     identity = settings.pod_name or None
