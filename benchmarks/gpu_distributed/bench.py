@@ -30,8 +30,13 @@ everything within one 10-minute command)::
        python benchmarks/gpu_distributed/bench.py --pyg-baseline \\
          --profile worker-1-bf16 server-1-bf16 --out $OUT/dist.jsonl 2>&1 | tail -60
 
-(device tool: ``kind=nvidia-h100-x2``, ``carry=[".wheels"]``, ``timeout_s=600``). On CPU
-at small scale, as a smoke test::
+(device tool: ``kind=nvidia-h100-x2``, ``carry=[".wheels"]``, ``timeout_s=600``). The
+2-GPU NCCL tests run with the same set-up (pytest and pytest-timeout wheels in ``.wheels``)::
+
+    ... && PYTHONPATH=/tmp/site:$PWD/build/devpath NCCL_NVLS_ENABLE=0 \\
+       python -m pytest -q -p no:cacheprovider --noconftest -m gpu tests/e2e/test_workload_gpu.py
+
+On CPU at small scale, as a smoke test::
 
     python benchmarks/gpu_distributed/bench.py --device cpu --nodes 20000
 """
