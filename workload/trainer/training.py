@@ -64,8 +64,10 @@ log = logging.getLogger(__name__)
 JOB_CONFIG_COPY = "job.json"
 STATS_FILE = "training_stats.json"
 """Per-epoch figures summed over ranks (seeds, edges, seconds, data wait), written at the end."""
-EVAL_BATCH_FACTOR = 2
-"""Evaluation batches hold this many times the training batch size."""
+EVAL_BATCH_FACTOR = 1
+"""Evaluation batches hold this many times the training batch size. Kept at 1: the GPU
+sampler pads every batch to the largest it has seen (static shapes, CUDA graphs), so
+larger evaluation batches would slow down the training batches after them."""
 PROGRESS_EVENTS_PER_EPOCH = 20
 ENV_PROFILE_DIR = "DISTGNN_PROFILE_DIR"  # set: rank 0 profiles some steps of its first epoch
 PROFILE_STEPS = (20, 40)
