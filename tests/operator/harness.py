@@ -50,13 +50,10 @@ def install_crd(plane: ControlPlane) -> None:
 
 
 @contextlib.contextmanager
-def operator_env(plane: ControlPlane) -> Iterator[None]:
-    """The operator's settings and the kubeconfig kopf logs in with."""
-    env = {
-        **OPERATOR_ENV,
-        "KUBECONFIG": str(plane.kubeconfig),
-        "DISTGNN_OPERATOR_KUBECONFIG": str(plane.kubeconfig),
-    }
+def operator_env(plane: ControlPlane, kubeconfig: Path | None = None) -> Iterator[None]:
+    """The operator's settings and the kubeconfig it logs in with (admin by default)."""
+    config = str(kubeconfig or plane.kubeconfig)
+    env = {**OPERATOR_ENV, "KUBECONFIG": config, "DISTGNN_OPERATOR_KUBECONFIG": config}
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
@@ -70,9 +67,11 @@ def operator_env(plane: ControlPlane) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def run_operator(plane: ControlPlane, namespace: str, *extra: str) -> Iterator[KopfRunner]:
+def run_operator(
+    plane: ControlPlane, namespace: str, *extra: str, kubeconfig: Path | None = None
+) -> Iterator[KopfRunner]:
     """The operator serving one namespace, standalone unless extra args say otherwise."""
-    with operator_env(plane):
+    with operator_env(plane, kubeconfig):
         import distgnn_operator.handlers  # noqa: F401 - registers the handlers
 
         args = ["run", "--namespace", namespace, "-m", "distgnn_operator.handlers", "--verbose"]
