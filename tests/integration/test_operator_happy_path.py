@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 
 from distgnn_api import contract
 from distgnn_api.contract import (
@@ -48,6 +49,10 @@ def crd(control_plane: ControlPlane) -> None:
     install_crd(control_plane)
 
 
+def counter(name: str) -> float:
+    return REGISTRY.get_sample_value(name) or 0.0
+
+
 def volumes(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {v["name"]: v for v in obj["spec"]["template"]["spec"]["volumes"]}
 
@@ -59,6 +64,10 @@ def mounts(obj: dict[str, Any]) -> dict[str, str]:
 def test_happy_path(control_plane: ControlPlane, namespace: str, crd: None) -> None:
     cluster = Cluster(control_plane, namespace)
     cluster.volume_for_created_claim("happy")
+    created, succeeded = (
+        counter("distgnn_operator_jobs_created_total"),
+        counter("distgnn_operator_jobs_succeeded_total"),
+    )
     port = free_port()
     manifest = job_manifest(
         "happy",
@@ -151,6 +160,16 @@ def test_happy_path(control_plane: ControlPlane, namespace: str, crd: None) -> N
         cluster.wait_replicas("happy-trainer", 0)
         wait_for("the pods to go", lambda: not cluster.pods("happy", "trainer"))
 
+    # The operator (in this process) counted the job.
+    assert counter("distgnn_operator_jobs_created_total") == created + 1
+    assert counter("distgnn_operator_jobs_succeeded_total") == succeeded + 1
+    assert counter("distgnn_operator_reconcile_seconds_count") > 0
+    assert (
+        REGISTRY.get_sample_value(
+            "distgnn_operator_jobs", {"namespace": namespace, "phase": "Succeeded"}
+        )
+        or 0
+    ) == 1
     conditions = {c["type"]: c for c in status["conditions"]}
     assert (conditions["Partitioned"]["status"], conditions["Partitioned"]["reason"]) == (
         "True",
