@@ -172,7 +172,7 @@ def summary(store: PartitionStore, steps: dict[str, float]) -> str:
         + ", ".join(f"{name} {value:.3f}" for name, value in m.balance.items())
         + " (largest / mean)",
         "  time       " + ", ".join(f"{name} {seconds:.1f}s" for name, seconds in steps.items()),
-        "  part       nodes        edges        train      halo",
+        "  part       nodes        out-edges    train      halo nodes",
     ]
     for s in m.partitions:
         lines.append(
