@@ -93,11 +93,11 @@ PARTITION_FAILED = Reason(
 # Training
 TRAINING_STARTING = Reason(
     "TrainersStarting",
-    "{trainers_ready}/{trainers} trainers and {samplers_ready}/{samplers} samplers ready",
+    "{trainers_ready}/{trainers} trainers and {samplers_ready}/{samplers} samplers up",
 )
 TRAINING_RUNNING = Reason(
     "TrainersRunning",
-    "{trainers_ready}/{trainers} trainers and {samplers_ready}/{samplers} samplers ready",
+    "{trainers_ready}/{trainers} trainers and {samplers_ready}/{samplers} samplers up",
 )
 GANG_RESTART = Reason(
     "GangRestart",

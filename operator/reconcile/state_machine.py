@@ -160,14 +160,13 @@ def _reconcile(api: KubeApi, job: dict[str, Any], options: ReconcileOptions) -> 
         partition_reused=bool(status.partition and status.partition.reused),
     )
 
+    job = _write_status(api, job, previous, status, now, result)
     if ttl_after_finished.expired(spec, status, now):
         ttl = spec.run_policy.ttl_seconds_after_finished
         events.record(api, job, "Normal", *TTL_EXPIRED.format(ttl=ttl), now)
         result.deleted = api.delete(DISTGNNJOB, ctx.namespace, ctx.name, uid=ctx.uid)
         result.actions.append("delete job (TTL)")
         return result
-
-    job = _write_status(api, job, previous, status, now, result)
     try:
         _act(api, job, ctx, status, children, result)
     except ChildConflict as conflict:

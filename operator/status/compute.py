@@ -192,18 +192,18 @@ def _training_stage(spec: DistGNNJobSpec, observed: Observed, draft: _Draft) -> 
         draft.restarts += 1
         draft.set(COND_TRAINING, "True", decision.reason, decision.message)
         return
+    # A pod counts as up while it is ready or once it has exited 0 (finished its work).
     trainers = observed.current_pods(Role.trainer, draft.restarts)
     samplers = observed.current_pods(Role.sampler, draft.restarts)
     counts = {
-        "trainers_ready": sum(p.ready for p in trainers),
+        "trainers_ready": sum(p.ready or p.exited_ok() for p in trainers),
         "trainers": spec.trainers.replicas,
-        "samplers_ready": sum(p.ready for p in samplers),
+        "samplers_ready": sum(p.ready or p.exited_ok() for p in samplers),
         "samplers": spec.samplers.replicas,
     }
-    all_ready = (
+    all_up = (
         counts["trainers_ready"] >= spec.trainers.replicas
         and counts["samplers_ready"] >= spec.samplers.replicas
     )
-    draft.set_reason(
-        COND_TRAINING, "True", TRAINING_RUNNING if all_ready else TRAINING_STARTING, **counts
-    )
+    reason = TRAINING_RUNNING if all_up else TRAINING_STARTING
+    draft.set_reason(COND_TRAINING, "True", reason, **counts)

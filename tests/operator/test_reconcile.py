@@ -279,3 +279,17 @@ def test_pods_of_another_job_are_not_read() -> None:
     reconcile(api, T0 + timedelta(seconds=3))
     assert status(api)["restarts"] == 0
     assert api.get(POD, NS, "other-trainer-0") is not None
+
+
+def test_zero_ttl_writes_the_final_status_before_deleting() -> None:
+    api = FakeKubeApi()
+    new_job(api, runPolicy={"ttlSecondsAfterFinished": 0})
+    to_training(api)
+    put_pods(api, exit_code=0)
+    api.writes.clear()
+    assert reconcile(api, T0 + timedelta(seconds=3)).deleted
+    verbs = [f"{v} {k}" for v, k, _ in api.writes if k != "Event"]
+    assert verbs == ["patch/status DistGNNJob", "delete DistGNNJob"]
+    events = sorted(api.list(EVENT, NS, {}), key=lambda e: int(e["metadata"]["resourceVersion"]))
+    reasons = [e["reason"] for e in events]
+    assert reasons.index("TrainersSucceeded") < reasons.index("TTLExpired")

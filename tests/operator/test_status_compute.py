@@ -131,3 +131,15 @@ def test_success_wins_over_a_late_sampler_failure() -> None:
     assert sampler is not None
     s = compute_status(spec, Observed(pods=(trainer, sampler)), s, T0)
     assert s.phase is Phase.succeeded
+
+
+def test_a_trainer_that_finished_still_counts_as_up() -> None:
+    spec = make_spec(trainers={"replicas": 2}, samplers={"replicas": 0})
+    s = compute_status(spec, partition_done(), None, T0)
+    done = PodView.from_pod(raw_pod("demo", Role.trainer, 0, exit_code=0))
+    running = PodView.from_pod(raw_pod("demo", Role.trainer, 1))
+    assert done is not None
+    assert running is not None
+    s = compute_status(spec, Observed(pods=(done, running)), s, T0)
+    assert s.phase is Phase.training
+    assert cond(s, "Training") == ("True", "TrainersRunning")
