@@ -8,6 +8,8 @@ import json
 import os
 import re
 import stat
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from tests.support.controlplane import (
     GPU_PRESENT_LABEL,
     GPU_RESOURCE,
     NODES,
+    REPO_ROOT,
     TEST_STORAGE_CLASS,
     ComponentError,
     ControlPlane,
@@ -468,3 +471,42 @@ def test_failed_start_names_component_and_stops_the_others(
     assert _processes_mentioning(str(workdir)) == []
     assert (workdir / "logs" / "etcd.log").is_file()
     assert not (workdir / "etcd").exists()
+
+
+def test_components_end_when_the_test_process_dies(
+    control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    # A second control plane in a child process that is then SIGKILLed: it gets no
+    # chance to clean up, so only the kernel's parent-death signal can end its components.
+    workdir = tmp_path / "plane"
+    script = (
+        "import sys\n"
+        f"sys.path.insert(0, {str(REPO_ROOT)!r})\n"
+        "from pathlib import Path\n"
+        "from tests.support.controlplane import ControlPlane\n"
+        f"ControlPlane.start(Path({str(control_plane.bin_dir)!r}), workdir=Path({str(workdir)!r}))\n"
+        "print('ready', flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-P", "-c", script],
+        cwd=tmp_path,  # not the repository: its operator/ folder would shadow the stdlib
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        line = child.stdout.readline()
+        assert line.strip() == "ready", child.stderr.read() if child.stderr else ""
+        components = [p for p in _processes_mentioning(str(workdir)) if p != child.pid]
+        assert len(components) == 5  # etcd, kube-apiserver, ...-manager, -scheduler, kwok
+    finally:
+        child.kill()
+        child.communicate()
+    wait_until(
+        lambda: _processes_mentioning(str(workdir)) == [],
+        30,
+        f"the components of the killed test process to end: {_processes_mentioning(str(workdir))}",
+    )

@@ -251,8 +251,9 @@ def launch(name: str, argv: Sequence[str], log_path: Path) -> Component:
     if not os.access(argv[0], os.X_OK):
         raise ComponentError(name, log_path, f"cannot start: {argv[0]} is not an executable")
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    # setpriv makes the kernel SIGTERM the component if the test process dies abruptly.
-    prefix = ["setpriv", "--pdeathsig", "TERM", "--"] if shutil.which("setpriv") else []
+    # setpriv makes the kernel SIGKILL the component if the test process dies abruptly
+    # (a SIGTERMed kube-apiserver can hang in graceful shutdown once etcd is gone).
+    prefix = ["setpriv", "--pdeathsig", "KILL", "--"] if shutil.which("setpriv") else []
     with log_path.open("ab") as log:
         log.write(f"$ {shlex.join(argv)}\n".encode())
         log.flush()
