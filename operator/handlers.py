@@ -143,10 +143,9 @@ def shutdown(memo: kopf.Memo, **_: Any) -> None:
 
 
 async def trigger(
-    memo: kopf.Memo, namespace: str, name: str, *, poll: bool, delay: float = 0.0
+    memo: kopf.Memo, namespace: str, name: str, *, poll: bool
 ) -> ReconcileResult | None:
-    """Reconcile one job, or merge into the reconcile of it that is already waiting. A delay
-    gathers a burst of triggers (a StatefulSet's pods changing together) into one reconcile."""
+    """Reconcile one job now, or merge into the reconcile of it that is already waiting."""
     runtime: Runtime = memo.runtime
     key = (namespace, name)
     slot = runtime.slots.setdefault(key, _Slot())
@@ -154,8 +153,6 @@ async def trigger(
     if slot.waiting:
         return None
     slot.waiting = True
-    if delay > 0:
-        await asyncio.sleep(delay)
     async with slot.lock:
         slot.waiting = False
         options = ReconcileOptions(
@@ -258,8 +255,7 @@ async def child_changed(
     """A child of a job changed: reconcile the job (the initial listing is covered by resume)."""
     if type is None or namespace is None:
         return
-    delay = memo.runtime.settings.child_event_delay
-    await trigger(memo, namespace, labels[LABEL_JOB], poll=False, delay=delay)
+    await trigger(memo, namespace, labels[LABEL_JOB], poll=False)
 
 
 @kopf.on.delete(GROUP, VERSION, PLURAL, optional=True)

@@ -58,8 +58,6 @@ class OperatorSettings(BaseSettings):
     """Seconds between periodic reconciles, which also read trainer 0's /progress."""
     progress_timeout: float = Field(default=1.0, gt=0)
     """Seconds to wait for /progress before skipping it."""
-    child_event_delay: float = Field(default=0.0, ge=0, le=10)
-    """Seconds a child's event waits, so that the events of a burst make one reconcile."""
     workers: int = Field(default=8, ge=1, le=256)
     """Threads that run reconciles (each job is reconciled by one at a time)."""
     kubeconfig: str | None = None
