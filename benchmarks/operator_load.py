@@ -262,6 +262,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "operator_rss_mib_idle": round(idle_rss / 1024, 1),
             "operator_rss_mib_peak": round(max(peak, hwm) / 1024, 1),
             "operator_rss_mib_end": round(rss / 1024, 1),
+            "load_average_1m_at_end": round(os.getloadavg()[0], 2),
             "statefulsets": len(statefulsets),
             "partition_jobs": len(partition_jobs),
             "operator_log": str(log_path),
