@@ -23,7 +23,7 @@ def main() -> int:
     kopf.run(
         standalone=not settings.peering,
         peering_name=settings.peering or None,
-        priority=settings.peering_priority,
+        priority=settings.effective_peering_priority(),
         clusterwide=not settings.namespaces,
         namespaces=settings.namespaces,
         liveness_endpoint=(

@@ -7,6 +7,7 @@ POD_NAMESPACE and POD_LABELS; the rest keep their defaults unless ``operator.ext
 from __future__ import annotations
 
 import json
+import secrets
 from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field
@@ -38,8 +39,12 @@ class OperatorSettings(BaseSettings):
     """Namespaces to serve (comma-separated); empty serves the whole cluster."""
     peering: str = ""
     """kopf peering object shared by replicas; empty runs standalone (one replica only)."""
-    peering_priority: int = 0
-    """This replica's peering priority; the highest active one works, the others wait."""
+    peering_priority: int | None = Field(default=None, ge=0, le=2**31 - 1)
+    """This replica's peering priority; the highest active one works, the others wait.
+
+    Unset picks a random one per process: kopf lets replicas of equal priority all work, and a
+    Deployment cannot hand each of its pods its own number."""
+
     metrics_port: int = Field(default=9400, ge=0, le=65535)
     """Port of the operator's Prometheus /metrics; 0 turns it off."""
     health_port: int = Field(default=8080, ge=0, le=65535)
@@ -68,3 +73,9 @@ class OperatorSettings(BaseSettings):
     """Client-side timeout of a watch request (a little above the server's)."""
     connect_timeout: int = Field(default=30, ge=1)
     """Seconds to connect to the API server."""
+
+    def effective_peering_priority(self) -> int:
+        """The priority this process announces in the peering object."""
+        if self.peering_priority is not None:
+            return self.peering_priority
+        return secrets.randbelow(2**31 - 1) + 1

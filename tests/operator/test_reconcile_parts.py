@@ -85,3 +85,13 @@ def test_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DISTGNN_OPERATOR_METRICS_PORT", "70000")
     with pytest.raises(ValueError, match="metrics_port"):
         OperatorSettings()
+
+
+def test_replicas_without_a_priority_draw_distinct_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Equal priorities would let every peered replica work; unset ones are drawn at random."""
+    monkeypatch.delenv("DISTGNN_OPERATOR_PEERING_PRIORITY", raising=False)
+    drawn = {OperatorSettings().effective_peering_priority() for _ in range(20)}
+    assert len(drawn) > 1
+    assert all(p > 0 for p in drawn)
+    monkeypatch.setenv("DISTGNN_OPERATOR_PEERING_PRIORITY", "7")
+    assert OperatorSettings().effective_peering_priority() == 7
