@@ -228,3 +228,14 @@ def test_metis_on_a_sampled_subgraph_stays_balanced_with_a_similar_cut() -> None
     assert nodes.max() / nodes.mean() <= 1.05
     assert train.max() / train.mean() <= 1.05
     assert edge_cut(g, parts) <= 1.3 * full_cut
+
+
+def test_truncated_array_is_bad_input_naming_the_file(tmp_path: Path) -> None:
+    store = write_partitions(tmp_path / "s", random_graph(), 2)
+    features = tmp_path / "s" / "part-1" / "features.npy"
+    assert features.exists()
+    features.write_bytes(features.read_bytes()[:200])
+    with pytest.raises(StoreError) as info:
+        _ = store.partition(1).features
+    assert "part-1/features.npy" in str(info.value)
+    assert "truncated" in str(info.value)

@@ -182,8 +182,12 @@ class PartitionStore:
         file = self.path.joinpath(*parts)
         try:
             return np.load(file, mmap_mode="r")  # type: ignore[no-any-return]
-        except OSError as err:
-            raise StoreError(f"{file} is missing or unreadable: {err}") from None
+        except (OSError, ValueError) as err:
+            # A truncated file makes mmap raise ValueError ("mmap length is greater than file size").
+            raise StoreError(
+                f"{file} is missing, truncated or unreadable ({err}); delete {self.path} "
+                "to partition again"
+            ) from None
 
     def topology(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[Any]]:
         """The full CSR in new ids: ``indptr`` int64 [N+1], ``indices`` int32/int64 [E]."""
