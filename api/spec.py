@@ -165,6 +165,13 @@ class SyntheticDataset(Model):
             ".trainFraction",
             lambda s: s.train_fraction + s.val_fraction < 1.0,
         ),
+        _cel(
+            "self.numEdges <= self.numNodes * (self.numNodes - 1) / 2",
+            "numEdges exceeds what numNodes can hold (numNodes*(numNodes-1)/2 undirected edges); "
+            "set numEdges together with numNodes",
+            ".numEdges",
+            lambda s: s.num_edges <= s.num_nodes * (s.num_nodes - 1) // 2,
+        ),
     )
     model_config = ConfigDict(json_schema_extra=_rules_extra(_rules))
 

@@ -124,6 +124,7 @@ def test_every_cel_rule_has_a_python_twin_that_fires() -> None:
     bad_inputs = {
         ".trainFraction": _spec(dataset={"synthetic": {"trainFraction": 0.7, "valFraction": 0.3}}),
         ".synthetic": {"dataset": {}},
+        ".numEdges": {"dataset": {"synthetic": {"numNodes": 1000}}},
         ".fanout": _spec(model={"numLayers": 2}),
         ".partition.numPartitions": _spec(partition={"numPartitions": 5}),
         ".training.bf16": _spec(training={"bf16": True}, trainers={"gpusPerPod": 0}),
