@@ -7,7 +7,11 @@ name and imports it at interpreter start. Each folder is therefore installed und
 
 from setuptools import find_packages, setup
 
-PACKAGE_DIRS = {"distgnn_api": "api", "distgnn_operator": "operator", "distgnn_workload": "workload"}
+PACKAGE_DIRS = {
+    "distgnn_api": "api",
+    "distgnn_operator": "operator",
+    "distgnn_workload": "workload",
+}
 
 packages = []
 for name, folder in PACKAGE_DIRS.items():

@@ -12,9 +12,7 @@ from prometheus_client import Counter, Gauge, Histogram
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 # ---- trainer (label rank: the global training process rank)
-TRAINER_SEEDS = Counter(
-    "distgnn_trainer_seeds_total", "Seed nodes trained on.", ["rank"]
-)
+TRAINER_SEEDS = Counter("distgnn_trainer_seeds_total", "Seed nodes trained on.", ["rank"])
 TRAINER_SAMPLED_EDGES = Counter(
     "distgnn_trainer_sampled_edges_total", "Sampled edges in trained mini-batches.", ["rank"]
 )
