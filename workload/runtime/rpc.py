@@ -2,9 +2,15 @@
 
 Every process of the job is one RPC worker named after its role and rank (``sampler-0``,
 ``trainer-3``; see :class:`~distgnn_workload.runtime.rendezvous.Member`). When every member
-has a GPU, tensors may travel as CUDA tensors: each process maps its device to each peer's
-(TensorPipe device maps), so that a sampler's GPU output lands on the trainer's GPU without a
-host copy (CUDA IPC on one host). ``DISTGNN_RPC_CUDA=0`` forces host tensors.
+has a GPU, tensors may travel as CUDA tensors: each process maps its device to every peer's
+(TensorPipe device maps, :func:`device_maps`; the reverse maps that responses use follow from
+the peers' maps), so that a sampler's GPU output lands on the trainer's GPU without a host
+copy (CUDA IPC on one host). A process never calls itself: it has no device map to itself.
+``DISTGNN_RPC_CUDA=0`` forces host tensors.
+
+A failure inside a remote call comes back as :class:`RemoteError`, naming the peer and
+carrying its traceback (:func:`wait_remote`): torch RPC hands an exception that an
+``async_execution`` function sets on its future to the caller as a plain value.
 """
 
 from __future__ import annotations
@@ -14,14 +20,16 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator
-from typing import Any
+import traceback
+from collections.abc import Iterator, Mapping
+from typing import Any, TypeVar
 
 import torch
 import torch.distributed.rpc as rpc
 from torch import Tensor
 from torch._C._distributed_c10d import Store
 from torch.distributed.rendezvous import register_rendezvous_handler
+from torch.futures import Future
 
 from distgnn_workload.runtime.rendezvous import Group
 
@@ -30,6 +38,8 @@ log = logging.getLogger(__name__)
 ENV_RPC_CUDA = "DISTGNN_RPC_CUDA"  # 0 sends host tensors over RPC even when every peer has a GPU
 LEFT_PREFIX = "distgnn/left/"
 _SCHEME = "distgnn"
+
+T = TypeVar("T")
 
 _stores: dict[str, tuple[Store, int, int]] = {}
 _counter = itertools.count()
@@ -55,6 +65,58 @@ def cuda_rpc_enabled(group: Group) -> bool:
     if os.environ.get(ENV_RPC_CUDA, "1").strip() in ("0", "false", "no"):
         return False
     return all(group.device_of(m.name).startswith("cuda") for m in group.members)
+
+
+DeviceMap = dict[int | str | torch.device, int | str | torch.device]
+
+
+def device_maps(me: str, devices: Mapping[str, str]) -> dict[str, DeviceMap]:
+    """TensorPipe device maps of member ``me``: its device to each other member's device.
+
+    ``devices`` names every member's device (``cuda:N``). Every member maps to every other
+    one, so that each ordered pair has a map and its reverse (what a response uses); no
+    member maps to itself, since no process calls itself over RPC.
+    """
+    mine = torch.device(devices[me])
+    maps: dict[str, DeviceMap] = {}
+    for name, dev in devices.items():
+        if name != me:
+            maps[name] = {mine: torch.device(dev)}
+    return maps
+
+
+class RemoteError(RuntimeError):
+    """A call to another process of the job failed there; the message names the peer."""
+
+    @classmethod
+    def of(cls, err: BaseException, where: str) -> RemoteError:
+        """The error to hand back to a caller: where it happened, what, and the traceback."""
+        if isinstance(err, RemoteError):
+            return err
+        trace = "".join(traceback.format_exception(err)).rstrip()
+        return cls(
+            f"{where} failed: {type(err).__name__}: {err}\n--- traceback on {where}:\n{trace}"
+        )
+
+
+def check_remote(value: T, peer: str) -> T:
+    """``value`` as returned by ``peer``, raising it if it is an error that came back as a value."""
+    if isinstance(value, RemoteError):
+        raise value
+    if isinstance(value, BaseException):
+        raise RemoteError(f"{peer} failed: {type(value).__name__}: {value}") from value
+    return value
+
+
+def wait_remote(fut: Future[T], peer: str) -> T:
+    """Wait for a remote call to ``peer``; any failure is raised as a :class:`RemoteError`."""
+    try:
+        value = fut.wait()
+    except RemoteError:
+        raise
+    except Exception as err:  # torch re-raises the remote error with the worker's name
+        raise RemoteError(f"{peer} failed: {err}") from err
+    return check_remote(value, peer)
 
 
 class RpcContext:
@@ -93,10 +155,10 @@ def init_rpc(
     )
     if cuda:
         options.set_devices([device])
-        for member in group.members:
-            if member is not group.me:
-                peer = torch.device(group.device_of(member.name))
-                options.set_device_map(member.name, {device: peer})
+        devices = {m.name: group.device_of(m.name) for m in group.members}
+        devices[group.me.name] = str(device)
+        for name, mapping in device_maps(group.me.name, devices).items():
+            options.set_device_map(name, mapping)
     t0 = time.perf_counter()
     rpc.init_rpc(  # type: ignore[no-untyped-call]
         group.me.name,

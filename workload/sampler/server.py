@@ -2,11 +2,17 @@
 
 A trainer calls :func:`serve_batch` with the seeds of one mini-batch (all owned by this
 sampler, see :mod:`distgnn_workload.runtime.seeds`). The call returns at once with a future
-(``rpc.functions.async_execution``); ``samplers.concurrency`` worker threads, each with its
-own sampler and CUDA stream, sample the subgraph, gather its features (local rows, the hot
-cache, and other samplers over RPC for the rest) and complete the future. RPC threads are
-therefore never blocked by sampling, and a sampler fetching features from another sampler
-cannot deadlock with it.
+(``rpc.functions.async_execution``); ``samplers.concurrency`` worker threads sample the
+subgraph, gather its features (local rows, the hot cache, and other samplers over RPC for
+the rest) and complete the future. RPC threads are therefore never blocked by sampling, and
+a sampler fetching features from another sampler cannot deadlock with it.
+
+A sampler instance is not thread-safe, so the server keeps a pool of ``concurrency``
+samplers, each with its own CUDA stream, built and prepared (their CUDA graphs captured,
+one after the other) before the first request; a worker thread takes one from the pool for
+each request. A failed request completes its future with a
+:class:`~distgnn_workload.runtime.rpc.RemoteError` that names this sampler and carries the
+traceback; the trainer raises it.
 
 The server runs until every trainer has finished (a graceful RPC shutdown is a barrier of
 all processes). If trainer 0 goes away first, the job is being restarted: it exits 1 so
@@ -15,13 +21,14 @@ that the gang restarts together, or 0 if the job's result exists.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
+import queue
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -53,6 +60,14 @@ CACHE_RATIO_EVERY = 32
 """Update the cache hit-ratio gauge every this many requests."""
 
 
+@dataclass
+class _Slot:
+    """One sampler of the pool and the CUDA stream its requests run on."""
+
+    sampler: NeighborSampler
+    stream: torch.cuda.Stream | None
+
+
 class SamplerServer:
     """Serves mini-batch requests from a pool of sampling threads."""
 
@@ -64,16 +79,20 @@ class SamplerServer:
         rank: int,
         concurrency: int,
         seed: int,
+        batch_size: int,
     ) -> None:
         self.holder = holder
         self.ctx = ctx
         self.rank = rank
+        self.name = f"sampler-{rank}"
         self.seed = seed
         self.device = holder.state.device
         self.labels = holder.state.labels
+        concurrency = max(1, concurrency)
+        self._slots: queue.SimpleQueue[_Slot] = queue.SimpleQueue()
+        for k in range(concurrency):
+            self._slots.put(self._new_slot(seed * 7_919 + k, batch_size))
         self.executor = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="sample")
-        self._threads = threading.local()
-        self._thread_index = itertools.count()
         self._lock = threading.Lock()
         self._served = 0
         self._lookups = 0
@@ -84,42 +103,49 @@ class SamplerServer:
         self._bytes = metrics.SAMPLER_BYTES_SENT.labels(label)
         self._hit_ratio = metrics.SAMPLER_CACHE_HIT_RATIO.labels(label)
 
+    def _new_slot(self, seed: int, batch_size: int) -> _Slot:
+        """A sampler with its stream, its CUDA graph for ``batch_size`` captured now."""
+        sampler = self.holder.new_sampler(seed)
+        stream = None
+        if self.device.type == "cuda":
+            stream = torch.cuda.Stream(self.device)  # type: ignore[no-untyped-call]
+            with torch.cuda.stream(stream):
+                sampler.prepare(batch_size)
+            stream.synchronize()
+        else:
+            sampler.prepare(batch_size)
+        return _Slot(sampler, stream)
+
     def submit(self, seeds: Tensor) -> Future[WireBatch]:
         devices: list[int | str | torch.device] | None = [self.device] if self.ctx.cuda else None
         fut: Future[WireBatch] = Future(devices=devices)
         self.executor.submit(self._run, seeds, fut, time.perf_counter())
         return fut
 
-    def _thread_state(self) -> tuple[NeighborSampler, torch.cuda.Stream | None]:
-        state: tuple[NeighborSampler, torch.cuda.Stream | None] | None = getattr(
-            self._threads, "state", None
-        )
-        if state is None:
-            seed = self.seed * 7_919 + next(self._thread_index)
-            stream = None
-            if self.device.type == "cuda":
-                torch.cuda.set_device(self.device)
-                stream = torch.cuda.Stream(self.device)  # type: ignore[no-untyped-call]
-            state = (self.holder.new_sampler(seed), stream)
-            self._threads.state = state
-        return state
-
     def _run(self, seeds: Tensor, fut: Future[WireBatch], t0: float) -> None:
+        slot: _Slot | None = None
         try:
-            sampler, stream = self._thread_state()
+            slot = self._slots.get()
+            if slot.stream is not None:
+                torch.cuda.set_device(self.device)
             ctx: AbstractContextManager[Any] = (
-                torch.cuda.stream(stream) if stream is not None else nullcontext()
+                torch.cuda.stream(slot.stream) if slot.stream is not None else nullcontext()
             )
             with ctx:
-                hop = sampler.sample(seeds)
+                hop = slot.sampler.sample(seeds)
                 x = self.holder.features.gather(hop.node_ids)
                 y = self.labels[hop.seed_ids]
                 wire = pack(hop, x, y, self.ctx.wire)
                 fut.set_result(wire)
         except BaseException as err:
             log.exception("mini-batch request failed")
-            fut.set_exception(err)  # type: ignore[arg-type]
+            if not fut.done():
+                # an exception set on the future would reach the trainer as a plain value
+                fut.set_result(rpc_runtime.RemoteError.of(err, self.name))  # type: ignore[arg-type]
             return
+        finally:
+            if slot is not None:
+                self._slots.put(slot)
         self._requests.inc()
         self._seconds.observe(time.perf_counter() - t0)
         self._bytes.inc(wire_bytes(wire))
@@ -209,6 +235,7 @@ def main() -> int:
         rank=env.rank,
         concurrency=spec.samplers.concurrency,
         seed=spec.training.seed * 1_000 + env.rank,
+        batch_size=spec.training.batch_size,
     )
     _ready.set()
     log.info("sampler %d serving on %s", env.rank, device)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,6 +15,11 @@ from distgnn_workload.sampling.hop_batch import HopBatch
 from distgnn_workload.sampling.uniform_subset import uniform_subset_positions
 
 _INT32_MAX = 2**31 - 1
+
+_CAPTURE_LOCK = threading.Lock()
+"""One CUDA graph capture at a time in a process: concurrent captures from several threads
+(a sampler server's worker threads) share the device's default generator and the caching
+allocator's capture state, and one failed capture leaves a generator unusable."""
 
 
 def _as_tensor(array: Tensor | np.ndarray, name: str) -> Tensor:
@@ -65,7 +71,8 @@ class NeighborSampler:
 
     Relabelling uses a preallocated global-id -> local-id table on the sampler's device, so
     no sort is needed; an instance is therefore not safe for concurrent ``sample`` calls
-    (use one per thread). New nodes of a hop are numbered in order of first appearance.
+    (use one per thread, or a pool that hands each instance to one thread at a time). New
+    nodes of a hop are numbered in order of first appearance.
 
     Two executions of the same algorithm: the *dynamic* one sizes every tensor exactly (two
     host syncs per hop); the *static* one pads every hop to its bound (batch capacity times
@@ -73,6 +80,8 @@ class NeighborSampler:
     the final sizes are read. On CUDA the static one is captured once per batch capacity in
     a CUDA graph and replayed, which removes the per-kernel launch cost (hundreds of small
     kernels per batch). ``static_shapes=None`` picks static on CUDA, dynamic on CPU.
+    Graphs are captured one at a time per process; :meth:`prepare` captures the graph of a
+    batch size ahead of time (before a server takes requests from several threads).
     """
 
     def __init__(
@@ -127,6 +136,7 @@ class NeighborSampler:
         )
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(seed)
+        self._seed = seed
         if static_shapes is None:
             static_shapes = self.device.type == "cuda" and all(k > 0 for k in fanouts)
         if static_shapes and any(k < 0 for k in fanouts):
@@ -150,7 +160,25 @@ class NeighborSampler:
 
     def reseed(self, seed: int) -> None:
         """Restart the random stream (e.g. per data-loader worker or per rank)."""
+        self._seed = seed
         self.generator.manual_seed(seed)
+
+    def prepare(self, batch_size: int) -> None:
+        """Get ready for batches of up to ``batch_size`` seeds: on CUDA, capture their graph now.
+
+        Later batches of at most this size replay it; a failed capture falls back as
+        :meth:`sample` would. A no-op for the dynamic execution.
+        """
+        if not (self.static_shapes and batch_size > 0):
+            return
+        self._capacity = capacity = max(self._capacity, batch_size)
+        if not self.cuda_graph or capacity in self._graphs:
+            return
+        padded = torch.full((capacity,), self.num_nodes, dtype=torch.int64, device=self.device)
+        try:
+            self._replay(padded, 0)
+        except RuntimeError as error:
+            self._give_up_graphs(error)
 
     def sample(self, seeds: Tensor) -> HopBatch:
         """Sample the hop-wise subgraph around ``seeds`` (global ids; each occurrence is a row)."""
@@ -209,14 +237,7 @@ class NeighborSampler:
             try:
                 out = self._replay(padded, num_seeds)
             except RuntimeError as error:
-                # padded eager execution launches hundreds of kernels: the exact one is faster
-                warnings.warn(
-                    f"CUDA graph capture of the sampler failed ({error}); "
-                    "falling back to the dynamic execution",
-                    stacklevel=2,
-                )
-                self.cuda_graph = self.static_shapes = False
-                self._local.fill_(-1)
+                self._give_up_graphs(error)
                 return self.sample(seeds)
         else:
             count = torch.tensor(num_seeds, dtype=torch.int64, device=self.device)
@@ -234,6 +255,28 @@ class NeighborSampler:
             target_ptr=out.target_ptr[: num_targets + 1].clone(),
         )
 
+    def _give_up_graphs(self, error: RuntimeError) -> None:
+        """After a failed capture: the dynamic execution from now on, with a fresh generator.
+
+        The padded eager execution launches hundreds of kernels: the exact one is faster. A
+        capture that failed midway leaves its generators in capture mode, where any later
+        draw raises "Offset increment outside graph capture", so this sampler's generator is
+        replaced and the device's default generator (registered with every graph) gets a
+        fresh state with the same seed.
+        """
+        warnings.warn(
+            f"CUDA graph capture of the sampler failed ({error}); "
+            "falling back to the dynamic execution",
+            stacklevel=3,
+        )
+        self.cuda_graph = self.static_shapes = False
+        self._graphs.clear()
+        self._local.fill_(-1)
+        self.generator = torch.Generator(device=self.device)
+        self.generator.manual_seed(self._seed + 1_000_003)
+        if self.device.type == "cuda":
+            _reset_default_generator(self.device)
+
     def _replay(self, padded: Tensor, num_seeds: int) -> _StaticOut:
         captured = self._graphs.get(padded.numel())
         if captured is None:
@@ -245,6 +288,10 @@ class NeighborSampler:
         return captured.out
 
     def _capture(self, padded: Tensor, num_seeds: int) -> _CapturedSample:
+        with _CAPTURE_LOCK:
+            return self._capture_locked(padded, num_seeds)
+
+    def _capture_locked(self, padded: Tensor, num_seeds: int) -> _CapturedSample:
         seeds = padded.clone()
         count = torch.tensor(num_seeds, dtype=torch.int64, device=self.device)
         stream = torch.cuda.Stream(self.device)  # type: ignore[no-untyped-call]
@@ -391,6 +438,18 @@ class NeighborSampler:
             next_id, next_id + new_nodes.numel(), dtype=table.dtype, device=self.device
         )
         return table[neighbours].to(torch.int64), new_nodes
+
+
+def _reset_default_generator(device: torch.device) -> None:
+    """Give the device's default CUDA generator a fresh state with its seed (see above)."""
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    default = torch.cuda.default_generators[index]
+    fresh = torch.Generator(device=torch.device("cuda", index))
+    try:
+        fresh.manual_seed(default.initial_seed())
+        default.graphsafe_set_state(fresh)
+    except (AttributeError, RuntimeError) as err:  # older torch: nothing to repair
+        warnings.warn(f"could not reset the default CUDA generator: {err}", stacklevel=3)
 
 
 def csc_from_edge_index(edge_index: Tensor, num_nodes: int) -> tuple[Tensor, Tensor]:
