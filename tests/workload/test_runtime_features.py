@@ -29,6 +29,7 @@ from distgnn_workload.runtime.features import (
     select_hot,
     split_ids,
 )
+from distgnn_workload.runtime.rpc import RemoteError
 from distgnn_workload.sampling import NeighborSampler
 
 CPU = torch.device("cpu")
@@ -196,3 +197,83 @@ def test_hop_by_hop_sampling_is_valid_against_the_full_graph(store: PartitionSto
     assert torch.equal(got, deg.clamp(max=4))
     ptr = hop.get_target_ptr()
     assert int(ptr[-1]) == hop.num_edges_per_hop[0] + hop.num_edges_per_hop[1]
+
+
+def test_filling_the_cache_never_asks_this_holder_or_sends_empty_requests(
+    store: PartitionStore, reference: Tensor
+) -> None:
+    """A request to itself needs a device map to itself, which CUDA RPC cannot have."""
+    layout = HolderLayout.from_store(store, 4)
+    data = load_holder(store, 2, 4, CPU)
+    table = FeatureTable(data, 300, CPU)
+    asked: list[tuple[int, int]] = []
+
+    def fetch(holder: int, ids: Tensor) -> Future[Tensor]:
+        asked.append((holder, int(ids.numel())))
+        assert bool(
+            ((ids >= layout.range_of(holder)[0]) & (ids < layout.range_of(holder)[1])).all()
+        )
+        fut: Future[Tensor] = Future()
+        fut.set_result(reference[ids].clone())
+        return fut
+
+    # hot ids from holders 0 and 3 only, plus (wrongly) some of this holder's own nodes
+    lo0, _ = layout.range_of(0)
+    lo3, _ = layout.range_of(3)
+    hot = torch.cat([torch.arange(lo0, lo0 + 5), torch.arange(data.start, data.start + 3)])
+    hot = torch.cat([hot, torch.arange(lo3, lo3 + 4)])
+    fill_cache(table, layout, fetch, hot, chunk=2)
+    assert asked
+    assert all(h in (0, 3) and n > 0 for h, n in asked)
+    assert sum(n for _, n in asked) == 9
+    assert table.num_cached == 9
+    ids = torch.cat([torch.arange(lo0, lo0 + 5), torch.arange(lo3, lo3 + 4)])
+    assert torch.equal(table.rows[table.slot[ids].long()], reference[ids])
+
+
+def test_a_started_gather_sends_only_missing_ids_at_once_and_fills_them_on_wait(
+    store: PartitionStore, reference: Tensor
+) -> None:
+    layout = HolderLayout.from_store(store, 4)
+    data = load_holder(store, 1, 4, CPU)
+    table = FeatureTable(data, 300, CPU)
+    hot = torch.arange(*layout.range_of(0))[:10]
+    fill_cache(table, layout, _fetcher(reference, []), hot)
+    sent: dict[int, tuple[Tensor, Future[Tensor]]] = {}
+
+    def fetch(holder: int, ids: Tensor) -> Future[Tensor]:
+        assert holder not in sent, "one request per holder and gather"
+        fut: Future[Tensor] = Future()
+        sent[holder] = (ids, fut)
+        return fut
+
+    source = DistributedFeatureSource(table, layout, fetch, holder=1, peer_name=lambda h: f"p{h}")
+    ids = torch.randperm(300, generator=torch.Generator().manual_seed(1))[:120]
+    pending = source.start(ids)
+    # requests went out before anyone waits, with exactly the ids that have no row here
+    missing = ids[table.slot[ids] < 0]
+    assert sum(int(i.numel()) for i, _ in sent.values()) == missing.numel()
+    assert set(torch.cat([i for i, _ in sent.values()]).tolist()) == set(missing.tolist())
+    assert 1 not in sent
+    for requested, fut in sent.values():
+        fut.set_result(reference[requested].clone())
+    assert torch.equal(pending.wait(), reference[ids])
+    _, hits, fetched = source.stats.take()
+    assert hits == int((ids < 10).sum())
+    assert fetched == missing.numel() * 5 * 4
+
+
+def test_a_failed_fetch_names_the_peer(store: PartitionStore) -> None:
+    layout = HolderLayout.from_store(store, 2)
+    data = load_holder(store, 0, 2, CPU)
+
+    def fetch(holder: int, ids: Tensor) -> Future[Tensor]:
+        fut: Future[Tensor] = Future()
+        fut.set_exception(RuntimeError("eof"))  # type: ignore[arg-type]
+        return fut
+
+    source = DistributedFeatureSource(
+        FeatureTable(data, 300, CPU), layout, fetch, holder=0, peer_name=lambda h: f"trainer-{h}"
+    )
+    with pytest.raises(RemoteError, match="trainer-1 failed: eof"):
+        source.gather(torch.arange(290, 300))

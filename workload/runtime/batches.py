@@ -3,8 +3,11 @@
 Both run an epoch's plan (:mod:`distgnn_workload.runtime.seeds`) through the loader's
 :class:`~distgnn_workload.loader.Prefetcher`: a background thread on a side CUDA stream keeps
 ``trainers.prefetch`` finished mini-batches ahead of the training step, and the time the
-step waits for one is the data wait. In server-client mode the same thread keeps
-``samplers.concurrency`` requests in flight to the sampler servers.
+step waits for one is the data wait. In worker mode that thread also samples a few batches
+ahead of the one it finishes, so that the remote features of a batch are on their way
+(one request per holder, only the ids missing from the cache) while the next ones are
+sampled. In server-client mode it keeps ``samplers.concurrency`` requests in flight to the
+sampler servers; a server's failure is raised with the server's name and traceback.
 
 On the wire a mini-batch is a plain tuple of tensors and ints (:func:`pack`), sampled
 edges as int32 to halve their bytes.
@@ -20,6 +23,8 @@ from torch import Tensor
 from torch.futures import Future
 
 from distgnn_workload.loader import FeatureSource, MiniBatch, Prefetcher
+from distgnn_workload.runtime.features import PendingGather
+from distgnn_workload.runtime.rpc import wait_remote
 from distgnn_workload.runtime.seeds import Batch
 from distgnn_workload.sampling import HopBatch, NeighborSampler
 
@@ -70,6 +75,19 @@ def wire_bytes(batch: WireBatch) -> int:
     return sum(t.numel() * t.element_size() for t in batch if isinstance(t, Tensor))
 
 
+LOOKAHEAD = 2
+"""Batches a worker-mode pipeline samples (and sends feature requests for) ahead."""
+
+
+def start_gather(features: FeatureSource, node_ids: Tensor) -> PendingGather:
+    """Start gathering features: split in two where the source can (remote rows)."""
+    start = getattr(features, "start", None)
+    if start is not None:
+        pending: PendingGather = start(node_ids)
+        return pending
+    return PendingGather(features.gather(node_ids))
+
+
 class LocalPipeline:
     """Worker mode: sample this holder's seeds and gather features (local, cached, remote)."""
 
@@ -81,22 +99,47 @@ class LocalPipeline:
         *,
         device: torch.device,
         prefetch: int,
+        lookahead: int = LOOKAHEAD,
     ) -> None:
         self.sampler = sampler
         self.features = features
         self.labels = labels
         self.device = device
         self.prefetch = prefetch
+        self.lookahead = max(0, lookahead)
+
+    def start(self, seeds: Tensor) -> tuple[HopBatch, PendingGather, Tensor]:
+        """Sample ``seeds``, gather what is at hand and send for the remote rows."""
+        hop = self.sampler.sample(seeds).to(self.device, non_blocking=True)
+        pending = start_gather(self.features, hop.node_ids)
+        y = self.labels[hop.seed_ids.to(self.labels.device)].to(self.device, non_blocking=True)
+        return hop, pending, y
 
     def produce(self, seeds: Tensor) -> MiniBatch:
-        hop = self.sampler.sample(seeds).to(self.device, non_blocking=True)
-        x = self.features.gather(hop.node_ids)
-        y = self.labels[hop.seed_ids.to(self.labels.device)].to(self.device, non_blocking=True)
-        return MiniBatch(hop=hop, x=x, y=y)
+        hop, pending, y = self.start(seeds)
+        return MiniBatch(hop=hop, x=pending.wait(), y=y)
 
     def epoch(self, batches: Sequence[Batch]) -> Prefetcher[MiniBatch]:
+        started: dict[int, tuple[HopBatch, PendingGather, Tensor]] = {}
+        next_start = 0
+
+        def produce(i: int) -> MiniBatch:
+            nonlocal next_start
+            while next_start < len(batches) and next_start <= i + self.lookahead:
+                started[next_start] = self.start(batches[next_start][1])
+                next_start += 1
+            hop, pending, y = started.pop(i)
+            return MiniBatch(hop=hop, x=pending.wait(), y=y)
+
+        if self.prefetch == 0:
+            return Prefetcher(
+                lambda i: self.produce(batches[i][1]),
+                len(batches),
+                depth=0,
+                device=self.device,
+            )
         return Prefetcher(
-            lambda i: self.produce(batches[i][1]),
+            produce,
             len(batches),
             depth=self.prefetch,
             device=self.device,
@@ -136,7 +179,7 @@ class RemotePipeline:
                 holder, seeds = batches[submitted]
                 in_flight[submitted] = self.request(holder, seeds)
                 submitted += 1
-            wire = in_flight.pop(i).wait()
+            wire = wait_remote(in_flight.pop(i), f"sampler-{batches[i][0]}")
             if self.on_batch is not None:
                 self.on_batch(wire)
             return unpack(wire, self.device)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -24,7 +24,7 @@ from torch.futures import Future
 
 from distgnn_api.contract import partitions_of_holder
 from distgnn_workload.partition.store import PartitionStore
-from distgnn_workload.runtime.rpc import RpcContext
+from distgnn_workload.runtime.rpc import RpcContext, wait_remote
 
 log = logging.getLogger(__name__)
 
@@ -230,13 +230,34 @@ def serve_table(table: FeatureTable, ctx: RpcContext) -> None:
     _served_ready.set()
 
 
+_serve_streams = threading.local()
+
+
 def _serve_features(ids: Tensor) -> Tensor:
-    """RPC target: the features of owned nodes ``ids``."""
+    """RPC target: the features of owned nodes ``ids``.
+
+    With CUDA tensors over RPC the rows stay on the GPU (TensorPipe orders the send after
+    the gather). With host tensors they are gathered on a side stream of this RPC thread and
+    copied to pinned memory, so that the copy waits for nothing but the gather (not for the
+    training kernels queued on the default stream).
+    """
     if not _served_ready.wait(timeout=600):
         raise RuntimeError("this holder never loaded its features")
     assert _served is not None
     assert _served_ctx is not None
-    rows = _served_ctx.wire(_served.local_rows(ids))
+    table, ctx = _served, _served_ctx
+    if ctx.cuda or table.device.type != "cuda":
+        rows = ctx.wire(table.local_rows(ids))
+    else:
+        stream: torch.cuda.Stream | None = getattr(_serve_streams, "stream", None)
+        if stream is None:
+            stream = torch.cuda.Stream(table.device)  # type: ignore[no-untyped-call]
+            _serve_streams.stream = stream
+        with torch.cuda.stream(stream):
+            gathered = table.local_rows(ids)
+            rows = torch.empty(gathered.shape, dtype=gathered.dtype, pin_memory=True)
+            rows.copy_(gathered, non_blocking=True)
+        stream.synchronize()
     if _serve_observer is not None:
         _serve_observer(rows)
     return rows
@@ -246,11 +267,15 @@ def _serve_features(ids: Tensor) -> Tensor:
 
 
 FetchFn = Callable[[int, Tensor], Future[Tensor]]
-"""Start fetching the features of ``ids`` (host int64) from holder ``h``."""
+"""Start fetching the features of ``ids`` (int64, any device) from holder ``h``."""
 
 
 def rpc_fetch(ctx: RpcContext, target_of_holder: Callable[[int], str]) -> FetchFn:
+    """Feature requests over RPC: ids go as CUDA tensors where tensors travel on the GPU."""
+
     def fetch(holder: int, ids: Tensor) -> Future[Tensor]:
+        if not ctx.cuda:
+            ids = ids.cpu()
         fut: Future[Tensor] = rpc.rpc_async(target_of_holder(holder), _serve_features, args=(ids,))
         return fut
 
@@ -277,10 +302,32 @@ class FeatureStats:
         return out
 
 
+@dataclass
+class PendingGather:
+    """A gather whose remote rows are still on their way: ``wait()`` fills them in.
+
+    ``out`` already holds the local and cached rows; ``parts`` are, per owning holder, the
+    positions of its rows in ``out`` and the future of their features.
+    """
+
+    out: Tensor
+    parts: list[tuple[Tensor, Future[Tensor], str]] = field(default_factory=list)
+
+    def wait(self) -> Tensor:
+        for pos, fut, peer in self.parts:
+            rows = wait_remote(fut, peer)
+            self.out[pos] = rows.to(self.out.device, self.out.dtype, non_blocking=True)
+        self.parts = []
+        return self.out
+
+
 class DistributedFeatureSource:
     """Gathers features of any nodes: local rows, cached rows, and RPC for the rest.
 
     Implements the loader's ``FeatureSource`` protocol (``gather``, ``num_features``).
+    :meth:`start` splits a gather in two so that a pipeline can sample the next batches
+    while the remote rows of this one are on their way: it takes one host sync (how many
+    rows each holder must send) and sends one request per holder with only the missing ids.
     """
 
     def __init__(
@@ -290,11 +337,13 @@ class DistributedFeatureSource:
         fetch: FetchFn,
         *,
         holder: int,
+        peer_name: Callable[[int], str] | None = None,
     ) -> None:
         self.table = table
         self.layout = layout
         self.fetch = fetch
         self.holder = holder
+        self.peer_name = peer_name or (lambda h: f"holder {h}")
         self.device = table.device
         self.stats = FeatureStats(lookups=torch.zeros((), dtype=torch.int64, device=table.device))
         self._stats_lock = threading.Lock()
@@ -304,39 +353,47 @@ class DistributedFeatureSource:
         return self.table.num_features
 
     def gather(self, node_ids: Tensor) -> Tensor:
+        return self.start(node_ids).wait()
+
+    def start(self, node_ids: Tensor) -> PendingGather:
+        """Gather the rows at hand and send for the others (see :class:`PendingGather`)."""
         table = self.table
         ids = node_ids.to(self.device, torch.int64)
         if table.num_remote == 0:  # one holder owns every node
-            return table.rows.index_select(0, ids)
+            return PendingGather(table.rows.index_select(0, ids))
         slot = table.slot[ids]
         remote = ((ids < table.start) | (ids >= table.end)).sum()
         with self._stats_lock:
             self.stats.lookups += remote
         if table.complete:
-            return table.rows[slot.to(torch.int64)]
+            return PendingGather(table.rows[slot.to(torch.int64)])
         out = table.rows[slot.clamp(min=0).to(torch.int64)]
-        miss = (slot < 0).nonzero().squeeze(1)
-        if miss.numel() == 0:
-            return out
-        miss_ids = ids[miss]
-        owners = self.layout.holder_of(miss_ids)
-        order = torch.argsort(owners, stable=True)
-        miss, miss_ids = miss[order], miss_ids[order]
-        counts = torch.bincount(owners, minlength=self.layout.num_holders).tolist()
-        host_ids = miss_ids.cpu()
-        pending: list[tuple[Tensor, Future[Tensor]]] = []
+        holders = self.layout.num_holders
+        # misses keyed by their owner, the rest after them: one sort, one host sync
+        key = torch.where(slot < 0, self.layout.holder_of(ids), holders)
+        order = torch.argsort(key, stable=True)
+        counts = torch.bincount(key, minlength=holders + 1).tolist()
+        misses = sum(counts[:holders])
+        if misses == 0:
+            return PendingGather(out)
+        order = order[:misses]
+        miss_ids = ids[order]
+        pending = PendingGather(out)
         lo = 0
-        for h, n in enumerate(counts):
-            if n:
-                pending.append((miss[lo : lo + n], self.fetch(h, host_ids[lo : lo + n])))
-                lo += n
-        for pos, fut in pending:
-            rows = fut.wait()
-            out[pos] = rows.to(self.device, out.dtype, non_blocking=True)
+        for h, n in enumerate(counts[:holders]):
+            if not n:
+                continue
+            if h == self.holder:
+                raise RuntimeError(f"holder {h} has no row for some of its own nodes")
+            pos = order[lo : lo + n]
+            # a compact copy: a view would put its whole storage on the wire
+            fut = self.fetch(h, miss_ids[lo : lo + n].clone())
+            pending.parts.append((pos, fut, self.peer_name(h)))
+            lo += n
         with self._stats_lock:
-            self.stats.misses += int(miss.numel())
-            self.stats.bytes_fetched += int(miss.numel()) * table.num_features * out.element_size()
-        return out
+            self.stats.misses += misses
+            self.stats.bytes_fetched += misses * table.num_features * out.element_size()
+        return pending
 
 
 def fill_cache(
@@ -346,16 +403,26 @@ def fill_cache(
     hot_ids: Tensor,
     *,
     chunk: int = FETCH_CHUNK,
+    peer_name: Callable[[int], str] | None = None,
 ) -> None:
-    """Fetch the features of ``hot_ids`` (remote nodes, hottest first) into the table."""
+    """Fetch the features of ``hot_ids`` (remote nodes, hottest first) into the table.
+
+    Only other holders are asked, and only for ids they own: never this holder itself
+    (a process has no RPC channel to itself), never with an empty request.
+    """
     hot_ids = hot_ids.to(torch.int64).cpu()
+    own = (hot_ids >= table.start) & (hot_ids < table.end)
+    hot_ids = hot_ids[~own]
     owners = layout.holder_of(hot_ids)
     table.reserve(int(hot_ids.numel()))
+    name = peer_name or (lambda h: f"holder {h}")
     for h in range(layout.num_holders):
         mine = hot_ids[owners == h]
-        futures = [(c, fetch(h, c)) for c in torch.split(mine, chunk)]
+        if mine.numel() == 0:
+            continue
+        futures = [(c, fetch(h, c.clone())) for c in torch.split(mine, chunk)]
         for ids, fut in futures:
-            table.add_cached(ids, fut.wait())
+            table.add_cached(ids, wait_remote(fut, name(h)))
     log.info(
         "feature cache: %d of %d remote nodes (%.0f%%)",
         table.num_cached,
@@ -393,15 +460,19 @@ def presample_counts(
     batch_size: int,
     max_batches: int,
     seed: int = 0,
+    device: torch.device | None = None,
 ) -> Tensor:
-    """How often each node appears in sampled batches of ``seeds`` (GLT's hotness)."""
-    counts = torch.zeros(num_nodes, dtype=torch.int64)
+    """How often each node appears in sampled batches of ``seeds`` (GLT's hotness).
+
+    Counted on ``device`` (where the sampler puts its ids), returned on the host.
+    """
+    counts = torch.zeros(num_nodes, dtype=torch.int64, device=device)
     if seeds.numel() == 0 or max_batches <= 0:
-        return counts
+        return counts.cpu()
     g = torch.Generator()
     g.manual_seed(seed)
     order = seeds[torch.randperm(seeds.numel(), generator=g)]
     for batch in torch.split(order, batch_size)[:max_batches]:
-        ids = sample(batch).cpu()
+        ids = sample(batch).to(counts.device, torch.int64)
         counts += torch.bincount(ids, minlength=num_nodes)
-    return counts
+    return counts.cpu()

@@ -134,7 +134,13 @@ def connect(
             )
 
     fetch = rpc_fetch(ctx, target_of_holder)
-    features = DistributedFeatureSource(state.table, state.layout, fetch, holder=state.data.holder)
+    features = DistributedFeatureSource(
+        state.table,
+        state.layout,
+        fetch,
+        holder=state.data.holder,
+        peer_name=target_of_holder,
+    )
     ratio = spec.samplers.cache_ratio
     budget = round(ratio * state.table.num_remote)
     if budget > 0:
@@ -156,12 +162,13 @@ def connect(
                 batch_size=spec.training.batch_size,
                 max_batches=PRESAMPLE_BATCHES,
                 seed=seed,
+                device=state.device,
             )
             degrees = None
             if state.replicate:
                 indptr, _ = store.topology()
                 degrees = torch.from_numpy(indptr[1:] - indptr[:-1])
             hot = select_hot(counts, degrees, state.data.start, state.data.end, budget)
-        fill_cache(state.table, state.layout, fetch, hot)
+        fill_cache(state.table, state.layout, fetch, hot, peer_name=target_of_holder)
         log.info("hot-feature cache filled in %.1fs", time.perf_counter() - t0)
     return Holder(state=state, features=features, new_sampler=new_sampler)
