@@ -159,3 +159,31 @@ def test_sage_segment_aggregation_same_loss_and_gradients() -> None:
         grads.append(torch.autograd.grad(loss, list(model.parameters())))
     for a, b in zip(*grads, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("aggregation", ["segment", "embedding_bag", "scatter"])
+def test_padded_gemm_rows_change_nothing(aggregation: str) -> None:
+    """Targets padded to a row multiple (repeating GEMM shapes) give the same logits/grads."""
+    from distgnn_workload.models.sage import GraphSAGE, padded_rows
+
+    hop, x = sampled_batch(seed=3)
+    x.requires_grad_(True)
+    results = []
+    for multiple in (0, 16):
+        torch.manual_seed(0)
+        model = GraphSAGE(12, 16, 5, 3, dropout=0.0, aggregation=aggregation)  # type: ignore[arg-type]
+        model.row_multiple = multiple
+        out = model(x, hop)
+        loss = (out * torch.arange(out.numel()).reshape(out.shape)).sum()
+        grads = torch.autograd.grad(loss, [x, *model.parameters()])
+        results.append((out, grads))
+    (out0, grads0), (out1, grads1) = results
+    assert torch.allclose(out0, out1, atol=1e-5)
+    for a, b in zip(grads0, grads1, strict=True):
+        assert torch.allclose(a, b, atol=1e-4)
+    # padding happened: some layer's targets are not a multiple of 16
+    sizes = [hop.layer_sizes(layer)[1] for layer in range(3)]
+    assert any(padded_rows(n, hop.num_nodes, 16) > n for n in sizes)
+    assert padded_rows(17, 20, 16) == 20
+    assert padded_rows(17, 100, 16) == 32
+    assert padded_rows(17, 100, 0) == 17

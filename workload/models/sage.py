@@ -53,8 +53,24 @@ class SAGELayer(nn.Module):
         return torch.addmm(out, agg, self.lin_l.weight.t())
 
 
+def padded_rows(rows: int, available: int, multiple: int) -> int:
+    """``rows`` rounded up to a multiple of ``multiple`` (0: unchanged), at most ``available``.
+
+    Sampled batches have a different number of targets each time, so every GEMM of a step
+    has a shape cuBLAS has not seen and pays its algorithm search on the host again; a few
+    extra rows make the shapes repeat.
+    """
+    if multiple <= 1:
+        return rows
+    return max(rows, min(-(-rows // multiple) * multiple, available))
+
+
 class GraphSAGE(nn.Module):
-    """L SAGE layers with ReLU and dropout between them; forward returns the seeds' logits."""
+    """L SAGE layers with ReLU and dropout between them; forward returns the seeds' logits.
+
+    ``row_multiple`` > 1 computes each layer for its targets padded to that multiple (empty
+    neighbourhoods, outputs dropped) so that GEMM shapes repeat across batches.
+    """
 
     def __init__(
         self,
@@ -64,6 +80,7 @@ class GraphSAGE(nn.Module):
         num_layers: int,
         dropout: float = 0.5,
         aggregation: Aggregation = "segment",
+        row_multiple: int = 0,
     ) -> None:
         super().__init__()
         dims = [in_channels] + [hidden_channels] * (num_layers - 1) + [out_channels]
@@ -71,6 +88,7 @@ class GraphSAGE(nn.Module):
         self.num_layers = num_layers
         self.dropout = dropout
         self.aggregation: Aggregation = aggregation
+        self.row_multiple = row_multiple
 
     def forward(self, x: Tensor, hop: HopBatch) -> Tensor:
         check_hops(hop, self.num_layers, x)
@@ -81,14 +99,13 @@ class GraphSAGE(nn.Module):
         h = x
         for layer, conv in enumerate(self.convs):
             _, num_dst, num_edges = hop.layer_sizes(layer)
-            h = conv(
-                h,
-                src[:num_edges],
-                dst[:num_edges],
-                ptr[: num_dst + 1],
-                num_dst,
-                self.aggregation,
-            )
+            rows = padded_rows(num_dst, h.size(0), self.row_multiple)
+            layer_ptr = ptr[: num_dst + 1]
+            if rows > num_dst:
+                layer_ptr = torch.cat([layer_ptr, layer_ptr[-1:].expand(rows - num_dst)])
+            h = conv(h, src[:num_edges], dst[:num_edges], layer_ptr, rows, self.aggregation)
+            if rows > num_dst:
+                h = h[:num_dst]
             if layer < self.num_layers - 1:
                 h = F.relu(h)
                 h = F.dropout(h, p=self.dropout, training=self.training)

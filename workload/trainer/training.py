@@ -9,6 +9,7 @@ share of the split and summed across ranks. Rank 0 writes a checkpoint every
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import time
@@ -235,7 +236,15 @@ class Trainer:
     def fit(self) -> Result:
         if self.distributed:
             ids = [self.device.index] if self.device.type == "cuda" else None
-            self.ddp = DistributedDataParallel(self.model, device_ids=ids)
+            # gradients live in DDP's buckets (no copies in and out each step); every
+            # parameter is used every step, so the graph is static
+            self.ddp = DistributedDataParallel(
+                self.model,
+                device_ids=ids,
+                broadcast_buffers=False,
+                gradient_as_bucket_view=True,
+                static_graph=True,
+            )
         epochs = self.spec.training.epochs
         every = self.spec.training.eval_every
         last_val: float | None = None
@@ -604,6 +613,12 @@ def run(
         started_at=started_at,
     )
     trainer.resume()
+    if isinstance(pipeline, LocalPipeline):
+        # capture the sampler's CUDA graph here rather than on the loader thread mid-epoch
+        pipeline.sampler.prepare(spec.training.batch_size)
+    # what exists now lives to the end: keep it out of the collector's full passes
+    gc.collect()
+    gc.freeze()
     if world > 1:
         dist.barrier()
     result = trainer.fit()
