@@ -51,6 +51,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -95,7 +96,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--extra",
         nargs="*",
-        default=["worker-2-fp32-0.2"],
+        default=["worker-2-bf16-0.2", "worker-2-fp32-0.2"],
         help="more runs as mode-gpus-precision-cacheRatio, after the main ones",
     )
     p.add_argument("--epochs", type=int, default=3, help="the first is warm-up")
@@ -182,6 +183,63 @@ def build_store(args: argparse.Namespace, store_dir: Path) -> PartitionStore:
         },
     )
     return store
+
+
+# --------------------------------------------------------------------------- GPU monitor
+
+
+class GpuMonitor:
+    """Samples ``nvidia-smi`` while a run lasts: each GPU's utilisation (share of time a
+    kernel ran) and which process holds a context on which GPU (a stray context on a
+    peer's GPU makes the two processes time-slice that GPU)."""
+
+    def __init__(self, interval_s: float = 1.0) -> None:
+        self.interval_s = interval_s
+        self.util: dict[int, list[int]] = {}
+        self.contexts: dict[int, set[int]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._uuids = dict(self._query("--query-gpu=uuid,index"))
+
+    @staticmethod
+    def _query(what: str) -> list[tuple[str, str]]:
+        try:
+            out = subprocess.run(
+                ["nvidia-smi", what, "--format=csv,noheader,nounits"],
+                capture_output=True,
+                text=True,
+                timeout=10,
+            ).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            return []
+        rows = [[c.strip() for c in line.split(",")] for line in out.splitlines() if line]
+        return [(r[0], r[1]) for r in rows if len(r) >= 2]
+
+    def start(self) -> GpuMonitor:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=15)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            for index, util in self._query("--query-gpu=index,utilization.gpu"):
+                if util.isdigit():
+                    self.util.setdefault(int(index), []).append(int(util))
+            for pid, gpu in self._query("--query-compute-apps=pid,gpu_uuid"):
+                if pid.isdigit() and gpu in self._uuids:
+                    self.contexts.setdefault(int(pid), set()).add(int(self._uuids[gpu]))
+
+    def summary(self, pids: dict[int, str]) -> dict[str, Any]:
+        busy = {str(i): [u for u in v if u > 0] for i, v in self.util.items()}
+        return {
+            "gpu_util_mean": {i: round(sum(v) / len(v), 1) for i, v in busy.items() if v},
+            "gpu_contexts": {
+                pids.get(pid, str(pid)): sorted(g) for pid, g in self.contexts.items()
+            },
+        }
 
 
 # --------------------------------------------------------------------------- one run
@@ -356,8 +414,9 @@ def run_one(
     if root.exists():
         shutil.rmtree(root)
     root.mkdir(parents=True)
-    profile = cfg.name in args.profile
+    profile = cfg.name in args.profile or cfg.full_name in args.profile
     t0 = time.perf_counter()
+    monitor = GpuMonitor().start() if args.device == "cuda" else None
     procs, run_dir = launch(cfg, args, store_dir, root, rpc_cuda=rpc_cuda, profile=profile)
     deadline = t0 + timeout
     codes: dict[str, int | None] = {}
@@ -370,6 +429,8 @@ def run_one(
                 break
             time.sleep(0.2)
     finally:
+        if monitor is not None:
+            monitor.stop()
         for _, p in procs:
             if p.poll() is None:
                 p.send_signal(signal.SIGKILL)
@@ -386,6 +447,15 @@ def run_one(
         "rpc_cuda": rpc_cuda,
         "wall_s": round(wall, 1),
     }
+    if monitor is not None:
+        record.update(monitor.summary({p.pid: name for name, p in procs}))
+    fallbacks = [
+        path.stem
+        for path in root.glob("*.log")
+        if "falling back" in path.read_text(errors="replace")
+    ]
+    if fallbacks:
+        record["sampler_graph_fallback"] = fallbacks
     stats_path = run_dir / STATS_FILE
     if not stats_path.exists() or any(code != 0 for code in codes.values()):
         record["error"] = f"exit codes {codes}" + (" (timeout)" if wall >= timeout else "")
@@ -407,15 +477,21 @@ def run_one(
             "data_wait_share": round(sum(e["data_wait_seconds"] for e in measured) / seconds, 4),
             "host_wait_share": round(sum(e["host_wait_seconds"] for e in measured) / seconds, 4),
             "warmup_epoch_s": round(epochs[0]["seconds"], 3) if len(epochs) > 1 else None,
+            "fastest_rank_share": round(
+                sum(e.get("fastest_rank_seconds") or e["seconds"] for e in measured) / seconds, 4
+            ),
             "final_loss": round(epochs[-1]["loss"], 4),
             "test_accuracy": round(result["testAccuracy"], 4),
         }
     )
     table = root / "profile" / "profile-trainer-0.txt"
     if table.exists() and args.out is not None:
-        target = args.out.parent / f"profile-{cfg.name}.txt"
+        target = args.out.parent / f"profile-{cfg.full_name}.txt"
         shutil.copyfile(table, target)
         record["profile"] = target.name
+        trace = root / "profile" / "trace-trainer-0.json.gz"
+        if trace.exists():
+            shutil.copyfile(trace, args.out.parent / f"trace-{cfg.full_name}.json.gz")
     return record
 
 

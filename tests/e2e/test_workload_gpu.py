@@ -2,7 +2,9 @@
 
 Two trainer pods (one GPU each) and, in server-client mode, two sampler pods on the same
 GPUs, as local processes; bf16 autocast with bf16 features. The job must reach the same
-accuracy as on CPU and leave its result.
+accuracy as on CPU and leave its result, with CUDA tensors over RPC between every pair of
+processes (feature requests to peers on the other GPU, samplers' mini-batches) and every
+sampler's CUDA graph captured (no fallback), also with several sampling threads per server.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ def test_two_gpus_train_with_nccl(tmp_path: Path, samplers: int, cache_ratio: fl
             "samplers.replicas": samplers,
             "samplers.gpusPerPod": 1 if samplers else 0,
             "samplers.cacheRatio": cache_ratio,
+            "samplers.concurrency": 4,
             "trainers.gpusPerPod": 1,
             "training.bf16": True,
             "training.batchSize": 256,
@@ -48,3 +51,8 @@ def test_two_gpus_train_with_nccl(tmp_path: Path, samplers: int, cache_ratio: fl
     log = job.stdout_of(c.Role.trainer, 0)
     assert "(nccl)" in log
     assert "CUDA tensors" in log, log
+    logs = "\n".join(path.read_text(errors="replace") for path in job.log_dir.glob("*.log"))
+    assert "falling back to the dynamic execution" not in logs, job.logs()
+    assert "Offset increment" not in logs, job.logs()
+    for rank in range(samplers):
+        assert "CUDA tensors" in job.stdout_of(c.Role.sampler, rank)

@@ -138,6 +138,8 @@ def _serve_hop(nodes: Tensor, fanout: int) -> tuple[Tensor, Tensor]:
         raise RuntimeError("this holder never loaded its partitions")
     assert _local_csr is not None
     data, ctx, fanouts, device = _local_csr
+    if device.type == "cuda":
+        torch.cuda.set_device(device)  # not GPU 0, where a new RPC thread starts
     sampler = _thread_local_sampler(data, fanouts, device)
     _, neighbours, counts = sampler._sample_hop(nodes.to(device) - data.start, fanout)
     return ctx.wire(counts), ctx.wire(neighbours)

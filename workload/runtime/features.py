@@ -246,6 +246,10 @@ def _serve_features(ids: Tensor) -> Tensor:
     assert _served is not None
     assert _served_ctx is not None
     table, ctx = _served, _served_ctx
+    if table.device.type == "cuda":
+        # a new RPC thread starts on GPU 0: anything it creates there (a pinned buffer,
+        # a stream) would open a second context on a peer's GPU
+        torch.cuda.set_device(table.device)
     if ctx.cuda or table.device.type != "cuda":
         rows = ctx.wire(table.local_rows(ids))
     else:

@@ -174,6 +174,8 @@ def serve_batch(seeds: Tensor) -> Future[WireBatch]:
     if not _ready.wait(timeout=600):
         raise RuntimeError("the sampler server never became ready")
     assert _server is not None
+    if _server.device.type == "cuda":
+        torch.cuda.set_device(_server.device)  # not GPU 0, where a new RPC thread starts
     return _server.submit(seeds)
 
 

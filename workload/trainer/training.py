@@ -10,8 +10,10 @@ share of the split and summed across ranks. Rank 0 writes a checkpoint every
 from __future__ import annotations
 
 import gc
+import gzip
 import logging
 import os
+import shutil
 import time
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
@@ -97,6 +99,8 @@ class EpochStats:
     """Mean over ranks of the time the host waited for the next mini-batch."""
     loss: float
     val_accuracy: float | None = None
+    fastest_rank_seconds: float | None = None
+    """The epoch time of the fastest rank (``seconds`` is the slowest's)."""
 
     @property
     def seeds_per_second(self) -> float:
@@ -367,7 +371,7 @@ class Trainer:
                 float(loss_sum.item()),
             ]
         )
-        slowest = self._all_reduce([seconds], op=dist.ReduceOp.MAX)[0]
+        slowest, minus_fastest = self._all_reduce([seconds, -seconds], op=dist.ReduceOp.MAX)
         g_seeds, g_edges, g_steps, g_wait, g_host_wait, g_loss = summed
         return EpochStats(
             epoch=epoch + 1,
@@ -378,6 +382,7 @@ class Trainer:
             data_wait_seconds=g_wait / max(self.world_size, 1),
             host_wait_seconds=g_host_wait / max(self.world_size, 1),
             loss=g_loss / max(g_steps, 1.0),
+            fastest_rank_seconds=-minus_fastest,
         )
 
     @torch.no_grad()
@@ -488,11 +493,20 @@ class _StepProfiler:
         prof.__exit__(None, None, None)  # type: ignore[no-untyped-call]
         self.folder.mkdir(parents=True, exist_ok=True)
         averages = prof.key_averages()
-        sort = "self_cuda_time_total" if torch.cuda.is_available() else "self_cpu_time_total"
+        cuda = torch.cuda.is_available()
         steps = PROFILE_STEPS[1] - PROFILE_STEPS[0]
         text = f"steps {PROFILE_STEPS[0]}..{PROFILE_STEPS[1]} ({steps} steps)\n"
-        text += averages.table(sort_by=sort, row_limit=30)
+        if cuda:
+            text += "by self CUDA time\n"
+            text += averages.table(sort_by="self_cuda_time_total", row_limit=30)
+        text += "\nby self CPU time\n"
+        text += averages.table(sort_by="self_cpu_time_total", row_limit=30)
         (self.folder / "profile-trainer-0.txt").write_text(text)
+        trace = self.folder / "trace-trainer-0.json"
+        prof.export_chrome_trace(str(trace))
+        with trace.open("rb") as src, gzip.open(f"{trace}.gz", "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        trace.unlink()
 
 
 # --------------------------------------------------------------------------- the process

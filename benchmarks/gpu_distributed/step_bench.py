@@ -1,0 +1,344 @@
+"""Where one trainer's time goes, in a single process on one GPU (no RPC, no DDP).
+
+The graph and model of ``bench.py`` (products-scale synthetic graph, 3-layer GraphSAGE,
+hidden 256, fanout 15/10/5, batch 1024). Per precision it writes JSON lines:
+
+- ``sample``: the sampler (CUDA graph) and the feature gather alone, per batch;
+- ``step``: the training step alone on pre-sampled batches: host ms to enqueue a step and
+  GPU ms per step, with and without padded GEMM rows (``pad_rows``);
+- ``loop``: the single-process loop of ``benchmarks/gpu`` (``BatchLoader`` + step);
+- ``trainer``: the trainer's own epoch loop (``Trainer.train_epoch`` over a
+  ``LocalPipeline``) in this process, with and without ``pad_rows``.
+
+Comparing ``trainer`` here with ``worker-1`` of ``bench.py`` separates the loop from the
+process around it (RPC agent, metrics server, ...); comparing ``loop`` and ``trainer``
+separates the two loops. With ``--profile-dir``, ``torch.profiler`` tables (by self CUDA and
+self CPU time) and a chrome trace of trainer steps are written there.
+
+    python benchmarks/gpu_distributed/step_bench.py --out step.jsonl --profile-dir prof/
+    python benchmarks/gpu_distributed/step_bench.py --device cpu --nodes 20000 --steps 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "benchmarks" / "gpu"))
+
+from synthetic_gpu import generate  # noqa: E402
+
+from distgnn_api.spec import DistGNNJobSpec, parse_spec  # noqa: E402
+from distgnn_workload.loader import BatchLoader, LocalFeatureSource, MiniBatch  # noqa: E402
+from distgnn_workload.models.sage import GraphSAGE  # noqa: E402
+from distgnn_workload.runtime.batches import LocalPipeline  # noqa: E402
+from distgnn_workload.sampling import NeighborSampler  # noqa: E402
+from distgnn_workload.trainer import training  # noqa: E402
+
+PRODUCTS_NODES = 2_449_029
+PRODUCTS_UNDIRECTED_EDGES = 61_859_140
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--nodes", type=int, default=PRODUCTS_NODES)
+    p.add_argument("--edges", type=int, default=None)
+    p.add_argument("--features", type=int, default=100)
+    p.add_argument("--classes", type=int, default=47)
+    p.add_argument("--batch-size", type=int, default=1024)
+    p.add_argument("--fanout", type=int, nargs="+", default=[15, 10, 5])
+    p.add_argument("--hidden", type=int, default=256)
+    p.add_argument("--precisions", nargs="+", default=["bf16", "fp32"])
+    p.add_argument("--steps", type=int, default=40, help="timed steps of the step-alone runs")
+    p.add_argument("--epochs", type=int, default=2, help="timed epochs of the loops")
+    p.add_argument("--prefetch", type=int, default=4)
+    p.add_argument("--profile-dir", type=Path, default=None)
+    p.add_argument("--out", type=Path, default=None)
+    return p.parse_args(argv)
+
+
+def emit(out: Path | None, record: dict[str, Any]) -> None:
+    line = json.dumps(record)
+    print(line, flush=True)
+    if out is not None:
+        with open(out, "a") as f:
+            f.write(line + "\n")
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def job_spec(args: argparse.Namespace, precision: str) -> DistGNNJobSpec:
+    return parse_spec(
+        {
+            "dataset": {"synthetic": {"numNodes": args.nodes, "numEdges": args.nodes * 10}},
+            "trainers": {"replicas": 1, "prefetch": args.prefetch},
+            "model": {
+                "arch": "sage",
+                "hiddenChannels": args.hidden,
+                "numLayers": len(args.fanout),
+                "fanout": args.fanout,
+                "dropout": 0.5,
+            },
+            "training": {
+                "epochs": 100,
+                "batchSize": args.batch_size,
+                "learningRate": 0.003,
+                "evalEvery": 0,
+                "bf16": precision == "bf16",
+            },
+        }
+    )
+
+
+def make_step(
+    model: torch.nn.Module, opt: torch.optim.Optimizer, device: torch.device, bf16: bool
+) -> Callable[[MiniBatch], Tensor]:
+    def step(batch: MiniBatch) -> Tensor:
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+            out = model(batch.x, batch.hop)
+            loss = F.cross_entropy(out, batch.y)
+        opt.zero_grad(set_to_none=True)
+        torch.autograd.backward(loss)
+        opt.step()
+        return loss.detach()
+
+    return step
+
+
+def bench_sample(
+    sampler: NeighborSampler,
+    feats: LocalFeatureSource,
+    batches: list[Tensor],
+    device: torch.device,
+) -> dict[str, Any]:
+    for ids in batches[:3]:
+        feats.gather(sampler.sample(ids).node_ids)
+    sync(device)
+    start = time.perf_counter()
+    nodes = edges = 0
+    for ids in batches:
+        hop = sampler.sample(ids)
+        feats.gather(hop.node_ids)
+        nodes += hop.num_nodes
+        edges += hop.num_edges
+    sync(device)
+    wall = time.perf_counter() - start
+    n = len(batches)
+    return {
+        "ms_per_batch": 1e3 * wall / n,
+        "seeds_per_s": sum(int(b.numel()) for b in batches) / wall,
+        "nodes_per_batch": nodes / n,
+        "edges_per_batch": edges / n,
+    }
+
+
+def bench_step(
+    step: Callable[[MiniBatch], Tensor],
+    batches: list[MiniBatch],
+    steps: int,
+    device: torch.device,
+) -> dict[str, Any]:
+    for b in batches[:5]:
+        step(b)
+    sync(device)
+    host = 0.0
+    cuda = device.type == "cuda"
+    marks = []
+    start = time.perf_counter()
+    for i in range(steps):
+        t0 = time.perf_counter()
+        if cuda:
+            ev = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+            ev.record()
+            marks.append(ev)
+        step(batches[i % len(batches)])
+        host += time.perf_counter() - t0
+        if cuda and i % 4 == 3:
+            sync(device)  # keep the host from running ahead: measure enqueue cost, not queueing
+    sync(device)
+    wall = time.perf_counter() - start
+    out: dict[str, Any] = {
+        "ms_per_step": 1e3 * wall / steps,
+        "host_ms_per_step": 1e3 * host / steps,
+        "seeds_per_s": steps * int(batches[0].hop.num_seeds) / wall,
+    }
+    return out
+
+
+def bench_loop(
+    step: Callable[[MiniBatch], Tensor],
+    loader: BatchLoader,
+    epochs: int,
+    device: torch.device,
+) -> dict[str, Any]:
+    for i, batch in enumerate(loader):
+        step(batch)
+        if i >= 20:
+            break
+    sync(device)
+    seeds = 0
+    start = time.perf_counter()
+    for _ in range(epochs):
+        for batch in loader:
+            step(batch)
+            seeds += batch.num_seeds
+    sync(device)
+    wall = time.perf_counter() - start
+    return {"seeds_per_s": seeds / wall, "epoch_s": wall / epochs}
+
+
+def bench_trainer(
+    trainer: training.Trainer, epochs: int, profile_dir: Path | None
+) -> dict[str, Any]:
+    quiet = io.StringIO()
+    if profile_dir is not None:
+        os.environ[training.ENV_PROFILE_DIR] = str(profile_dir)
+    with contextlib.redirect_stdout(quiet):
+        trainer.train_epoch(0)  # warm-up (profiled when asked)
+        os.environ.pop(training.ENV_PROFILE_DIR, None)
+        stats = [trainer.train_epoch(e) for e in range(1, epochs + 1)]
+    seconds = sum(s.seconds for s in stats)
+    return {
+        "seeds_per_s": sum(s.seeds for s in stats) / seconds,
+        "epoch_s": seconds / len(stats),
+        "data_wait_share": sum(s.data_wait_seconds for s in stats) / seconds,
+        "host_wait_share": sum(s.host_wait_seconds for s in stats) / seconds,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    device = torch.device(args.device)
+    if device.type == "cuda":
+        torch.cuda.set_device(device.index or 0)
+        device = torch.device("cuda", torch.cuda.current_device())
+    edges = args.edges or round(args.nodes * PRODUCTS_UNDIRECTED_EDGES / PRODUCTS_NODES)
+    graph = generate(args.nodes, edges, args.features, args.classes, device=device)
+    emit(
+        args.out,
+        {
+            "bench": "step_env",
+            "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+            "torch": torch.__version__,
+            "cpus": os.cpu_count(),
+            "nodes": graph.num_nodes,
+            "train": int(graph.train_idx.numel()),
+        },
+    )
+    sampler = NeighborSampler(graph.indptr, graph.indices, args.fanout, device=device, seed=0)
+    sampler.prepare(args.batch_size)
+    train_cpu = graph.train_idx.cpu()
+    g = torch.Generator().manual_seed(0)
+    perm = train_cpu[torch.randperm(train_cpu.numel(), generator=g)]
+    seed_batches = list(torch.split(perm, args.batch_size))[:-1]
+    run_dir = Path(tempfile.mkdtemp(prefix="distgnn-step-"))
+    for precision in args.precisions:
+        bf16 = precision == "bf16" and device.type == "cuda"
+        dtype = torch.bfloat16 if bf16 else None
+        feats = LocalFeatureSource(graph.x, graph.y, device, dtype=dtype)
+        base = {"precision": precision}
+        emit(
+            args.out,
+            {
+                "bench": "sample",
+                **base,
+                **bench_sample(sampler, feats, seed_batches[: args.steps], device),
+            },
+        )
+        presampled = []
+        for ids in seed_batches[:16]:
+            hop = sampler.sample(ids)
+            presampled.append(MiniBatch(hop=hop, x=feats.gather(hop.node_ids), y=graph.y[ids]))
+        for pad in (False, True):
+            torch.manual_seed(0)
+            model = GraphSAGE(
+                args.features, args.hidden, graph.num_classes, len(args.fanout), 0.5, pad_rows=pad
+            ).to(device)
+            opt = torch.optim.Adam(model.parameters(), lr=0.003, fused=device.type == "cuda")
+            step = make_step(model, opt, device, bf16)
+            emit(
+                args.out,
+                {
+                    "bench": "step",
+                    **base,
+                    "pad_rows": pad,
+                    **bench_step(step, presampled, args.steps, device),
+                },
+            )
+        del presampled
+        model = GraphSAGE(args.features, args.hidden, graph.num_classes, len(args.fanout), 0.5)
+        model = model.to(device)
+        opt = torch.optim.Adam(model.parameters(), lr=0.003, fused=device.type == "cuda")
+        loader = BatchLoader(
+            graph.train_idx,
+            sampler,
+            feats,
+            graph.y,
+            args.batch_size,
+            shuffle=True,
+            prefetch=args.prefetch,
+            device=device,
+            drop_last=True,
+        )
+        emit(
+            args.out,
+            {
+                "bench": "loop",
+                **base,
+                "prefetch": args.prefetch,
+                **bench_loop(make_step(model, opt, device, bf16), loader, args.epochs, device),
+            },
+        )
+        for pad in (False, True):
+            spec = job_spec(args, precision)
+            pipeline = LocalPipeline(
+                sampler, feats, graph.y, device=device, prefetch=spec.trainers.prefetch
+            )
+            empty = [torch.zeros(0, dtype=torch.int64)]
+            trainer = training.Trainer(
+                spec,
+                rank=0,
+                world_size=1,
+                device=device,
+                pipeline=pipeline,
+                train_ids=[train_cpu],
+                val_ids=empty,
+                test_ids=empty,
+                ranks_of_holder=[[0]],
+                num_features=args.features,
+                num_classes=graph.num_classes,
+                run_dir=run_dir,
+                job_uid="step-bench",
+            )
+            assert isinstance(trainer.model, GraphSAGE)
+            trainer.model.pad_rows = pad
+            profile = None
+            if args.profile_dir is not None and not pad:
+                profile = args.profile_dir / f"step-{precision}"
+            record = bench_trainer(trainer, args.epochs, profile)
+            emit(args.out, {"bench": "trainer", **base, "pad_rows": pad, **record})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
