@@ -53,22 +53,26 @@ class SAGELayer(nn.Module):
         return torch.addmm(out, agg, self.lin_l.weight.t())
 
 
-def padded_rows(rows: int, available: int, multiple: int) -> int:
-    """``rows`` rounded up to a multiple of ``multiple`` (0: unchanged), at most ``available``.
+ROW_PAD_BITS = 6
+"""Targets are padded to a multiple of 2**(bit_length - this): at most 1/32 more rows."""
+
+
+def padded_rows(rows: int, available: int) -> int:
+    """``rows`` rounded up to a coarse multiple (a power of two ~1/32 of it), at most
+    ``available``.
 
     Sampled batches have a different number of targets each time, so every GEMM of a step
-    has a shape cuBLAS has not seen and pays its algorithm search on the host again; a few
-    extra rows make the shapes repeat.
+    has a shape cuBLAS has not seen and pays its algorithm selection on the host again; a few
+    extra rows make the shapes repeat from batch to batch.
     """
-    if multiple <= 1:
-        return rows
+    multiple = 1 << max(0, rows.bit_length() - ROW_PAD_BITS)
     return max(rows, min(-(-rows // multiple) * multiple, available))
 
 
 class GraphSAGE(nn.Module):
     """L SAGE layers with ReLU and dropout between them; forward returns the seeds' logits.
 
-    ``row_multiple`` > 1 computes each layer for its targets padded to that multiple (empty
+    ``pad_rows`` computes each layer for its targets padded to a coarse multiple (empty
     neighbourhoods, outputs dropped) so that GEMM shapes repeat across batches.
     """
 
@@ -80,7 +84,7 @@ class GraphSAGE(nn.Module):
         num_layers: int,
         dropout: float = 0.5,
         aggregation: Aggregation = "segment",
-        row_multiple: int = 0,
+        pad_rows: bool = False,
     ) -> None:
         super().__init__()
         dims = [in_channels] + [hidden_channels] * (num_layers - 1) + [out_channels]
@@ -88,7 +92,7 @@ class GraphSAGE(nn.Module):
         self.num_layers = num_layers
         self.dropout = dropout
         self.aggregation: Aggregation = aggregation
-        self.row_multiple = row_multiple
+        self.pad_rows = pad_rows
 
     def forward(self, x: Tensor, hop: HopBatch) -> Tensor:
         check_hops(hop, self.num_layers, x)
@@ -99,7 +103,7 @@ class GraphSAGE(nn.Module):
         h = x
         for layer, conv in enumerate(self.convs):
             _, num_dst, num_edges = hop.layer_sizes(layer)
-            rows = padded_rows(num_dst, h.size(0), self.row_multiple)
+            rows = padded_rows(num_dst, h.size(0)) if self.pad_rows else num_dst
             layer_ptr = ptr[: num_dst + 1]
             if rows > num_dst:
                 layer_ptr = torch.cat([layer_ptr, layer_ptr[-1:].expand(rows - num_dst)])
