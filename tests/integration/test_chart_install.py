@@ -227,8 +227,13 @@ class PhaseRecorder:
         self.deleted = threading.Event()
         self._stopping = False
         self._watch = watch.Watch()  # type: ignore[no-untyped-call]
+        self._listed = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(api, namespace, name), daemon=True)
         self._thread.start()
+        # Writes made before the watch connects would be missed: wait for the list that fixes
+        # the resourceVersion the watch starts from.
+        if not self._listed.wait(timeout=30):
+            raise TimeoutError("the phase watch did not start")
 
     def _run(self, api: k8s.ApiClient, namespace: str, name: str) -> None:
         try:
@@ -239,13 +244,19 @@ class PhaseRecorder:
 
     def _record(self, api: k8s.ApiClient, namespace: str, name: str) -> None:
         objects = k8s.CustomObjectsApi(api)
+        selector = f"metadata.name={name}"
+        listed = objects.list_namespaced_custom_object(
+            GROUP, VERSION, namespace, PLURAL, field_selector=selector
+        )
+        self._listed.set()
         for event in self._watch.stream(  # type: ignore[no-untyped-call]
             objects.list_namespaced_custom_object,
             GROUP,
             VERSION,
             namespace,
             PLURAL,
-            field_selector=f"metadata.name={name}",
+            field_selector=selector,
+            resource_version=listed["metadata"]["resourceVersion"],
             timeout_seconds=600,
         ):
             if event["type"] == "DELETED":

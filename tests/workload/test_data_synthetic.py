@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pytest
+from pydantic import ValidationError
 
 from distgnn_api.spec import SyntheticDataset
 from distgnn_workload.data import DatasetError, GraphData
@@ -71,8 +72,11 @@ def test_tiny_and_dense_specs_still_get_exact_edge_counts() -> None:
         g = generate(SyntheticDataset(num_nodes=n, num_edges=m, num_classes=c))
         assert g.num_undirected_edges == m
         g.validate(deep=True)
+    with pytest.raises(ValidationError, match="numEdges exceeds what numNodes can hold"):
+        SyntheticDataset(num_nodes=10, num_edges=46)
+    # The generator keeps its own guard for specs built without validation.
     with pytest.raises(DatasetError, match="numEdges=46 exceeds the 45 edges"):
-        generate(SyntheticDataset(num_nodes=10, num_edges=46))
+        generate(SyntheticDataset.model_construct(num_nodes=10, num_edges=46))
 
 
 def _propagate(g: GraphData, h: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
