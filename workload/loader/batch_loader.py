@@ -16,17 +16,23 @@ from torch import Tensor
 
 from distgnn_workload.loader.features import FeatureSource
 from distgnn_workload.sampling.hop_batch import HopBatch
+from distgnn_workload.sampling.static_hops import StaticHops
 
 T = TypeVar("T")
 
 
 @dataclass
 class MiniBatch:
-    """One training step's input: the sampled subgraph, its node features and seed labels."""
+    """One training step's input: the sampled subgraph, its node features and seed labels.
+
+    ``static``, when a pipeline was asked for it, is the subgraph padded to fixed shapes
+    (:func:`~distgnn_workload.sampling.pad_hops`) for a training step in a CUDA graph.
+    """
 
     hop: HopBatch
     x: Tensor
     y: Tensor
+    static: StaticHops | None = None
 
     @property
     def num_seeds(self) -> int:
@@ -45,6 +51,8 @@ class MiniBatch:
         self.hop.record_stream(stream)
         self.x.record_stream(stream)
         self.y.record_stream(stream)
+        if self.static is not None:
+            self.static.record_stream(stream)
 
 
 class Sampler(Protocol):

@@ -15,6 +15,7 @@ from distgnn_workload.models.aggregation import (
     mean_aggregate_segment,
 )
 from distgnn_workload.sampling.hop_batch import HopBatch
+from distgnn_workload.sampling.static_hops import StaticHops
 
 Aggregation = Literal["embedding_bag", "segment", "scatter"]
 """How SAGE averages neighbours: ``embedding_bag`` (fused gather-reduce, PyTorch's backward),
@@ -110,6 +111,29 @@ class GraphSAGE(nn.Module):
             h = conv(h, src[:num_edges], dst[:num_edges], layer_ptr, rows, self.aggregation)
             if rows > num_dst:
                 h = h[:num_dst]
+            if layer < self.num_layers - 1:
+                h = F.relu(h)
+                h = F.dropout(h, p=self.dropout, training=self.training)
+        return h
+
+    def forward_static(self, x: Tensor, hops: StaticHops) -> Tensor:
+        """The same model on a fixed-shape batch (:mod:`distgnn_workload.sampling.static_hops`).
+
+        ``x`` has ``layout.node_cap + 1`` rows (the batch's features first, the last row
+        zero). Returns ``batch_size + 1`` rows of logits: the seeds' first, then padding.
+        Every shape depends on the layout alone, so a training step can be a CUDA graph.
+        """
+        layout = hops.layout
+        if layout.num_layers != self.num_layers:
+            raise ValueError(
+                f"a {layout.num_layers}-layer layout for a {self.num_layers}-layer model"
+            )
+        if x.size(0) != layout.node_cap + 1:
+            raise ValueError(f"x has {x.size(0)} rows, the layout needs {layout.node_cap + 1}")
+        h = x
+        for layer, conv in enumerate(self.convs):
+            ptr = hops.ptr[layer]
+            h = conv(h, hops.src[layer], hops.dst[layer], ptr, ptr.numel() - 1, self.aggregation)
             if layer < self.num_layers - 1:
                 h = F.relu(h)
                 h = F.dropout(h, p=self.dropout, training=self.training)

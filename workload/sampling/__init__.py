@@ -8,13 +8,17 @@ from typing import Any
 
 from distgnn_workload.sampling.hop_batch import HopBatch
 from distgnn_workload.sampling.neighbor_sampler import NeighborSampler, csc_from_edge_index
+from distgnn_workload.sampling.static_hops import StaticHops, StaticLayout, pad_hops
 from distgnn_workload.sampling.uniform_subset import uniform_subset_positions
 
 __all__ = [
     "HopBatch",
     "NeighborSampler",
     "PyGNeighborSampler",
+    "StaticHops",
+    "StaticLayout",
     "csc_from_edge_index",
+    "pad_hops",
     "uniform_subset_positions",
 ]
 
