@@ -16,10 +16,12 @@ from distgnn_workload.sampling.uniform_subset import uniform_subset_positions
 
 _INT32_MAX = 2**31 - 1
 
-_CAPTURE_LOCK = threading.Lock()
-"""One CUDA graph capture at a time in a process: concurrent captures from several threads
-(a sampler server's worker threads) share the device's default generator and the caching
-allocator's capture state, and one failed capture leaves a generator unusable."""
+CUDA_GRAPH_LOCK = threading.RLock()
+"""Held by every CUDA graph capture and replay of this process (the samplers' and the
+trainer's step). torch registers the device's default generator with every graph: while one
+thread captures, another thread's replay (which advances the registered generators) fails
+with "Offset increment outside graph capture", and concurrent captures share the caching
+allocator's capture state. A replay only enqueues work, so holding the lock costs little."""
 
 
 def _as_tensor(array: Tensor | np.ndarray, name: str) -> Tensor:
@@ -275,7 +277,7 @@ class NeighborSampler:
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(self._seed + 1_000_003)
         if self.device.type == "cuda":
-            _reset_default_generator(self.device)
+            reset_default_generator(self.device)
 
     def _replay(self, padded: Tensor, num_seeds: int) -> _StaticOut:
         captured = self._graphs.get(padded.numel())
@@ -284,11 +286,12 @@ class NeighborSampler:
             self._graphs[padded.numel()] = captured
         captured.seeds.copy_(padded)
         captured.num_seeds.fill_(num_seeds)
-        captured.graph.replay()
+        with CUDA_GRAPH_LOCK:
+            captured.graph.replay()
         return captured.out
 
     def _capture(self, padded: Tensor, num_seeds: int) -> _CapturedSample:
-        with _CAPTURE_LOCK:
+        with CUDA_GRAPH_LOCK:
             return self._capture_locked(padded, num_seeds)
 
     def _capture_locked(self, padded: Tensor, num_seeds: int) -> _CapturedSample:
@@ -440,8 +443,12 @@ class NeighborSampler:
         return table[neighbours].to(torch.int64), new_nodes
 
 
-def _reset_default_generator(device: torch.device) -> None:
-    """Give the device's default CUDA generator a fresh state with its seed (see above)."""
+def reset_default_generator(device: torch.device) -> None:
+    """Give the device's default CUDA generator a fresh state with its seed.
+
+    A CUDA graph capture that failed midway leaves the generators registered with it in
+    capture mode, where any later draw (dropout, say) raises.
+    """
     index = device.index if device.index is not None else torch.cuda.current_device()
     default = torch.cuda.default_generators[index]
     fresh = torch.Generator(device=torch.device("cuda", index))

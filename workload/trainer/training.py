@@ -44,10 +44,19 @@ from distgnn_api.spec import DistGNNJobSpec
 from distgnn_workload import metrics
 from distgnn_workload.loader import MiniBatch, Prefetcher
 from distgnn_workload.models import build_model
+from distgnn_workload.models.sage import GraphSAGE
 from distgnn_workload.partition.store import PartitionStore
 from distgnn_workload.runtime import holder as holders
 from distgnn_workload.runtime import rpc as rpc_runtime
-from distgnn_workload.runtime.batches import LocalPipeline, RemotePipeline, WireBatch
+from distgnn_workload.runtime.batches import (
+    LOOKAHEAD,
+    LocalPipeline,
+    RemotePipeline,
+    RequestInto,
+    WireBatch,
+    WireMeta,
+    batch_slot_spec,
+)
 from distgnn_workload.runtime.checkpoint import load_latest, save_checkpoint
 from distgnn_workload.runtime.ddp import init_ddp, pick_device
 from distgnn_workload.runtime.features import HolderLayout, split_ids
@@ -59,8 +68,11 @@ from distgnn_workload.runtime.lifecycle import (
 )
 from distgnn_workload.runtime.rendezvous import StoreWatchdog, rendezvous
 from distgnn_workload.runtime.seeds import Batch, eval_batches, holder_ranks, train_batches
+from distgnn_workload.runtime.shared_slots import SlotReader
 from distgnn_workload.runtime.status_server import ProgressTracker, StatusServer
-from distgnn_workload.sampler.server import serve_batch
+from distgnn_workload.sampler.server import serve_batch, serve_batch_into
+from distgnn_workload.sampling import StaticLayout
+from distgnn_workload.trainer.graph_step import GraphStep
 
 log = logging.getLogger(__name__)
 
@@ -75,12 +87,17 @@ PROGRESS_EVENTS_PER_EPOCH = 20
 ENV_PROFILE_DIR = "DISTGNN_PROFILE_DIR"  # set: rank 0 profiles some steps of its first epoch
 PROFILE_STEPS = (20, 40)
 """Steps [a, b) of the first epoch that a profiling rank 0 records."""
+ENV_CUDA_GRAPH = "DISTGNN_CUDA_GRAPH"  # 0: eager training steps even where a graph could run
+GRAPH_MEMORY_SHARE = 0.1
+"""The fixed-shape inputs of a CUDA-graph step may take at most this share of the GPU."""
 
 
 class Pipeline(Protocol):
     """What the training loop needs from a data pipeline."""
 
-    def epoch(self, batches: Sequence[Batch]) -> Prefetcher[MiniBatch]: ...
+    def epoch(
+        self, batches: Sequence[Batch], static: StaticLayout | None = None
+    ) -> Prefetcher[MiniBatch]: ...
 
 
 @dataclass
@@ -192,6 +209,20 @@ class Trainer:
         self.start_epoch = 0
         self.ddp: nn.Module = self.model
         self.distributed = world_size > 1
+        self.static_layout = graph_layout(spec, self.model, device, num_features, self.input_dtype)
+        self.graph_step: GraphStep | None = None
+        if self.static_layout is not None:
+            assert isinstance(self.model, GraphSAGE)
+            self.graph_step = GraphStep(
+                self.model,
+                self.optimizer,
+                self.static_layout,
+                num_features=num_features,
+                input_dtype=self.input_dtype,
+                device=device,
+                bf16=self.bf16,
+                world_size=world_size,
+            )
 
     # ------------------------------------------------------------------ checkpoints
 
@@ -238,7 +269,10 @@ class Trainer:
         return nullcontext()
 
     def fit(self) -> Result:
-        if self.distributed:
+        if self.graph_step is not None:
+            # gradients are all-reduced by the graph step itself (one flat NCCL call)
+            self.graph_step.broadcast_parameters()
+        elif self.distributed:
             ids = [self.device.index] if self.device.type == "cuda" else None
             # gradients live in DDP's buckets (no copies in and out each step); every
             # parameter is used every step, so the graph is static
@@ -315,19 +349,23 @@ class Trainer:
         cuda = self.device.type == "cuda"
         total = len(batches)
         emit_every = max(1, total // PROGRESS_EVENTS_PER_EPOCH)
-        loader = self.pipeline.epoch(batches)
+        graph_step = self.graph_step
+        loader = self.pipeline.epoch(batches, self.static_layout if graph_step else None)
         profiler = _StepProfiler.create(self.rank, epoch == self.start_epoch)
         self._sync()
         start = prev = time.perf_counter()
         for step, batch in enumerate(loader):
             if profiler is not None:
                 profiler.step(step)
-            with self.autocast():
-                logits = self.ddp(self._input(batch), batch.hop)
-            loss = F.cross_entropy(logits.float(), batch.y)
-            self.optimizer.zero_grad(set_to_none=True)
-            loss.backward()  # type: ignore[no-untyped-call]
-            self.optimizer.step()
+            if graph_step is not None:
+                loss = graph_step.step(batch)
+            else:
+                with self.autocast():
+                    logits = self.ddp(self._input(batch), batch.hop)
+                loss = F.cross_entropy(logits.float(), batch.y)
+                self.optimizer.zero_grad(set_to_none=True)
+                loss.backward()  # type: ignore[no-untyped-call]
+                self.optimizer.step()
             loss_sum += loss.detach()
             now = time.perf_counter()
             wait = loader.wait_s[-1] if loader.wait_s else 0.0
@@ -463,6 +501,36 @@ class Trainer:
         return [float(v) for v in t.tolist()]
 
 
+def graph_layout(
+    spec: DistGNNJobSpec,
+    model: nn.Module,
+    device: torch.device,
+    num_features: int,
+    dtype: torch.dtype,
+) -> StaticLayout | None:
+    """The fixed shapes of CUDA-graph training steps, or None where steps stay eager.
+
+    Graph steps need a GPU, GraphSAGE (the model with a fixed-shape forward), bounded
+    fanouts, and fixed-shape inputs that fit in a small share of the GPU's memory.
+    """
+    if device.type != "cuda" or not isinstance(model, GraphSAGE):
+        return None
+    if os.environ.get(ENV_CUDA_GRAPH, "1").strip().lower() in ("0", "false", "no"):
+        return None
+    if any(k < 1 for k in spec.model.fanout):
+        return None
+    layout = StaticLayout(spec.training.batch_size, tuple(spec.model.fanout))
+    element = torch.tensor([], dtype=dtype).element_size()
+    needed = (layout.node_cap + 1) * num_features * element + 8 * sum(layout.index_sizes())
+    total = torch.cuda.get_device_properties(device).total_memory
+    if needed > GRAPH_MEMORY_SHARE * total:
+        log.info(
+            "training steps stay eager: fixed-shape inputs would take %.1f GiB", needed / 2**30
+        )
+        return None
+    return layout
+
+
 class _StepProfiler:
     """torch.profiler over a few training steps; writes a table to ``DISTGNN_PROFILE_DIR``."""
 
@@ -515,6 +583,38 @@ class _StepProfiler:
 def _sampler_request(holder: int, seeds: Tensor) -> Future[WireBatch]:
     fut: Future[WireBatch] = rpc.rpc_async(f"sampler-{holder}", serve_batch, args=(seeds,))
     return fut
+
+
+def _sampler_slots(
+    spec: DistGNNJobSpec,
+    num_samplers: int,
+    me: str,
+    num_features: int,
+    device: torch.device,
+) -> dict[int, SlotReader]:
+    """Shared slots in every sampler server on this host, for its mini-batches."""
+    if any(k < 1 for k in spec.model.fanout):
+        return {}  # no bound on a batch's size: batches come over RPC
+    layout = StaticLayout(spec.training.batch_size, tuple(spec.model.fanout))
+    dtype = torch.bfloat16 if spec.training.bf16 else torch.float32
+    slot_spec = batch_slot_spec(layout, num_features, dtype)
+    count = spec.samplers.concurrency + 1
+    readers = {}
+    for h in range(num_samplers):
+        reader = SlotReader.attach(f"sampler-{h}", me, slot_spec, count, device)
+        if reader is not None:
+            readers[h] = reader
+    return readers
+
+
+def _sampler_request_into(me: str) -> RequestInto:
+    def request(holder: int, slot: int, seeds: Tensor) -> Future[WireMeta]:
+        fut: Future[WireMeta] = rpc.rpc_async(
+            f"sampler-{holder}", serve_batch_into, args=(me, slot, seeds)
+        )
+        return fut
+
+    return request
 
 
 def run(
@@ -578,6 +678,7 @@ def run(
             ctx,
             lambda h: f"trainer-{h * ppp + local_rank}",
             seed=spec.training.seed * 1_000 + rank,
+            slots_per_peer=LOOKAHEAD + 2,
         )
         pipeline = LocalPipeline(
             holder.new_sampler(spec.training.seed * 1_000 + rank),
@@ -600,12 +701,19 @@ def run(
             x = wire[3]
             m.remote_bytes.inc(x.numel() * x.element_size())
 
+        def on_slot_batch(batch: MiniBatch) -> None:
+            m.remote_bytes.inc(batch.x.numel() * batch.x.element_size())
+
+        me = group.me.name
         pipeline = RemotePipeline(
             _sampler_request,
             device=device,
             prefetch=spec.trainers.prefetch,
             concurrency=spec.samplers.concurrency,
             on_batch=on_batch,
+            readers=_sampler_slots(spec, num_holders, me, store.meta.num_features, device),
+            request_into=_sampler_request_into(me),
+            on_slot_batch=on_slot_batch,
         )
     ranks_of = holder_ranks(num_holders, world, worker_mode=env.worker_mode, procs_per_pod=ppp)
     trainer = Trainer(

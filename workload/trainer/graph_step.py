@@ -1,0 +1,184 @@
+"""The GraphSAGE training step as one CUDA graph replay, over fixed-shape inputs.
+
+An eager step launches a few hundred kernels from Python (forward on the main thread,
+backward on the autograd thread), and with batches of a new size every time cuBLAS picks
+its algorithms again: on a GPU the step is bound by the host, not the device. Padded to the
+fixed shapes of a :class:`~distgnn_workload.sampling.StaticLayout` (the pipeline pads on its
+loader thread), forward and backward are captured once and replayed: per step the host
+copies the batch into the static inputs, replays the graph, all-reduces the gradients
+(one NCCL call over one flat buffer, scaled like DDP's mean) and runs the fused optimizer.
+
+The first steps run the same static computation eagerly (warm-up, as CUDA graph capture
+wants), then the graph is captured. If the capture fails on any rank, every rank goes back
+to the eager step (the ranks agree through one all-reduce, so none waits for the others).
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import nullcontext
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch import Tensor
+
+from distgnn_workload.loader import MiniBatch
+from distgnn_workload.models.sage import GraphSAGE
+from distgnn_workload.sampling import StaticHops, StaticLayout
+from distgnn_workload.sampling.neighbor_sampler import CUDA_GRAPH_LOCK, reset_default_generator
+
+log = logging.getLogger(__name__)
+
+WARMUP_STEPS = 3
+"""Eager static steps before the capture (CUDA graph capture wants warmed-up kernels)."""
+
+
+class GraphStep:
+    """Fixed-shape training steps of ``model``, replayed from a CUDA graph after warm-up."""
+
+    def __init__(
+        self,
+        model: GraphSAGE,
+        optimizer: torch.optim.Optimizer,
+        layout: StaticLayout,
+        *,
+        num_features: int,
+        input_dtype: torch.dtype,
+        device: torch.device,
+        bf16: bool,
+        world_size: int,
+        capture: bool = True,
+    ) -> None:
+        self.model = model
+        self.optimizer = optimizer
+        self.layout = layout
+        self.device = device
+        self.bf16 = bf16
+        self.world_size = world_size
+        self.capture = capture and device.type == "cuda"
+        batch = layout.batch_size
+        # finite everywhere: padding rows are read (and multiplied by zero gradients)
+        self.x = torch.zeros(layout.node_cap + 1, num_features, dtype=input_dtype, device=device)
+        index = torch.zeros(sum(layout.index_sizes()), dtype=torch.int64, device=device)
+        self.hops = StaticHops(layout, index)
+        self.y = torch.zeros(batch, dtype=torch.int64, device=device)
+        self.num_seeds = torch.ones((), dtype=torch.int64, device=device)
+        self.rows = torch.arange(batch, device=device)
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        self.graph: torch.cuda.CUDAGraph | None = None
+        self.loss: Tensor | None = None
+        self.steps = 0
+        self.failed = False
+
+    # ------------------------------------------------------------------ the step
+
+    def step(self, batch: MiniBatch) -> Tensor:
+        """One training step on ``batch`` (which carries its padded form); returns its loss."""
+        if batch.static is None:
+            raise ValueError("GraphStep needs batches padded to its layout (pipeline static=)")
+        self._load(batch, batch.static)
+        if self.graph is not None:
+            with CUDA_GRAPH_LOCK:
+                self.graph.replay()
+            assert self.loss is not None
+            loss = self.loss
+        elif self.capture and self.steps >= WARMUP_STEPS:
+            loss = self._capture_and_replay()
+        else:
+            loss = self._eager()
+        self._all_reduce_grads()
+        self.optimizer.step()
+        self.steps += 1
+        return loss
+
+    def _load(self, batch: MiniBatch, static: StaticHops) -> None:
+        if static.layout != self.layout:
+            raise ValueError(f"a batch padded to {static.layout}, not {self.layout}")
+        self.x[: static.num_nodes].copy_(batch.x, non_blocking=True)
+        self.hops.index.copy_(static.index, non_blocking=True)
+        self.y[: static.num_seeds].copy_(batch.y, non_blocking=True)
+        self.num_seeds.fill_(static.num_seeds)
+
+    def _forward_backward(self) -> Tensor:
+        autocast: Any = (
+            torch.autocast(device_type="cuda", dtype=torch.bfloat16, cache_enabled=False)
+            if self.bf16
+            else nullcontext()
+        )
+        with autocast:
+            logits = self.model.forward_static(self.x, self.hops)
+        batch = self.layout.batch_size
+        per_seed = F.cross_entropy(logits[:batch].float(), self.y, reduction="none")
+        real = (self.rows < self.num_seeds).to(per_seed.dtype)
+        loss = (per_seed * real).sum() / self.num_seeds.clamp(min=1).to(per_seed.dtype)
+        # the all-reduce sums the ranks' gradients: scale by 1/world like DDP's mean
+        (loss / self.world_size).backward()  # type: ignore[no-untyped-call]
+        return loss.detach()
+
+    def _eager(self) -> Tensor:
+        self.optimizer.zero_grad(set_to_none=True)
+        if self.device.type != "cuda":
+            return self._forward_backward()
+        side = torch.cuda.Stream(self.device)  # type: ignore[no-untyped-call]
+        side.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(side):
+            loss = self._forward_backward()
+        torch.cuda.current_stream(self.device).wait_stream(side)
+        return loss
+
+    def _capture_and_replay(self) -> Tensor:
+        graph = torch.cuda.CUDAGraph()
+        error: str | None = None
+        with CUDA_GRAPH_LOCK:
+            try:
+                self.optimizer.zero_grad(set_to_none=True)
+                # the gradients come out of the graph's memory, refilled by every replay
+                with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+                    self.loss = self._forward_backward()
+            except RuntimeError as err:
+                error = f"{type(err).__name__}: {err}"
+                reset_default_generator(self.device)  # dropout draws from it
+        if not self._all_ranks_ok(error is None):
+            self.failed = True
+            self.capture = False
+            self.graph = None
+            self.loss = None
+            log.warning(
+                "CUDA graph capture of the training step failed (%s); eager steps from now on",
+                error or "on another rank",
+            )
+            return self._eager()
+        self.graph = graph
+        log.info("training step captured in a CUDA graph after %d eager steps", self.steps)
+        with CUDA_GRAPH_LOCK:
+            graph.replay()
+        assert self.loss is not None
+        return self.loss
+
+    # ------------------------------------------------------------------ ranks
+
+    def _all_ranks_ok(self, ok: bool) -> bool:
+        if self.world_size == 1:
+            return ok
+        flag = torch.tensor([1 if ok else 0], dtype=torch.int32, device=self.device)
+        dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+        return bool(flag.item())
+
+    def _all_reduce_grads(self) -> None:
+        if self.world_size == 1:
+            return
+        grads = [p.grad for p in self.params if p.grad is not None]
+        flat = torch.cat([g.reshape(-1) for g in grads])
+        dist.all_reduce(flat)
+        parts = torch.split(flat, [g.numel() for g in grads])
+        torch._foreach_copy_(grads, [part.view_as(g) for part, g in zip(parts, grads, strict=True)])
+
+    def broadcast_parameters(self) -> None:
+        """Start every rank from rank 0's parameters (what DDP does when it wraps a model)."""
+        if self.world_size == 1:
+            return
+        with torch.no_grad():
+            for p in self.model.parameters():
+                dist.broadcast(p.data, src=0)
