@@ -7,6 +7,7 @@ metrics port while it runs, and checks the job's result.
 
 from __future__ import annotations
 
+import http.client
 import json
 import time
 import urllib.error
@@ -75,11 +76,12 @@ def start_job(root: Path, spec: DistGNNJobSpec) -> LocalWorkload:
 
 
 def scrape(port: int, path: str = "/metrics") -> str | None:
+    """The body at ``path``, or None when the process is not (or no longer) serving."""
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as resp:
             return str(resp.read().decode())
-    except (urllib.error.URLError, OSError):
-        return None
+    except (urllib.error.URLError, OSError, http.client.HTTPException):
+        return None  # e.g. the process exited in the middle of the answer
 
 
 def sample_values(text: str) -> dict[str, float]:

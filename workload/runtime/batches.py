@@ -26,7 +26,8 @@ from distgnn_workload.loader import FeatureSource, MiniBatch, Prefetcher
 from distgnn_workload.runtime.features import PendingGather
 from distgnn_workload.runtime.rpc import wait_remote
 from distgnn_workload.runtime.seeds import Batch
-from distgnn_workload.sampling import HopBatch, NeighborSampler
+from distgnn_workload.runtime.shared_slots import SlotReader, SlotSpec, take
+from distgnn_workload.sampling import HopBatch, NeighborSampler, StaticLayout, pad_hops
 
 WireBatch = tuple[Any, ...]
 """(node_ids, edge_index int32, target_ptr, x, y, num_seeds, nodes per hop, edges per hop)."""
@@ -69,6 +70,56 @@ def unpack(batch: WireBatch, device: torch.device) -> MiniBatch:
         target_ptr=to(target_ptr),
     )
     return MiniBatch(hop=hop, x=to(x), y=to(y))
+
+
+WireMeta = tuple[int, list[int], list[int]]
+"""A mini-batch written into a shared slot: (num_seeds, nodes per hop, edges per hop)."""
+
+
+def batch_slot_spec(layout: StaticLayout, num_features: int, dtype: torch.dtype) -> SlotSpec:
+    """The shared slot a sampler server writes one mini-batch of ``layout`` into."""
+    caps = layout.hop_caps
+    return {
+        "node_ids": ((layout.node_cap,), torch.int64),
+        "edges": ((2, sum(caps[1:])), torch.int32),
+        "ptr": ((sum(caps[:-1]) + 1,), torch.int64),
+        "x": ((layout.node_cap, num_features), dtype),
+        "y": ((layout.batch_size,), torch.int64),
+    }
+
+
+def pack_into(hop: HopBatch, x: Tensor, y: Tensor, buffers: dict[str, Tensor]) -> WireMeta:
+    """Write a mini-batch into a shared slot; returns what the consumer needs to read it."""
+    nodes, edges = hop.num_nodes, hop.num_edges
+    ptr = hop.get_target_ptr()
+    if nodes > buffers["node_ids"].numel() or edges > buffers["edges"].size(1):
+        raise ValueError(f"a batch of {nodes} nodes and {edges} edges exceeds its slot")
+    buffers["node_ids"][:nodes].copy_(hop.node_ids)
+    buffers["edges"][:, :edges].copy_(hop.edge_index)
+    buffers["ptr"][: ptr.numel()].copy_(ptr)
+    buffers["x"][:nodes].copy_(x)
+    buffers["y"][: y.numel()].copy_(y)
+    return hop.num_seeds, list(hop.num_nodes_per_hop), list(hop.num_edges_per_hop)
+
+
+def unpack_from(meta: WireMeta, buffers: dict[str, Tensor], device: torch.device) -> MiniBatch:
+    """Copy a mini-batch out of a shared slot into tensors of this process on ``device``."""
+    num_seeds, nodes_per_hop, edges_per_hop = meta
+    nodes, edges = sum(nodes_per_hop), sum(edges_per_hop)
+    targets = sum(nodes_per_hop[:-1])
+    hop = HopBatch(
+        node_ids=take(buffers["node_ids"][:nodes], device),
+        num_seeds=int(num_seeds),
+        num_nodes_per_hop=[int(n) for n in nodes_per_hop],
+        num_edges_per_hop=[int(n) for n in edges_per_hop],
+        edge_index=take(buffers["edges"][:, :edges], device).to(torch.int64),
+        target_ptr=take(buffers["ptr"][: targets + 1], device),
+    )
+    return MiniBatch(
+        hop=hop,
+        x=take(buffers["x"][:nodes], device),
+        y=take(buffers["y"][:num_seeds], device),
+    )
 
 
 def wire_bytes(batch: WireBatch) -> int:
@@ -119,7 +170,10 @@ class LocalPipeline:
         hop, pending, y = self.start(seeds)
         return MiniBatch(hop=hop, x=pending.wait(), y=y)
 
-    def epoch(self, batches: Sequence[Batch]) -> Prefetcher[MiniBatch]:
+    def epoch(
+        self, batches: Sequence[Batch], static: StaticLayout | None = None
+    ) -> Prefetcher[MiniBatch]:
+        """The epoch's mini-batches; with ``static``, each also padded to that layout."""
         started: dict[int, tuple[HopBatch, PendingGather, Tensor]] = {}
         next_start = 0
 
@@ -129,15 +183,13 @@ class LocalPipeline:
                 started[next_start] = self.start(batches[next_start][1])
                 next_start += 1
             hop, pending, y = started.pop(i)
-            return MiniBatch(hop=hop, x=pending.wait(), y=y)
+            batch = MiniBatch(hop=hop, x=pending.wait(), y=y)
+            if static is not None:
+                batch.static = pad_hops(hop, static)
+            return batch
 
         if self.prefetch == 0:
-            return Prefetcher(
-                lambda i: self.produce(batches[i][1]),
-                len(batches),
-                depth=0,
-                device=self.device,
-            )
+            return Prefetcher(produce, len(batches), depth=0, device=self.device)
         return Prefetcher(
             produce,
             len(batches),
@@ -149,10 +201,16 @@ class LocalPipeline:
 
 Request = Callable[[int, Tensor], Future[WireBatch]]
 """Ask holder ``h`` for the mini-batch of ``seeds``."""
+RequestInto = Callable[[int, int, Tensor], Future[WireMeta]]
+"""Ask holder ``h`` to write the mini-batch of ``seeds`` into slot ``k`` of this process."""
 
 
 class RemotePipeline:
-    """Server-client mode: mini-batches come from the sampler servers over RPC."""
+    """Server-client mode: mini-batches come from the sampler servers over RPC.
+
+    A server on this host writes them into shared slots of its own that this process mapped
+    (``readers``, by holder; ``request_into`` asks for that): only sizes cross the wire.
+    """
 
     def __init__(
         self,
@@ -162,27 +220,53 @@ class RemotePipeline:
         prefetch: int,
         concurrency: int,
         on_batch: Callable[[WireBatch], None] | None = None,
+        readers: dict[int, SlotReader] | None = None,
+        request_into: RequestInto | None = None,
+        on_slot_batch: Callable[[MiniBatch], None] | None = None,
     ) -> None:
         self.request = request
         self.device = device
         self.prefetch = prefetch
         self.concurrency = max(1, concurrency)
         self.on_batch = on_batch
+        self.readers = readers or {}
+        self.request_into = request_into
+        self.on_slot_batch = on_slot_batch
 
-    def epoch(self, batches: Sequence[Batch]) -> Prefetcher[MiniBatch]:
-        in_flight: dict[int, Future[WireBatch]] = {}
+    def epoch(
+        self, batches: Sequence[Batch], static: StaticLayout | None = None
+    ) -> Prefetcher[MiniBatch]:
+        """The epoch's mini-batches; with ``static``, each also padded to that layout."""
+        in_flight: dict[int, tuple[Future[Any], SlotReader | None, int]] = {}
         submitted = 0
+
+        def submit(holder: int, seeds: Tensor) -> tuple[Future[Any], SlotReader | None, int]:
+            reader = self.readers.get(holder)
+            if reader is None or self.request_into is None:
+                return self.request(holder, seeds), None, -1
+            slot = reader.acquire()
+            return self.request_into(holder, slot, seeds), reader, slot
 
         def produce(i: int) -> MiniBatch:
             nonlocal submitted
             while submitted < len(batches) and submitted < i + self.concurrency:
                 holder, seeds = batches[submitted]
-                in_flight[submitted] = self.request(holder, seeds)
+                in_flight[submitted] = submit(holder, seeds)
                 submitted += 1
-            wire = wait_remote(in_flight.pop(i), f"sampler-{batches[i][0]}")
-            if self.on_batch is not None:
-                self.on_batch(wire)
-            return unpack(wire, self.device)
+            fut, reader, slot = in_flight.pop(i)
+            value = wait_remote(fut, f"sampler-{batches[i][0]}")
+            if reader is None:
+                if self.on_batch is not None:
+                    self.on_batch(value)
+                batch = unpack(value, self.device)
+            else:
+                batch = unpack_from(value, reader.buffers(slot), self.device)
+                reader.release(slot)  # once the copies out of it have run
+                if self.on_slot_batch is not None:
+                    self.on_slot_batch(batch)
+            if static is not None:
+                batch.static = pad_hops(batch.hop, static)
+            return batch
 
         return Prefetcher(
             produce,

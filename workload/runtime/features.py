@@ -15,6 +15,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -24,7 +25,9 @@ from torch.futures import Future
 
 from distgnn_api.contract import partitions_of_holder
 from distgnn_workload.partition.store import PartitionStore
+from distgnn_workload.runtime import shared_slots
 from distgnn_workload.runtime.rpc import RpcContext, wait_remote
+from distgnn_workload.runtime.shared_slots import SlotReader, SlotSpec, take
 
 log = logging.getLogger(__name__)
 
@@ -307,22 +310,76 @@ class FeatureStats:
 
 
 @dataclass
+class _Part:
+    """One holder's share of a pending gather."""
+
+    pos: Tensor
+    """Where its rows go in ``out``."""
+    fut: Future[Any]
+    """Its rows, or (with a shared slot) how many rows it wrote there."""
+    peer: str
+    reader: SlotReader | None = None
+    slot: int = -1
+
+
+@dataclass
 class PendingGather:
     """A gather whose remote rows are still on their way: ``wait()`` fills them in.
 
-    ``out`` already holds the local and cached rows; ``parts`` are, per owning holder, the
-    positions of its rows in ``out`` and the future of their features.
+    ``out`` already holds the local and cached rows; ``parts`` say, per owning holder, where
+    its rows go in ``out`` and how they come (over RPC, or written into a shared slot).
     """
 
     out: Tensor
-    parts: list[tuple[Tensor, Future[Tensor], str]] = field(default_factory=list)
+    parts: list[_Part] = field(default_factory=list)
 
     def wait(self) -> Tensor:
-        for pos, fut, peer in self.parts:
-            rows = wait_remote(fut, peer)
-            self.out[pos] = rows.to(self.out.device, self.out.dtype, non_blocking=True)
+        for part in self.parts:
+            value = wait_remote(part.fut, part.peer)
+            if part.reader is None:
+                rows = value
+            else:
+                rows = take(part.reader.buffers(part.slot)["rows"][: int(value)], self.out.device)
+            self.out[part.pos] = rows.to(self.out.device, self.out.dtype, non_blocking=True)
+            if part.reader is not None:
+                part.reader.release(part.slot)  # once the copy above has run
         self.parts = []
         return self.out
+
+
+FEATURE_SLOTS = "rows"
+
+
+def feature_slot_spec(rows: int, num_features: int, dtype: torch.dtype) -> SlotSpec:
+    """One shared slot for up to ``rows`` feature rows."""
+    return {FEATURE_SLOTS: ((rows, num_features), dtype)}
+
+
+def _serve_features_into(consumer: str, slot: int, ids: Tensor) -> int:
+    """RPC target: write the features of owned nodes ``ids`` into ``consumer``'s slot."""
+    if not _served_ready.wait(timeout=600):
+        raise RuntimeError("this holder never loaded its features")
+    assert _served is not None
+    table = _served
+    buffer = shared_slots.owner().buffers(consumer, slot)[FEATURE_SLOTS]
+    n = int(ids.numel())
+    if n > buffer.size(0):
+        raise ValueError(f"{n} rows do not fit a slot of {buffer.size(0)}")
+    local = ids.to(table.device) - table.start
+    if table.device.type != "cuda":
+        torch.index_select(table.rows, 0, local, out=buffer[:n])
+    else:
+        torch.cuda.set_device(table.device)
+        stream: torch.cuda.Stream | None = getattr(_serve_streams, "stream", None)
+        if stream is None:
+            stream = torch.cuda.Stream(table.device)  # type: ignore[no-untyped-call]
+            _serve_streams.stream = stream
+        with torch.cuda.stream(stream):
+            torch.index_select(table.rows, 0, local, out=buffer[:n])
+        stream.synchronize()  # the rows are in place before the answer
+    if _serve_observer is not None:
+        _serve_observer(buffer[:n])
+    return n
 
 
 class DistributedFeatureSource:
@@ -351,6 +408,10 @@ class DistributedFeatureSource:
         self.device = table.device
         self.stats = FeatureStats(lookups=torch.zeros((), dtype=torch.int64, device=table.device))
         self._stats_lock = threading.Lock()
+        self.readers: dict[int, SlotReader] = {}
+        """Shared slots of holders on this host, by holder: their rows come through memory."""
+        self.fetch_into: Callable[[int, int, Tensor], Future[int]] | None = None
+        """Ask holder ``h`` to write the rows of ``ids`` into slot ``k`` of this process."""
 
     @property
     def num_features(self) -> int:
@@ -382,6 +443,8 @@ class DistributedFeatureSource:
             return PendingGather(out)
         order = order[:misses]
         miss_ids = ids[order]
+        if self.readers:
+            miss_ids = miss_ids.cpu()  # requests carry host ids; rows come through the slots
         pending = PendingGather(out)
         lo = 0
         for h, n in enumerate(counts[:holders]):
@@ -391,13 +454,37 @@ class DistributedFeatureSource:
                 raise RuntimeError(f"holder {h} has no row for some of its own nodes")
             pos = order[lo : lo + n]
             # a compact copy: a view would put its whole storage on the wire
-            fut = self.fetch(h, miss_ids[lo : lo + n].clone())
-            pending.parts.append((pos, fut, self.peer_name(h)))
+            request = miss_ids[lo : lo + n].clone()
+            reader = self.readers.get(h)
+            if reader is not None and self.fetch_into is not None and n <= _slot_rows(reader):
+                k = reader.acquire()
+                fut: Future[Any] = self.fetch_into(h, k, request)
+                pending.parts.append(_Part(pos, fut, self.peer_name(h), reader, k))
+            else:
+                pending.parts.append(_Part(pos, self.fetch(h, request), self.peer_name(h)))
             lo += n
         with self._stats_lock:
             self.stats.misses += misses
             self.stats.bytes_fetched += misses * table.num_features * out.element_size()
         return pending
+
+
+def _slot_rows(reader: SlotReader) -> int:
+    return int(reader.buffers(0)[FEATURE_SLOTS].size(0))
+
+
+def rpc_fetch_into(
+    me: str, target_of_holder: Callable[[int], str]
+) -> Callable[[int, int, Tensor], Future[int]]:
+    """Feature requests whose rows the owner writes into this process's shared slot."""
+
+    def fetch_into(holder: int, slot: int, ids: Tensor) -> Future[int]:
+        fut: Future[int] = rpc.rpc_async(
+            target_of_holder(holder), _serve_features_into, args=(me, slot, ids.cpu())
+        )
+        return fut
+
+    return fetch_into
 
 
 def fill_cache(

@@ -21,6 +21,7 @@ from distgnn_workload.partition.store import PartitionStore
 from distgnn_workload.runtime.distributed_sampler import (
     HopByHopSampler,
     SamplerFactory,
+    free_memory,
     replicated_factory,
     rpc_hop_fetch,
     serve_local_csr,
@@ -32,16 +33,20 @@ from distgnn_workload.runtime.features import (
     FeatureTable,
     HolderData,
     HolderLayout,
+    feature_slot_spec,
     fill_cache,
     load_holder,
     load_labels,
     presample_counts,
     rpc_fetch,
+    rpc_fetch_into,
     select_hot,
     serve_table,
 )
 from distgnn_workload.runtime.lifecycle import BadInputError
 from distgnn_workload.runtime.rpc import RpcContext
+from distgnn_workload.runtime.shared_slots import SlotOwner, SlotReader, serve_slots, slot_bytes
+from distgnn_workload.sampling import StaticLayout
 
 log = logging.getLogger(__name__)
 
@@ -118,9 +123,16 @@ def connect(
     target_of_holder: Callable[[int], str],
     *,
     seed: int,
+    slots_per_peer: int = 4,
 ) -> Holder:
-    """Serve this holder's data over RPC, build its sampler, fill the hot-feature cache."""
+    """Serve this holder's data over RPC, build its sampler, fill the hot-feature cache.
+
+    With a partial cache, the rows of other holders on this host come through shared slots
+    (``slots_per_peer`` each: one per request a process may have in flight, plus one).
+    """
     fanouts = list(spec.model.fanout)
+    me = ctx.group.me.name
+    serve_slots(SlotOwner(state.device, f"{ctx.group.generation[:8]}-{me}"))
     serve_table(state.table, ctx)
     if state.replicate:
         new_sampler = replicated_factory(store, fanouts, state.device)
@@ -171,4 +183,41 @@ def connect(
             hot = select_hot(counts, degrees, state.data.start, state.data.end, budget)
         fill_cache(state.table, state.layout, fetch, hot, peer_name=target_of_holder)
         log.info("hot-feature cache filled in %.1fs", time.perf_counter() - t0)
+    if not state.table.complete:
+        attach_feature_slots(features, spec, me, target_of_holder, slots_per_peer)
     return Holder(state=state, features=features, new_sampler=new_sampler)
+
+
+SLOT_MEMORY_SHARE = 0.05
+"""Shared slots for one peer may take at most this share of the device's memory."""
+
+
+def attach_feature_slots(
+    features: DistributedFeatureSource,
+    spec: DistGNNJobSpec,
+    me: str,
+    target_of_holder: Callable[[int], str],
+    count: int,
+) -> None:
+    """Map slots in every other holder for the rows a batch misses (same host only)."""
+    fanouts = list(spec.model.fanout)
+    if any(k < 1 for k in fanouts):
+        return  # no bound on a batch's rows: they come over RPC
+    rows = StaticLayout(spec.training.batch_size, tuple(fanouts)).node_cap
+    table = features.table
+    slot_spec = feature_slot_spec(rows, table.num_features, table.rows.dtype)
+    if slot_bytes(slot_spec) * count > SLOT_MEMORY_SHARE * device_memory(table.device):
+        log.info("remote rows come over RPC: shared slots would take too much memory")
+        return
+    for h in range(features.layout.num_holders):
+        if h != features.holder:
+            reader = SlotReader.attach(target_of_holder(h), me, slot_spec, count, table.device)
+            if reader is not None:
+                features.readers[h] = reader
+    features.fetch_into = rpc_fetch_into(me, target_of_holder)
+
+
+def device_memory(device: torch.device) -> int:
+    if device.type == "cuda":
+        return int(torch.cuda.get_device_properties(device).total_memory)
+    return free_memory(device)

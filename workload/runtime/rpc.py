@@ -1,12 +1,15 @@
 """torch RPC (TensorPipe) over the job's rendezvous store, and the job's orderly shutdown.
 
 Every process of the job is one RPC worker named after its role and rank (``sampler-0``,
-``trainer-3``; see :class:`~distgnn_workload.runtime.rendezvous.Member`). When every member
-has a GPU, tensors may travel as CUDA tensors: each process maps its device to every peer's
-(TensorPipe device maps, :func:`device_maps`; the reverse maps that responses use follow from
-the peers' maps), so that a sampler's GPU output lands on the trainer's GPU without a host
-copy (CUDA IPC on one host). A process never calls itself: it has no device map to itself.
-``DISTGNN_RPC_CUDA=0`` forces host tensors.
+``trainer-3``; see :class:`~distgnn_workload.runtime.rendezvous.Member`). RPC carries host
+tensors; bulk data between processes of one host (mini-batches, remote feature rows) goes
+through shared slots instead (:mod:`distgnn_workload.runtime.shared_slots`), and over RPC
+only between hosts. ``DISTGNN_RPC_CUDA=1`` lets tensors travel over RPC as CUDA tensors when
+every member has a GPU: each process then maps its device to every other member's
+(TensorPipe device maps, :func:`device_maps`; the reverse maps that responses use follow
+from the peers' maps). It is off by default: with several pipes sharing TensorPipe's CUDA
+staging buffers, a 2-GPU server-client run stalled for good. A process never calls itself:
+it has no device map to itself.
 
 A failure inside a remote call comes back as :class:`RemoteError`, naming the peer and
 carrying its traceback (:func:`wait_remote`): torch RPC hands an exception that an
@@ -35,7 +38,7 @@ from distgnn_workload.runtime.rendezvous import Group
 
 log = logging.getLogger(__name__)
 
-ENV_RPC_CUDA = "DISTGNN_RPC_CUDA"  # 0 sends host tensors over RPC even when every peer has a GPU
+ENV_RPC_CUDA = "DISTGNN_RPC_CUDA"  # 1: CUDA tensors over RPC where every peer has a GPU
 LEFT_PREFIX = "distgnn/left/"
 _SCHEME = "distgnn"
 
@@ -61,8 +64,8 @@ def _register() -> None:
 
 
 def cuda_rpc_enabled(group: Group) -> bool:
-    """Whether tensors travel over RPC as CUDA tensors: every member has a GPU, not disabled."""
-    if os.environ.get(ENV_RPC_CUDA, "1").strip() in ("0", "false", "no"):
+    """Whether tensors travel over RPC as CUDA tensors: asked for, and every member has a GPU."""
+    if os.environ.get(ENV_RPC_CUDA, "0").strip().lower() not in ("1", "true", "yes"):
         return False
     return all(group.device_of(m.name).startswith("cuda") for m in group.members)
 

@@ -14,6 +14,10 @@ each request. A failed request completes its future with a
 :class:`~distgnn_workload.runtime.rpc.RemoteError` that names this sampler and carries the
 traceback; the trainer raises it.
 
+A trainer on this host maps shared slots of this process
+(:mod:`~distgnn_workload.runtime.shared_slots`) and asks with :func:`serve_batch_into`: the
+mini-batch is written into its slot and only the sizes go back over RPC.
+
 The server runs until every trainer has finished (a graceful RPC shutdown is a barrier of
 all processes). If trainer 0 goes away first, the job is being restarted: it exits 1 so
 that the gang restarts together, or 0 if the job's result exists.
@@ -41,7 +45,8 @@ from distgnn_workload import metrics
 from distgnn_workload.partition.store import PartitionStore
 from distgnn_workload.runtime import holder as holders
 from distgnn_workload.runtime import rpc as rpc_runtime
-from distgnn_workload.runtime.batches import WireBatch, pack, wire_bytes
+from distgnn_workload.runtime import shared_slots
+from distgnn_workload.runtime.batches import WireBatch, WireMeta, pack, pack_into, wire_bytes
 from distgnn_workload.runtime.ddp import pick_device
 from distgnn_workload.runtime.features import set_serve_observer
 from distgnn_workload.runtime.lifecycle import (
@@ -116,13 +121,18 @@ class SamplerServer:
             sampler.prepare(batch_size)
         return _Slot(sampler, stream)
 
-    def submit(self, seeds: Tensor) -> Future[WireBatch]:
-        devices: list[int | str | torch.device] | None = [self.device] if self.ctx.cuda else None
-        fut: Future[WireBatch] = Future(devices=devices)
-        self.executor.submit(self._run, seeds, fut, time.perf_counter())
+    def submit(self, seeds: Tensor, into: tuple[str, int] | None = None) -> Future[Any]:
+        """The mini-batch of ``seeds`` (or, ``into=(consumer, slot)``, its sizes once it is
+        written into that consumer's shared slot)."""
+        cuda_wire = self.ctx.cuda and into is None
+        devices: list[int | str | torch.device] | None = [self.device] if cuda_wire else None
+        fut: Future[Any] = Future(devices=devices)
+        self.executor.submit(self._run, seeds, fut, time.perf_counter(), into)
         return fut
 
-    def _run(self, seeds: Tensor, fut: Future[WireBatch], t0: float) -> None:
+    def _run(
+        self, seeds: Tensor, fut: Future[Any], t0: float, into: tuple[str, int] | None = None
+    ) -> None:
         slot: _Slot | None = None
         try:
             slot = self._slots.get()
@@ -135,20 +145,27 @@ class SamplerServer:
                 hop = slot.sampler.sample(seeds)
                 x = self.holder.features.gather(hop.node_ids)
                 y = self.labels[hop.seed_ids]
-                wire = pack(hop, x, y, self.ctx.wire)
+                if into is None:
+                    wire: Any = pack(hop, x, y, self.ctx.wire)
+                    sent = wire_bytes(wire)
+                else:
+                    wire = pack_into(hop, x, y, shared_slots.owner().buffers(*into))
+                    sent = x.numel() * x.element_size() + hop.edge_index.numel() * 4
+                    if slot.stream is not None:
+                        slot.stream.synchronize()  # written before the consumer reads it
                 fut.set_result(wire)
         except BaseException as err:
             log.exception("mini-batch request failed")
             if not fut.done():
                 # an exception set on the future would reach the trainer as a plain value
-                fut.set_result(rpc_runtime.RemoteError.of(err, self.name))  # type: ignore[arg-type]
+                fut.set_result(rpc_runtime.RemoteError.of(err, self.name))
             return
         finally:
             if slot is not None:
                 self._slots.put(slot)
         self._requests.inc()
         self._seconds.observe(time.perf_counter() - t0)
-        self._bytes.inc(wire_bytes(wire))
+        self._bytes.inc(sent)
         with self._lock:
             self._served += 1
             update = self._served % CACHE_RATIO_EVERY == 0
@@ -166,6 +183,18 @@ class SamplerServer:
 
 _server: SamplerServer | None = None
 _ready = threading.Event()
+
+
+@rpc.functions.async_execution  # type: ignore[untyped-decorator]
+def serve_batch_into(consumer: str, slot: int, seeds: Tensor) -> Future[WireMeta]:
+    """RPC target: write the mini-batch of ``seeds`` into ``consumer``'s shared slot."""
+    if not _ready.wait(timeout=600):
+        raise RuntimeError("the sampler server never became ready")
+    assert _server is not None
+    if _server.device.type == "cuda":
+        torch.cuda.set_device(_server.device)  # not GPU 0, where a new RPC thread starts
+    fut: Future[WireMeta] = _server.submit(seeds, into=(consumer, slot))
+    return fut
 
 
 @rpc.functions.async_execution  # type: ignore[untyped-decorator]
@@ -229,6 +258,7 @@ def main() -> int:
         ctx,
         lambda h: f"sampler-{h}",
         seed=spec.training.seed * 1_000 + env.rank,
+        slots_per_peer=spec.samplers.concurrency + 1,
     )
     global _server
     _server = SamplerServer(
