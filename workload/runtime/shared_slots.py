@@ -19,6 +19,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import logging
+import os
 import socket
 import threading
 from collections.abc import Callable
@@ -164,7 +165,11 @@ def _map(handle: Any) -> Tensor:
     numel = 1
     for n in shape:
         numel *= n
-    return torch.from_file(path, shared=True, size=max(numel, 1), dtype=dtype)[:numel].view(shape)
+    tensor = torch.from_file(path, shared=True, size=max(numel, 1), dtype=dtype)
+    # both processes map it now: the name can go (processes end with os._exit, no cleanup)
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+    return tensor[:numel].view(shape)
 
 
 class SlotReader:
