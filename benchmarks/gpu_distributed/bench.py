@@ -106,7 +106,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--prefetch", type=int, default=4)
     p.add_argument("--concurrency", type=int, default=4)
     p.add_argument("--sampler-workers", type=int, default=4)
-    p.add_argument("--rpc-cuda", choices=["auto", "on", "off"], default="auto")
+    p.add_argument(
+        "--rpc-cuda",
+        choices=["auto", "on", "off"],
+        default="off",
+        help="CUDA tensors over RPC (DISTGNN_RPC_CUDA); bulk data uses shared slots anyway",
+    )
     p.add_argument("--run-timeout", type=float, default=120.0)
     p.add_argument("--budget", type=float, default=540.0, help="seconds for the whole script")
     p.add_argument("--pyg-baseline", action="store_true")
@@ -449,13 +454,18 @@ def run_one(
     }
     if monitor is not None:
         record.update(monitor.summary({p.pid: name for name, p in procs}))
-    fallbacks = [
-        path.stem
-        for path in root.glob("*.log")
-        if "falling back" in path.read_text(errors="replace")
-    ]
+    logs = {path.stem: path.read_text(errors="replace") for path in root.glob("*.log")}
+    fallbacks = [name for name, text in logs.items() if "falling back" in text]
     if fallbacks:
         record["sampler_graph_fallback"] = fallbacks
+    trainer0 = logs.get("trainer-0", "")
+    if "training step captured in a CUDA graph" in trainer0:
+        record["step"] = "cuda graph"
+    elif "CUDA graph capture of the training step failed" in trainer0:
+        record["step"] = "eager (capture failed)"
+    else:
+        record["step"] = "eager"
+    record["shared_slots_mapped"] = sum(text.count("mapped ") for text in logs.values())
     stats_path = run_dir / STATS_FILE
     if not stats_path.exists() or any(code != 0 for code in codes.values()):
         record["error"] = f"exit codes {codes}" + (" (timeout)" if wall >= timeout else "")

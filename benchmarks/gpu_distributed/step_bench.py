@@ -8,7 +8,8 @@ hidden 256, fanout 15/10/5, batch 1024). Per precision it writes JSON lines:
   GPU ms per step, with and without padded GEMM rows (``pad_rows``);
 - ``loop``: the single-process loop of ``benchmarks/gpu`` (``BatchLoader`` + step);
 - ``trainer``: the trainer's own epoch loop (``Trainer.train_epoch`` over a
-  ``LocalPipeline``) in this process, with and without ``pad_rows``.
+  ``LocalPipeline``) in this process, with eager steps and with the step replayed from a
+  CUDA graph (``steps``: eager or graph).
 
 Comparing ``trainer`` here with ``worker-1`` of ``bench.py`` separates the loop from the
 process around it (RPC agent, metrics server, ...); comparing ``loop`` and ``trainer``
@@ -309,7 +310,8 @@ def main(argv: list[str] | None = None) -> int:
                 **bench_loop(make_step(model, opt, device, bf16), loader, args.epochs, device),
             },
         )
-        for pad in (False, True):
+        for steps in ("eager", "graph"):
+            os.environ[training.ENV_CUDA_GRAPH] = "1" if steps == "graph" else "0"
             spec = job_spec(args, precision)
             pipeline = LocalPipeline(
                 sampler, feats, graph.y, device=device, prefetch=spec.trainers.prefetch
@@ -330,13 +332,17 @@ def main(argv: list[str] | None = None) -> int:
                 run_dir=run_dir,
                 job_uid="step-bench",
             )
-            assert isinstance(trainer.model, GraphSAGE)
-            trainer.model.pad_rows = pad
             profile = None
-            if args.profile_dir is not None and not pad:
-                profile = args.profile_dir / f"step-{precision}"
+            if args.profile_dir is not None:
+                profile = args.profile_dir / f"step-{precision}-{steps}"
             record = bench_trainer(trainer, args.epochs, profile)
-            emit(args.out, {"bench": "trainer", **base, "pad_rows": pad, **record})
+            graph_step = trainer.graph_step
+            record["graph_captured"] = graph_step is not None and graph_step.graph is not None
+            emit(args.out, {"bench": "trainer", **base, "steps": steps, **record})
+            del trainer, pipeline
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+        os.environ.pop(training.ENV_CUDA_GRAPH, None)
     return 0
 
 
