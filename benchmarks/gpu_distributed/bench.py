@@ -3,38 +3,39 @@
 Generates the products-scale synthetic graph on the GPU (``benchmarks/gpu/synthetic_gpu.py``),
 writes one partition store with 2 random partitions (reused by every run), then runs
 ``python -m distgnn_workload.sampler|trainer`` with the contract's environment, one process
-per GPU with NCCL, for each configuration:
+per GPU with NCCL, for each run of ``--runs`` (``mode-gpus-precision[-cacheRatio]``):
 
 - worker mode (trainers sample their own partition; features of the other partition come
-  over RPC into the hot-feature cache) and server-client mode (sampler processes on the
-  same GPUs serve feature-complete mini-batches over RPC, CUDA tensors via TensorPipe);
-- 1 GPU and 2 GPUs (one trainer pod per GPU, like pods on two machines);
-- fp32 and bf16 (autocast, bf16 features).
+  from the hot-feature cache, the rest from the peer through shared slots) and
+  server-client mode (sampler processes on the same GPUs write feature-complete mini-batches
+  into shared slots of the trainers; RPC carries requests and sizes);
+- 1 GPU and 2 GPUs (one trainer pod per GPU);
+- fp32 and bf16 (autocast, bf16 features); cacheRatio 1 unless given.
 
 Each run trains ``--epochs`` epochs (3-layer GraphSAGE, hidden 256, fanout 15/10/5, batch
 1024 per GPU); the first is warm-up. From the trainers' ``training_stats.json`` it reports,
 as JSON lines: seeds/s per GPU, sampled edges/s, and the data-wait share (how long the
 training stream stalled for data, over the epoch time; the host-side wait is reported
-too). Then the 1 -> 2 GPU scaling and, with ``--pyg-baseline``, the PyG ``NeighborLoader``
-baseline (``benchmarks/gpu/pyg_baseline.py``) on the same graph and the ratios to it.
-``--profile`` writes a torch.profiler table of trainer 0's steps for some runs.
+too), with the GPUs' utilisation and which process holds a context on which GPU
+(``nvidia-smi``), whether the training step ran as a CUDA graph and how many shared slots
+were mapped. Then the 1 -> 2 GPU scaling and, with ``--pyg-baseline``, the PyG
+``NeighborLoader`` baseline (``benchmarks/gpu/pyg_baseline.py``) on the same graph (at the
+``pyg`` place of ``--runs``) and the ratios to it. ``--profile RUN...`` writes a
+torch.profiler table and a chrome trace of trainer 0's steps 20-40 of its first epoch.
 
 On the device machine with 2 GPUs (the repository copied there, the wheels of
-``../shared/wheels/gpu-py312-torch2.11/`` plus prometheus-client in a carried ``.wheels/``;
-everything within one 10-minute command)::
+``../shared/wheels/gpu-py312-torch2.11/`` plus prometheus-client and pytest in a carried
+``.wheels/``; everything within one 10-minute command)::
 
     pip install -q --no-index --no-deps --target /tmp/site .wheels/*.whl \\
     && mkdir -p build/devpath && ln -sfn ../../api build/devpath/distgnn_api \\
     && ln -sfn ../../workload build/devpath/distgnn_workload \\
     && PYTHONPATH=/tmp/site:$PWD/build/devpath NCCL_NVLS_ENABLE=0 \\
-       python benchmarks/gpu_distributed/bench.py --pyg-baseline \\
-         --profile worker-1-bf16 server-1-bf16 --out $OUT/dist.jsonl 2>&1 | tail -60
+       python benchmarks/gpu_distributed/bench.py --pyg-baseline --budget 330 \\
+         --profile worker-1-bf16 --out $OUT/dist.jsonl
 
-(device tool: ``kind=nvidia-h100-x2``, ``carry=[".wheels"]``, ``timeout_s=600``). The
-2-GPU NCCL tests run with the same set-up (pytest and pytest-timeout wheels in ``.wheels``)::
-
-    ... && PYTHONPATH=/tmp/site:$PWD/build/devpath NCCL_NVLS_ENABLE=0 \\
-       python -m pytest -q -p no:cacheprovider --noconftest -m gpu tests/e2e/test_workload_gpu.py
+(device tool: ``kind=nvidia-h200-x2``, ``carry=[".wheels"]``). The GPU tests run with the
+same set-up: ``python -m pytest -q -p no:cacheprovider --noconftest -m gpu tests/``.
 
 On CPU at small scale, as a smoke test::
 
@@ -76,6 +77,19 @@ NUM_PARTITIONS = 2
 ENV_RPC_CUDA = "DISTGNN_RPC_CUDA"
 ENV_PROFILE_DIR = "DISTGNN_PROFILE_DIR"
 STATS_FILE = "training_stats.json"
+DEFAULT_RUNS = [
+    "worker-1-bf16",
+    "worker-2-bf16",
+    "worker-1-fp32",
+    "worker-2-fp32",
+    "server-1-bf16",
+    "server-2-bf16",
+    "worker-2-bf16-0.2",
+    "pyg",
+    "server-1-fp32",
+    "server-2-fp32",
+    "worker-2-fp32-0.2",
+]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -89,15 +103,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--classes", type=int, default=47)
     p.add_argument("--train-fraction", type=float, default=0.08)
     p.add_argument("--eval-fraction", type=float, default=0.005, help="val and test each")
-    p.add_argument("--modes", nargs="+", default=["worker", "server"], choices=["worker", "server"])
-    p.add_argument("--gpus", type=int, nargs="+", default=[1, 2])
-    p.add_argument("--precisions", nargs="+", default=["bf16", "fp32"], choices=["bf16", "fp32"])
-    p.add_argument("--cache-ratio", type=float, default=1.0)
     p.add_argument(
-        "--extra",
-        nargs="*",
-        default=["worker-2-bf16-0.2", "worker-2-fp32-0.2"],
-        help="more runs as mode-gpus-precision-cacheRatio, after the main ones",
+        "--runs",
+        nargs="+",
+        default=DEFAULT_RUNS,
+        help="runs in order, as mode-gpus-precision[-cacheRatio]; 'pyg' runs the baseline "
+        "there (with --pyg-baseline); a short budget drops the last ones",
     )
     p.add_argument("--epochs", type=int, default=3, help="the first is warm-up")
     p.add_argument("--batch-size", type=int, default=1024)
@@ -508,20 +519,13 @@ def run_one(
 # --------------------------------------------------------------------------- main
 
 
-def configs(args: argparse.Namespace) -> list[RunConfig]:
-    """Runs in order of importance (a short budget drops the last ones): precision, then
-    mode, then GPUs, then the extra runs."""
-    out = []
-    precisions = args.precisions if args.device == "cuda" else ["fp32"]
-    for precision in precisions:
-        for mode in args.modes:
-            for gpus in args.gpus:
-                out.append(RunConfig(mode, gpus, precision, args.cache_ratio))
-    for extra in args.extra or []:
-        mode, gpus, precision, ratio = extra.split("-")
-        if precision in precisions and int(gpus) in args.gpus and mode in args.modes:
-            out.append(RunConfig(mode, int(gpus), precision, float(ratio)))
-    return out
+def parse_run(token: str) -> RunConfig:
+    """``mode-gpus-precision[-cacheRatio]``, e.g. ``worker-2-bf16-0.2``."""
+    parts = token.split("-")
+    if len(parts) not in (3, 4) or parts[0] not in ("worker", "server"):
+        raise SystemExit(f"--runs: {token!r} is not mode-gpus-precision[-cacheRatio]")
+    ratio = float(parts[3]) if len(parts) == 4 else 1.0
+    return RunConfig(parts[0], int(parts[1]), parts[2], ratio)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -529,11 +533,13 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-    if args.device == "cuda":
-        have = torch.cuda.device_count()
-        if have < max(args.gpus):
-            print(f"need {max(args.gpus)} GPUs, have {have}", file=sys.stderr)
-            return 2
+    runs = [t if t == "pyg" else parse_run(t) for t in args.runs]
+    if args.device == "cpu":  # bf16 needs a GPU
+        runs = [r for r in runs if isinstance(r, str) or r.precision == "fp32"]
+    gpus = max((r.gpus for r in runs if isinstance(r, RunConfig)), default=1)
+    if args.device == "cuda" and torch.cuda.device_count() < gpus:
+        print(f"need {gpus} GPUs, have {torch.cuda.device_count()}", file=sys.stderr)
+        return 2
     emit(
         args.out,
         {
@@ -554,15 +560,22 @@ def main(argv: list[str] | None = None) -> int:
     rpc_modes = {"on": [True], "off": [False], "auto": [args.device == "cuda", False]}
     choices = list(dict.fromkeys(rpc_modes[args.rpc_cuda]))
     results: list[dict[str, Any]] = []
-    reserve = args.pyg_timeout if args.pyg_baseline else 0.0
-    for cfg in configs(args):
+    pyg: float | None = None
+    pyg_done = False
+    if args.pyg_baseline and "pyg" not in runs:
+        runs.append("pyg")
+    for run in runs:
+        if isinstance(run, str):
+            if args.pyg_baseline and not pyg_done:
+                pyg, pyg_done = pyg_baseline(args, started), True
+            continue
         for attempt, rpc_cuda in enumerate(choices):
-            left = args.budget - reserve - (time.perf_counter() - started)
+            left = args.budget - (time.perf_counter() - started)
             if left < 40:
-                emit(args.out, {"bench": "dist_run", "run": cfg.name, "skipped": "time budget"})
+                emit(args.out, {"bench": "dist_run", "run": run.full_name, "skipped": "budget"})
                 break
             record = run_one(
-                cfg, args, store_dir, rpc_cuda=rpc_cuda, timeout=min(args.run_timeout, left)
+                run, args, store_dir, rpc_cuda=rpc_cuda, timeout=min(args.run_timeout, left)
             )
             retry = "error" in record and attempt + 1 < len(choices)
             if retry:
@@ -575,8 +588,8 @@ def main(argv: list[str] | None = None) -> int:
                     choices = choices[attempt:]
                 break
     summarise(args, results)
-    if args.pyg_baseline:
-        pyg_baseline(args, results, started)
+    if pyg is not None:
+        compare(args, results, pyg)
     table(results)
     if not args.keep:
         shutil.rmtree(args.work_dir, ignore_errors=True)
@@ -600,9 +613,7 @@ def table(results: list[dict[str, Any]]) -> None:
 
 def summarise(args: argparse.Namespace, results: list[dict[str, Any]]) -> None:
     main_runs = {
-        (r["mode"], r["gpus"], r["precision"]): r
-        for r in results
-        if r["cache_ratio"] == args.cache_ratio
+        (r["mode"], r["gpus"], r["precision"]): r for r in results if r["cache_ratio"] == 1.0
     }
     for (mode, gpus, precision), two in main_runs.items():
         one = main_runs.get((mode, 1, precision))
@@ -620,11 +631,12 @@ def summarise(args: argparse.Namespace, results: list[dict[str, Any]]) -> None:
             )
 
 
-def pyg_baseline(args: argparse.Namespace, results: list[dict[str, Any]], started: float) -> None:
-    left = args.budget + 30 - (time.perf_counter() - started)
+def pyg_baseline(args: argparse.Namespace, started: float) -> float | None:
+    """PyG's NeighborLoader + GraphSAGE on the same graph: its seeds/s, or None."""
+    left = args.budget - (time.perf_counter() - started)
     if left < 30:
         emit(args.out, {"bench": "pyg_train", "skipped": "time budget"})
-        return
+        return None
     out = args.work_dir / "pyg.jsonl"
     cmd = [
         sys.executable,
@@ -654,8 +666,12 @@ def pyg_baseline(args: argparse.Namespace, results: list[dict[str, Any]], starte
     train = next((r for r in records if r.get("bench") == "pyg_train"), None)
     if train is None:
         emit(args.out, {"bench": "pyg_train", "error": tail if failed else "no result"})
-        return
-    base = float(train["seeds_per_s"])
+        return None
+    return float(train["seeds_per_s"])
+
+
+def compare(args: argparse.Namespace, results: list[dict[str, Any]], base: float) -> None:
+    """Each run's seeds/s per GPU over the PyG baseline's."""
     for r in results:
         emit(
             args.out,

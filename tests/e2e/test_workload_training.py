@@ -206,6 +206,33 @@ def test_worker_mode_samples_hop_by_hop_and_fetches_remote_features(tmp_path: Pa
     assert "feature cache:" in log
 
 
+def test_fixed_shape_steps_train_two_ranks_with_one_flat_all_reduce(tmp_path: Path) -> None:
+    """The steps a GPU replays from a CUDA graph, run eagerly on CPU: padded batches, the
+    parameters broadcast from rank 0, the gradients all-reduced as one flat buffer (gloo);
+    remote rows of the partial cache through the peer's shared slots."""
+    spec = job_spec(
+        **{
+            "samplers.replicas": 0,
+            "samplers.cacheRatio": 0.3,
+            "partition.algorithm": "random",
+            "training.epochs": 3,
+        }
+    )
+    job = LocalWorkload(tmp_path, spec, extra_env={"DISTGNN_CUDA_GRAPH": "static"})
+    assert spec.dataset.synthetic is not None
+    job.write_partitions(generate(spec.dataset.synthetic))
+    job.start_all()
+    finish(job)
+    result = result_of(job)
+    assert result.epochs == 3
+    assert result.test_accuracy >= 0.85, job.logs()
+    for rank in range(2):
+        log = job.stdout_of(c.Role.trainer, rank)
+        assert "training steps on fixed shapes (eager)" in log, log
+        assert f"mapped 4 shared slots of trainer-{1 - rank}" in log, log
+        assert "DistributedDataParallel" not in log
+
+
 def test_a_pod_with_two_training_processes_serves_both_on_one_port(tmp_path: Path) -> None:
     spec = job_spec(**{"trainers.replicas": 1})
     job = LocalWorkload(tmp_path, spec, extra_env={c.ENV_PROCS_PER_POD: "2"})

@@ -87,7 +87,9 @@ PROGRESS_EVENTS_PER_EPOCH = 20
 ENV_PROFILE_DIR = "DISTGNN_PROFILE_DIR"  # set: rank 0 profiles some steps of its first epoch
 PROFILE_STEPS = (20, 40)
 """Steps [a, b) of the first epoch that a profiling rank 0 records."""
-ENV_CUDA_GRAPH = "DISTGNN_CUDA_GRAPH"  # 0: eager training steps even where a graph could run
+ENV_CUDA_GRAPH = "DISTGNN_CUDA_GRAPH"
+"""0: eager steps even where a CUDA graph could run; ``static``: the fixed-shape steps on a
+CPU too (eagerly: how tests check them without a GPU)."""
 GRAPH_MEMORY_SHARE = 0.1
 """The fixed-shape inputs of a CUDA-graph step may take at most this share of the GPU."""
 
@@ -272,6 +274,10 @@ class Trainer:
         if self.graph_step is not None:
             # gradients are all-reduced by the graph step itself (one flat NCCL call)
             self.graph_step.broadcast_parameters()
+            log.info(
+                "training steps on fixed shapes (%s)",
+                "CUDA graph after warm-up" if self.graph_step.capture else "eager",
+            )
         elif self.distributed:
             ids = [self.device.index] if self.device.type == "cuda" else None
             # gradients live in DDP's buckets (no copies in and out each step); every
@@ -513,15 +519,18 @@ def graph_layout(
     Graph steps need a GPU, GraphSAGE (the model with a fixed-shape forward), bounded
     fanouts, and fixed-shape inputs that fit in a small share of the GPU's memory.
     """
-    if device.type != "cuda" or not isinstance(model, GraphSAGE):
+    want = os.environ.get(ENV_CUDA_GRAPH, "1").strip().lower()
+    if want in ("0", "false", "no") or not isinstance(model, GraphSAGE):
         return None
-    if os.environ.get(ENV_CUDA_GRAPH, "1").strip().lower() in ("0", "false", "no"):
+    if device.type != "cuda" and want != "static":
         return None
     if any(k < 1 for k in spec.model.fanout):
         return None
     layout = StaticLayout(spec.training.batch_size, tuple(spec.model.fanout))
     element = torch.tensor([], dtype=dtype).element_size()
     needed = (layout.node_cap + 1) * num_features * element + 8 * sum(layout.index_sizes())
+    if device.type != "cuda":
+        return layout
     total = torch.cuda.get_device_properties(device).total_memory
     if needed > GRAPH_MEMORY_SHARE * total:
         log.info(
