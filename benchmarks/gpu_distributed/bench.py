@@ -430,7 +430,7 @@ def run_one(
     if root.exists():
         shutil.rmtree(root)
     root.mkdir(parents=True)
-    profile = cfg.name in args.profile or cfg.full_name in args.profile
+    profile = cfg.full_name in args.profile or (cfg.cache_ratio == 1.0 and cfg.name in args.profile)
     t0 = time.perf_counter()
     monitor = GpuMonitor().start() if args.device == "cuda" else None
     procs, run_dir = launch(cfg, args, store_dir, root, rpc_cuda=rpc_cuda, profile=profile)
