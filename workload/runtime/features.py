@@ -365,9 +365,8 @@ def _serve_features_into(consumer: str, slot: int, ids: Tensor) -> int:
     n = int(ids.numel())
     if n > buffer.size(0):
         raise ValueError(f"{n} rows do not fit a slot of {buffer.size(0)}")
-    local = ids.to(table.device) - table.start
     if table.device.type != "cuda":
-        torch.index_select(table.rows, 0, local, out=buffer[:n])
+        torch.index_select(table.rows, 0, ids - table.start, out=buffer[:n])
     else:
         torch.cuda.set_device(table.device)
         stream: torch.cuda.Stream | None = getattr(_serve_streams, "stream", None)
@@ -375,6 +374,9 @@ def _serve_features_into(consumer: str, slot: int, ids: Tensor) -> int:
             stream = torch.cuda.Stream(table.device)  # type: ignore[no-untyped-call]
             _serve_streams.stream = stream
         with torch.cuda.stream(stream):
+            # every kernel on this stream: the gather must not read indices that another
+            # stream (this thread's default one) is still copying or computing
+            local = ids.to(table.device) - table.start
             torch.index_select(table.rows, 0, local, out=buffer[:n])
         stream.synchronize()  # the rows are in place before the answer
     if _serve_observer is not None:

@@ -101,7 +101,8 @@ class SlotOwner:
         if self.device.type == "cuda":
             from torch.multiprocessing.reductions import reduce_tensor
 
-            t = torch.zeros(shape, dtype=dtype, device=self.device)
+            # no fill kernel: a slot is only read where its producer wrote first
+            t = torch.empty(shape, dtype=dtype, device=self.device)
             return t, ("cuda", reduce_tensor(t))  # type: ignore[no-untyped-call]
         numel = 1
         for n in shape:

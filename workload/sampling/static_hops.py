@@ -9,8 +9,10 @@ nodes and edges. Layer ``l`` (0 = first) works on ``k = L - l`` hops:
 - its sources are the rows of its input: the batch's nodes (layer 0, ``N_cap + 1`` rows, the
   last a zero dump row) or the previous layer's ``Tc + 1`` output rows;
 - its edges are the first ``E = e_1 + ... + e_k`` edges, padded to ``Ec = cap_1 + ... + cap_k``
-  with edges from the input's dump row (the last row) to the padding targets ``[T, Tc]``,
-  spread over them in target order so that no bag gets long (``ptr`` stays a valid CSR).
+  with edges from the input's padding rows (after its real sources) to the padding targets
+  ``[T, Tc]``, spread over both in target order so that no bag gets long, neither a
+  target's in the forward nor a source's in the backward (one row holding every padding
+  edge made the backward's segment sum run a single warp over ~17k edges: ~3.5 ms a step).
 
 Padding rows never feed real rows: real edges only read real sources, and a target's row
 reads only its own input row. Their gradient is zero (the loss reads only real seeds), so the
@@ -136,12 +138,13 @@ def pad_hops(hop: HopBatch, layout: StaticLayout) -> StaticHops:
     index = torch.empty(sum(layout.index_sizes()), dtype=torch.int64, device=device)
     out = StaticHops(layout, index, hop.num_nodes, hop.num_seeds)
     for layer, (src, dst, ptr) in enumerate(zip(out.src, out.dst, out.ptr, strict=True)):
-        _, targets, num_edges = hop.layer_sizes(layer)
+        sources, targets, num_edges = hop.layer_sizes(layer)
         pad_edges = src.numel() - num_edges
         pad_targets = ptr.numel() - 1 - targets  # >= 1: the dump target always pads
+        pad_sources = layout.input_rows(layer) - sources  # >= 1: the dump row always pads
         per = max(1, math.ceil(pad_edges / pad_targets))
         src[:num_edges] = edges[0, :num_edges]
-        src[num_edges:] = layout.input_rows(layer) - 1
+        src[num_edges:] = sources + torch.arange(pad_edges, device=device) % pad_sources
         dst[:num_edges] = edges[1, :num_edges]
         dst[num_edges:] = targets + torch.arange(pad_edges, device=device) // per
         ptr[: targets + 1] = target_ptr[: targets + 1]
