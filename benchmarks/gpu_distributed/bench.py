@@ -32,10 +32,11 @@ On the device machine with 2 GPUs (the repository copied there, the wheels of
     && ln -sfn ../../workload build/devpath/distgnn_workload \\
     && PYTHONPATH=/tmp/site:$PWD/build/devpath NCCL_NVLS_ENABLE=0 \\
        python benchmarks/gpu_distributed/bench.py --pyg-baseline --budget 330 \\
-         --profile worker-1-bf16 --out $OUT/dist.jsonl
+         --profile worker-1-bf16 --out results/dist.jsonl
 
-(device tool: ``kind=nvidia-h200-x2``, ``carry=[".wheels"]``). The GPU tests run with the
-same set-up: ``python -m pytest -q -p no:cacheprovider --noconftest -m gpu tests/``.
+The GPU tests run with the same set-up:
+``python -m pytest -q -p no:cacheprovider --noconftest -m gpu tests/workload tests/e2e``.
+``README.md`` beside this file has the exact command of the reported run and its results.
 
 On CPU at small scale, as a smoke test::
 
