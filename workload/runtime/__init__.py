@@ -5,8 +5,10 @@
 - ``rpc`` / ``ddp``: torch RPC (TensorPipe, CUDA tensors where every peer has a GPU) and
   the trainers' DDP process group on that store; the job's orderly shutdown.
 - ``holder``: what a partition holder (a sampler, or a trainer in worker mode) loads and
-  serves; ``features``: its feature table, remote features over RPC and the hot cache;
+  serves; ``features``: its feature table, remote features and the hot cache;
   ``distributed_sampler``: sampling on a replicated topology, or hop by hop over RPC.
+- ``shared_slots``: bulk data between processes of one host (mini-batches, remote feature
+  rows) through buffers both map (CUDA IPC, /dev/shm); RPC carries requests and sizes.
 - ``batches``: the trainer's mini-batch pipelines (local sampling, or sampler servers).
 - ``seeds``: how training and evaluation seeds are split across trainer ranks.
 - ``checkpoint``: atomic checkpoints on the volume and resume.
