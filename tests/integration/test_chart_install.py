@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from kubernetes import client as k8s
@@ -245,8 +245,11 @@ class PhaseRecorder:
     def _record(self, api: k8s.ApiClient, namespace: str, name: str) -> None:
         objects = k8s.CustomObjectsApi(api)
         selector = f"metadata.name={name}"
-        listed = objects.list_namespaced_custom_object(
-            GROUP, VERSION, namespace, PLURAL, field_selector=selector
+        listed = cast(
+            dict[str, Any],
+            objects.list_namespaced_custom_object(
+                GROUP, VERSION, namespace, PLURAL, field_selector=selector
+            ),
         )
         self._listed.set()
         for event in self._watch.stream(  # type: ignore[no-untyped-call]
