@@ -39,17 +39,16 @@ def test_gang_restart_then_backoff_limit(
         cluster.exit_pods(trainers[1:], 1)
         wait_for("the first gang restart", lambda: cluster.status("flaky").get("restarts") == 1)
         assert cluster.phase("flaky") == "Training"
-        cond = cluster.condition("flaky", "Training")
-        assert cond is not None
-        assert "flaky-trainer-1" in cond["message"]
-        assert "exited with code 1" in cond["message"]
+        # The Training condition moves on once the new gang is up; the GangRestart event keeps
+        # the cause.
+        restarts = [e["message"] for e in cluster.events("flaky") if e["reason"] == "GangRestart"]
+        assert any("flaky-trainer-1" in m and "exited with code 1" in m for m in restarts), restarts
         # Every pod of both roles is replaced, and the new ones carry the new generation.
         new_trainers = cluster.running_pods("flaky", "trainer", 2)
         new_samplers = cluster.running_pods("flaky", "sampler", 2)
         assert not (uids(new_trainers) | uids(new_samplers)) & before
         for pod in new_trainers + new_samplers:
             assert pod["metadata"]["labels"]["distgnn.io/restart-generation"] == "1"
-        assert "GangRestart" in cluster.event_reasons("flaky")
 
         cluster.exit_pods(new_samplers[:1], 3)
         status = cluster.wait_phase("flaky", "Failed")

@@ -10,12 +10,20 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from distgnn_operator.reconcile.kube_api import JOB, STATEFULSET
-from tests.operator.harness import REPO, Cluster, install_crd, job_manifest, wait_for
+from tests.operator.harness import (
+    REPO,
+    Cluster,
+    install_crd,
+    job_manifest,
+    wait_for,
+    wait_for_watch_cache,
+)
 from tests.support.controlplane import ControlPlane
 
 pytestmark = pytest.mark.integration
@@ -73,6 +81,7 @@ def test_standby_replica_takes_over(
     control_plane.kubectl(
         "wait", "--for=condition=Established", "--timeout=60s", "crd/kopfpeerings.kopf.dev"
     )
+    wait_for_watch_cache(control_plane, "/apis/kopf.dev/v1/kopfpeerings")
     control_plane.kubectl(
         "apply",
         "-n",
@@ -93,6 +102,7 @@ def test_standby_replica_takes_over(
             cluster.apply(job_manifest("ha"))
             cluster.wait_phase("ha", "Training")
             trainers = cluster.running_pods("ha", "trainer", 2)
+            stopped_at = datetime.now()
             active.terminate()
             active.wait(timeout=30)
         assert standby.poll() is None
@@ -109,4 +119,12 @@ def test_standby_replica_takes_over(
     b_log = (tmp_path / "b.log").read_text()
     assert "Traceback" not in a_log, a_log[-3000:]
     assert "Traceback" not in b_log, b_log[-3000:]
-    assert "Pausing" in b_log or "pausing" in b_log, b_log[-3000:]
+    # The standby was paused while the active replica lived (it either paused when that one
+    # appeared or started paused, as kopf does when the peering already has a live
+    # higher-priority peer), and resumed only once it had gone.
+    resumed = [
+        datetime.strptime(line[1:24], "%Y-%m-%d %H:%M:%S,%f")
+        for line in b_log.splitlines()
+        if "Resuming operations after the pause" in line
+    ]
+    assert any(t >= stopped_at for t in resumed), b_log[-3000:]

@@ -18,7 +18,7 @@ import yaml
 from kopf.testing import KopfRunner
 
 from distgnn_api.contract import PROGRESS_PATH
-from distgnn_api.spec import Progress
+from distgnn_api.spec import GROUP, PLURAL, VERSION, Progress
 from distgnn_operator import crd
 from distgnn_operator.constants import LABEL_JOB
 from distgnn_operator.reconcile.kube_api import (
@@ -47,6 +47,25 @@ def install_crd(plane: ControlPlane) -> None:
     """Apply the generated CRD and wait until it is served."""
     plane.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(REPO / crd.CRD_PATH))
     plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{crd.CRD_NAME}")
+    wait_for_watch_cache(plane, f"/apis/{GROUP}/{VERSION}/{PLURAL}")
+
+
+def wait_for_watch_cache(plane: ControlPlane, path: str) -> None:
+    """Wait until the API server's watch cache of a new resource is initialised.
+
+    Right after a CRD is established, list and watch requests served from the cache answer
+    429 "storage is (re)initializing"; an operator that starts then may lose its first
+    watches to retries and back-off. A list at resourceVersion 0 is served from the cache.
+    """
+    wait_for(
+        f"the watch cache of {path}",
+        lambda: (
+            plane.kubectl(
+                "get", "--raw", f"{path}?resourceVersion=0&limit=1", check=False
+            ).returncode
+            == 0
+        ),
+    )
 
 
 @contextlib.contextmanager
