@@ -35,6 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.append(str(REPO))
 
 from distgnn_operator import crd  # noqa: E402
+from distgnn_operator.local.ports import free_ports  # noqa: E402
 
 HISTOGRAM = "distgnn_operator_reconcile_seconds"
 
@@ -77,14 +78,6 @@ def control_plane(kubeconfig: str | None) -> Iterator[tuple[Kubectl, Any]]:
         yield Kubectl(str(bin_dir / "kubectl"), plane.kubeconfig), plane
     finally:
         plane.stop()
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def manifests(count: int, claim: str) -> str:
@@ -191,7 +184,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             ),
         )
 
-        metrics_port = free_port()
+        (metrics_port,) = free_ports(1)
         env = {
             **os.environ,
             "KUBECONFIG": str(kubectl.kubeconfig),

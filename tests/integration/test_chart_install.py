@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -29,6 +28,7 @@ from kubernetes import watch
 
 from distgnn_api.spec import GROUP, PLURAL, VERSION
 from distgnn_operator.constants import LABEL_JOB, LABEL_RESTART_GENERATION, LABEL_ROLE
+from distgnn_operator.local.ports import free_ports
 from tests.chart.helm import Helm
 from tests.support.controlplane import TEST_STORAGE_CLASS, ControlPlane, wait_until
 
@@ -109,13 +109,6 @@ def close(api: k8s.ApiClient) -> None:
     api.close()  # type: ignore[no-untyped-call]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @dataclass
 class Release:
     """An installed release and what the tests need to know of it."""
@@ -183,7 +176,7 @@ def operator_as_service_account(
     control_plane: ControlPlane, release: Release, tmp_path: Path
 ) -> Iterator[OperatorProcess]:
     kubeconfig = control_plane.token_kubeconfig(release.namespace, release.service_account)
-    metrics_port, health_port = free_port(), free_port()
+    metrics_port, health_port = free_ports(2)
     env = {k: v for k, v in os.environ.items() if not k.startswith("DISTGNN_")}
     env.update(release.operator_env())
     env.update(
