@@ -114,20 +114,27 @@ def serve_local_csr(data: HolderData, ctx: RpcContext, fanouts: list[int]) -> No
     _local_ready.set()
 
 
+def _owned_sampler(
+    data: HolderData, fanouts: list[int], device: torch.device, seed: int
+) -> NeighborSampler:
+    """A dynamic-shape sampler over the CSR of the nodes this holder owns."""
+    return NeighborSampler(
+        data.indptr.to(device),
+        data.indices.to(device),
+        fanouts,
+        device=device,
+        seed=seed,
+        static_shapes=False,
+    )
+
+
 def _thread_local_sampler(
     data: HolderData, fanouts: list[int], device: torch.device
 ) -> NeighborSampler:
     sampler: NeighborSampler | None = getattr(_threads, "hop_sampler", None)
     if sampler is None:
         seed = (threading.get_ident() * 2654435761 + os.getpid()) % (2**31)
-        sampler = NeighborSampler(
-            data.indptr.to(device),
-            data.indices.to(device),
-            fanouts,
-            device=device,
-            seed=seed,
-            static_shapes=False,
-        )
+        sampler = _owned_sampler(data, fanouts, device, seed)
         _threads.hop_sampler = sampler
     return sampler
 
@@ -184,14 +191,7 @@ class HopByHopSampler(NeighborSampler):
             seed=seed,
             static_shapes=False,
         )
-        self._part = NeighborSampler(
-            data.indptr.to(device),
-            data.indices.to(device),
-            fanouts,
-            device=device,
-            seed=seed,
-            static_shapes=False,
-        )
+        self._part = _owned_sampler(data, fanouts, device, seed)
         self._layout = layout
         self._holder = data.holder
         self._start = data.start
