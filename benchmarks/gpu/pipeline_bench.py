@@ -34,15 +34,12 @@ from torch import Tensor
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from synthetic_gpu import SyntheticGraph, generate
+from synthetic_gpu import PRODUCTS_NODES, PRODUCTS_UNDIRECTED_EDGES, SyntheticGraph, generate
 
 from distgnn_workload.loader import BatchLoader, LocalFeatureSource, MiniBatch
 from distgnn_workload.models import GraphSAGE
 from distgnn_workload.models.sage import Aggregation
 from distgnn_workload.sampling import NeighborSampler
-
-PRODUCTS_NODES = 2_449_029
-PRODUCTS_UNDIRECTED_EDGES = 61_859_140
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -26,10 +26,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from synthetic_gpu import generate
-
-PRODUCTS_NODES = 2_449_029
-PRODUCTS_UNDIRECTED_EDGES = 61_859_140
+from synthetic_gpu import PRODUCTS_NODES, PRODUCTS_UNDIRECTED_EDGES, generate
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -16,6 +16,10 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
+# ogbn-products' shape, the default of every benchmark (and of SyntheticDataset).
+PRODUCTS_NODES = 2_449_029
+PRODUCTS_UNDIRECTED_EDGES = 61_859_140
+
 CENTROID_NORM = 3.0
 DEGREE_SIGMA = 1.0
 CLASS_SKEW = 0.5

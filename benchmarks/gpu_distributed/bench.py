@@ -65,15 +65,13 @@ import torch
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "benchmarks" / "gpu"))
 
-from synthetic_gpu import generate  # noqa: E402
+from synthetic_gpu import PRODUCTS_NODES, PRODUCTS_UNDIRECTED_EDGES, generate  # noqa: E402
 
 from distgnn_api import contract as c  # noqa: E402
 from distgnn_api.spec import DistGNNJobSpec, parse_spec  # noqa: E402
 from distgnn_workload.data.graph import GraphData  # noqa: E402
 from distgnn_workload.partition import PartitionStore, write_partitions  # noqa: E402
 
-PRODUCTS_NODES = 2_449_029
-PRODUCTS_UNDIRECTED_EDGES = 61_859_140
 NUM_PARTITIONS = 2
 ENV_RPC_CUDA = "DISTGNN_RPC_CUDA"
 ENV_PROFILE_DIR = "DISTGNN_PROFILE_DIR"

@@ -41,7 +41,7 @@ from torch import Tensor
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "benchmarks" / "gpu"))
 
-from synthetic_gpu import generate  # noqa: E402
+from synthetic_gpu import PRODUCTS_NODES, PRODUCTS_UNDIRECTED_EDGES, generate  # noqa: E402
 
 from distgnn_api.spec import DistGNNJobSpec, parse_spec  # noqa: E402
 from distgnn_workload.loader import BatchLoader, LocalFeatureSource, MiniBatch  # noqa: E402
@@ -49,9 +49,6 @@ from distgnn_workload.models.sage import GraphSAGE  # noqa: E402
 from distgnn_workload.runtime.batches import LocalPipeline  # noqa: E402
 from distgnn_workload.sampling import NeighborSampler  # noqa: E402
 from distgnn_workload.trainer import training  # noqa: E402
-
-PRODUCTS_NODES = 2_449_029
-PRODUCTS_UNDIRECTED_EDGES = 61_859_140
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
