@@ -73,6 +73,7 @@ ENV_JOB_UID = "DISTGNN_JOB_UID"  # metadata.uid of the DistGNNJob
 ENV_NAMESPACE = "DISTGNN_NAMESPACE"  # namespace of the DistGNNJob
 ENV_DEVICE = "DISTGNN_DEVICE"  # cuda | cpu; unset picks cuda when available
 ENV_RENDEZVOUS_TIMEOUT = "DISTGNN_RENDEZVOUS_TIMEOUT"  # seconds to wait for peers
+ENV_SHUTDOWN_TIMEOUT = "DISTGNN_SHUTDOWN_TIMEOUT"  # seconds every role has to leave at the end
 
 # --------------------------------------------------------------------------- paths, ports
 
@@ -85,6 +86,7 @@ RPC_PORT = 29500  # sampler/trainer torch RPC (TensorPipe) listener
 DDP_PORT = 29400  # trainer 0's torch.distributed TCPStore
 DEFAULT_METRICS_PORT = 9400  # Prometheus /metrics and /progress
 DEFAULT_RENDEZVOUS_TIMEOUT_S = 600.0
+DEFAULT_SHUTDOWN_TIMEOUT_S = 10.0
 
 PARTITIONS_DIR = "partitions"
 RUNS_DIR = "runs"
@@ -225,6 +227,7 @@ class WorkloadEnv:
     namespace: str
     device: str | None = None
     rendezvous_timeout_s: float = DEFAULT_RENDEZVOUS_TIMEOUT_S
+    shutdown_timeout_s: float = DEFAULT_SHUTDOWN_TIMEOUT_S
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -259,13 +262,18 @@ class WorkloadEnv:
             roles = ", ".join(r.value for r in Role)
             raise ContractError(f"{ENV_ROLE}={role_raw!r} is not one of {roles}") from None
         data = Path(get(ENV_DATA_DIR, DATA_MOUNT_PATH))
-        timeout_raw = get(ENV_RENDEZVOUS_TIMEOUT, str(DEFAULT_RENDEZVOUS_TIMEOUT_S))
-        try:
-            timeout = float(timeout_raw)
-        except ValueError:
-            raise ContractError(
-                f"{ENV_RENDEZVOUS_TIMEOUT}={timeout_raw!r} is not a number"
-            ) from None
+
+        def get_seconds(var: str, default: float) -> float:
+            raw = get(var, str(default))
+            try:
+                value = float(raw)
+            except ValueError:
+                raise ContractError(f"{var}={raw!r} is not a number of seconds") from None
+            if value <= 0:
+                raise ContractError(f"{var}={value} must be a positive number of seconds")
+            return value
+
+        timeout = get_seconds(ENV_RENDEZVOUS_TIMEOUT, DEFAULT_RENDEZVOUS_TIMEOUT_S)
         return cls(
             role=role,
             rank=get_int(ENV_RANK, "0"),
@@ -285,6 +293,7 @@ class WorkloadEnv:
             namespace=get(ENV_NAMESPACE, "default"),
             device=env.get(ENV_DEVICE) or None,
             rendezvous_timeout_s=timeout,
+            shutdown_timeout_s=get_seconds(ENV_SHUTDOWN_TIMEOUT, DEFAULT_SHUTDOWN_TIMEOUT_S),
         )
 
 

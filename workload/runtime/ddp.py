@@ -1,4 +1,11 @@
-"""The device of a process and the trainers' DDP process group (NCCL on GPU, gloo on CPU)."""
+"""The device of a process and the trainers' process groups.
+
+Gradients go over NCCL on GPUs (gloo on CPU). The small control values (epoch figures,
+evaluation counts, whether a graph capture worked, the end-of-training barrier) go over a
+second, host-side gloo group: a rank that waits there for a slower peer waits on a socket,
+never inside a CUDA copy (see :mod:`distgnn_workload.runtime.transfers` for why that
+matters), and a barrier that times out names the ranks that never arrived.
+"""
 
 from __future__ import annotations
 
@@ -44,8 +51,50 @@ def pick_device(env: WorkloadEnv, local_rank: int = 0) -> torch.device:
     return torch.device("cuda", index)
 
 
-def init_ddp(group: Group, device: torch.device, *, timeout_s: float = DDP_TIMEOUT_S) -> None:
-    """Join the trainers' process group (the samplers take no part)."""
+class Collectives:
+    """The trainers' control collectives on the host, naming peers when they fail.
+
+    With one trainer every call returns at once.
+    """
+
+    def __init__(
+        self, rank: int, world_size: int, names: list[str], group: dist.ProcessGroup | None
+    ) -> None:
+        self.rank = rank
+        self.world_size = world_size
+        self.names = names
+        self.group = group
+
+    def all_reduce(
+        self, values: list[float], op: dist.ReduceOp.RedOpType = dist.ReduceOp.SUM
+    ) -> list[float]:
+        """Element-wise reduction of ``values`` over the trainers (float64 on the host)."""
+        if self.world_size == 1:
+            return values
+        t = torch.tensor(values, dtype=torch.float64)
+        dist.all_reduce(t, op=op, group=self.group)
+        return [float(v) for v in t.tolist()]
+
+    def all_agree(self, ok: bool) -> bool:
+        """True when ``ok`` holds on every trainer."""
+        return self.all_reduce([1.0 if ok else 0.0], op=dist.ReduceOp.MIN)[0] > 0.5
+
+    def barrier(self, timeout_s: float, what: str) -> None:
+        """Wait for every trainer; after ``timeout_s`` raise naming those that never came."""
+        if self.world_size == 1:
+            return
+        try:
+            dist.monitored_barrier(
+                group=self.group, timeout=timedelta(seconds=timeout_s), wait_all_ranks=True
+            )
+        except RuntimeError as err:
+            raise RuntimeError(f"{what}: the trainers' barrier failed ({err})") from err
+
+
+def init_ddp(
+    group: Group, device: torch.device, *, timeout_s: float = DDP_TIMEOUT_S
+) -> Collectives:
+    """Join the trainers' process groups (the samplers take no part)."""
     trainers = group.trainers
     backend = "nccl" if device.type == "cuda" else "gloo"
     dist.init_process_group(
@@ -56,4 +105,14 @@ def init_ddp(group: Group, device: torch.device, *, timeout_s: float = DDP_TIMEO
         timeout=timedelta(seconds=timeout_s),
         device_id=device if device.type == "cuda" else None,
     )
+    control: dist.ProcessGroup | None = None
+    if backend != "gloo":
+        made = dist.new_group(backend="gloo", timeout=timedelta(seconds=timeout_s))
+        control = made if isinstance(made, dist.ProcessGroup) else None
     log.info("ddp up: rank %d of %d on %s (%s)", group.me.rank, len(trainers), device, backend)
+    return Collectives(group.me.rank, len(trainers), [m.name for m in trainers], control)
+
+
+def single_process() -> Collectives:
+    """The collectives of a job with one trainer."""
+    return Collectives(0, 1, ["trainer-0"], None)

@@ -13,6 +13,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,7 @@ from distgnn_api.spec import ReplicateTopology
 from distgnn_workload.partition.store import PartitionStore
 from distgnn_workload.runtime.features import HolderData, HolderLayout
 from distgnn_workload.runtime.rpc import RpcContext
+from distgnn_workload.runtime.transfers import to_device
 from distgnn_workload.sampling import NeighborSampler
 
 log = logging.getLogger(__name__)
@@ -139,6 +141,15 @@ def _thread_local_sampler(
     return sampler
 
 
+def _hop_stream(device: torch.device) -> torch.cuda.Stream:
+    """This RPC thread's stream: its work waits for nothing queued by the training thread."""
+    stream: torch.cuda.Stream | None = getattr(_threads, "stream", None)
+    if stream is None:
+        stream = torch.cuda.Stream(device)  # type: ignore[no-untyped-call]
+        _threads.stream = stream
+    return stream
+
+
 def _serve_hop(nodes: Tensor, fanout: int) -> tuple[Tensor, Tensor]:
     """RPC target: (neighbour counts, sampled neighbours in node order) of owned ``nodes``."""
     if not _local_ready.wait(timeout=600):
@@ -148,8 +159,10 @@ def _serve_hop(nodes: Tensor, fanout: int) -> tuple[Tensor, Tensor]:
     if device.type == "cuda":
         torch.cuda.set_device(device)  # not GPU 0, where a new RPC thread starts
     sampler = _thread_local_sampler(data, fanouts, device)
-    _, neighbours, counts = sampler._sample_hop(nodes.to(device) - data.start, fanout)
-    return ctx.wire(counts), ctx.wire(neighbours)
+    with torch.cuda.stream(_hop_stream(device)) if device.type == "cuda" else nullcontext():
+        local = to_device(nodes, device) - data.start
+        _, neighbours, counts = sampler._sample_hop(local, fanout)
+        return ctx.wire(counts), ctx.wire(neighbours)
 
 
 HopFetch = Callable[[int, Tensor, int], Future[tuple[Tensor, Tensor]]]

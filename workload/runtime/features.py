@@ -28,6 +28,7 @@ from distgnn_workload.partition.store import PartitionStore
 from distgnn_workload.runtime import shared_slots
 from distgnn_workload.runtime.rpc import RpcContext, wait_remote
 from distgnn_workload.runtime.shared_slots import SlotReader, SlotSpec, take
+from distgnn_workload.runtime.transfers import to_device
 
 log = logging.getLogger(__name__)
 
@@ -261,7 +262,7 @@ def _serve_features(ids: Tensor) -> Tensor:
             stream = torch.cuda.Stream(table.device)  # type: ignore[no-untyped-call]
             _serve_streams.stream = stream
         with torch.cuda.stream(stream):
-            gathered = table.local_rows(ids)
+            gathered = table.local_rows(to_device(ids, table.device))
             rows = torch.empty(gathered.shape, dtype=gathered.dtype, pin_memory=True)
             rows.copy_(gathered, non_blocking=True)
         stream.synchronize()
@@ -376,7 +377,9 @@ def _serve_features_into(consumer: str, slot: int, ids: Tensor) -> int:
         with torch.cuda.stream(stream):
             # every kernel on this stream: the gather must not read indices that another
             # stream (this thread's default one) is still copying or computing
-            local = ids.to(table.device) - table.start
+            # pinned: a pageable copy would queue behind any pageable copy of this process,
+            # e.g. the trainer's read-back of a collective that waits for this very request
+            local = to_device(ids, table.device) - table.start
             torch.index_select(table.rows, 0, local, out=buffer[:n])
         stream.synchronize()  # the rows are in place before the answer
     if _serve_observer is not None:

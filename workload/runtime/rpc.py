@@ -1,4 +1,4 @@
-"""torch RPC (TensorPipe) over the job's rendezvous store, and the job's orderly shutdown.
+"""torch RPC (TensorPipe) over the job's rendezvous store (its shutdown: :mod:`.shutdown`).
 
 Every process of the job is one RPC worker named after its role and rank (``sampler-0``,
 ``trainer-3``; see :class:`~distgnn_workload.runtime.rendezvous.Member`). RPC carries host
@@ -35,11 +35,11 @@ from torch.distributed.rendezvous import register_rendezvous_handler
 from torch.futures import Future
 
 from distgnn_workload.runtime.rendezvous import Group
+from distgnn_workload.runtime.transfers import to_host
 
 log = logging.getLogger(__name__)
 
 ENV_RPC_CUDA = "DISTGNN_RPC_CUDA"  # 1: CUDA tensors over RPC where every peer has a GPU
-LEFT_PREFIX = "distgnn/left/"
 _SCHEME = "distgnn"
 
 T = TypeVar("T")
@@ -132,7 +132,7 @@ class RpcContext:
 
     def wire(self, tensor: Tensor) -> Tensor:
         """A tensor as it may be returned over RPC: on its device with CUDA RPC, else on host."""
-        return tensor if self.cuda else tensor.cpu()
+        return tensor if self.cuda else to_host(tensor)
 
     def arrive(self, tensor: Tensor) -> Tensor:
         """A tensor received over RPC, on this process's device."""
@@ -176,24 +176,3 @@ def init_rpc(
         "CUDA" if cuda else "host",
     )
     return RpcContext(group, device, cuda)
-
-
-def shutdown(group: Group, *, owner_wait_s: float = 60.0) -> None:
-    """Leave the job in order: a graceful RPC shutdown (a barrier of every member), then the
-    store owner waits until every other member has left so that the store outlives them."""
-    rpc.shutdown(graceful=True)
-    me = group.me
-    if group.rpc_rank == 0:
-        others = [LEFT_PREFIX + m.name for m in group.members if m is not me]
-        deadline = time.monotonic() + owner_wait_s
-        while others and time.monotonic() < deadline:
-            if group.store.check(others):
-                return
-            time.sleep(0.05)
-        if others:
-            log.warning("some peers did not confirm leaving within %.0fs", owner_wait_s)
-    else:
-        try:
-            group.store.set(LEFT_PREFIX + me.name, "1")
-        except RuntimeError as err:
-            log.debug("store gone before %s confirmed leaving: %s", me.name, err)

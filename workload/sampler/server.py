@@ -56,6 +56,7 @@ from distgnn_workload.runtime.lifecycle import (
     load_config,
 )
 from distgnn_workload.runtime.rendezvous import StoreWatchdog, rendezvous
+from distgnn_workload.runtime.shutdown import leave, wait_for_trainers
 from distgnn_workload.runtime.status_server import StatusServer
 from distgnn_workload.sampling import NeighborSampler
 
@@ -271,7 +272,8 @@ def main() -> int:
     )
     _ready.set()
     log.info("sampler %d serving on %s", env.rank, device)
-    rpc_runtime.shutdown(group)
+    wait_for_trainers(group)
+    leave(group, timeout_s=env.shutdown_timeout_s)
     watchdog.stop()
     _server.update_cache_ratio()
     log.info("trainers finished; sampler %d exits", env.rank)

@@ -58,7 +58,13 @@ from distgnn_workload.runtime.batches import (
     batch_slot_spec,
 )
 from distgnn_workload.runtime.checkpoint import load_latest, save_checkpoint
-from distgnn_workload.runtime.ddp import init_ddp, pick_device
+from distgnn_workload.runtime.ddp import (
+    DDP_TIMEOUT_S,
+    Collectives,
+    init_ddp,
+    pick_device,
+    single_process,
+)
 from distgnn_workload.runtime.features import HolderLayout, split_ids
 from distgnn_workload.runtime.lifecycle import (
     BadInputError,
@@ -69,7 +75,9 @@ from distgnn_workload.runtime.lifecycle import (
 from distgnn_workload.runtime.rendezvous import StoreWatchdog, rendezvous
 from distgnn_workload.runtime.seeds import Batch, eval_batches, holder_ranks, train_batches
 from distgnn_workload.runtime.shared_slots import SlotReader
+from distgnn_workload.runtime.shutdown import leave, mark_finished
 from distgnn_workload.runtime.status_server import ProgressTracker, StatusServer
+from distgnn_workload.runtime.transfers import wait_for_stream
 from distgnn_workload.sampler.server import serve_batch, serve_batch_into
 from distgnn_workload.sampling import StaticLayout
 from distgnn_workload.trainer.graph_step import GraphStep
@@ -170,6 +178,7 @@ class Trainer:
         world_size: int,
         device: torch.device,
         pipeline: Pipeline,
+        collectives: Collectives | None = None,
         train_ids: list[Tensor],
         val_ids: list[Tensor],
         test_ids: list[Tensor],
@@ -187,6 +196,7 @@ class Trainer:
         self.world_size = world_size
         self.device = device
         self.pipeline = pipeline
+        self.collectives = collectives or single_process()
         self.train_ids, self.val_ids, self.test_ids = train_ids, val_ids, test_ids
         self.ranks_of_holder = ranks_of_holder
         self.run_dir = run_dir
@@ -224,6 +234,7 @@ class Trainer:
                 device=device,
                 bf16=self.bf16,
                 world_size=world_size,
+                all_agree=self.collectives.all_agree,
             )
 
     # ------------------------------------------------------------------ checkpoints
@@ -448,6 +459,7 @@ class Trainer:
             count += batch.num_seeds
             if self.rank == 0 and (i + 1) % 50 == 0:
                 emit_progress(STAGE_EVAL, i + 1, total)
+        self._sync(f"the {split} evaluation")
         got, seen = self._all_reduce([float(correct.item()), float(count)])
         accuracy = got / seen if seen else 0.0
         (self.metrics.val if split == "val" else self.metrics.test).set(accuracy)
@@ -493,18 +505,14 @@ class Trainer:
         x = batch.x
         return x if x.dtype == self.input_dtype or self.bf16 else x.to(self.input_dtype)
 
-    def _sync(self) -> None:
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
+    def _sync(self, what: str = "the training steps") -> None:
+        # polled, not a blocking copy: see distgnn_workload.runtime.transfers
+        wait_for_stream(self.device, timeout_s=DDP_TIMEOUT_S, what=what)
 
     def _all_reduce(
         self, values: list[float], op: dist.ReduceOp.RedOpType = dist.ReduceOp.SUM
     ) -> list[float]:
-        if not self.distributed:
-            return values
-        t = torch.tensor(values, dtype=torch.float64, device=self.device)
-        dist.all_reduce(t, op=op)
-        return [float(v) for v in t.tolist()]
+        return self.collectives.all_reduce(values, op=op)
 
 
 def graph_layout(
@@ -671,8 +679,7 @@ def run(
             os._exit(EXIT_OK if done else EXIT_INTERNAL_ERROR)
 
         watchdog = StoreWatchdog(group, on_lost).start()
-    if world > 1:
-        init_ddp(group, device)
+    collectives = init_ddp(group, device) if world > 1 else single_process()
     ctx = rpc_runtime.init_rpc(group, device, num_worker_threads=16)
 
     layout = HolderLayout.from_store(store, num_holders)
@@ -735,6 +742,7 @@ def run(
         val_ids=split_ids(store, layout, "val"),
         test_ids=split_ids(store, layout, "test"),
         ranks_of_holder=ranks_of,
+        collectives=collectives,
         num_features=store.meta.num_features,
         num_classes=store.meta.num_classes,
         run_dir=env.run_dir,
@@ -750,8 +758,7 @@ def run(
     # what exists now lives to the end: keep it out of the collector's full passes
     gc.collect()
     gc.freeze()
-    if world > 1:
-        dist.barrier()
+    collectives.barrier(env.rendezvous_timeout_s, "start of training")
     result = trainer.fit()
     if rank == 0:
         dump_json(env.run_dir / STATS_FILE, {"world_size": world, "epochs": trainer.state.history})
@@ -762,11 +769,8 @@ def run(
             result.seeds_per_second,
             path,
         )
-    if world > 1:
-        dist.barrier()
+    mark_finished(group)
+    leave(group, timeout_s=env.shutdown_timeout_s)
     if watchdog is not None:
         watchdog.stop()
-    rpc_runtime.shutdown(group)
-    if world > 1:
-        dist.destroy_process_group()
     return EXIT_OK

@@ -1,0 +1,70 @@
+"""Host-device copies and GPU waits that never block inside the CUDA driver on another process.
+
+The CUDA driver serialises the pageable copies of one process's context. A thread that sits
+in a pageable device-to-host copy (``.item()``, ``.tolist()``, ``.cpu()``) whose stream waits
+for a collective, i.e. for a peer that is still working, therefore blocks every other
+pageable copy of the process, including the RPC thread that serves that very peer its
+remote feature rows. Peer and process then wait for each other for ever: the hang after
+evaluation and at the end of training with a partial feature cache. Two rules avoid it:
+
+- RPC threads copy host tensors to the device from pinned memory only (:func:`to_device`);
+- a thread that waits for GPU work that depends on other processes polls an event with a
+  deadline (:func:`wait_for_stream`) before it reads anything back, so the read-back copy
+  itself never waits.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+from torch import Tensor
+
+POLL_S = 0.0002
+"""Sleep between polls of a pending CUDA event."""
+
+
+class GpuWaitTimeout(TimeoutError):
+    """GPU work did not finish in time; the message names what was awaited."""
+
+
+def to_device(tensor: Tensor, device: torch.device) -> Tensor:
+    """``tensor`` on ``device``; a host tensor goes through pinned memory, asynchronously.
+
+    The copy is ordered on the current stream of ``device``, as ``Tensor.to`` orders it.
+    """
+    if device.type != "cuda" or tensor.device.type == "cuda":
+        return tensor.to(device)
+    pinned = tensor if tensor.is_pinned() else tensor.pin_memory()
+    return pinned.to(device, non_blocking=True)
+
+
+def to_host(tensor: Tensor) -> Tensor:
+    """A host copy of ``tensor`` in pinned memory, complete when this returns.
+
+    The copy runs on the current stream of the tensor's device, and only that stream is
+    awaited (no pageable copy that could queue behind another thread's).
+    """
+    if tensor.device.type != "cuda":
+        return tensor
+    out = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True)
+    out.copy_(tensor, non_blocking=True)
+    torch.cuda.current_stream(tensor.device).synchronize()
+    return out
+
+
+def wait_for_stream(device: torch.device, *, timeout_s: float | None, what: str) -> None:
+    """Wait until the work queued so far on ``device``'s current stream has run.
+
+    Polls an event instead of blocking in the driver; raises :class:`GpuWaitTimeout`
+    naming ``what`` after ``timeout_s`` (None: no limit). A no-op on CPU.
+    """
+    if device.type != "cuda":
+        return
+    event = torch.cuda.Event()  # type: ignore[no-untyped-call]
+    event.record(torch.cuda.current_stream(device))
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    while not event.query():  # type: ignore[no-untyped-call]
+        if deadline is not None and time.monotonic() > deadline:
+            raise GpuWaitTimeout(f"{what} did not finish within {timeout_s:.0f}s")
+        time.sleep(POLL_S)
