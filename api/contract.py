@@ -73,6 +73,7 @@ ENV_JOB_UID = "DISTGNN_JOB_UID"  # metadata.uid of the DistGNNJob
 ENV_NAMESPACE = "DISTGNN_NAMESPACE"  # namespace of the DistGNNJob
 ENV_DEVICE = "DISTGNN_DEVICE"  # cuda | cpu; unset picks cuda when available
 ENV_RENDEZVOUS_TIMEOUT = "DISTGNN_RENDEZVOUS_TIMEOUT"  # seconds to wait for peers
+ENV_NODE_NAME = "DISTGNN_NODE_NAME"  # the Kubernetes node of the pod (downward API)
 ENV_SHUTDOWN_TIMEOUT = "DISTGNN_SHUTDOWN_TIMEOUT"  # seconds every role has to leave at the end
 
 # --------------------------------------------------------------------------- paths, ports

@@ -48,7 +48,7 @@ from distgnn_workload.loader import BatchLoader, LocalFeatureSource, MiniBatch  
 from distgnn_workload.models.sage import GraphSAGE  # noqa: E402
 from distgnn_workload.runtime.batches import LocalPipeline  # noqa: E402
 from distgnn_workload.sampling import NeighborSampler  # noqa: E402
-from distgnn_workload.trainer import training  # noqa: E402
+from distgnn_workload.trainer import loop, profiler, step_policy  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -205,15 +205,13 @@ def bench_loop(
     return {"seeds_per_s": seeds / wall, "epoch_s": wall / epochs}
 
 
-def bench_trainer(
-    trainer: training.Trainer, epochs: int, profile_dir: Path | None
-) -> dict[str, Any]:
+def bench_trainer(trainer: loop.Trainer, epochs: int, profile_dir: Path | None) -> dict[str, Any]:
     quiet = io.StringIO()
     if profile_dir is not None:
-        os.environ[training.ENV_PROFILE_DIR] = str(profile_dir)
+        os.environ[profiler.ENV_PROFILE_DIR] = str(profile_dir)
     with contextlib.redirect_stdout(quiet):
         trainer.train_epoch(0)  # warm-up (profiled when asked)
-        os.environ.pop(training.ENV_PROFILE_DIR, None)
+        os.environ.pop(profiler.ENV_PROFILE_DIR, None)
         stats = [trainer.train_epoch(e) for e in range(1, epochs + 1)]
     seconds = sum(s.seconds for s in stats)
     return {
@@ -308,13 +306,13 @@ def main(argv: list[str] | None = None) -> int:
             },
         )
         for steps in ("eager", "graph"):
-            os.environ[training.ENV_CUDA_GRAPH] = "1" if steps == "graph" else "0"
+            os.environ[step_policy.ENV_CUDA_GRAPH] = "1" if steps == "graph" else "0"
             spec = job_spec(args, precision)
             pipeline = LocalPipeline(
                 sampler, feats, graph.y, device=device, prefetch=spec.trainers.prefetch
             )
             empty = [torch.zeros(0, dtype=torch.int64)]
-            trainer = training.Trainer(
+            trainer = loop.Trainer(
                 spec,
                 rank=0,
                 world_size=1,
@@ -339,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
             del trainer, pipeline
             if device.type == "cuda":
                 torch.cuda.empty_cache()
-        os.environ.pop(training.ENV_CUDA_GRAPH, None)
+        os.environ.pop(step_policy.ENV_CUDA_GRAPH, None)
     return 0
 
 

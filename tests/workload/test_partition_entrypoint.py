@@ -160,7 +160,7 @@ def test_unwritable_volume_is_an_internal_error(tmp_path: Path) -> None:
     (job.data / c.PARTITIONS_DIR).write_text("a file where the partitions folder should be")
     done = job.run()
     assert done.returncode == c.EXIT_INTERNAL_ERROR
-    assert "partitioning failed" in done.stderr
+    assert "distgnn partition: internal error" in done.stderr
 
 
 @pytest.mark.e2e

@@ -8,6 +8,7 @@ import torch
 from distgnn_workload.runtime.seeds import (
     eval_batches,
     holder_ranks,
+    local_ranks,
     steps_per_epoch,
     train_batches,
 )
@@ -71,3 +72,34 @@ def test_a_rank_with_no_training_seeds_is_a_clear_error() -> None:
     ranks = holder_ranks(2, 2, worker_mode=True)
     with pytest.raises(ValueError, match="no training seeds"):
         train_batches(seeds, ranks, 2, 1, 8, epoch=0, seed=0)
+
+
+def test_locality_a_trainer_draws_only_from_the_sampler_on_its_own_gpu() -> None:
+    samplers = [("node-a", "gpu-0"), ("node-a", "gpu-1")]
+    trainers = [("node-a", "gpu-1"), ("node-a", "gpu-0")]
+    assert local_ranks(samplers, trainers) == [[1], [0]]
+    ranks = holder_ranks(2, 2, worker_mode=False, sampler_places=samplers, trainer_places=trainers)
+    seeds = _holders(100, 100)
+    for r in range(2):
+        plan = train_batches(seeds, ranks, 2, r, 16, epoch=0, seed=1)
+        assert {h for h, _ in plan} == {1 - r}
+
+
+def test_locality_falls_back_to_the_node_then_spreads_remote_trainers() -> None:
+    samplers = [("node-a", "gpu-0"), ("node-b", "gpu-9")]
+    # trainer 0 shares node-a but not a GPU; trainers 1 and 2 have no sampler on their node
+    trainers = [("node-a", "gpu-1"), ("node-c", "gpu-2"), ("node-c", "gpu-3")]
+    # trainer 0 stays on its node; the remote ones go to the least-loaded samplers in turn
+    assert local_ranks(samplers, trainers) == [[0, 2], [1]]
+
+
+def test_locality_a_sampler_with_no_trainer_near_it_is_shared_by_all() -> None:
+    samplers = [("node-a", "gpu-0"), ("node-b", "gpu-0")]
+    trainers = [("node-a", "gpu-0"), ("node-a", "gpu-0")]
+    ranks = local_ranks(samplers, trainers)
+    assert ranks == [[0, 1], [0, 1]]
+    seeds = _holders(64, 64)
+    covered = (
+        torch.cat([b for r in range(2) for _, b in eval_batches(seeds, ranks, r, 16)]).sort().values
+    )
+    assert torch.equal(covered, torch.cat(seeds).sort().values)

@@ -9,6 +9,7 @@ import pytest
 from distgnn_api import contract as c
 from distgnn_api.spec import parse_spec
 from distgnn_workload.partition.store import StoreError
+from distgnn_workload.runtime.bootstrap import RoleProcess
 from distgnn_workload.runtime.lifecycle import (
     BadInputError,
     exit_code,
@@ -116,7 +117,7 @@ def test_a_restarted_process_exits_0_when_the_result_exists(
     else:
         from distgnn_workload.sampler.server import main
     # The partition dir does not exist: exiting 0 must not need it, nor any peer.
-    assert exit_code(main, role.value) == c.EXIT_OK
+    assert exit_code(lambda: main(RoleProcess(role)), role.value) == c.EXIT_OK
 
 
 def test_a_missing_partition_store_is_bad_input(
@@ -126,4 +127,4 @@ def test_a_missing_partition_store_is_bad_input(
         monkeypatch.setenv(key, value)
     from distgnn_workload.sampler.server import main
 
-    assert exit_code(main, "sampler") == c.EXIT_BAD_INPUT
+    assert exit_code(lambda: main(RoleProcess(c.Role.sampler)), "sampler") == c.EXIT_BAD_INPUT

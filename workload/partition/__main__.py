@@ -1,8 +1,8 @@
 """``python -m distgnn_workload.partition``: the partition Job's entry point."""
 
-import sys
-
+from distgnn_api.contract import Role
 from distgnn_workload.partition.job import main
+from distgnn_workload.runtime.bootstrap import run_role
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_role(Role.partitioner, main)

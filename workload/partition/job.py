@@ -9,17 +9,13 @@ message names the file, line or field), 1 for anything else.
 from __future__ import annotations
 
 import logging
-import os
 import sys
 import time
-from collections.abc import Sequence
 from typing import TextIO
 
 from pydantic import ValidationError
 
 from distgnn_api.contract import (
-    EXIT_BAD_INPUT,
-    EXIT_INTERNAL_ERROR,
     EXIT_OK,
     STAGE_GENERATE,
     STAGE_LOAD,
@@ -37,6 +33,7 @@ from distgnn_workload.data.errors import DatasetError
 from distgnn_workload.partition import algorithms
 from distgnn_workload.partition.store import PartitionStore, StoreError, is_complete
 from distgnn_workload.partition.writer import remove_stale_temps, write_partitions
+from distgnn_workload.runtime.bootstrap import RoleProcess
 
 log = logging.getLogger("distgnn_workload.partition")
 
@@ -191,24 +188,8 @@ def _start_metrics_server(port: int) -> None:
         log.warning("metrics port %d unavailable (%s); metrics are in META.json only", port, err)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``python -m distgnn_workload.partition``."""
-    del argv
-    level = os.environ.get(ENV_LOG_LEVEL, "INFO").upper()
-    logging.basicConfig(
-        level=getattr(logging, level, logging.INFO),
-        format="%(asctime)s partition %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    try:
-        env = WorkloadEnv.from_environ()
-        config = _config(env)
-        _start_metrics_server(env.metrics_port)
-        return run(env, config)
-    except BAD_INPUT_ERRORS as err:
-        log.error("bad input: %s", err)
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except Exception:
-        log.exception("partitioning failed")
-        return EXIT_INTERNAL_ERROR
+def main(proc: RoleProcess) -> int:
+    """The partition Job's body (``python -m distgnn_workload.partition``)."""
+    config = _config(proc.env)
+    _start_metrics_server(proc.env.metrics_port)
+    return run(proc.env, config)

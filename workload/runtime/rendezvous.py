@@ -26,10 +26,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+import torch
 from torch._C._distributed_c10d import TCPStore
 
 from distgnn_api.contract import (
     ENV_DDP_PORT,
+    ENV_NODE_NAME,
     ENV_RENDEZVOUS_TIMEOUT,
     ENV_SAMPLER_ADDRS,
     ENV_TRAINER_ADDRS,
@@ -174,6 +176,28 @@ class Group:
     def device_of(self, name: str) -> str:
         return self.info.get(name, {}).get("device", "cpu")
 
+    def placement_of(self, name: str) -> Placement:
+        """Where a member runs: its node (the Kubernetes node, or the host) and its GPU."""
+        info = self.info.get(name, {})
+        return Placement(node=info.get("node", ""), gpu=info.get("gpu", ""))
+
+
+@dataclass(frozen=True)
+class Placement:
+    """A process's node and physical GPU (its UUID; empty without one)."""
+
+    node: str
+    gpu: str
+
+
+def gpu_uuid(device: str) -> str:
+    """The physical identity of ``device`` (``cuda:N``), stable across processes and pods."""
+    if not device.startswith("cuda"):
+        return ""
+    index = int(device.split(":", 1)[1]) if ":" in device else torch.cuda.current_device()
+    props = torch.cuda.get_device_properties(index)
+    return str(getattr(props, "uuid", "") or f"{socket.gethostname()}/cuda:{index}")
+
 
 def store_owner(env: WorkloadEnv) -> Member:
     """Trainer 0, which hosts the job's store on the DDP port."""
@@ -252,7 +276,15 @@ def rendezvous(
     owner = store_owner(env)
     is_master = me.role is Role.trainer and me.rank == 0
     deadline = time.monotonic() + timeout
-    payload = json.dumps({"device": device, "host": socket.gethostname(), "pid": str(os.getpid())})
+    payload = json.dumps(
+        {
+            "device": device,
+            "host": socket.gethostname(),
+            "node": os.environ.get(ENV_NODE_NAME) or socket.gethostname(),
+            "gpu": gpu_uuid(device),
+            "pid": str(os.getpid()),
+        }
+    )
     what = f"trainer 0 ({owner.address})"
     while True:
         remaining = deadline - time.monotonic()

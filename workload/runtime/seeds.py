@@ -11,7 +11,7 @@ number of steps everywhere, which DDP needs to avoid a hang. Evaluation is not p
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 
 import torch
 from torch import Tensor
@@ -21,17 +21,64 @@ Batch = tuple[int, Tensor]
 
 
 def holder_ranks(
-    num_holders: int, world_size: int, *, worker_mode: bool, procs_per_pod: int = 1
+    num_holders: int,
+    world_size: int,
+    *,
+    worker_mode: bool,
+    procs_per_pod: int = 1,
+    sampler_places: Sequence[Hashable] | None = None,
+    trainer_places: Sequence[Hashable] | None = None,
 ) -> list[list[int]]:
-    """The trainer ranks that draw seeds from each holder."""
+    """The trainer ranks that draw seeds from each holder.
+
+    In server-client mode with placements given (see :func:`local_ranks`), a trainer draws
+    from the samplers nearest to it; without them, every rank draws from every sampler.
+    """
     if not worker_mode:
-        return [list(range(world_size)) for _ in range(num_holders)]
+        if sampler_places is None or trainer_places is None:
+            return [list(range(world_size)) for _ in range(num_holders)]
+        return local_ranks(sampler_places, trainer_places)
     if num_holders * procs_per_pod != world_size:
         raise ValueError(
             f"worker mode needs one holder per trainer pod: {num_holders} holders x "
             f"{procs_per_pod} processes != {world_size} ranks"
         )
     return [list(range(h * procs_per_pod, (h + 1) * procs_per_pod)) for h in range(num_holders)]
+
+
+Place = Hashable
+"""Where a process runs, as ``(node, gpu)``: equal places share a GPU, equal nodes a host."""
+
+
+def _node(place: Place) -> Hashable:
+    return place[0] if isinstance(place, tuple) else place
+
+
+def local_ranks(
+    sampler_places: Sequence[Place], trainer_places: Sequence[Place]
+) -> list[list[int]]:
+    """Server-client locality: which trainer ranks draw from each sampler.
+
+    A trainer draws only from the samplers on its own GPU; failing that, from those on its
+    own node; only a trainer with no sampler on its node draws from remote samplers, and
+    those trainers are spread over the samplers with the fewest ranks. A sampler that no
+    trainer is local to is drawn from by every trainer (its seeds must be trained on), so
+    that its load is spread evenly. Every sampler gets at least one rank.
+    """
+    samplers, trainers = list(sampler_places), list(trainer_places)
+    ranks: list[list[int]] = [[] for _ in samplers]
+    for r, place in enumerate(trainers):
+        near = [h for h, p in enumerate(samplers) if p == place]
+        if not near:
+            near = [h for h, p in enumerate(samplers) if _node(p) == _node(place)]
+        for h in near:
+            ranks[h].append(r)
+    homeless = [r for r in range(len(trainers)) if not any(r in rs for rs in ranks)]
+    for r in homeless:
+        h = min(range(len(samplers)), key=lambda k: (len(ranks[k]), k))
+        ranks[h].append(r)
+    everyone = list(range(len(trainers)))
+    return [sorted(rs) if rs else everyone for rs in ranks]
 
 
 def _ceil_div(a: int, b: int) -> int:

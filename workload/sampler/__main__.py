@@ -1,7 +1,8 @@
-"""Entry point of a sampler pod: reads the contract env and the job config, then serves."""
+"""Entry point of a sampler pod: serves sampled mini-batches until every trainer finished."""
 
-from distgnn_workload.runtime.lifecycle import run_entry_point
+from distgnn_api.contract import Role
+from distgnn_workload.runtime.bootstrap import run_role
 from distgnn_workload.sampler.server import main
 
 if __name__ == "__main__":
-    run_entry_point(main, "sampler")
+    run_role(Role.sampler, main)

@@ -26,7 +26,6 @@ that the gang restarts together, or 0 if the job's result exists.
 from __future__ import annotations
 
 import logging
-import os
 import queue
 import threading
 import time
@@ -40,24 +39,17 @@ import torch.distributed.rpc as rpc
 from torch import Tensor
 from torch.futures import Future
 
-from distgnn_api.contract import EXIT_INTERNAL_ERROR, EXIT_OK, WorkloadEnv
+from distgnn_api.contract import EXIT_OK
 from distgnn_workload import metrics
-from distgnn_workload.partition.store import PartitionStore
 from distgnn_workload.runtime import holder as holders
 from distgnn_workload.runtime import rpc as rpc_runtime
 from distgnn_workload.runtime import shared_slots
 from distgnn_workload.runtime.batches import WireBatch, WireMeta, pack, pack_into, wire_bytes
-from distgnn_workload.runtime.ddp import pick_device
+from distgnn_workload.runtime.bootstrap import RoleProcess
 from distgnn_workload.runtime.features import set_serve_observer
 from distgnn_workload.runtime.lifecycle import (
     BadInputError,
-    configure_logging,
-    finished_result,
-    load_config,
 )
-from distgnn_workload.runtime.rendezvous import StoreWatchdog, rendezvous
-from distgnn_workload.runtime.shutdown import leave, wait_for_trainers
-from distgnn_workload.runtime.status_server import StatusServer
 from distgnn_workload.sampling import NeighborSampler
 
 log = logging.getLogger(__name__)
@@ -209,40 +201,24 @@ def serve_batch(seeds: Tensor) -> Future[WireBatch]:
     return _server.submit(seeds)
 
 
-def main() -> int:
-    """Run one sampler pod."""
-    env = WorkloadEnv.from_environ()
-    configure_logging(f"sampler-{env.rank}")
-    config = load_config(env)
-    if finished_result(env.run_dir, env.job_uid) is not None:
+def main(proc: RoleProcess) -> int:
+    """A sampler pod's body: load its partitions, serve until every trainer finished, leave."""
+    env = proc.env
+    if proc.finished():
         log.info("the job's result exists: training is complete, nothing to serve")
         return EXIT_OK
-    spec = config.spec
+    spec = proc.spec
     if env.num_samplers == 0 or spec.samplers.replicas == 0:
         raise BadInputError(
             "a sampler was started for a job in worker mode (samplers.replicas is 0)"
         )
     torch.set_num_threads(spec.samplers.workers)
-    device = pick_device(env)
-    StatusServer(env.metrics_port).start()
-    store = PartitionStore.open(env.partition_dir)
+    device = proc.pick_device()
+    proc.serve_status()
+    store = proc.open_store()
     state = holders.load(store, spec, env.rank, env.num_samplers, device)
-
-    group = rendezvous(env, device=str(device))
-    ctx = rpc_runtime.init_rpc(
-        group, device, num_worker_threads=max(16, 2 * spec.samplers.concurrency + 8)
-    )
-
-    def on_lost(reason: str) -> None:
-        done = finished_result(env.run_dir, env.job_uid) is not None
-        if done:
-            log.info("trainers finished (%s)", reason)
-        else:
-            log.error("%s; exiting so that the job restarts together", reason)
-        logging.shutdown()
-        os._exit(EXIT_OK if done else EXIT_INTERNAL_ERROR)
-
-    watchdog = StoreWatchdog(group, on_lost).start()
+    proc.join(rpc_threads=max(16, 2 * spec.samplers.concurrency + 8))
+    assert proc.rpc is not None
     label = str(env.rank)
     feature_requests = metrics.SAMPLER_REQUESTS.labels(label, "features")
     feature_bytes = metrics.SAMPLER_BYTES_SENT.labels(label)
@@ -256,7 +232,7 @@ def main() -> int:
         state,
         store,
         spec,
-        ctx,
+        proc.rpc,
         lambda h: f"sampler-{h}",
         seed=spec.training.seed * 1_000 + env.rank,
         slots_per_peer=spec.samplers.concurrency + 1,
@@ -264,7 +240,7 @@ def main() -> int:
     global _server
     _server = SamplerServer(
         holder,
-        ctx,
+        proc.rpc,
         rank=env.rank,
         concurrency=spec.samplers.concurrency,
         seed=spec.training.seed * 1_000 + env.rank,
@@ -272,9 +248,8 @@ def main() -> int:
     )
     _ready.set()
     log.info("sampler %d serving on %s", env.rank, device)
-    wait_for_trainers(group)
-    leave(group, timeout_s=env.shutdown_timeout_s)
-    watchdog.stop()
+    proc.serve_until_trainers_finish()
+    proc.leave()
     _server.update_cache_ratio()
     log.info("trainers finished; sampler %d exits", env.rank)
     return EXIT_OK

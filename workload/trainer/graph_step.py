@@ -5,17 +5,20 @@ backward on the autograd thread), and with batches of a new size every time cuBL
 its algorithms again: on a GPU the step is bound by the host, not the device. Padded to the
 fixed shapes of a :class:`~distgnn_workload.sampling.StaticLayout` (the pipeline pads on its
 loader thread), forward and backward are captured once and replayed: per step the host
-copies the batch into the static inputs, replays the graph, all-reduces the gradients
-(one NCCL call over one flat buffer, scaled like DDP's mean) and runs the fused optimizer.
+copies the batch into the static inputs, replays the graph and runs the fused optimizer.
+With several ranks the gradients are all-reduced bucket by bucket as the backward
+produces them, inside the graph (:mod:`.grad_buckets`; summed, with the loss scaled like
+DDP's mean); if NCCL cannot be captured there, after the replay as one flat buffer.
 
 The first steps run the same static computation eagerly (warm-up, as CUDA graph capture
 wants), then the graph is captured. If the capture fails on any rank, every rank goes back
-to the eager step (the ranks agree through one all-reduce, so none waits for the others).
+to the eager step (the ranks agree on the host, so none waits for the others).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any
@@ -29,6 +32,16 @@ from distgnn_workload.loader import MiniBatch
 from distgnn_workload.models.sage import GraphSAGE
 from distgnn_workload.sampling import StaticHops, StaticLayout
 from distgnn_workload.sampling.neighbor_sampler import CUDA_GRAPH_LOCK, reset_default_generator
+from distgnn_workload.trainer.grad_buckets import GradBuckets
+
+ENV_OVERLAP = "DISTGNN_OVERLAP_ALLREDUCE"
+"""0: all-reduce the gradients after the step as one flat buffer instead of bucket by bucket
+during the backward (and, in a CUDA graph, inside the graph)."""
+
+
+def overlap_all_reduce() -> bool:
+    return os.environ.get(ENV_OVERLAP, "1").strip().lower() not in ("0", "false", "no")
+
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +83,9 @@ class GraphStep:
         self.num_seeds = torch.ones((), dtype=torch.int64, device=device)
         self.rows = torch.arange(batch, device=device)
         self.params = [p for p in model.parameters() if p.requires_grad]
+        self.buckets: GradBuckets | None = None
+        if world_size > 1 and overlap_all_reduce():
+            self.buckets = GradBuckets(self.params, device)
         self.graph: torch.cuda.CUDAGraph | None = None
         self.loss: Tensor | None = None
         self.steps = 0
@@ -91,7 +107,8 @@ class GraphStep:
             loss = self._capture_and_replay()
         else:
             loss = self._eager()
-        self._all_reduce_grads()
+        if self.buckets is None:
+            self._all_reduce_grads()
         self.optimizer.step()
         self.steps += 1
         return loss
@@ -120,45 +137,79 @@ class GraphStep:
         (loss / self.world_size).backward()  # type: ignore[no-untyped-call]
         return loss.detach()
 
+    def _zero_grad(self) -> None:
+        if self.buckets is not None:
+            self.buckets.begin()  # the gradients are views of its flat buffer: keep them
+        else:
+            self.optimizer.zero_grad(set_to_none=True)
+
+    def _reduced_forward_backward(self) -> Tensor:
+        self._zero_grad()
+        loss = self._forward_backward()
+        if self.buckets is not None:
+            self.buckets.finish()
+        return loss
+
     def _eager(self) -> Tensor:
-        self.optimizer.zero_grad(set_to_none=True)
         if self.device.type != "cuda":
-            return self._forward_backward()
+            return self._reduced_forward_backward()
         side = torch.cuda.Stream(self.device)  # type: ignore[no-untyped-call]
         side.wait_stream(torch.cuda.current_stream(self.device))
         with torch.cuda.stream(side):
-            loss = self._forward_backward()
+            loss = self._reduced_forward_backward()
         torch.cuda.current_stream(self.device).wait_stream(side)
         return loss
 
     def _capture_and_replay(self) -> Tensor:
-        graph = torch.cuda.CUDAGraph()
-        error: str | None = None
-        with CUDA_GRAPH_LOCK:
-            try:
-                self.optimizer.zero_grad(set_to_none=True)
-                # the gradients come out of the graph's memory, refilled by every replay
-                with torch.cuda.graph(graph, capture_error_mode="thread_local"):
-                    self.loss = self._forward_backward()
-            except RuntimeError as err:
-                error = f"{type(err).__name__}: {err}"
-                reset_default_generator(self.device)  # dropout draws from it
-        if not self._all_ranks_ok(error is None):
+        graph = self._capture()
+        if graph is None and self.buckets is not None:
+            # NCCL inside the graph failed here: the all-reduce after the replay instead
+            log.warning("capturing the all-reduce in the step failed; all-reducing after it")
+            self.buckets.active = False
+            for p in self.params:
+                p.grad = None
+            self.buckets = None
+            graph = self._capture()
+        if graph is None:
             self.failed = True
             self.capture = False
             self.graph = None
             self.loss = None
-            log.warning(
-                "CUDA graph capture of the training step failed (%s); eager steps from now on",
-                error or "on another rank",
-            )
             return self._eager()
         self.graph = graph
-        log.info("training step captured in a CUDA graph after %d eager steps", self.steps)
+        log.info(
+            "training step captured in a CUDA graph after %d eager steps%s",
+            self.steps,
+            f" (all-reduce in {self.buckets.num_buckets} buckets inside it)"
+            if self.buckets
+            else "",
+        )
         with CUDA_GRAPH_LOCK:
             graph.replay()
         assert self.loss is not None
         return self.loss
+
+    def _capture(self) -> torch.cuda.CUDAGraph | None:
+        """Capture the step; None (on every rank) if the capture failed on any rank."""
+        graph = torch.cuda.CUDAGraph()
+        error: str | None = None
+        with CUDA_GRAPH_LOCK:
+            try:
+                if self.buckets is None:
+                    # the gradients come out of the graph's memory, refilled by every replay
+                    self.optimizer.zero_grad(set_to_none=True)
+                with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+                    # with buckets: zeroing, backward and the overlapped all-reduce in one replay
+                    self.loss = self._reduced_forward_backward()
+            except RuntimeError as err:
+                error = f"{type(err).__name__}: {err}"
+                reset_default_generator(self.device)  # dropout draws from it
+        if not self._all_ranks_ok(error is None):
+            log.warning(
+                "CUDA graph capture of the training step failed (%s)", error or "on another rank"
+            )
+            return None
+        return graph
 
     # ------------------------------------------------------------------ ranks
 

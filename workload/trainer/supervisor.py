@@ -20,13 +20,9 @@ import time
 from pathlib import Path
 from types import FrameType
 
-from distgnn_api.contract import EXIT_OK, Role, WorkloadEnv, role_module
-from distgnn_workload.runtime.lifecycle import configure_logging, finished_result, load_config
-from distgnn_workload.runtime.status_server import (
-    StatusServer,
-    multiprocess_registry,
-    progress_from_file,
-)
+from distgnn_api.contract import EXIT_OK, Role, role_module
+from distgnn_workload.runtime.bootstrap import RoleProcess
+from distgnn_workload.runtime.status_server import multiprocess_registry, progress_from_file
 
 log = logging.getLogger(__name__)
 
@@ -36,41 +32,40 @@ PROMETHEUS_MULTIPROC_DIR = "PROMETHEUS_MULTIPROC_DIR"  # prometheus-client's own
 STOP_GRACE_S = 10.0
 
 
-def main() -> int:
-    env = WorkloadEnv.from_environ()
-    local = os.environ.get(ENV_LOCAL_RANK)
-    from distgnn_workload.trainer import training
+def main(proc: RoleProcess) -> int:
+    """The trainer pod's body: train here, or supervise one process per local GPU."""
+    from distgnn_workload.trainer import process
 
-    if local is not None:
-        configure_logging(f"trainer-{env.rank * env.procs_per_pod + int(local)}")
+    if os.environ.get(ENV_LOCAL_RANK) is not None:
         mirror = os.environ.get(ENV_PROGRESS_FILE)
-        return training.run(
-            env,
-            int(local),
-            progress_file=Path(mirror) if mirror and int(local) == 0 else None,
+        return process.run(
+            proc,
+            progress_file=Path(mirror) if mirror and proc.local_rank == 0 else None,
             serve_status=False,
         )
-    configure_logging(f"trainer-{env.rank}")
-    if env.procs_per_pod == 1:
-        return training.run(env, 0)
-    return supervise(env)
+    if proc.env.procs_per_pod == 1:
+        return process.run(proc)
+    return supervise(proc)
 
 
-def supervise(env: WorkloadEnv) -> int:
+def local_rank() -> int:
+    """This process's local rank: set by the supervisor for its children, else 0."""
+    return int(os.environ.get(ENV_LOCAL_RANK, "0"))
+
+
+def supervise(proc: RoleProcess) -> int:
     """Run one child per local rank; fail fast when any fails."""
-    load_config(env)
-    if finished_result(env.run_dir, env.job_uid) is not None:
+    env = proc.env
+    if proc.finished():
         log.info("the job's result exists: training is complete")
         return EXIT_OK
     work = Path(tempfile.mkdtemp(prefix="distgnn-trainer-"))
     metrics_dir = work / "metrics"
     metrics_dir.mkdir()
     progress = work / "progress.json"
-    StatusServer(
-        env.metrics_port,
-        progress=progress_from_file(progress),
-        registry=multiprocess_registry(metrics_dir),
-    ).start()
+    proc.serve_status(
+        progress=progress_from_file(progress), registry=multiprocess_registry(metrics_dir)
+    )
     children: list[subprocess.Popen[bytes]] = []
     for local in range(env.procs_per_pod):
         child_env = dict(os.environ)

@@ -1,105 +1,54 @@
-"""One training process: rendezvous, data pipeline, DDP training, evaluation, checkpoints.
+"""The training loop of one rank: epochs, evaluation, checkpoints, the result.
 
-Global rank = trainer pod rank x processes per pod + local rank. Each epoch every rank gets
-its share of the training seeds (:mod:`distgnn_workload.runtime.seeds`), with the same
-number of steps everywhere. Validation and test accuracy are computed over each rank's
-share of the split and summed across ranks. Rank 0 writes a checkpoint every
-``training.checkpointEvery`` epochs and, at the end, ``result.json``.
+Each epoch every rank gets its share of the training seeds
+(:mod:`distgnn_workload.runtime.seeds`), with the same number of steps everywhere.
+Validation and test accuracy are computed over each rank's share of the split and summed
+across ranks. Rank 0 writes a checkpoint every ``training.checkpointEvery`` epochs. The
+small per-epoch and per-evaluation figures are reduced over the host-side control group
+(:class:`~distgnn_workload.runtime.ddp.Collectives`), never read back from a GPU that waits
+for a peer.
 """
 
 from __future__ import annotations
 
-import gc
-import gzip
 import logging
-import os
-import shutil
 import time
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 import torch
 import torch.distributed as dist
-import torch.distributed.rpc as rpc
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torch.futures import Future
 from torch.nn.parallel import DistributedDataParallel
 
-from distgnn_api.contract import (
-    EXIT_INTERNAL_ERROR,
-    EXIT_OK,
-    STAGE_EPOCH,
-    STAGE_EVAL,
-    Result,
-    WorkloadEnv,
-    dump_json,
-    emit_progress,
-    rfc3339_now,
-)
+from distgnn_api.contract import STAGE_EPOCH, STAGE_EVAL, Result, emit_progress, rfc3339_now
 from distgnn_api.spec import DistGNNJobSpec
-from distgnn_workload import metrics
 from distgnn_workload.loader import MiniBatch, Prefetcher
 from distgnn_workload.models import build_model
 from distgnn_workload.models.sage import GraphSAGE
-from distgnn_workload.partition.store import PartitionStore
-from distgnn_workload.runtime import holder as holders
-from distgnn_workload.runtime import rpc as rpc_runtime
-from distgnn_workload.runtime.batches import (
-    LOOKAHEAD,
-    LocalPipeline,
-    RemotePipeline,
-    RequestInto,
-    WireBatch,
-    WireMeta,
-    batch_slot_spec,
-)
 from distgnn_workload.runtime.checkpoint import load_latest, save_checkpoint
-from distgnn_workload.runtime.ddp import (
-    DDP_TIMEOUT_S,
-    Collectives,
-    init_ddp,
-    pick_device,
-    single_process,
-)
-from distgnn_workload.runtime.features import HolderLayout, split_ids
-from distgnn_workload.runtime.lifecycle import (
-    BadInputError,
-    finished_result,
-    load_config,
-    write_result,
-)
-from distgnn_workload.runtime.rendezvous import StoreWatchdog, rendezvous
-from distgnn_workload.runtime.seeds import Batch, eval_batches, holder_ranks, train_batches
-from distgnn_workload.runtime.shared_slots import SlotReader
-from distgnn_workload.runtime.shutdown import leave, mark_finished
-from distgnn_workload.runtime.status_server import ProgressTracker, StatusServer
+from distgnn_workload.runtime.ddp import DDP_TIMEOUT_S, Collectives, single_process
+from distgnn_workload.runtime.lifecycle import BadInputError
+from distgnn_workload.runtime.seeds import Batch, eval_batches, train_batches
+from distgnn_workload.runtime.status_server import ProgressTracker
 from distgnn_workload.runtime.transfers import wait_for_stream
-from distgnn_workload.sampler.server import serve_batch, serve_batch_into
 from distgnn_workload.sampling import StaticLayout
+from distgnn_workload.trainer.epoch_stats import EpochStats, RunState
 from distgnn_workload.trainer.graph_step import GraphStep
+from distgnn_workload.trainer.profiler import StepProfiler
+from distgnn_workload.trainer.step_policy import graph_layout
+from distgnn_workload.trainer.trainer_metrics import TrainerMetrics
 
 log = logging.getLogger(__name__)
 
-JOB_CONFIG_COPY = "job.json"
-STATS_FILE = "training_stats.json"
-"""Per-epoch figures summed over ranks (seeds, edges, seconds, data wait), written at the end."""
 EVAL_BATCH_FACTOR = 1
 """Evaluation batches hold this many times the training batch size. Kept at 1: the GPU
 sampler pads every batch to the largest it has seen (static shapes, CUDA graphs), so
 larger evaluation batches would slow down the training batches after them."""
 PROGRESS_EVENTS_PER_EPOCH = 20
-ENV_PROFILE_DIR = "DISTGNN_PROFILE_DIR"  # set: rank 0 profiles some steps of its first epoch
-PROFILE_STEPS = (20, 40)
-"""Steps [a, b) of the first epoch that a profiling rank 0 records."""
-ENV_CUDA_GRAPH = "DISTGNN_CUDA_GRAPH"
-"""0: eager steps even where a CUDA graph could run; ``static``: the fixed-shape steps on a
-CPU too (eagerly: how tests check them without a GPU)."""
-GRAPH_MEMORY_SHARE = 0.1
-"""The fixed-shape inputs of a CUDA-graph step may take at most this share of the GPU."""
 
 
 class Pipeline(Protocol):
@@ -108,63 +57,6 @@ class Pipeline(Protocol):
     def epoch(
         self, batches: Sequence[Batch], static: StaticLayout | None = None
     ) -> Prefetcher[MiniBatch]: ...
-
-
-@dataclass
-class EpochStats:
-    """One epoch's figures, summed over every rank."""
-
-    epoch: int
-    seeds: int
-    edges: int
-    steps: int
-    seconds: float
-    data_wait_seconds: float
-    """Mean over ranks of the time the training step waited for data (GPU stream stall on
-    GPUs, host wait on CPU)."""
-    host_wait_seconds: float
-    """Mean over ranks of the time the host waited for the next mini-batch."""
-    loss: float
-    val_accuracy: float | None = None
-    fastest_rank_seconds: float | None = None
-    """The epoch time of the fastest rank (``seconds`` is the slowest's)."""
-
-    @property
-    def seeds_per_second(self) -> float:
-        return self.seeds / self.seconds if self.seconds > 0 else 0.0
-
-
-@dataclass
-class RunState:
-    """What survives a restart through the checkpoint."""
-
-    started_at: float = field(default_factory=time.time)
-    history: list[dict[str, Any]] = field(default_factory=list)
-
-    def train_seconds(self) -> float:
-        return sum(float(h["seconds"]) for h in self.history)
-
-    def seeds(self) -> int:
-        return sum(int(h["seeds"]) for h in self.history)
-
-
-class TrainerMetrics:
-    """The trainer's Prometheus series for one rank."""
-
-    def __init__(self, rank: int) -> None:
-        label = str(rank)
-        self.seeds = metrics.TRAINER_SEEDS.labels(label)
-        self.edges = metrics.TRAINER_SAMPLED_EDGES.labels(label)
-        self.nodes = metrics.TRAINER_SAMPLED_NODES.labels(label)
-        self.step = metrics.TRAINER_STEP_SECONDS.labels(label)
-        self.wait = metrics.TRAINER_DATA_WAIT_SECONDS.labels(label)
-        self.epoch = metrics.TRAINER_EPOCH.labels(label)
-        self.loss = metrics.TRAINER_LOSS.labels(label)
-        self.val = metrics.TRAINER_ACCURACY.labels(label, "val")
-        self.test = metrics.TRAINER_ACCURACY.labels(label, "test")
-        self.remote_bytes = metrics.TRAINER_REMOTE_FEATURE_BYTES.labels(label)
-        self.cache_hits = metrics.TRAINER_CACHE_HITS.labels(label)
-        self.cache_lookups = metrics.TRAINER_CACHE_LOOKUPS.labels(label)
 
 
 class Trainer:
@@ -368,7 +260,7 @@ class Trainer:
         emit_every = max(1, total // PROGRESS_EVENTS_PER_EPOCH)
         graph_step = self.graph_step
         loader = self.pipeline.epoch(batches, self.static_layout if graph_step else None)
-        profiler = _StepProfiler.create(self.rank, epoch == self.start_epoch)
+        profiler = StepProfiler.create(self.rank, epoch == self.start_epoch)
         self._sync()
         start = prev = time.perf_counter()
         for step, batch in enumerate(loader):
@@ -513,264 +405,3 @@ class Trainer:
         self, values: list[float], op: dist.ReduceOp.RedOpType = dist.ReduceOp.SUM
     ) -> list[float]:
         return self.collectives.all_reduce(values, op=op)
-
-
-def graph_layout(
-    spec: DistGNNJobSpec,
-    model: nn.Module,
-    device: torch.device,
-    num_features: int,
-    dtype: torch.dtype,
-) -> StaticLayout | None:
-    """The fixed shapes of CUDA-graph training steps, or None where steps stay eager.
-
-    Graph steps need a GPU, GraphSAGE (the model with a fixed-shape forward), bounded
-    fanouts, and fixed-shape inputs that fit in a small share of the GPU's memory.
-    """
-    want = os.environ.get(ENV_CUDA_GRAPH, "1").strip().lower()
-    if want in ("0", "false", "no") or not isinstance(model, GraphSAGE):
-        return None
-    if device.type != "cuda" and want != "static":
-        return None
-    if any(k < 1 for k in spec.model.fanout):
-        return None
-    layout = StaticLayout(spec.training.batch_size, tuple(spec.model.fanout))
-    element = torch.tensor([], dtype=dtype).element_size()
-    needed = (layout.node_cap + 1) * num_features * element + 8 * sum(layout.index_sizes())
-    if device.type != "cuda":
-        return layout
-    total = torch.cuda.get_device_properties(device).total_memory
-    if needed > GRAPH_MEMORY_SHARE * total:
-        log.info(
-            "training steps stay eager: fixed-shape inputs would take %.1f GiB", needed / 2**30
-        )
-        return None
-    return layout
-
-
-class _StepProfiler:
-    """torch.profiler over a few training steps; writes a table to ``DISTGNN_PROFILE_DIR``."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self.profile: torch.profiler.profile | None = None
-
-    @classmethod
-    def create(cls, rank: int, first_epoch: bool) -> _StepProfiler | None:
-        folder = os.environ.get(ENV_PROFILE_DIR)
-        return cls(Path(folder)) if folder and rank == 0 and first_epoch else None
-
-    def step(self, step: int) -> None:
-        first, last = PROFILE_STEPS
-        if step == first:
-            activities = [torch.profiler.ProfilerActivity.CPU]
-            if torch.cuda.is_available():
-                activities.append(torch.profiler.ProfilerActivity.CUDA)
-            self.profile = torch.profiler.profile(activities=activities)
-            self.profile.__enter__()  # type: ignore[no-untyped-call]
-        elif step == last:
-            self.close()
-
-    def close(self) -> None:
-        if self.profile is None:
-            return
-        prof, self.profile = self.profile, None
-        prof.__exit__(None, None, None)  # type: ignore[no-untyped-call]
-        self.folder.mkdir(parents=True, exist_ok=True)
-        averages = prof.key_averages()
-        cuda = torch.cuda.is_available()
-        steps = PROFILE_STEPS[1] - PROFILE_STEPS[0]
-        text = f"steps {PROFILE_STEPS[0]}..{PROFILE_STEPS[1]} ({steps} steps)\n"
-        if cuda:
-            text += "by self CUDA time\n"
-            text += averages.table(sort_by="self_cuda_time_total", row_limit=30)
-        text += "\nby self CPU time\n"
-        text += averages.table(sort_by="self_cpu_time_total", row_limit=30)
-        (self.folder / "profile-trainer-0.txt").write_text(text)
-        trace = self.folder / "trace-trainer-0.json"
-        prof.export_chrome_trace(str(trace))
-        with trace.open("rb") as src, gzip.open(f"{trace}.gz", "wb") as dst:
-            shutil.copyfileobj(src, dst)
-        trace.unlink()
-
-
-# --------------------------------------------------------------------------- the process
-
-
-def _sampler_request(holder: int, seeds: Tensor) -> Future[WireBatch]:
-    fut: Future[WireBatch] = rpc.rpc_async(f"sampler-{holder}", serve_batch, args=(seeds,))
-    return fut
-
-
-def _sampler_slots(
-    spec: DistGNNJobSpec,
-    num_samplers: int,
-    me: str,
-    num_features: int,
-    device: torch.device,
-) -> dict[int, SlotReader]:
-    """Shared slots in every sampler server on this host, for its mini-batches."""
-    if any(k < 1 for k in spec.model.fanout):
-        return {}  # no bound on a batch's size: batches come over RPC
-    layout = StaticLayout(spec.training.batch_size, tuple(spec.model.fanout))
-    dtype = torch.bfloat16 if spec.training.bf16 else torch.float32
-    slot_spec = batch_slot_spec(layout, num_features, dtype)
-    count = spec.samplers.concurrency + 1
-    readers = {}
-    for h in range(num_samplers):
-        reader = SlotReader.attach(f"sampler-{h}", me, slot_spec, count, device)
-        if reader is not None:
-            readers[h] = reader
-    return readers
-
-
-def _sampler_request_into(me: str) -> RequestInto:
-    def request(holder: int, slot: int, seeds: Tensor) -> Future[WireMeta]:
-        fut: Future[WireMeta] = rpc.rpc_async(
-            f"sampler-{holder}", serve_batch_into, args=(me, slot, seeds)
-        )
-        return fut
-
-    return request
-
-
-def run(
-    env: WorkloadEnv,
-    local_rank: int = 0,
-    *,
-    progress_file: Path | None = None,
-    serve_status: bool = True,
-) -> int:
-    """Run one training process to completion; returns the exit code."""
-    started_at = time.time()
-    config = load_config(env)
-    if finished_result(env.run_dir, env.job_uid) is not None:
-        log.info("the job's result exists: training is complete")
-        return EXIT_OK
-    spec = config.spec
-    device = pick_device(env, local_rank)
-    ppp = env.procs_per_pod
-    rank = env.rank * ppp + local_rank
-    world = env.num_trainers * ppp
-    tracker = ProgressTracker(spec.training.epochs, mirror=progress_file)
-    if serve_status:
-        StatusServer(env.metrics_port, progress=tracker).start()
-    store = PartitionStore.open(env.partition_dir)
-    num_holders = env.num_trainers if env.worker_mode else env.num_samplers
-    holders.check_store(store, spec, num_holders)
-    if rank == 0:
-        env.run_dir.mkdir(parents=True, exist_ok=True)
-        copy = env.run_dir / JOB_CONFIG_COPY
-        if not copy.exists():
-            dump_json(copy, config)
-    state = (
-        holders.load(store, spec, env.rank, env.num_trainers, device) if env.worker_mode else None
-    )
-
-    group = rendezvous(env, local_rank=local_rank, device=str(device))
-    watchdog: StoreWatchdog | None = None
-    if rank != 0:
-
-        def on_lost(reason: str) -> None:
-            done = finished_result(env.run_dir, env.job_uid) is not None
-            if not done:
-                log.error("%s; exiting so that the job restarts together", reason)
-            logging.shutdown()
-            os._exit(EXIT_OK if done else EXIT_INTERNAL_ERROR)
-
-        watchdog = StoreWatchdog(group, on_lost).start()
-    collectives = init_ddp(group, device) if world > 1 else single_process()
-    ctx = rpc_runtime.init_rpc(group, device, num_worker_threads=16)
-
-    layout = HolderLayout.from_store(store, num_holders)
-    pipeline: LocalPipeline | RemotePipeline
-    remote_stats: Callable[[], None] | None = None
-    m = TrainerMetrics(rank)
-    if state is not None:
-        holder = holders.connect(
-            state,
-            store,
-            spec,
-            ctx,
-            lambda h: f"trainer-{h * ppp + local_rank}",
-            seed=spec.training.seed * 1_000 + rank,
-            slots_per_peer=LOOKAHEAD + 2,
-        )
-        pipeline = LocalPipeline(
-            holder.new_sampler(spec.training.seed * 1_000 + rank),
-            holder.features,
-            state.labels,
-            device=device,
-            prefetch=spec.trainers.prefetch,
-        )
-
-        def flush_feature_stats() -> None:
-            lookups, hits, fetched = holder.features.stats.take()
-            m.cache_lookups.inc(lookups)
-            m.cache_hits.inc(hits)
-            m.remote_bytes.inc(fetched)
-
-        remote_stats = flush_feature_stats
-    else:
-
-        def on_batch(wire: WireBatch) -> None:
-            x = wire[3]
-            m.remote_bytes.inc(x.numel() * x.element_size())
-
-        def on_slot_batch(batch: MiniBatch) -> None:
-            m.remote_bytes.inc(batch.x.numel() * batch.x.element_size())
-
-        me = group.me.name
-        pipeline = RemotePipeline(
-            _sampler_request,
-            device=device,
-            prefetch=spec.trainers.prefetch,
-            concurrency=spec.samplers.concurrency,
-            on_batch=on_batch,
-            readers=_sampler_slots(spec, num_holders, me, store.meta.num_features, device),
-            request_into=_sampler_request_into(me),
-            on_slot_batch=on_slot_batch,
-        )
-    ranks_of = holder_ranks(num_holders, world, worker_mode=env.worker_mode, procs_per_pod=ppp)
-    trainer = Trainer(
-        spec,
-        rank=rank,
-        world_size=world,
-        device=device,
-        pipeline=pipeline,
-        train_ids=split_ids(store, layout, "train"),
-        val_ids=split_ids(store, layout, "val"),
-        test_ids=split_ids(store, layout, "test"),
-        ranks_of_holder=ranks_of,
-        collectives=collectives,
-        num_features=store.meta.num_features,
-        num_classes=store.meta.num_classes,
-        run_dir=env.run_dir,
-        job_uid=env.job_uid,
-        tracker=tracker,
-        on_epoch=remote_stats,
-        started_at=started_at,
-    )
-    trainer.resume()
-    if isinstance(pipeline, LocalPipeline):
-        # capture the sampler's CUDA graph here rather than on the loader thread mid-epoch
-        pipeline.sampler.prepare(spec.training.batch_size)
-    # what exists now lives to the end: keep it out of the collector's full passes
-    gc.collect()
-    gc.freeze()
-    collectives.barrier(env.rendezvous_timeout_s, "start of training")
-    result = trainer.fit()
-    if rank == 0:
-        dump_json(env.run_dir / STATS_FILE, {"world_size": world, "epochs": trainer.state.history})
-        path = write_result(env.run_dir, result)
-        log.info(
-            "done: test accuracy %.4f, %.0f seeds/s; wrote %s",
-            result.test_accuracy,
-            result.seeds_per_second,
-            path,
-        )
-    mark_finished(group)
-    leave(group, timeout_s=env.shutdown_timeout_s)
-    if watchdog is not None:
-        watchdog.stop()
-    return EXIT_OK

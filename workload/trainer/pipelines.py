@@ -1,0 +1,169 @@
+"""Where a trainer's mini-batches come from: its own holder (worker mode) or sampler servers.
+
+Worker mode samples this pod's partitions and gathers features (local, cached, remote).
+Server-client mode asks the sampler servers this rank draws from (see
+:func:`~distgnn_workload.runtime.seeds.local_ranks`: the sampler on its own GPU, else on
+its node); a server on this host writes each mini-batch into a shared slot of its own that
+this process mapped, so only sizes cross RPC. Slots are mapped only in the samplers this
+rank draws from: mapping another GPU's memory would open a CUDA context on that GPU.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.distributed.rpc as rpc
+from torch import Tensor
+from torch.futures import Future
+
+from distgnn_api.spec import DistGNNJobSpec
+from distgnn_workload.loader import MiniBatch
+from distgnn_workload.partition.store import PartitionStore
+from distgnn_workload.runtime import holder as holders
+from distgnn_workload.runtime.batches import (
+    LOOKAHEAD,
+    LocalPipeline,
+    RemotePipeline,
+    RequestInto,
+    WireBatch,
+    WireMeta,
+    batch_slot_spec,
+)
+from distgnn_workload.runtime.rendezvous import Group
+from distgnn_workload.runtime.rpc import RpcContext
+from distgnn_workload.runtime.shared_slots import SlotReader
+from distgnn_workload.sampler.server import serve_batch, serve_batch_into
+from distgnn_workload.sampling import StaticLayout
+from distgnn_workload.trainer.trainer_metrics import TrainerMetrics
+
+log = logging.getLogger(__name__)
+
+
+def place(group: Group, name: str) -> tuple[str, str]:
+    """A member's (node, GPU): what locality compares."""
+    placement = group.placement_of(name)
+    return (placement.node, placement.gpu)
+
+
+@dataclass
+class TrainerPipeline:
+    """A rank's data pipeline, and what to call after each epoch (metrics it buffers)."""
+
+    pipeline: LocalPipeline | RemotePipeline
+    after_epoch: Callable[[], None] | None = None
+
+    def prepare(self, batch_size: int) -> None:
+        """Capture a local sampler's CUDA graph now, not on the loader thread mid-epoch."""
+        if isinstance(self.pipeline, LocalPipeline):
+            self.pipeline.sampler.prepare(batch_size)
+
+
+def worker_pipeline(
+    state: holders.HolderState,
+    store: PartitionStore,
+    spec: DistGNNJobSpec,
+    ctx: RpcContext,
+    *,
+    rank: int,
+    procs_per_pod: int,
+    local_rank: int,
+    metrics: TrainerMetrics,
+) -> TrainerPipeline:
+    """Worker mode: serve this pod's partitions to the peers and sample them here."""
+    holder = holders.connect(
+        state,
+        store,
+        spec,
+        ctx,
+        lambda h: f"trainer-{h * procs_per_pod + local_rank}",
+        seed=spec.training.seed * 1_000 + rank,
+        slots_per_peer=LOOKAHEAD + 2,
+    )
+    pipeline = LocalPipeline(
+        holder.new_sampler(spec.training.seed * 1_000 + rank),
+        holder.features,
+        state.labels,
+        device=state.device,
+        prefetch=spec.trainers.prefetch,
+    )
+
+    def flush_feature_stats() -> None:
+        lookups, hits, fetched = holder.features.stats.take()
+        metrics.cache_lookups.inc(lookups)
+        metrics.cache_hits.inc(hits)
+        metrics.remote_bytes.inc(fetched)
+
+    return TrainerPipeline(pipeline, flush_feature_stats)
+
+
+def server_pipeline(
+    spec: DistGNNJobSpec,
+    group: Group,
+    *,
+    samplers: list[int],
+    num_features: int,
+    device: torch.device,
+    metrics: TrainerMetrics,
+) -> TrainerPipeline:
+    """Server-client mode: mini-batches from the sampler servers ``samplers``."""
+    log.info("drawing mini-batches from %s", ", ".join(f"sampler-{h}" for h in samplers))
+
+    def on_batch(wire: WireBatch) -> None:
+        x = wire[3]
+        metrics.remote_bytes.inc(x.numel() * x.element_size())
+
+    def on_slot_batch(batch: MiniBatch) -> None:
+        metrics.remote_bytes.inc(batch.x.numel() * batch.x.element_size())
+
+    me = group.me.name
+    pipeline = RemotePipeline(
+        _request,
+        device=device,
+        prefetch=spec.trainers.prefetch,
+        concurrency=spec.samplers.concurrency,
+        on_batch=on_batch,
+        readers=_slots(spec, samplers, me, num_features, device),
+        request_into=_request_into(me),
+        on_slot_batch=on_slot_batch,
+    )
+    return TrainerPipeline(pipeline)
+
+
+def _request(holder: int, seeds: Tensor) -> Future[WireBatch]:
+    fut: Future[WireBatch] = rpc.rpc_async(f"sampler-{holder}", serve_batch, args=(seeds,))
+    return fut
+
+
+def _request_into(me: str) -> RequestInto:
+    def request(holder: int, slot: int, seeds: Tensor) -> Future[WireMeta]:
+        fut: Future[WireMeta] = rpc.rpc_async(
+            f"sampler-{holder}", serve_batch_into, args=(me, slot, seeds)
+        )
+        return fut
+
+    return request
+
+
+def _slots(
+    spec: DistGNNJobSpec,
+    samplers: list[int],
+    me: str,
+    num_features: int,
+    device: torch.device,
+) -> dict[int, SlotReader]:
+    """Shared slots in the sampler servers ``samplers`` that share this host."""
+    if any(k < 1 for k in spec.model.fanout):
+        return {}  # no bound on a batch's size: batches come over RPC
+    layout = StaticLayout(spec.training.batch_size, tuple(spec.model.fanout))
+    dtype = torch.bfloat16 if spec.training.bf16 else torch.float32
+    slot_spec = batch_slot_spec(layout, num_features, dtype)
+    count = spec.samplers.concurrency + 1
+    readers = {}
+    for h in samplers:
+        reader = SlotReader.attach(f"sampler-{h}", me, slot_spec, count, device)
+        if reader is not None:
+            readers[h] = reader
+    return readers

@@ -1,0 +1,54 @@
+"""Whether training steps run as a CUDA graph over fixed shapes, and with which shapes."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import torch
+from torch import nn
+
+from distgnn_api.spec import DistGNNJobSpec
+from distgnn_workload.models.sage import GraphSAGE
+from distgnn_workload.sampling import StaticLayout
+
+log = logging.getLogger(__name__)
+
+ENV_CUDA_GRAPH = "DISTGNN_CUDA_GRAPH"
+"""0: eager steps even where a CUDA graph could run; ``static``: the fixed-shape steps on a
+CPU too (eagerly: how tests check them without a GPU)."""
+GRAPH_MEMORY_SHARE = 0.1
+"""The fixed-shape inputs of a CUDA-graph step may take at most this share of the GPU."""
+
+
+def graph_layout(
+    spec: DistGNNJobSpec,
+    model: nn.Module,
+    device: torch.device,
+    num_features: int,
+    dtype: torch.dtype,
+) -> StaticLayout | None:
+    """The fixed shapes of CUDA-graph training steps, or None where steps stay eager.
+
+    Graph steps need a GPU, GraphSAGE (the model with a fixed-shape forward), bounded
+    fanouts, and fixed-shape inputs that fit in a small share of the GPU's memory.
+    """
+    want = os.environ.get(ENV_CUDA_GRAPH, "1").strip().lower()
+    if want in ("0", "false", "no") or not isinstance(model, GraphSAGE):
+        return None
+    if device.type != "cuda" and want != "static":
+        return None
+    if any(k < 1 for k in spec.model.fanout):
+        return None
+    layout = StaticLayout(spec.training.batch_size, tuple(spec.model.fanout))
+    element = torch.tensor([], dtype=dtype).element_size()
+    needed = (layout.node_cap + 1) * num_features * element + 8 * sum(layout.index_sizes())
+    if device.type != "cuda":
+        return layout
+    total = torch.cuda.get_device_properties(device).total_memory
+    if needed > GRAPH_MEMORY_SHARE * total:
+        log.info(
+            "training steps stay eager: fixed-shape inputs would take %.1f GiB", needed / 2**30
+        )
+        return None
+    return layout
