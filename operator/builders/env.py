@@ -10,6 +10,7 @@ from distgnn_api.contract import (
     DATA_MOUNT_PATH,
     DDP_PORT,
     DEFAULT_RENDEZVOUS_TIMEOUT_S,
+    DEFAULT_SHUTDOWN_TIMEOUT_S,
     ENV_CONFIG,
     ENV_DATA_DIR,
     ENV_DDP_PORT,
@@ -18,6 +19,7 @@ from distgnn_api.contract import (
     ENV_JOB_UID,
     ENV_METRICS_PORT,
     ENV_NAMESPACE,
+    ENV_NODE_NAME,
     ENV_NUM_SAMPLERS,
     ENV_NUM_TRAINERS,
     ENV_PARTITION_DIR,
@@ -27,6 +29,7 @@ from distgnn_api.contract import (
     ENV_ROLE,
     ENV_RUN_DIR,
     ENV_SAMPLER_ADDRS,
+    ENV_SHUTDOWN_TIMEOUT,
     ENV_TRAINER_ADDRS,
     RPC_PORT,
     Role,
@@ -80,4 +83,7 @@ def build_env(ctx: JobContext, role: Role) -> list[dict[str, Any]]:
         _value(ENV_NAMESPACE, ctx.namespace),
         _value(ENV_DEVICE, "cuda" if ctx.gpus(role) > 0 else "cpu"),
         _value(ENV_RENDEZVOUS_TIMEOUT, DEFAULT_RENDEZVOUS_TIMEOUT_S),
+        _value(ENV_SHUTDOWN_TIMEOUT, DEFAULT_SHUTDOWN_TIMEOUT_S),
+        # the node, for locality: a trainer draws from the sampler nearest to it
+        {"name": ENV_NODE_NAME, "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
     ]

@@ -18,6 +18,7 @@ from distgnn_api.spec import ResourceRequirements
 from distgnn_operator import naming
 from distgnn_operator.builders.context import JobContext
 from distgnn_operator.builders.env import build_env
+from distgnn_operator.builders.locality import with_locality
 from distgnn_operator.constants import (
     GPU_RESOURCE,
     PORT_DDP,
@@ -122,8 +123,9 @@ def build_pod_spec(ctx: JobContext, role: Role, *, restart_policy: str) -> dict[
         pod["tolerations"] = [
             t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in sched.tolerations
         ]
-    if sched.affinity is not None:
-        pod["affinity"] = sched.affinity
+    affinity = with_locality(ctx, role, sched.affinity)
+    if affinity:
+        pod["affinity"] = affinity
     if spec.images.pull_secrets:
         pod["imagePullSecrets"] = [{"name": s} for s in spec.images.pull_secrets]
     return pod

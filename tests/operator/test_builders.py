@@ -31,6 +31,7 @@ from distgnn_operator.builders import (
     build_pvc,
     build_statefulset,
 )
+from distgnn_operator.builders.locality import locality_term
 from distgnn_operator.constants import (
     GPU_RESOURCE,
     LABEL_JOB,
@@ -242,7 +243,19 @@ def test_scheduling_fields_reach_every_pod() -> None:
         assert pod["tolerations"] == [
             {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
         ]
-        assert pod["affinity"] == {"nodeAffinity": {"x": 1}}
+        # the user's affinity is kept; trainers also prefer their samplers' nodes
+        assert pod["affinity"]["nodeAffinity"] == {"x": 1}
+        preferred = (
+            pod["affinity"]
+            .get("podAffinity", {})
+            .get("preferredDuringSchedulingIgnoredDuringExecution", [])
+        )
+        if obj["metadata"]["name"].endswith("-trainer") and ctx.spec.samplers.replicas:
+            assert preferred == [locality_term(ctx, Role.trainer)]
+            selector = preferred[0]["podAffinityTerm"]["labelSelector"]["matchLabels"]
+            assert selector[LABEL_ROLE] == Role.sampler.value
+        else:
+            assert preferred == []
         assert pod["serviceAccountName"] == "trainer-sa"
         assert "automountServiceAccountToken" not in pod
         assert pod["imagePullSecrets"] == [{"name": "regcred"}]
