@@ -11,7 +11,7 @@ def main(path: str) -> int:
     rows = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
     for r in rows:
         kind = r.get("bench")
-        tag = f"{kind:<10} {r.get('precision', r.get('sampler', '')):<7}"
+        tag = f"{kind:<10} {r.get('precision', r.get('sampler', ''))!s:<7}"
         if kind in ("env", "pyg_env"):
             print(tag, r.get("device"), r.get("torch"))
         elif kind == "graph":
@@ -23,13 +23,20 @@ def main(path: str) -> int:
                 " ".join(f"{k}={v:.2f}" for k, v in gpu.items()),
                 f"total={sum(gpu.values()):.2f}ms",
             )
+        elif kind == "pyg_skipped":
+            print(tag, f"skipped ({r['reason']}): workers={r.get('workers')} trim={r.get('trim')}")
         elif kind == "memory":
             print(tag, f"max_allocated={r['max_allocated_gb']:.1f} GiB")
         elif "seeds_per_s" in r:
             extra = []
-            for key in ("sampler", "aggregation", "prefetch"):
+            for key in ("sampler", "aggregation", "prefetch", "setup", "workers", "trim"):
                 if key in r:
                     extra.append(f"{key}={r[key]}")
+            if "seeds_per_s_min" in r:
+                extra.append(
+                    f"min-max={r['seeds_per_s_min']:.0f}-{r['seeds_per_s_max']:.0f}"
+                    f" ({r['repeats']} runs)"
+                )
             if "data_wait_share" in r:
                 extra.append(f"wait={100 * r['data_wait_share']:.1f}%")
             if "gpu_data_wait_share" in r:
