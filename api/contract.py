@@ -32,7 +32,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, TextIO
 
-from distgnn_api.spec import DistGNNJobSpec, Model
+from distgnn_api.spec import DistGNNJobSpec, EvaluationKind, Model
 
 # --------------------------------------------------------------------------- roles
 
@@ -341,8 +341,13 @@ class Result(Model):
     """Epochs trained."""
     test_accuracy: float
     """Test accuracy of the final model."""
+    test_accuracy_kind: EvaluationKind
+    """How test_accuracy was computed: full (full-neighbourhood inference over the whole
+    graph) or sampled (mini-batches at the training fanout); ``training.evaluation.test``."""
     val_accuracy: float | None = None
     """Validation accuracy of the final model."""
+    val_accuracy_kind: EvaluationKind | None = None
+    """How val_accuracy was computed; ``training.evaluation.validation``."""
     seeds_per_second: float
     """Mean training throughput of the whole job."""
     elapsed_seconds: float

@@ -332,6 +332,28 @@ class ModelSpec(Model):
         return self
 
 
+class EvaluationKind(StrEnum):
+    """How an accuracy figure is computed.
+
+    full: every node's whole in-neighbourhood, layer by layer over the whole graph (what
+    PyG's examples and the OGB leaderboards report); sampled: mini-batches whose
+    neighbourhoods are sampled at the training fanout (cheaper, and lower).
+    """
+
+    full = "full"
+    sampled = "sampled"
+
+
+class EvaluationSpec(Model):
+    """Which kind of evaluation gives the validation and test accuracy."""
+
+    test: EvaluationKind = EvaluationKind.full
+    """full (full-neighbourhood, layer-wise over all nodes) or sampled (at the training fanout)."""
+    validation: EvaluationKind = EvaluationKind.sampled
+    """The final validation accuracy: sampled, or full (a pass over the whole graph).
+    Validation during training is sampled."""
+
+
 class TrainingSpec(Model):
     """The optimisation loop."""
 
@@ -351,6 +373,8 @@ class TrainingSpec(Model):
     """Run forward and backward under bf16 autocast (GPU only)."""
     seed: int = Field(default=0, ge=0, le=2**31 - 1)
     """Seed of model initialisation and shuffling."""
+    evaluation: EvaluationSpec = Field(default_factory=EvaluationSpec)
+    """Full-neighbourhood or sampled evaluation, for the test and the validation figures."""
 
 
 # --------------------------------------------------------------------------- storage
@@ -631,8 +655,12 @@ class Progress(Model):
     """Last training loss."""
     val_accuracy: float | None = None
     """Last validation accuracy."""
+    val_accuracy_kind: EvaluationKind | None = None
+    """How valAccuracy was computed: full (full-neighbourhood) or sampled (training fanout)."""
     test_accuracy: float | None = None
     """Test accuracy, once evaluated."""
+    test_accuracy_kind: EvaluationKind | None = None
+    """How testAccuracy was computed: full (full-neighbourhood) or sampled (training fanout)."""
     last_update_time: str | None = None
     """RFC 3339 time of the report."""
 

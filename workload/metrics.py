@@ -34,7 +34,14 @@ TRAINER_DATA_WAIT_SECONDS = Histogram(
 TRAINER_EPOCH = Gauge("distgnn_trainer_epoch", "Epochs completed.", ["rank"])
 TRAINER_LOSS = Gauge("distgnn_trainer_loss", "Mean training loss of the last epoch.", ["rank"])
 TRAINER_ACCURACY = Gauge(
-    "distgnn_trainer_accuracy", "Accuracy of the last evaluation.", ["rank", "split"]
+    "distgnn_trainer_accuracy",
+    "Accuracy of the last sampled evaluation (neighbourhoods at the training fanout).",
+    ["rank", "split"],
+)
+TRAINER_FULL_ACCURACY = Gauge(
+    "distgnn_trainer_full_neighbourhood_accuracy",
+    "Accuracy of the last full-neighbourhood (layer-wise, all nodes) evaluation.",
+    ["rank", "split"],
 )
 TRAINER_REMOTE_FEATURE_BYTES = Counter(
     "distgnn_trainer_remote_feature_bytes_total",

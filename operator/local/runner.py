@@ -36,7 +36,7 @@ from distgnn_api.contract import (
     partition_key,
     run_dir,
 )
-from distgnn_api.spec import DistGNNJob, DistGNNJobSpec
+from distgnn_api.spec import DistGNNJob, DistGNNJobSpec, EvaluationKind
 from distgnn_operator.local.launch_plan import LaunchPlanner, LocalLayout, ProcessSpec
 from distgnn_operator.local.progress_view import ProgressView
 from distgnn_operator.local.supervisor import (
@@ -49,6 +49,10 @@ from distgnn_operator.local.supervisor import (
 
 LOCAL_NAMESPACE = "local"
 _TAIL_LINES = 30
+_KIND_TEXT = {
+    EvaluationKind.full: "(full neighbourhood)",
+    EvaluationKind.sampled: "(sampled at the training fanout)",
+}
 
 
 @dataclass(frozen=True)
@@ -297,9 +301,11 @@ class LocalRun:
             )
             return EXIT_INTERNAL_ERROR
         result = Result.model_validate_json(result_path.read_text())
-        accuracy = f"{result.test_accuracy:.4f}"
+        accuracy = f"{result.test_accuracy:.4f} {_KIND_TEXT[result.test_accuracy_kind]}"
         if result.val_accuracy is not None:
-            accuracy += f"  (validation {result.val_accuracy:.4f})"
+            kind = result.val_accuracy_kind
+            accuracy += f"  (validation {result.val_accuracy:.4f}"
+            accuracy += f" {_KIND_TEXT[kind]})" if kind is not None else ")"
         elapsed = f"{_duration(time.monotonic() - self._started)} in total"
         if "partition" in timings:
             elapsed += f", partition {_duration(timings['partition'])}"

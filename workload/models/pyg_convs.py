@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import itertools
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.nn import GATConv, GCNConv
 
+from distgnn_workload.models.layerwise import NeighbourhoodBlock
 from distgnn_workload.models.sage import check_hops
 from distgnn_workload.sampling.hop_batch import HopBatch
 
@@ -39,6 +41,31 @@ class GCN(nn.Module):
             if layer < self.num_layers - 1:
                 h = F.dropout(F.relu(h), p=self.dropout, training=self.training)
         return h
+
+    def inference_layer(self, layer: int, x: Tensor, block: NeighbourhoodBlock) -> Tensor:
+        """Layer ``layer`` over a block of whole neighbourhoods, in eval semantics.
+
+        ``GCNConv`` on the whole graph: ``sum_j x_j W / sqrt(d_i d_j) + b`` over the
+        in-neighbours and the node itself, with ``d`` the in-degree plus one. The conv
+        cannot run on a block itself (it would take degrees from the block's edges), so
+        the normalised sum is formed here, before the conv's linear map (which commutes).
+        """
+        conv = self.convs[layer]
+        assert isinstance(conv, GCNConv)
+        norm = (block.degree.to(torch.float32) + 1.0).rsqrt()
+        src = block.src
+        weight = (norm[src] * norm[: block.num_dst].repeat_interleave(block.ptr.diff())).to(
+            x.dtype
+        )
+        ptr = block.ptr.to(src.dtype)
+        agg = F.embedding_bag(
+            src, x, ptr, mode="sum", per_sample_weights=weight, include_last_offset=True
+        )
+        agg = agg + x[: block.num_dst] * norm[: block.num_dst].square().to(x.dtype).unsqueeze(1)
+        h = conv.lin(agg)
+        if conv.bias is not None:
+            h = h + conv.bias
+        return F.relu(h) if layer < self.num_layers - 1 else h
 
 
 class GAT(nn.Module):
@@ -74,3 +101,14 @@ class GAT(nn.Module):
             if layer < self.num_layers - 1:
                 h = F.dropout(F.elu(h), p=self.dropout, training=self.training)
         return h
+
+    def inference_layer(self, layer: int, x: Tensor, block: NeighbourhoodBlock) -> Tensor:
+        """Layer ``layer`` over a block of whole neighbourhoods, in eval semantics.
+
+        The conv itself runs on the block: attention is a softmax over each destination's
+        in-edges (plus its self-loop, which ``GATConv`` adds for the destinations, the
+        first ``num_dst`` sources), so the block holds everything it reads.
+        """
+        conv = self.convs[layer]
+        h: Tensor = conv((x, x[: block.num_dst]), block.edge_index())
+        return F.elu(h) if layer < self.num_layers - 1 else h

@@ -14,6 +14,7 @@ from distgnn_workload.models.aggregation import (
     mean_aggregate_scatter,
     mean_aggregate_segment,
 )
+from distgnn_workload.models.layerwise import NeighbourhoodBlock
 from distgnn_workload.sampling.hop_batch import HopBatch
 from distgnn_workload.sampling.static_hops import StaticHops
 
@@ -49,8 +50,12 @@ class SAGELayer(nn.Module):
             agg = mean_aggregate_segment(x, src, target_ptr, dst)
         else:
             agg = mean_aggregate_scatter(x, src, dst, num_dst)
+        return self.combine(x[:num_dst], agg)
+
+    def combine(self, x_dst: Tensor, agg: Tensor) -> Tensor:
+        """``lin_l(agg) + lin_r(x_dst)``: the layer's output from its neighbours' mean."""
         # the bias rides on the root path; addmm adds the neighbour path in the GEMM epilogue
-        out = F.linear(x[:num_dst], self.lin_r.weight, self.lin_l.bias)
+        out = F.linear(x_dst, self.lin_r.weight, self.lin_l.bias)
         return torch.addmm(out, agg, self.lin_l.weight.t())
 
 
@@ -115,6 +120,18 @@ class GraphSAGE(nn.Module):
                 h = F.relu(h)
                 h = F.dropout(h, p=self.dropout, training=self.training)
         return h
+
+    def inference_layer(self, layer: int, x: Tensor, block: NeighbourhoodBlock) -> Tensor:
+        """Layer ``layer`` over a block of whole neighbourhoods, in eval semantics (no dropout).
+
+        The same function as :meth:`forward`'s layer: the fused mean over each
+        destination's in-neighbours, then ``combine``, then ReLU below the last layer.
+        """
+        conv = self.convs[layer]
+        assert isinstance(conv, SAGELayer)
+        ptr = block.ptr if block.ptr.dtype == block.src.dtype else block.ptr.to(block.src.dtype)
+        h = conv.combine(x[: block.num_dst], mean_aggregate(x, block.src, ptr))
+        return F.relu(h) if layer < self.num_layers - 1 else h
 
     def forward_static(self, x: Tensor, hops: StaticHops) -> Tensor:
         """The same model on a fixed-shape batch (:mod:`distgnn_workload.sampling.static_hops`).

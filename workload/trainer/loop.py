@@ -26,6 +26,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from distgnn_api.contract import STAGE_EPOCH, STAGE_EVAL, Result, emit_progress, rfc3339_now
 from distgnn_api.spec import DistGNNJobSpec
+from distgnn_workload import evaluation
 from distgnn_workload.loader import MiniBatch, Prefetcher
 from distgnn_workload.models import build_model
 from distgnn_workload.models.sage import GraphSAGE
@@ -213,15 +214,30 @@ class Trainer:
                 self.checkpoint(epoch + 1)
             if self.on_epoch is not None:
                 self.on_epoch()
-        val = (
-            self.evaluate(self.val_ids, "val") if sum(v.numel() for v in self.val_ids) else last_val
+        # the final figures, full-neighbourhood or sampled as training.evaluation says
+        final = evaluation.final_accuracies(
+            self.spec.training.evaluation,
+            sampled=lambda split: self.evaluate(
+                self.val_ids if split == "val" else self.test_ids, split
+            ),
+            full=evaluation.full_evaluation(
+                self.model,
+                rank=self.rank,
+                world_size=self.world_size,
+                device=self.device,
+                bf16=self.bf16,
+                all_reduce=self._all_reduce,
+            ),
+            has_val=sum(v.numel() for v in self.val_ids) > 0,
+            last_val=last_val,
         )
-        test = self.evaluate(self.test_ids, "test")
         result = Result(
             job_uid=self.job_uid,
             epochs=epochs,
-            test_accuracy=test,
-            val_accuracy=val,
+            test_accuracy=final.test,
+            test_accuracy_kind=final.test_kind,
+            val_accuracy=final.val,
+            val_accuracy_kind=final.val_kind,
             seeds_per_second=self._job_seeds_per_second(),
             elapsed_seconds=time.time() - self.state.started_at,
             finished_at=rfc3339_now(),
@@ -230,8 +246,10 @@ class Trainer:
             self.tracker.update(
                 epoch=epochs,
                 seeds_per_second=result.seeds_per_second,
-                val_accuracy=val,
-                test_accuracy=test,
+                val_accuracy=final.val,
+                val_accuracy_kind=final.val_kind,
+                test_accuracy=final.test,
+                test_accuracy_kind=final.test_kind,
             )
         return result
 

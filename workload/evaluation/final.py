@@ -1,0 +1,111 @@
+"""The final validation and test figures of a run, each of the kind the spec asks for."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from distgnn_api.contract import STAGE_EVAL, WorkloadEnv, emit_progress
+from distgnn_api.spec import EvaluationKind, EvaluationSpec
+from distgnn_workload import metrics
+from distgnn_workload.evaluation.accuracy import AllReduce, full_neighbourhood_accuracy
+from distgnn_workload.evaluation.inference import LayerwiseInference
+from distgnn_workload.partition.store import PartitionStore
+
+log = logging.getLogger(__name__)
+
+SampledEvaluation = Callable[[str], float]
+"""The trainer's sampled evaluation of a split (``"val"`` or ``"test"``)."""
+FullEvaluation = Callable[[Sequence[str]], dict[str, float | None]]
+"""Full-neighbourhood accuracy of several splits in one pass."""
+
+
+@dataclass(frozen=True)
+class FinalAccuracies:
+    """The figures ``result.json`` and the progress report, each with its kind."""
+
+    test: float
+    test_kind: EvaluationKind
+    val: float | None
+    val_kind: EvaluationKind | None
+
+
+def final_accuracies(
+    spec: EvaluationSpec,
+    *,
+    sampled: SampledEvaluation,
+    full: FullEvaluation,
+    has_val: bool,
+    last_val: float | None,
+) -> FinalAccuracies:
+    """Evaluate the final model as ``spec`` says; the full splits share one pass.
+
+    Without validation nodes the last validation figure of training (sampled) is kept.
+    """
+    full_val = has_val and spec.validation == EvaluationKind.full
+    full_test = spec.test == EvaluationKind.full
+    splits = [s for s, want in (("val", full_val), ("test", full_test)) if want]
+    figures = full(splits) if splits else {}
+    val: float | None
+    if full_val:
+        val, val_kind = figures["val"], EvaluationKind.full
+    elif has_val:
+        val, val_kind = sampled("val"), EvaluationKind.sampled
+    else:
+        val = last_val
+        val_kind = EvaluationKind.sampled if last_val is not None else None
+    if full_test:
+        test, test_kind = figures["test"] or 0.0, EvaluationKind.full
+    else:
+        test, test_kind = sampled("test"), EvaluationKind.sampled
+    return FinalAccuracies(test=test, test_kind=test_kind, val=val, val_kind=val_kind)
+
+
+def full_evaluation(
+    model: nn.Module,
+    *,
+    rank: int,
+    world_size: int,
+    device: torch.device,
+    bf16: bool,
+    all_reduce: AllReduce,
+    partition_dir: Path | None = None,
+) -> FullEvaluation:
+    """Full-neighbourhood evaluation of ``model`` by this rank, as a :data:`FullEvaluation`.
+
+    The store is opened when it runs, at ``partition_dir`` or else the contract's
+    partition directory (:meth:`WorkloadEnv.from_environ`). It sets ``distgnn_trainer_full_neighbourhood_accuracy`` and
+    emits an eval progress event on rank 0.
+    """
+
+    def evaluate(splits: Sequence[str]) -> dict[str, float | None]:
+        path = partition_dir or WorkloadEnv.from_environ().partition_dir
+        engine = LayerwiseInference(
+            PartitionStore.open(path),
+            rank=rank,
+            world_size=world_size,
+            device=device,
+            bf16=bf16,
+        )
+        start = time.perf_counter()
+        figures = full_neighbourhood_accuracy(engine, model, splits, all_reduce)
+        found = {s: a for s, a in figures.items() if a is not None}
+        for split, accuracy in found.items():
+            metrics.TRAINER_FULL_ACCURACY.labels(str(rank), split).set(accuracy)
+        if rank == 0:
+            emit_progress(STAGE_EVAL, 1, 1, None, **{f"{s}_accuracy": a for s, a in found.items()})
+            log.info(
+                "full-neighbourhood evaluation in %.1f s: %s",
+                time.perf_counter() - start,
+                ", ".join(f"{s} {a:.4f}" for s, a in found.items()) or "no nodes",
+            )
+        return figures
+
+    return evaluate
+
