@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from distgnn_api.spec import Arch, ModelSpec, PartitionAlgorithm, PartitionSpec
+from distgnn_api.spec import Arch, ModelSpec
 from distgnn_workload.data.graph import GraphData
 from distgnn_workload.models import build_model
 from distgnn_workload.models.layerwise import full_graph_hop
@@ -41,9 +41,13 @@ def small_graph(seed: int = 3) -> GraphData:
 
 
 def write_store(path: Path, num_partitions: int) -> PartitionStore:
-    """The small graph, randomly partitioned: most neighbourhoods cross partitions."""
-    spec = PartitionSpec(algorithm=PartitionAlgorithm.random)
-    return write_partitions(path, small_graph(), num_partitions, spec=spec)
+    """The small graph in partitions of unequal sizes (the last holds half the nodes),
+    each node's partition drawn at random: most neighbourhoods cross partitions."""
+    rng = np.random.default_rng(5)
+    weights = np.full(num_partitions, 0.5 / max(1, num_partitions - 1))
+    weights[-1] = 0.5 if num_partitions > 1 else 1.0
+    assignment = rng.choice(num_partitions, size=NUM_NODES, p=weights)
+    return write_partitions(path, small_graph(), num_partitions, assignment=assignment)
 
 
 def model_of(arch: str, num_layers: int = 3) -> nn.Module:
