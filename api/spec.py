@@ -350,8 +350,7 @@ class EvaluationSpec(Model):
     test: EvaluationKind = EvaluationKind.full
     """full (full-neighbourhood, layer-wise over all nodes) or sampled (at the training fanout)."""
     validation: EvaluationKind = EvaluationKind.sampled
-    """The final validation accuracy: sampled, or full (a pass over the whole graph).
-    Validation during training is sampled."""
+    """The final validation figure: sampled, or full (a pass over the whole graph); validation during training is sampled."""
 
 
 class TrainingSpec(Model):

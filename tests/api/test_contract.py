@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import pytest
 
 from distgnn_api import contract as c
-from distgnn_api.spec import parse_spec
+from distgnn_api.spec import EvaluationKind, Progress, parse_spec
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -115,3 +116,23 @@ def test_dump_json_is_atomic(tmp_path: Path) -> None:
     c.dump_json(target, {"a": 1})
     assert target.read_text().strip().startswith("{")
     assert [p.name for p in tmp_path.iterdir()] == ["result.json"]
+
+
+def test_result_names_the_kind_of_each_accuracy() -> None:
+    fields = {
+        "jobUid": "u",
+        "epochs": 1,
+        "testAccuracy": 0.9,
+        "seedsPerSecond": 1.0,
+        "elapsedSeconds": 1.0,
+        "finishedAt": "2026-01-01T00:00:00Z",
+    }
+    with pytest.raises(ValueError, match="testAccuracyKind"):
+        c.Result.model_validate(fields)
+    result = c.Result.model_validate(
+        {**fields, "testAccuracyKind": "full", "valAccuracy": 0.8, "valAccuracyKind": "sampled"}
+    )
+    dumped = json.loads(result.model_dump_json(by_alias=True))
+    assert (dumped["testAccuracyKind"], dumped["valAccuracyKind"]) == ("full", "sampled")
+    progress = Progress(test_accuracy=0.9, test_accuracy_kind=EvaluationKind.full)
+    assert json.loads(progress.model_dump_json(by_alias=True))["testAccuracyKind"] == "full"

@@ -10,6 +10,7 @@ from distgnn_api.spec import (
     CEL_RULES,
     Arch,
     DistGNNJobSpec,
+    EvaluationKind,
     Phase,
     SpecError,
     parse_job,
@@ -170,3 +171,27 @@ def test_phases_are_the_design_lifecycle() -> None:
         "Failed",
         "Suspended",
     ]
+
+
+def test_evaluation_defaults_to_full_test_and_sampled_validation() -> None:
+    evaluation = parse_spec(_spec()).training.evaluation
+    assert (evaluation.test, evaluation.validation) == (EvaluationKind.full, EvaluationKind.sampled)
+    chosen = parse_spec(_spec(training={"evaluation": {"validation": "full", "test": "sampled"}}))
+    assert chosen.training.evaluation.validation is EvaluationKind.full
+    assert chosen.training.evaluation.test is EvaluationKind.sampled
+
+
+@pytest.mark.parametrize(
+    ("evaluation", "field"),
+    [
+        ({"test": "exact"}, "spec.training.evaluation.test"),
+        ({"validation": "fullNeighbourhood"}, "spec.training.evaluation.validation"),
+        ({"train": "full"}, "spec.training.evaluation.train"),
+    ],
+)
+def test_a_bad_evaluation_kind_is_named(evaluation: dict[str, Any], field: str) -> None:
+    with pytest.raises(SpecError) as info:
+        parse_spec(_spec(training={"evaluation": evaluation}))
+    assert [path for path, _ in info.value.errors] == [field]
+    if "train" not in evaluation:
+        assert "'full' or 'sampled'" in str(info.value)

@@ -53,7 +53,11 @@ def write_store(path: Path, num_partitions: int) -> PartitionStore:
 def model_of(arch: str, num_layers: int = 3) -> nn.Module:
     torch.manual_seed(7)
     spec = ModelSpec(
-        arch=Arch(arch), hidden_channels=HIDDEN, num_layers=num_layers, fanout=[2] * num_layers, heads=2
+        arch=Arch(arch),
+        hidden_channels=HIDDEN,
+        num_layers=num_layers,
+        fanout=[2] * num_layers,
+        heads=2,
     )
     return build_model(spec, NUM_FEATURES, NUM_CLASSES).eval()
 

@@ -27,7 +27,7 @@ def test_two_processes_equal_the_single_process_full_graph_forward(tmp_path: Pat
                 p.add_(0.05 * torch.randn_like(p))
         torch.save(model.state_dict(), out / f"{arch}.weights.pt")
         models[arch] = model
-    mp.spawn(
+    mp.start_processes(  # type: ignore[attr-defined,no-untyped-call]
         evaluate_rank,
         args=(free_ports(1)[0], str(store.path), str(out)),
         nprocs=WORLD_SIZE,
@@ -38,7 +38,8 @@ def test_two_processes_equal_the_single_process_full_graph_forward(tmp_path: Pat
     for arch in ARCHS:
         got = [torch.load(out / f"{arch}-{r}.pt") for r in range(WORLD_SIZE)]
         shares = [g["share"] for g in got]
-        assert shares[0][0] == 0 and shares[0][1] == shares[1][0]
+        assert shares[0][0] == 0
+        assert shares[0][1] == shares[1][0]
         assert shares[1][1] == store.meta.num_nodes
         # the first share is the shorter: the exchange pads it, and rank 1's rows move
         assert shares[0][1] - shares[0][0] < shares[1][1] - shares[1][0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -54,7 +55,7 @@ def test_accuracy_counts_each_split_over_its_nodes(store: PartitionStore) -> Non
     model = model_of("sage")
     logits = full_graph_logits(model, store)
     graph = store.to_graph()
-    hit = (logits.argmax(-1).numpy() == np.asarray(graph.y))
+    hit = logits.argmax(-1).numpy() == np.asarray(graph.y)
     got = full_neighbourhood_accuracy(
         LayerwiseInference(store, chunk_edges=200), model, ["val", "test"], lambda v: v
     )
@@ -66,11 +67,13 @@ def test_blocks_hold_whole_in_neighbourhoods_destinations_first(store: Partition
     indptr, indices = store.topology()
     degree = in_degrees(indptr, torch.device("cpu"))
     bounds = chunk_bounds(indptr, 10, 200, max_edges=50, max_nodes=30)
-    assert bounds[0][0] == 10 and bounds[-1][1] == 200
-    assert all(a < b and b == c for (a, b), (c, _) in zip(bounds, bounds[1:], strict=False))
+    assert bounds[0][0] == 10
+    assert bounds[-1][1] == 200
+    assert all(a < b and b == c for (a, b), (c, _) in itertools.pairwise(bounds))
     for a, b in bounds:
         edges = int(indptr[b] - indptr[a])
-        assert b - a <= 30 and (edges <= 50 or b - a == 1)
+        assert b - a <= 30
+        assert edges <= 50 or b - a == 1
         block = build_block(indptr, indices, a, b, degree, torch.device("cpu"))
         assert block.nodes[: block.num_dst].tolist() == list(range(a, b))
         assert len(set(block.nodes.tolist())) == block.num_src
@@ -100,7 +103,10 @@ def test_final_accuracies_take_each_figure_of_the_kind_the_spec_names() -> None:
     sampled = {"val": 0.7, "test": 0.6}.__getitem__
     got = final_accuracies(EvaluationSpec(), sampled=sampled, full=full, has_val=True, last_val=0.5)
     assert (got.test, got.test_kind, got.val, got.val_kind) == (
-        0.8, EvaluationKind.full, 0.7, EvaluationKind.sampled
+        0.8,
+        EvaluationKind.full,
+        0.7,
+        EvaluationKind.sampled,
     )
     assert asked == [["test"]]
     spec = EvaluationSpec(test=EvaluationKind.full, validation=EvaluationKind.full)
@@ -110,7 +116,10 @@ def test_final_accuracies_take_each_figure_of_the_kind_the_spec_names() -> None:
     spec = EvaluationSpec(test=EvaluationKind.sampled)
     got = final_accuracies(spec, sampled=sampled, full=full, has_val=False, last_val=None)
     assert (got.test, got.test_kind, got.val, got.val_kind) == (
-        0.6, EvaluationKind.sampled, None, None
+        0.6,
+        EvaluationKind.sampled,
+        None,
+        None,
     )
     assert len(asked) == 2
 

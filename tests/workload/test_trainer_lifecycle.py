@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from distgnn_api import contract as c
-from distgnn_api.spec import parse_spec
+from distgnn_api.spec import EvaluationKind, parse_spec
 from distgnn_workload.partition.store import StoreError
 from distgnn_workload.runtime.bootstrap import RoleProcess
 from distgnn_workload.runtime.lifecycle import (
@@ -48,6 +48,7 @@ def _result(uid: str) -> c.Result:
         job_uid=uid,
         epochs=3,
         test_accuracy=0.9,
+        test_accuracy_kind=EvaluationKind.full,
         seeds_per_second=10.0,
         elapsed_seconds=1.0,
         finished_at=c.rfc3339_now(),

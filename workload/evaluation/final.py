@@ -53,6 +53,7 @@ def final_accuracies(
     splits = [s for s, want in (("val", full_val), ("test", full_test)) if want]
     figures = full(splits) if splits else {}
     val: float | None
+    val_kind: EvaluationKind | None
     if full_val:
         val, val_kind = figures["val"], EvaluationKind.full
     elif has_val:
@@ -108,4 +109,3 @@ def full_evaluation(
         return figures
 
     return evaluate
-

@@ -99,7 +99,9 @@ class LayerwiseInference:
     def logits(self, model: nn.Module) -> Tensor:
         """Float32 logits ``[hi - lo, C]`` of this rank's share (every rank must call)."""
         if not hasattr(model, "inference_layer"):
-            raise TypeError(f"{type(model).__name__} has no inference_layer for layer-wise inference")
+            raise TypeError(
+                f"{type(model).__name__} has no inference_layer for layer-wise inference"
+            )
         layered: LayerwiseModel = model  # type: ignore[assignment]
         was_training = model.training
         model.eval()
@@ -132,9 +134,7 @@ class LayerwiseInference:
             with self._autocast():
                 h = model.inference_layer(layer, x, block)
             if out is None:
-                out = torch.empty(
-                    (self.hi - self.lo, h.size(1)), dtype=h.dtype, device=self.device
-                )
+                out = torch.empty((self.hi - self.lo, h.size(1)), dtype=h.dtype, device=self.device)
             out[a - self.lo : b - self.lo] = h
         assert out is not None, "every rank's share holds at least one node"
         return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 
@@ -24,7 +25,7 @@ def node_shares(offsets: Sequence[int], world_size: int) -> list[tuple[int, int]
     if num_partitions % world_size == 0:
         per = num_partitions // world_size
         bounds = [int(offsets[r * per]) for r in range(world_size)] + [num_nodes]
-        if all(a < b for a, b in zip(bounds, bounds[1:], strict=False)):
-            return list(zip(bounds[:-1], bounds[1:], strict=True))
+        if all(a < b for a, b in itertools.pairwise(bounds)):
+            return list(itertools.pairwise(bounds))
     bounds = [num_nodes * r // world_size for r in range(world_size + 1)]
-    return list(zip(bounds[:-1], bounds[1:], strict=True))
+    return list(itertools.pairwise(bounds))

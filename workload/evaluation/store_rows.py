@@ -22,9 +22,7 @@ class StoreRows:
     def __init__(self, store: PartitionStore) -> None:
         self.store = store
         self.offsets = store.offsets
-        self.parts: list[PartitionData] = [
-            store.partition(p) for p in range(store.num_partitions)
-        ]
+        self.parts: list[PartitionData] = [store.partition(p) for p in range(store.num_partitions)]
         self.num_features = store.meta.num_features
 
     def features(self, ids: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:

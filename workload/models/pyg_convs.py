@@ -54,9 +54,7 @@ class GCN(nn.Module):
         assert isinstance(conv, GCNConv)
         norm = (block.degree.to(torch.float32) + 1.0).rsqrt()
         src = block.src
-        weight = (norm[src] * norm[: block.num_dst].repeat_interleave(block.ptr.diff())).to(
-            x.dtype
-        )
+        weight = (norm[src] * norm[: block.num_dst].repeat_interleave(block.ptr.diff())).to(x.dtype)
         ptr = block.ptr.to(src.dtype)
         agg = F.embedding_bag(
             src, x, ptr, mode="sum", per_sample_weights=weight, include_last_offset=True
