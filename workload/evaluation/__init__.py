@@ -6,18 +6,18 @@ before layer ``l + 1``, each node from its whole in-neighbourhood:
 - rank ``r`` computes every layer for its share of the node ids (whole partitions when the
   ranks divide them, :mod:`.shares`), in chunks of destinations whose in-edges come from the
   store's full topology CSR (:mod:`.blocks`);
-- layer 0 reads the features of any node from the store on the shared volume
-  (:mod:`.store_rows`); after each other layer but the last the shares are all-gathered over
-  the trainers' process group, so the next layer reads any node's row (:mod:`.exchange`);
+- each rank reads its share's features from the store on the shared volume
+  (:mod:`.store_rows`); these, and the output of every layer but the last, are all-gathered
+  over the trainers' process group, so the next layer reads any node's row (:mod:`.exchange`);
 - the last layer's logits never leave their rank: each counts the correct predictions of
   its share's val/test nodes and the counts are summed (:mod:`.accuracy`).
 
-Memory per rank, for N nodes, hidden width H, and b bytes per value (2 under bf16, else 4):
-the gathered previous layer, ``N x H x b`` (padded to the largest share), plus this rank's
-share of the current layer, ``N / world x H x b``, plus one chunk (at most
-``DEFAULT_CHUNK_EDGES`` source rows of width H or F) and every node's in-degree (8N bytes).
-For a products-sized graph (2.45M nodes, H=256) that is ~1.3 GB (bf16) for the gathered
-layer. Gathered layers that take more than half of the free GPU memory stay in host memory.
+Memory per rank, for N nodes, F features, hidden width H, and b bytes per value (2 under
+bf16, else 4): the gathered layer below, ``N x max(F, H) x b`` (padded to the largest
+share), plus this rank's share of the current layer, ``N / world x H x b``, plus one chunk
+(at most ``DEFAULT_CHUNK_EDGES`` source rows) and every node's in-degree (8N bytes). For a
+products-sized graph (2.45M nodes, H=256) the gathered layer takes ~1.3 GB in bf16. A
+gathered layer that would take more than half of the free GPU memory stays in host memory.
 """
 
 from distgnn_workload.evaluation.accuracy import full_neighbourhood_accuracy

@@ -6,7 +6,6 @@ import logging
 from contextlib import nullcontext
 from typing import Any
 
-import numpy as np
 import torch
 import torch.distributed as dist
 from torch import Tensor, nn
@@ -36,9 +35,10 @@ class LayerwiseInference:
 
     Rank ``r`` of ``world_size`` computes each layer for its share of the nodes
     (:func:`~distgnn_workload.evaluation.shares.node_shares`), chunk by chunk of
-    destinations with their whole in-neighbourhoods; layer 0 reads features from the
-    store, later layers read the previous layer's rows of every rank, all-gathered over
-    ``group`` (the default process group when ``world_size > 1``).
+    destinations with their whole in-neighbourhoods. Its inputs are every node's rows of
+    the layer below, all-gathered from the ranks' shares over ``group`` (the default
+    process group when ``world_size > 1``); below layer 0 are the features, each rank's
+    share read from the store.
     """
 
     def __init__(
@@ -60,6 +60,8 @@ class LayerwiseInference:
         self.world_size = world_size
         self.device = device or torch.device("cpu")
         self.bf16 = bf16 and self.device.type == "cuda"
+        # the features enter as the training steps take them: bf16 under bf16 training
+        self.input_dtype = torch.bfloat16 if self.bf16 else torch.float32
         self.group = group
         self.exchange_rows = exchange_rows
         self.on_host = on_host
@@ -89,11 +91,21 @@ class LayerwiseInference:
         free, _ = torch.cuda.mem_get_info(self.device)
         return need > DEVICE_MEMORY_SHARE * free
 
-    def _inputs(self, layer: int, prev: LayerRows | None, nodes: Tensor) -> Tensor:
-        if prev is not None:
-            return prev.rows(nodes)
-        x = torch.from_numpy(self.rows.features(nodes.cpu().numpy().astype(np.int64)))
-        return x.to(self.device, dtype=torch.bfloat16 if self.bf16 else torch.float32)
+    def _gather(self, local: Tensor) -> LayerRows:
+        return exchange(
+            local,
+            self.shares,
+            self.rank,
+            group=self.group,
+            on_host=self._keep_on_host(local.size(1), local.dtype),
+            chunk_rows=self.exchange_rows,
+        )
+
+    def _features(self) -> LayerRows:
+        """Layer 0's inputs: each rank reads its share's features from the store, then all
+        are gathered (a contiguous read each, rather than every neighbour's row from disk)."""
+        x = torch.from_numpy(self.rows.feature_range(self.lo, self.hi))
+        return self._gather(x.to(self.device, dtype=self.input_dtype))
 
     @torch.no_grad()
     def logits(self, model: nn.Module) -> Tensor:
@@ -106,31 +118,24 @@ class LayerwiseInference:
         was_training = model.training
         model.eval()
         try:
-            prev: LayerRows | None = None
+            prev: LayerRows | None = self._features()
             for layer in range(layered.num_layers):
+                assert prev is not None
                 out = self._layer(layered, layer, prev)
                 if layer == layered.num_layers - 1:
                     return out.float()
-                on_host = self._keep_on_host(out.size(1), out.dtype)
                 prev = None  # free the previous layer's rows before gathering the next
-                prev = exchange(
-                    out,
-                    self.shares,
-                    self.rank,
-                    group=self.group,
-                    on_host=on_host,
-                    chunk_rows=self.exchange_rows,
-                )
+                prev = self._gather(out)
                 del out
             raise AssertionError("a model has at least one layer")
         finally:
             model.train(was_training)
 
-    def _layer(self, model: LayerwiseModel, layer: int, prev: LayerRows | None) -> Tensor:
+    def _layer(self, model: LayerwiseModel, layer: int, prev: LayerRows) -> Tensor:
         out: Tensor | None = None
         for a, b in self.chunks:
             block = build_block(self.indptr, self.indices, a, b, self.degree, self.device)
-            x = self._inputs(layer, prev, block.nodes)
+            x = prev.rows(block.nodes)
             with self._autocast():
                 h = model.inference_layer(layer, x, block)
             if out is None:

@@ -1,7 +1,7 @@
-"""Rows of the partition store by global id: features, labels and split masks.
+"""Rows of the partition store by global id range: features, labels and split masks.
 
-Every pod reads the store on the shared volume, so layer 0 of layer-wise inference reads
-its inputs there rather than asking the holders.
+Every pod reads the store on the shared volume, so each trainer reads its share's
+features, labels and masks there rather than asking the holders.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ SPLITS = ("train", "val", "test")
 
 
 class StoreRows:
-    """Reads rows of the store's per-partition arrays (memory-mapped) by global node id."""
+    """Reads rows of the store's per-partition arrays (memory-mapped) by global id range."""
 
     def __init__(self, store: PartitionStore) -> None:
         self.store = store
@@ -25,15 +25,9 @@ class StoreRows:
         self.parts: list[PartitionData] = [store.partition(p) for p in range(store.num_partitions)]
         self.num_features = store.meta.num_features
 
-    def features(self, ids: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
-        """``[len(ids), F]`` float32 features of the nodes ``ids``."""
-        out = np.empty((len(ids), self.num_features), dtype=np.float32)
-        owner = np.searchsorted(self.offsets, ids, side="right") - 1
-        for p in np.unique(owner):
-            sel = owner == p
-            local = ids[sel] - self.offsets[p]
-            out[sel] = self.parts[int(p)].features[local]
-        return out
+    def feature_range(self, lo: int, hi: int) -> npt.NDArray[np.float32]:
+        """``[hi - lo, F]`` float32 features of the ids ``[lo, hi)`` (contiguous reads)."""
+        return self._range("features", lo, hi).reshape(-1, self.num_features)
 
     def labels(self, lo: int, hi: int) -> npt.NDArray[np.int64]:
         """Labels of the ids ``[lo, hi)``."""
