@@ -89,6 +89,8 @@ class LayerwiseInference:
             return False
         need = self.store.meta.num_nodes * width * torch.tensor([], dtype=dtype).element_size()
         free, _ = torch.cuda.mem_get_info(self.device)
+        # blocks the caching allocator holds but no tensor uses are free to this process
+        free += torch.cuda.memory_reserved(self.device) - torch.cuda.memory_allocated(self.device)
         return need > DEVICE_MEMORY_SHARE * free
 
     def _gather(self, local: Tensor) -> LayerRows:
