@@ -341,9 +341,10 @@ class Result(Model):
     """Epochs trained."""
     test_accuracy: float
     """Test accuracy of the final model."""
-    test_accuracy_kind: EvaluationKind
+    test_accuracy_kind: EvaluationKind = EvaluationKind.sampled
     """How test_accuracy was computed: full (full-neighbourhood inference over the whole
-    graph) or sampled (mini-batches at the training fanout); ``training.evaluation.test``."""
+    graph) or sampled (mini-batches at the training fanout); ``training.evaluation.test``.
+    A result written before the kinds were recorded was sampled."""
     val_accuracy: float | None = None
     """Validation accuracy of the final model."""
     val_accuracy_kind: EvaluationKind | None = None

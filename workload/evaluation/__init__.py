@@ -21,12 +21,18 @@ gathered layer that would take more than half of the free GPU memory stays in ho
 """
 
 from distgnn_workload.evaluation.accuracy import full_neighbourhood_accuracy
-from distgnn_workload.evaluation.final import FinalAccuracies, final_accuracies, full_evaluation
+from distgnn_workload.evaluation.final import (
+    FinalAccuracies,
+    FullEvaluation,
+    final_accuracies,
+    full_evaluation,
+)
 from distgnn_workload.evaluation.inference import LayerwiseInference
 from distgnn_workload.evaluation.shares import node_shares
 
 __all__ = [
     "FinalAccuracies",
+    "FullEvaluation",
     "LayerwiseInference",
     "final_accuracies",
     "full_evaluation",

@@ -25,7 +25,7 @@ from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
 from distgnn_api.contract import STAGE_EPOCH, STAGE_EVAL, Result, emit_progress, rfc3339_now
-from distgnn_api.spec import DistGNNJobSpec
+from distgnn_api.spec import DistGNNJobSpec, EvaluationKind
 from distgnn_workload import evaluation
 from distgnn_workload.loader import MiniBatch, Prefetcher
 from distgnn_workload.models import build_model
@@ -207,7 +207,7 @@ class Trainer:
         for epoch in range(self.start_epoch, epochs):
             stats = self.train_epoch(epoch)
             if every and (epoch + 1) % every == 0 and epoch + 1 < epochs:
-                stats.val_accuracy = last_val = self.evaluate(self.val_ids, "val")
+                stats.val_accuracy = last_val = self._validate()
             self.state.history.append(stats.__dict__.copy())
             self._report_epoch(stats)
             if (epoch + 1) % self.spec.training.checkpoint_every == 0 or epoch + 1 == epochs:
@@ -220,15 +220,8 @@ class Trainer:
             sampled=lambda split: self.evaluate(
                 self.val_ids if split == "val" else self.test_ids, split
             ),
-            full=evaluation.full_evaluation(
-                self.model,
-                rank=self.rank,
-                world_size=self.world_size,
-                device=self.device,
-                bf16=self.bf16,
-                all_reduce=self._all_reduce,
-            ),
-            has_val=sum(v.numel() for v in self.val_ids) > 0,
+            full=self._full_evaluation(),
+            has_val=self._has_val(),
             last_val=last_val,
         )
         result = Result(
@@ -377,6 +370,33 @@ class Trainer:
             emit_progress(STAGE_EVAL, total, total, None, **{f"{split}_accuracy": accuracy})
         return accuracy
 
+    def _has_val(self) -> bool:
+        return sum(v.numel() for v in self.val_ids) > 0
+
+    def _full_evaluation(self) -> evaluation.FullEvaluation:
+        return evaluation.full_evaluation(
+            self.model,
+            rank=self.rank,
+            world_size=self.world_size,
+            device=self.device,
+            bf16=self.bf16,
+            all_reduce=self._all_reduce,
+        )
+
+    @property
+    def _val_kind(self) -> EvaluationKind:
+        """The kind of the validation figures: ``training.evaluation.validation``."""
+        return self.spec.training.evaluation.validation
+
+    def _validate(self) -> float:
+        """Validation accuracy between epochs, of the kind the spec asks for."""
+        if self._val_kind == EvaluationKind.full and self._has_val():
+            self.model.eval()
+            figure = self._full_evaluation()(["val"])["val"]
+            self.metrics.val.set(figure or 0.0)
+            return figure or 0.0
+        return self.evaluate(self.val_ids, "val")
+
     def _report_epoch(self, stats: EpochStats) -> None:
         m = self.metrics
         m.epoch.set(stats.epoch)
@@ -388,6 +408,7 @@ class Trainer:
                 seeds_per_second=job_rate,
                 loss=stats.loss,
                 val_accuracy=stats.val_accuracy,
+                val_accuracy_kind=self._val_kind if stats.val_accuracy is not None else None,
             )
         if self.rank == 0:
             figures: dict[str, float] = {
