@@ -32,6 +32,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, TextIO
 
+from distgnn_api.ports import DDP_PORT as DDP_PORT  # the fixed ports live with the spec's rule
+from distgnn_api.ports import RPC_PORT as RPC_PORT
 from distgnn_api.spec import DistGNNJobSpec, EvaluationKind, Model
 
 # --------------------------------------------------------------------------- roles
@@ -83,8 +85,6 @@ CONFIG_MOUNT_DIR = "/etc/distgnn"  # the ConfigMap holding the job config
 CONFIG_FILE_NAME = "job.json"  # key of the job config in that ConfigMap
 SHM_MOUNT_PATH = "/dev/shm"  # memory-backed emptyDir for torch's shared memory
 
-RPC_PORT = 29500  # sampler/trainer torch RPC (TensorPipe) listener
-DDP_PORT = 29400  # trainer 0's torch.distributed TCPStore
 DEFAULT_METRICS_PORT = 9400  # Prometheus /metrics and /progress
 DEFAULT_RENDEZVOUS_TIMEOUT_S = 600.0
 DEFAULT_SHUTDOWN_TIMEOUT_S = 10.0

@@ -14,8 +14,6 @@ and ``distgnn run`` enforce without a cluster. Both carry the same message, and
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any, ClassVar, Literal, Self
 
@@ -29,6 +27,21 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from distgnn_api.cel import CelRule
+from distgnn_api.cel import cel as _cel
+from distgnn_api.cel import enforce as _enforce
+from distgnn_api.cel import rules_extra as _rules_extra
+from distgnn_api.core_types import Affinity, ResourceRequirements, Toleration
+from distgnn_api.kube import QUANTITY_PATTERN as QUANTITY_PATTERN
+from distgnn_api.kube import (
+    Annotations,
+    Dns1123Subdomain,
+    Image,
+    Labels,
+    PositiveQuantity,
+)
+from distgnn_api.ports import RESERVED_PORTS
+
 GROUP = "distgnn.io"
 VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
@@ -41,40 +54,41 @@ SHORT_NAMES = ("dgj",)
 # controller-revision-hash label value ("<sts>-<10 chars>") fits in 63 characters.
 MAX_JOB_NAME_LENGTH = 44
 
-# Kubernetes resource.Quantity, as the API server's own OpenAPI pattern writes it.
-QUANTITY_PATTERN = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
-_QUANTITY_RE = re.compile(QUANTITY_PATTERN)
+# The job name: a DNS-1035 label (its headless Service needs one): lower-case letters, digits
+# and '-', starting with a letter; no dots.
+JOB_NAME_PATTERN = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
 # A path on the shared volume: relative, no "..", no leading slash.
 VOLUME_PATH_PATTERN = r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"
 _VOLUME_PATH_RE = re.compile(VOLUME_PATH_PATTERN)
 
 
-def _check_quantity(value: int | str) -> int | str:
-    if isinstance(value, int) or _QUANTITY_RE.match(value):
-        return value
-    raise ValueError(
-        f"{value!r} is not a Kubernetes quantity; write e.g. '500m', '2', '8Gi' or '1.5G'"
-    )
-
-
 def _check_volume_path(value: str) -> str:
     if not _VOLUME_PATH_RE.match(value) or any(p == ".." for p in value.split("/")):
-        raise ValueError(
-            f"{value!r} is not a relative path on the shared volume; "
-            "write e.g. 'datasets/ogbn-products' (no leading '/', no '..')"
-        )
+        raise ValueError(f"{value!r} {VOLUME_PATH_MESSAGE}")
     return value
 
 
-Quantity = Annotated[
-    int | str,
-    AfterValidator(_check_quantity),
-    Field(json_schema_extra={"x-kubernetes-int-or-string": True, "pattern": QUANTITY_PATTERN}),
-]
+VOLUME_PATH_MESSAGE = (
+    "must be a relative path on the shared volume; write e.g. 'datasets/ogbn-products' "
+    "(no leading '/', no '..')"
+)
 VolumePath = Annotated[
     str,
     AfterValidator(_check_volume_path),
-    Field(min_length=1, max_length=1024, json_schema_extra={"pattern": VOLUME_PATH_PATTERN}),
+    Field(
+        min_length=1,
+        max_length=1024,
+        json_schema_extra={
+            "pattern": VOLUME_PATH_PATTERN,
+            "x-kubernetes-validations": [
+                {
+                    "rule": "self != '..' && !self.startsWith('../') && !self.endsWith('/..') "
+                    "&& !self.contains('/../')",
+                    "message": VOLUME_PATH_MESSAGE,
+                }
+            ],
+        },
+    ),
 ]
 
 
@@ -88,46 +102,6 @@ class Model(BaseModel):
         extra="forbid",
         use_attribute_docstrings=True,
     )
-
-
-@dataclass(frozen=True)
-class CelRule:
-    """A cross-field rule: its CEL form for the CRD and its Python form for local checks."""
-
-    rule: str
-    message: str
-    field_path: str
-    check: Callable[[Any], bool]
-
-
-def _cel(rule: str, message: str, field_path: str, check: Callable[[Any], bool]) -> CelRule:
-    return CelRule(rule=rule, message=message, field_path=field_path, check=check)
-
-
-def _rules_extra(rules: tuple[CelRule, ...]) -> dict[str, Any]:
-    return {
-        "x-kubernetes-validations": [
-            {"rule": r.rule, "message": r.message, "fieldPath": r.field_path} for r in rules
-        ]
-    }
-
-
-def _enforce(obj: Any, rules: tuple[CelRule, ...]) -> None:
-    for rule in rules:
-        if not rule.check(obj):
-            raise ValueError(f"{rule.field_path.lstrip('.')}: {rule.message}")
-
-
-# --------------------------------------------------------------------------- resources
-
-
-class ResourceRequirements(Model):
-    """Compute resources of one container, as in a Pod spec."""
-
-    requests: dict[str, Quantity] = Field(default_factory=dict)
-    """Minimum resources, e.g. {cpu: '4', memory: '16Gi'}."""
-    limits: dict[str, Quantity] = Field(default_factory=dict)
-    """Maximum resources, e.g. {memory: '32Gi'}. GPUs are set by gpusPerPod, not here."""
 
 
 # --------------------------------------------------------------------------- dataset
@@ -393,11 +367,11 @@ class RetentionPolicy(StrEnum):
 class StorageSpec(Model):
     """The shared volume that holds datasets, partitions, checkpoints and results."""
 
-    claim_name: str | None = Field(default=None, min_length=1, max_length=253)
+    claim_name: Dns1123Subdomain | None = None
     """An existing PersistentVolumeClaim to use; unset creates one named <job>-data."""
-    storage_class_name: str | None = Field(default=None, max_length=253)
+    storage_class_name: Dns1123Subdomain | None = None
     """StorageClass of the created claim; unset uses the cluster default."""
-    size: Quantity = "50Gi"
+    size: PositiveQuantity = "50Gi"
     """Size of the created claim."""
     access_modes: list[AccessMode] | None = Field(default=None, min_length=1, max_length=3)
     """Access modes of the created claim; unset means ReadWriteMany when the job has more than one pod."""
@@ -435,63 +409,35 @@ class PullPolicy(StrEnum):
     never = "Never"
 
 
-class TolerationOperator(StrEnum):
-    exists = "Exists"
-    equal = "Equal"
-
-
-class TaintEffect(StrEnum):
-    no_schedule = "NoSchedule"
-    prefer_no_schedule = "PreferNoSchedule"
-    no_execute = "NoExecute"
-
-
-class Toleration(Model):
-    """A Pod toleration."""
-
-    key: str | None = None
-    """Taint key; empty with Exists matches all taints."""
-    operator: TolerationOperator = TolerationOperator.equal
-    """Exists or Equal."""
-    value: str | None = None
-    """Taint value to match with Equal."""
-    effect: TaintEffect | None = None
-    """Taint effect to match; unset matches all."""
-    toleration_seconds: int | None = None
-    """How long a NoExecute taint is tolerated."""
-
-
 class SchedulingSpec(Model):
     """Placement of every pod of the job, and metadata for queueing systems (Kueue, Volcano)."""
 
-    scheduler_name: str | None = Field(default=None, max_length=253)
+    scheduler_name: Dns1123Subdomain | None = None
     """Scheduler of the pods, e.g. volcano."""
-    priority_class_name: str | None = Field(default=None, max_length=253)
+    priority_class_name: Dns1123Subdomain | None = None
     """PriorityClass of the pods."""
-    node_selector: dict[str, str] = Field(default_factory=dict)
+    node_selector: Labels = Field(default_factory=dict)
     """Node labels the pods require."""
-    tolerations: list[Toleration] = Field(default_factory=list)
+    tolerations: list[Toleration] = Field(default_factory=list, max_length=64)
     """Tolerations of the pods."""
-    affinity: dict[str, Any] | None = Field(
-        default=None, json_schema_extra={"x-kubernetes-preserve-unknown-fields": True}
-    )
-    """A Pod affinity object, passed through as written."""
-    labels: dict[str, str] = Field(default_factory=dict)
+    affinity: Affinity | None = None
+    """Pod affinity (core/v1 Affinity: nodeAffinity, podAffinity, podAntiAffinity)."""
+    labels: Labels = Field(default_factory=dict)
     """Extra labels on every child and pod, e.g. kueue.x-k8s.io/queue-name."""
-    annotations: dict[str, str] = Field(default_factory=dict)
+    annotations: Annotations = Field(default_factory=dict)
     """Extra annotations on every pod."""
 
 
 class ImagesSpec(Model):
     """Container images of the workload."""
 
-    gpu: str = Field(default="ghcr.io/distgnn/workload:0.1.0-cuda", min_length=1)
+    gpu: Image = "ghcr.io/distgnn/workload:0.1.0-cuda"
     """Image for pods that request GPUs."""
-    cpu: str = Field(default="ghcr.io/distgnn/workload:0.1.0-cpu", min_length=1)
+    cpu: Image = "ghcr.io/distgnn/workload:0.1.0-cpu"
     """Image for the partition Job and pods without GPUs."""
     pull_policy: PullPolicy = PullPolicy.if_not_present
     """imagePullPolicy of every container."""
-    pull_secrets: list[str] = Field(default_factory=list)
+    pull_secrets: list[Dns1123Subdomain] = Field(default_factory=list, max_length=64)
     """Names of imagePullSecrets."""
 
 
@@ -500,12 +446,30 @@ class NetworkPolicySpec(Model):
 
     enabled: bool = True
     """Create the NetworkPolicy."""
-    monitoring_namespace_selector: dict[str, str] = Field(
+    monitoring_namespace_selector: Labels = Field(
         default_factory=lambda: {"kubernetes.io/metadata.name": "monitoring"}
     )
-    """Labels of the namespaces allowed to scrape the metrics port."""
-    monitoring_pod_selector: dict[str, str] = Field(default_factory=dict)
+    """Labels of the namespaces allowed to scrape the metrics port. Empty ({}) is an explicit choice that admits scrapers from EVERY namespace; allowAllNamespaces must then be true."""
+    monitoring_pod_selector: Labels = Field(default_factory=dict)
     """Labels of the pods in those namespaces allowed to scrape; empty allows all of them."""
+    allow_all_namespaces: bool = False
+    """Must be true for an empty monitoringNamespaceSelector, which opens the metrics port to pods of every namespace."""
+
+    _rules: ClassVar[tuple[CelRule, ...]] = (
+        _cel(
+            "size(self.monitoringNamespaceSelector) > 0 || self.allowAllNamespaces",
+            "an empty monitoringNamespaceSelector admits every namespace to the metrics port; "
+            "name the monitoring namespace's labels, or set allowAllNamespaces to true",
+            ".monitoringNamespaceSelector",
+            lambda s: bool(s.monitoring_namespace_selector) or s.allow_all_namespaces,
+        ),
+    )
+    model_config = ConfigDict(json_schema_extra=_rules_extra(_rules))
+
+    @model_validator(mode="after")
+    def _validate(self) -> Self:
+        _enforce(self, self._rules)
+        return self
 
 
 # --------------------------------------------------------------------------- job
@@ -540,7 +504,7 @@ class DistGNNJobSpec(Model):
     """Container images."""
     metrics_port: int = Field(default=9400, ge=1024, le=65535)
     """Port of the Prometheus endpoint on every pod."""
-    service_account_name: str | None = Field(default=None, max_length=253)
+    service_account_name: Dns1123Subdomain | None = None
     """ServiceAccount of the job's pods; unset uses the namespace default."""
     network_policy: NetworkPolicySpec = Field(default_factory=NetworkPolicySpec)
     """Network isolation of the job's pods."""
@@ -567,6 +531,13 @@ class DistGNNJobSpec(Model):
             "hiddenChannels must be divisible by heads for gat",
             ".model.heads",
             lambda s: s.model.arch != Arch.gat or s.model.hidden_channels % s.model.heads == 0,
+        ),
+        _cel(
+            f"!(self.metricsPort in {list(RESERVED_PORTS)!r})",
+            f"metricsPort must differ from the workload's fixed ports {list(RESERVED_PORTS)!r} "
+            "(torch RPC and the DDP store)",
+            ".metricsPort",
+            lambda s: s.metrics_port not in RESERVED_PORTS,
         ),
         _cel(
             "!has(self.storage.claimName) || !has(self.storage.storageClassName)",
@@ -693,10 +664,8 @@ class ObjectMeta(Model):
 
     model_config = ConfigDict(extra="allow")
 
-    name: str = Field(
-        min_length=1, max_length=MAX_JOB_NAME_LENGTH, pattern=r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
-    )
-    """Job name: a DNS label of at most 44 characters."""
+    name: str = Field(min_length=1, max_length=MAX_JOB_NAME_LENGTH, pattern=JOB_NAME_PATTERN)
+    """Job name: a DNS-1035 label of at most 44 characters (starts with a letter, no dots)."""
     namespace: str | None = None
     """Namespace."""
     labels: dict[str, str] = Field(default_factory=dict)
@@ -769,10 +738,11 @@ def parse_job(data: Any) -> DistGNNJob:
         raise _explain(err, "") from None
 
 
-CEL_RULES: tuple[tuple[type[Model], tuple[CelRule, ...]], ...] = (
+CEL_RULES: tuple[tuple[type[BaseModel], tuple[CelRule, ...]], ...] = (
     (SyntheticDataset, SyntheticDataset._rules),
     (DatasetSpec, DatasetSpec._rules),
     (ModelSpec, ModelSpec._rules),
+    (NetworkPolicySpec, NetworkPolicySpec._rules),
     (DistGNNJobSpec, DistGNNJobSpec._rules),
 )
 """Every model with cross-field rules, for the CRD generator and its tests."""

@@ -26,6 +26,7 @@ from pydantic_core import core_schema
 
 from distgnn_api.spec import (
     GROUP,
+    JOB_NAME_PATTERN,
     KIND,
     MAX_JOB_NAME_LENGTH,
     PLURAL,
@@ -70,9 +71,25 @@ ROOT_RULES: list[dict[str, Any]] = [
             f"metadata.name must be at most {MAX_JOB_NAME_LENGTH} characters: it prefixes the "
             "names of the job's StatefulSets, pods and their labels"
         ),
+        "fieldPath": ".metadata.name",
         "reason": "FieldValueInvalid",
     }
 ]
+
+# The API server lets a CRD restrict metadata.name (and nothing else in metadata).
+METADATA_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "name": {
+            "type": "string",
+            "description": (
+                "Job name: a DNS-1035 label (lower-case letters, digits and '-', starting with "
+                f"a letter, no dots) of at most {MAX_JOB_NAME_LENGTH} characters."
+            ),
+            "pattern": JOB_NAME_PATTERN,
+        }
+    },
+}
 
 _NULL = {"type": "null"}
 _DROP_KEYS = {"title", "additionalProperties", "$defs", "$ref", "anyOf", "const", "discriminator"}
@@ -279,7 +296,7 @@ def build_crd() -> dict[str, Any]:
                 "type": "string",
                 "description": "Kind is the REST resource this object represents.",
             },
-            "metadata": {"type": "object"},
+            "metadata": copy.deepcopy(METADATA_SCHEMA),
             "spec": ordered(spec),
             "status": ordered(status),
         },

@@ -123,7 +123,8 @@ def build_pod_spec(ctx: JobContext, role: Role, *, restart_policy: str) -> dict[
         pod["tolerations"] = [
             t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in sched.tolerations
         ]
-    affinity = with_locality(ctx, role, sched.affinity)
+    user_affinity = sched.affinity.manifest() if sched.affinity is not None else None
+    affinity = with_locality(ctx, role, user_affinity)
     if affinity:
         pod["affinity"] = affinity
     if spec.images.pull_secrets:

@@ -54,7 +54,11 @@ def test_camel_case_round_trip() -> None:
         ({"model": {"arch": "transformer"}}, "spec.model.arch", "'sage', 'gcn' or 'gat'"),
         ({"model": {"fanout": [10, 5]}}, "spec.model.fanout", "one entry per layer"),
         ({"training": {"batchSize": 0}}, "spec.training.batchSize", "greater than or equal to 1"),
-        ({"storage": {"size": "ten gigs"}}, "spec.storage.size", "not a Kubernetes quantity"),
+        (
+            {"storage": {"size": "ten gigs"}},
+            "spec.storage.size",
+            "not a positive Kubernetes quantity",
+        ),
         (
             {"partition": {"numPartitions": 0}},
             "spec.partition.numPartitions",
@@ -131,6 +135,8 @@ def test_every_cel_rule_has_a_python_twin_that_fires() -> None:
         ".training.bf16": _spec(training={"bf16": True}, trainers={"gpusPerPod": 0}),
         ".model.heads": _spec(model={"arch": "gat", "hiddenChannels": 10, "heads": 3}),
         ".storage.storageClassName": _spec(storage={"claimName": "a", "storageClassName": "b"}),
+        ".metricsPort": _spec(metricsPort=29500),
+        ".monitoringNamespaceSelector": _spec(networkPolicy={"monitoringNamespaceSelector": {}}),
     }
     rules = [rule for _, group in CEL_RULES for rule in group]
     assert {r.field_path for r in rules} == set(bad_inputs)

@@ -154,6 +154,15 @@ def test_every_pod_gets_the_whole_env_contract(role: Role, builder: Any) -> None
     assert container(obj)["command"] == ["python", "-m", contract.role_module(role)]
 
 
+AFFINITY = {
+    "nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}]
+        }
+    }
+}
+
+
 @pytest.mark.parametrize(
     ("trainer_gpus", "sampler_gpus", "expect_trainer", "expect_sampler"),
     [(0, 0, None, None), (1, 0, "1", None), (4, 2, "4", "2")],
@@ -164,7 +173,7 @@ def test_gpu_requests_and_limits(
     ctx = ctx_of(
         trainers={
             "gpusPerPod": trainer_gpus,
-            "resources": {"requests": {"cpu": "4", GPU_RESOURCE: 9}},
+            "resources": {"requests": {"cpu": "4"}},
         },
         samplers={"gpusPerPod": sampler_gpus, "resources": {"limits": {"memory": "8Gi"}}},
     )
@@ -223,7 +232,7 @@ def test_scheduling_fields_reach_every_pod() -> None:
             "tolerations": [
                 {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
             ],
-            "affinity": {"nodeAffinity": {"x": 1}},
+            "affinity": AFFINITY,
             "labels": {"kueue.x-k8s.io/queue-name": "q", LABEL_JOB: "spoofed"},
             "annotations": {"a": "b"},
         },
@@ -244,7 +253,7 @@ def test_scheduling_fields_reach_every_pod() -> None:
             {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
         ]
         # the user's affinity is kept; trainers also prefer their samplers' nodes
-        assert pod["affinity"]["nodeAffinity"] == {"x": 1}
+        assert pod["affinity"]["nodeAffinity"] == AFFINITY["nodeAffinity"]
         preferred = (
             pod["affinity"]
             .get("podAffinity", {})

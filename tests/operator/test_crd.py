@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from distgnn_api.core_types import CORE_RULES
 from distgnn_api.spec import CEL_RULES, MAX_JOB_NAME_LENGTH, QUANTITY_PATTERN
 from distgnn_operator import crd
 
@@ -98,8 +99,14 @@ def test_quantities_are_int_or_string(schema: dict[str, Any]) -> None:
         assert node["x-kubernetes-int-or-string"] is True
         assert node["pattern"] == QUANTITY_PATTERN
     assert size["default"] == "50Gi"
-    affinity = spec["scheduling"]["properties"]["affinity"]
-    assert affinity["x-kubernetes-preserve-unknown-fields"] is True
+    assert size["x-kubernetes-validations"][0]["rule"].endswith("isGreaterThan(quantity('0'))")
+
+
+def test_no_free_form_objects(schema: dict[str, Any]) -> None:
+    for path, node in walk(schema):
+        assert "x-kubernetes-preserve-unknown-fields" not in node, path
+    affinity = schema["properties"]["spec"]["properties"]["scheduling"]["properties"]["affinity"]
+    assert set(affinity["properties"]) == {"nodeAffinity", "podAffinity", "podAntiAffinity"}
 
 
 def _rules_at(schema: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
@@ -120,10 +127,35 @@ def test_every_cel_rule_is_in_the_crd(schema: dict[str, Any]) -> None:
             assert match[0]["fieldPath"] == rule.field_path
 
 
+def test_every_core_type_rule_is_in_the_crd(schema: dict[str, Any]) -> None:
+    found = [rule for rules in _rules_at(schema).values() for rule in rules]
+    for model, rules in CORE_RULES:
+        for rule in rules:
+            match = [r for r in found if r["rule"] == rule.rule]
+            assert match, f"{model.__name__}: {rule.rule}"
+            assert all(r["message"] == rule.message for r in match)
+            assert all(r.get("fieldPath") == rule.field_path for r in match)
+
+
+def test_every_rule_names_its_field(schema: dict[str, Any]) -> None:
+    """A rule on an object names the field it is about, so no error reads '<nil>'."""
+    for path, rules in _rules_at(schema).items():
+        node = dict(walk(schema))[path]
+        if node.get("type") != "object" or "properties" not in node:
+            continue
+        for rule in rules:
+            if rule["rule"] == "self == oldSelf":
+                continue
+            assert rule.get("fieldPath"), f"{path}: {rule['rule']}"
+
+
 def test_root_rule_limits_the_name(schema: dict[str, Any]) -> None:
     (rule,) = schema["x-kubernetes-validations"]
     assert rule["rule"] == f"size(self.metadata.name) <= {MAX_JOB_NAME_LENGTH}"
     assert "metadata.name" in rule["message"]
+    assert rule["fieldPath"] == ".metadata.name"
+    name = schema["properties"]["metadata"]["properties"]["name"]
+    assert name["pattern"] == "^[a-z]([-a-z0-9]*[a-z0-9])?$"
 
 
 def test_immutable_fields_have_transition_rules(schema: dict[str, Any]) -> None:
