@@ -31,7 +31,8 @@ from distgnn_api.cel import CelRule
 from distgnn_api.cel import cel as _cel
 from distgnn_api.cel import enforce as _enforce
 from distgnn_api.cel import rules_extra as _rules_extra
-from distgnn_api.core_types import Affinity, ResourceRequirements, Toleration
+from distgnn_api.core_types import Affinity, Toleration
+from distgnn_api.core_types import ResourceRequirements as ResourceRequirements
 from distgnn_api.kube import QUANTITY_PATTERN as QUANTITY_PATTERN
 from distgnn_api.kube import (
     Annotations,
@@ -648,6 +649,8 @@ class DistGNNJobStatus(Model):
     """Training progress."""
     restarts: int = 0
     """Gang restarts so far."""
+    child_rejections: int = 0
+    """Times in a row the API server refused one of the job's children; at the operator's limit (childRejectionLimit) the job is Failed."""
     start_time: str | None = None
     """RFC 3339 time the job became active."""
     completion_time: str | None = None

@@ -56,6 +56,7 @@ COND_TRAINING = "Training"  # the sampler and trainer StatefulSets are running
 COND_SUSPENDED = "Suspended"  # runPolicy.suspend is set and the pods are gone
 COND_SUCCEEDED = "Succeeded"  # every trainer exited 0
 COND_FAILED = "Failed"  # the job failed; the reason says why
+COND_BLOCKED = "Blocked"  # something keeps a child from being created or from starting
 
 # Conditions that cannot be True together: setting the key True flips the values to False.
 EXCLUSIVE_CONDITIONS: dict[str, frozenset[str]] = {
@@ -128,6 +129,33 @@ DEADLINE_EXCEEDED = Reason(
     "DeadlineExceeded", "the job was active longer than runPolicy.activeDeadlineSeconds ({limit}s)"
 )
 INVALID_SPEC = Reason("InvalidSpec", "the spec is invalid: {error}")
+CHILD_REJECTED_FAILED = Reason(
+    "ChildRejected",
+    "the API server refused {kind} {name} {attempts} times ({code} {status}): {message}; "
+    "fix the spec and create the job again",
+)
+
+# Blocked: the API server or the cluster keeps a child from being created or from starting
+CHILD_REJECTED = Reason(
+    "ChildRejected",
+    "the API server refused {kind} {name} ({code} {status}): {message} "
+    "(attempt {attempt} of {limit}; the job fails at the last)",
+)
+FAILED_CREATE = Reason("FailedCreate", "{kind} {name} cannot create its pods: {message}")
+CLAIM_NOT_FOUND = Reason(
+    "ClaimNotFound",
+    "PersistentVolumeClaim {claim} (storage.claimName) does not exist; create it or change "
+    "storage.claimName",
+)
+CLAIM_LOST = Reason("ClaimLost", "PersistentVolumeClaim {claim} lost its volume")
+POD_UNSCHEDULABLE = Reason("PodUnschedulable", "pod {pod} cannot be scheduled: {message}")
+IMAGE_PULL_FAILED = Reason(
+    "ImagePullFailed", "pod {pod} cannot pull image {image} ({why}): {message}"
+)
+CONTAINER_CREATE_FAILED = Reason(
+    "ContainerCreateFailed", "pod {pod} container {container} cannot start ({why}): {message}"
+)
+UNBLOCKED = Reason("Unblocked", "the job's children are created and their pods can start")
 CHILD_CONFLICT = Reason(
     "ChildConflict", "{kind} {name} exists and is controlled by another owner; delete or rename it"
 )

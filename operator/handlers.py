@@ -13,6 +13,7 @@ thread pool with its own API client.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Mapping
@@ -36,6 +37,7 @@ from distgnn_operator.constants import (
 )
 from distgnn_operator.reconcile import (
     ApiError,
+    ChildRejected,
     KubeApi,
     ReconcileOptions,
     ReconcileResult,
@@ -123,7 +125,11 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
         settings=ops,
         api=make_api(ops),
         executor=ThreadPoolExecutor(max_workers=ops.workers, thread_name_prefix="reconcile"),
-        options=ReconcileOptions(progress_timeout=ops.progress_timeout, operator=operator),
+        options=ReconcileOptions(
+            progress_timeout=ops.progress_timeout,
+            operator=operator,
+            child_rejection_limit=ops.child_rejection_limit,
+        ),
     )
     if ops.metrics_port:
         from prometheus_client import start_http_server
@@ -155,11 +161,7 @@ async def trigger(
     slot.waiting = True
     async with slot.lock:
         slot.waiting = False
-        options = ReconcileOptions(
-            poll_progress=slot.poll,
-            progress_timeout=runtime.options.progress_timeout,
-            operator=runtime.options.operator,
-        )
+        options = dataclasses.replace(runtime.options, poll_progress=slot.poll)
         slot.poll = False
         result = await _run(runtime, namespace, name, options)
     if result.gone and not slot.waiting:
@@ -215,16 +217,23 @@ async def _run(
 @kopf.on.resume(GROUP, VERSION, PLURAL, backoff=2)
 @kopf.on.update(GROUP, VERSION, PLURAL, backoff=2)
 async def reconcile_handler(
-    *, name: str, namespace: str | None, reason: str, memo: Any, **_: Any
+    *, name: str, namespace: str | None, reason: str, retry: int, memo: Any, **_: Any
 ) -> None:
-    """A job appeared, changed, or was found at startup."""
+    """A job appeared, changed, or was found at startup. A failed reconcile is retried with
+    exponential backoff: transient errors (409, 429, 5xx, timeouts) until they pass, a child
+    the API server refuses until the job fails at childRejectionLimit."""
     assert namespace is not None  # DistGNNJob is namespaced
-    if reason == kopf.Reason.CREATE:
+    if reason == kopf.Reason.CREATE and retry == 0:
         metrics.JOBS_CREATED.inc()
+    delay = memo.runtime.settings.retry_delay(retry)
     try:
         await trigger(memo, namespace, name, poll=False)
-    except ApiError as err:
-        raise kopf.TemporaryError(f"API server: {err}", delay=2) from err
+    except ChildRejected as err:
+        raise kopf.TemporaryError(str(err), delay=delay) from err
+    except Exception as err:  # 409, 429, 5xx, timeouts, lost connections: all pass in time
+        raise kopf.TemporaryError(
+            f"reconcile failed, retrying in {delay:g}s: {err}", delay=delay
+        ) from err
 
 
 def needs_timer(*, spec: Mapping[str, Any], status: Mapping[str, Any], **_: Any) -> bool:

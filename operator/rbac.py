@@ -44,7 +44,8 @@ NAMESPACED_RULES: list[dict[str, Any]] = [
     # Exit codes, trainer 0's IP; a gang restart deletes the pods.
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "delete"]},
     # The operator's Events and kopf's.
-    {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
+    # Controllers' FailedCreate Events about the job's Job and StatefulSets are read back.
+    {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "list"]},
 ]
 
 # Cluster-wide, however many namespaces are served: kopf discovers CRDs and namespaces.

@@ -73,6 +73,17 @@ class OperatorSettings(BaseSettings):
     """Client-side timeout of a watch request (a little above the server's)."""
     connect_timeout: int = Field(default=30, ge=1)
     """Seconds to connect to the API server."""
+    child_rejection_limit: int = Field(default=5, ge=1, le=100)
+    """Attempts at a child the API server refuses (400, 422, or 403 on a forbidden field)
+    before the job is Failed with reason ChildRejected."""
+    retry_backoff_seconds: float = Field(default=2.0, gt=0)
+    """First delay before a failed reconcile is retried; it doubles with each retry."""
+    retry_backoff_max_seconds: float = Field(default=60.0, gt=0)
+    """Longest delay between retries of a failed reconcile."""
+
+    def retry_delay(self, retry: int) -> float:
+        """Seconds before retry number ``retry`` (0 for the first) of a failed reconcile."""
+        return float(min(self.retry_backoff_max_seconds, self.retry_backoff_seconds * 2**retry))
 
     def effective_peering_priority(self) -> int:
         """The priority this process announces in the peering object."""

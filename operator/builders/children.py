@@ -16,14 +16,14 @@ from distgnn_operator.builders.statefulset import build_statefulset
 
 
 def build_children(ctx: JobContext) -> list[dict[str, Any]]:
-    """ConfigMap, claim, partition Job (unless reused), Service, NetworkPolicy and the
-    StatefulSets (no sampler StatefulSet in worker mode)."""
+    """NetworkPolicy (first: no pod runs unprotected), ConfigMap, claim, partition Job (unless
+    reused), Service and the StatefulSets (no sampler StatefulSet in worker mode)."""
     children: list[dict[str, Any] | None] = [
+        build_network_policy(ctx),
         build_config_map(ctx),
         build_pvc(ctx),
         None if ctx.partition_reused else build_partition_job(ctx),
         build_headless_service(ctx),
-        build_network_policy(ctx),
         None if ctx.spec.worker_mode else build_statefulset(ctx, Role.sampler),
         build_statefulset(ctx, Role.trainer),
     ]

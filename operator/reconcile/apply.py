@@ -13,6 +13,20 @@ from typing import Any
 from distgnn_operator.reconcile.kube_api import ApiError, KubeApi, kind_of
 
 
+class ChildRejected(Exception):
+    """The API server refused a child for a reason that sending it again cannot fix."""
+
+    def __init__(self, kind: str, name: str, error: ApiError) -> None:
+        self.kind = kind
+        self.name = name
+        self.error = error
+        super().__init__(f"the API server refused {kind} {name}: {error}")
+
+
+def _refused(desired: Mapping[str, Any], err: ApiError) -> ChildRejected:
+    return ChildRejected(str(desired["kind"]), str(desired["metadata"]["name"]), err)
+
+
 class ChildConflict(Exception):
     """A child's name is taken by an object another owner controls."""
 
@@ -84,6 +98,8 @@ def ensure(
     try:
         return api.create(with_owner(desired, owner)), True
     except ApiError as err:
+        if not err.retryable:
+            raise _refused(desired, err) from err
         if not err.already_exists:
             raise
     meta = desired["metadata"]
@@ -104,4 +120,9 @@ def apply(
         adopt(
             api, {**existing, "apiVersion": desired["apiVersion"], "kind": desired["kind"]}, owner
         )
-    return api.apply(with_owner(desired, owner))
+    try:
+        return api.apply(with_owner(desired, owner))
+    except ApiError as err:
+        if not err.retryable:
+            raise _refused(desired, err) from err
+        raise

@@ -9,7 +9,13 @@ from datetime import datetime
 from typing import Any, Literal
 
 from distgnn_api.spec import Condition, DistGNNJobStatus
-from distgnn_operator.constants import COND_FAILED, EVENT_COMPONENT, GANG_RESTART, PARTITION_FAILED
+from distgnn_operator.constants import (
+    COND_BLOCKED,
+    COND_FAILED,
+    EVENT_COMPONENT,
+    GANG_RESTART,
+    PARTITION_FAILED,
+)
 from distgnn_operator.reconcile.kube_api import KubeApi
 from distgnn_operator.status.timestamps import format_time
 
@@ -50,7 +56,16 @@ def event_manifest(
 
 
 def _is_warning(cond: Condition) -> bool:
-    return (cond.type == COND_FAILED and cond.status == "True") or cond.reason in _WARNING_REASONS
+    if cond.type in (COND_FAILED, COND_BLOCKED) and cond.status == "True":
+        return True
+    return cond.reason in _WARNING_REASONS
+
+
+def _changed(old: Condition | None, new: Condition) -> bool:
+    """A new status or reason; for Blocked also a new message (each refusal is reported)."""
+    if old is None or (old.status, old.reason) != (new.status, new.reason):
+        return True
+    return new.type == COND_BLOCKED and new.status == "True" and old.message != new.message
 
 
 def transitions(
@@ -59,11 +74,12 @@ def transitions(
     """Events for every condition whose status or reason changed, and for every gang restart."""
     before = {c.type: c for c in (previous.conditions if previous else [])}
     out: list[tuple[EventType, str, str]] = []
-    for cond in current.conditions:
+    # Failed first: a Blocked condition that shares its reason adds nothing to it.
+    for cond in sorted(current.conditions, key=lambda c: c.type != COND_FAILED):
         old = before.get(cond.type)
         if cond.reason == GANG_RESTART.reason:
             continue
-        if old is None or (old.status, old.reason) != (cond.status, cond.reason):
+        if _changed(old, cond):
             out.append(("Warning" if _is_warning(cond) else "Normal", cond.reason, cond.message))
     if current.restarts > (previous.restarts if previous else 0):
         training = next((c for c in current.conditions if c.reason == GANG_RESTART.reason), None)

@@ -86,6 +86,22 @@ class ApiError(Exception):
     def already_exists(self) -> bool:
         return self.status == 409 and self.body.get("reason") == "AlreadyExists"
 
+    @property
+    def message(self) -> str:
+        """The API server's own message."""
+        return str(self.body.get("message") or self.reason)
+
+    @property
+    def retryable(self) -> bool:
+        """False when sending the same object again cannot succeed: the API server found it
+        invalid (400, 422) or forbade it (403) for a reason other than an exhausted quota.
+        Conflicts (409), throttling (429), server errors (5xx) and the rest are retried."""
+        if self.status in (400, 422):
+            return False
+        if self.status == 403:
+            return "exceeded quota" in self.message
+        return True
+
 
 PatchType = Literal["merge", "apply"]
 
@@ -97,8 +113,14 @@ class KubeApi(Protocol):
         """The object, or None when it does not exist."""
         ...
 
-    def list(self, kind: Kind, namespace: str, labels: Mapping[str, str]) -> list[dict[str, Any]]:
-        """Objects in a namespace whose labels match."""
+    def list(
+        self,
+        kind: Kind,
+        namespace: str,
+        labels: Mapping[str, str],
+        fields: Mapping[str, str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Objects in a namespace whose labels (and fields, e.g. an Event's reason) match."""
         ...
 
     def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -170,9 +192,17 @@ class RestKubeApi:
                 return None
             raise
 
-    def list(self, kind: Kind, namespace: str, labels: Mapping[str, str]) -> list[dict[str, Any]]:
-        selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
-        result = self._call("GET", kind.path(namespace), query=[("labelSelector", selector)])
+    def list(
+        self,
+        kind: Kind,
+        namespace: str,
+        labels: Mapping[str, str],
+        fields: Mapping[str, str] | None = None,
+    ) -> list[dict[str, Any]]:
+        query = [("labelSelector", ",".join(f"{k}={v}" for k, v in sorted(labels.items())))]
+        if fields:
+            query.append(("fieldSelector", ",".join(f"{k}={v}" for k, v in sorted(fields.items()))))
+        result = self._call("GET", kind.path(namespace), query=query)
         items: list[dict[str, Any]] = result.get("items") or []
         return items
 

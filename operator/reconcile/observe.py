@@ -16,6 +16,7 @@ from distgnn_operator.constants import (
 )
 from distgnn_operator.reconcile.kube_api import (
     CONFIG_MAP,
+    EVENT,
     JOB,
     NETWORK_POLICY,
     POD,
@@ -25,6 +26,13 @@ from distgnn_operator.reconcile.kube_api import (
     KubeApi,
 )
 from distgnn_operator.status import Observed, PartitionJobView, PodView, StatefulSetView
+from distgnn_operator.status.blockers import (
+    FAILED_CREATE,
+    Blocker,
+    claim_blockers,
+    failed_create_blockers,
+    pod_blockers,
+)
 
 
 @dataclass
@@ -38,6 +46,8 @@ class Children:
     network_policy: dict[str, Any] | None = None
     statefulsets: dict[Role, dict[str, Any]] = field(default_factory=dict)
     pods: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    """FailedCreate Events in the namespace (filtered by their object's uid when read)."""
 
     def partition_marker(self, key: str) -> bool:
         """The claim records that the partition set <key> on it is complete."""
@@ -47,7 +57,8 @@ class Children:
 
 def read_children(api: KubeApi, ctx: JobContext, *, finished: bool = False) -> Children:
     """GET every child by its name, and list the job's pods by label. A finished job needs
-    only what its cleanup touches: the claim, the partition Job and the StatefulSets."""
+    only what its cleanup touches: the claim, the partition Job and the StatefulSets. The pods
+    (partition pods too) and the controllers' FailedCreate Events tell what blocks a child."""
     ns, name = ctx.namespace, ctx.name
     children = Children(
         claim=api.get(PVC, ns, ctx.claim_name),
@@ -61,8 +72,9 @@ def read_children(api: KubeApi, ctx: JobContext, *, finished: bool = False) -> C
         sts = api.get(STATEFULSET, ns, naming.statefulset_name(name, role))
         if sts is not None:
             children.statefulsets[role] = sts
-    if not finished and children.statefulsets:
+    if not finished and (children.statefulsets or children.partition_job is not None):
         children.pods = api.list(POD, ns, {LABEL_JOB: name})
+        children.events = api.list(EVENT, ns, {}, fields={"reason": FAILED_CREATE})
     return children
 
 
@@ -75,6 +87,19 @@ def statefulset_view(role: Role, sts: dict[str, Any]) -> StatefulSetView:
         ready_replicas=int((sts.get("status") or {}).get("readyReplicas") or 0),
         template_hash=str(annotations.get(ANNOTATION_TEMPLATE_HASH, "")),
     )
+
+
+def blockers(ctx: JobContext, children: Children) -> list[Blocker]:
+    """What keeps the job's children from being created or from starting."""
+    controllers = [
+        {"kind": "Job", **children.partition_job} if children.partition_job else None,
+        *({"kind": "StatefulSet", **s} for s in children.statefulsets.values()),
+    ]
+    return [
+        *claim_blockers(children.claim, ctx.claim_name, ctx.spec.storage.claim_name is not None),
+        *failed_create_blockers([c for c in controllers if c], children.events),
+        *pod_blockers(children.pods),
+    ]
 
 
 def to_observed(ctx: JobContext, children: Children, progress: Progress | None) -> Observed:
@@ -90,6 +115,7 @@ def to_observed(ctx: JobContext, children: Children, progress: Progress | None) 
         statefulsets={r: statefulset_view(r, s) for r, s in children.statefulsets.items()},
         pods=tuple(v for v in views if v is not None),
         progress=progress,
+        blockers=tuple(blockers(ctx, children)),
     )
 
 

@@ -40,13 +40,23 @@ from distgnn_operator.builders import (
 from distgnn_operator.constants import (
     ANNOTATION_TEMPLATE_HASH,
     CHILD_CONFLICT,
+    CHILD_REJECTED,
+    CHILD_REJECTED_FAILED,
+    COND_BLOCKED,
     COND_FAILED,
     INVALID_SPEC,
     PARTITION_COMPLETE,
     TTL_EXPIRED,
+    UNBLOCKED,
 )
 from distgnn_operator.reconcile import events
-from distgnn_operator.reconcile.apply import ChildConflict, apply, ensure, owner_reference
+from distgnn_operator.reconcile.apply import (
+    ChildConflict,
+    ChildRejected,
+    apply,
+    ensure,
+    owner_reference,
+)
 from distgnn_operator.reconcile.kube_api import (
     DISTGNNJOB,
     JOB,
@@ -79,6 +89,8 @@ class ReconcileOptions:
     """GET trainer 0's /progress (the periodic timer does; child events do not)."""
     progress_timeout: float = 1.0
     operator: OperatorPeer | None = None
+    child_rejection_limit: int = 5
+    """Refusals of a child by the API server (in a row) before the job is Failed."""
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
 
 
@@ -171,6 +183,11 @@ def _reconcile(api: KubeApi, job: dict[str, Any], options: ReconcileOptions) -> 
         _act(api, job, ctx, status, children, result)
     except ChildConflict as conflict:
         _report_conflict(api, job, status, conflict, now, result)
+    except ChildRejected as rejected:
+        _report_rejection(api, job, status, rejected, now, result, options.child_rejection_limit)
+        return result
+    if status.child_rejections:
+        _clear_rejections(api, job, status, now, result)
     result.requeue_after = _requeue_after(spec, status, now)
     return result
 
@@ -218,6 +235,11 @@ def _act(
     if status.phase in TERMINAL_PHASES:
         _finish(api, ctx, status, children, owner, result)
         return
+    # The NetworkPolicy comes first, so that no pod of the job (the partition pod included)
+    # ever runs with its metrics or RPC port open.
+    policy = build_network_policy(ctx)
+    if policy is not None:
+        _ensure(api, policy, children.network_policy, owner, result)
     _ensure(api, build_config_map(ctx), children.config_map, owner, result)
     pvc = build_pvc(ctx)
     if pvc is not None:
@@ -234,9 +256,6 @@ def _act(
                 _set_job_suspended(api, job_obj, False, result)
         case Phase.training:
             _ensure(api, build_headless_service(ctx), children.service, owner, result)
-            policy = build_network_policy(ctx)
-            if policy is not None:
-                _ensure(api, policy, children.network_policy, owner, result)
             for role in STATEFUL_ROLES:
                 if ctx.replicas(role) > 0 or role in children.statefulsets:
                     _apply_statefulset(api, ctx, role, ctx.replicas(role), children, owner, result)
@@ -388,6 +407,69 @@ def _invalid(
     result.phase = Phase.failed
     _write_status(api, job, previous, status, now, result)
     return result
+
+
+def _report_rejection(
+    api: KubeApi,
+    job: dict[str, Any],
+    status: DistGNNJobStatus,
+    rejected: ChildRejected,
+    now: datetime,
+    result: ReconcileResult,
+    limit: int,
+) -> None:
+    """The API server refused a child: say so in Blocked (and an Event quoting it), and fail
+    the job at the limit. Below it, raise so the trigger retries with backoff."""
+    err = rejected.error
+    attempt = status.child_rejections + 1
+    values = {
+        "kind": rejected.kind,
+        "name": rejected.name,
+        "code": err.status,
+        "status": err.body.get("reason") or err.reason,
+        "message": err.message,
+    }
+    stamp = format_time(now)
+    conditions = set_condition(
+        status.conditions,
+        COND_BLOCKED,
+        "True",
+        *CHILD_REJECTED.format(attempt=attempt, limit=limit, **values),
+        stamp,
+    )
+    update: dict[str, Any] = {"child_rejections": attempt, "conditions": conditions}
+    if attempt >= limit:
+        reason, message = CHILD_REJECTED_FAILED.format(attempts=attempt, **values)
+        update["conditions"] = set_condition(
+            conditions, COND_FAILED, "True", reason, message, stamp
+        )
+        update["phase"] = Phase.failed
+        update["completion_time"] = stamp
+    failed = status.model_copy(update=update)
+    result.phase = failed.phase
+    result.actions.append(f"refused {rejected.kind} {rejected.name} ({attempt} of {limit})")
+    _write_status(api, job, status, failed, now, result)
+    if failed.phase is not Phase.failed:
+        raise rejected
+
+
+def _clear_rejections(
+    api: KubeApi,
+    job: dict[str, Any],
+    status: DistGNNJobStatus,
+    now: datetime,
+    result: ReconcileResult,
+) -> None:
+    """Every child was accepted again: reset the count of refusals and clear Blocked."""
+    cleared = status.model_copy(
+        update={
+            "child_rejections": 0,
+            "conditions": set_condition(
+                status.conditions, COND_BLOCKED, "False", *UNBLOCKED.format(), format_time(now)
+            ),
+        }
+    )
+    _write_status(api, job, status, cleared, now, result)
 
 
 def _report_conflict(

@@ -20,6 +20,7 @@ from distgnn_api.spec import (
 )
 from distgnn_operator import naming
 from distgnn_operator.constants import (
+    COND_BLOCKED,
     COND_FAILED,
     COND_PARTITIONED,
     COND_SUCCEEDED,
@@ -37,6 +38,7 @@ from distgnn_operator.constants import (
     TRAINERS_SUCCEEDED,
     TRAINING_RUNNING,
     TRAINING_STARTING,
+    UNBLOCKED,
     Reason,
 )
 from distgnn_operator.status import (
@@ -57,6 +59,7 @@ class _Draft:
     phase: Phase
     conditions: list[Condition]
     restarts: int
+    child_rejections: int
     start_time: str | None
     partition: PartitionStatus
     progress: Progress | None
@@ -82,6 +85,7 @@ class _Draft:
             partition=self.partition,
             progress=self.progress,
             restarts=self.restarts,
+            child_rejections=self.child_rejections,
             start_time=self.start_time,
             completion_time=self.completion_time,
             observed_generation=self.observed_generation,
@@ -108,6 +112,7 @@ def compute_status(
         phase=prev.phase,
         conditions=list(prev.conditions),
         restarts=prev.restarts,
+        child_rejections=prev.child_rejections,
         start_time=prev.start_time,
         partition=PartitionStatus(
             key=key,
@@ -134,10 +139,24 @@ def compute_status(
         draft.fail(*DEADLINE_EXCEEDED.format(limit=spec.run_policy.active_deadline_seconds))
         return draft.build()
 
-    if not _partition_stage(spec, observed, prev, draft):
-        return draft.build()
-    _training_stage(spec, observed, draft)
+    if _partition_stage(spec, observed, prev, draft):
+        _training_stage(spec, observed, draft)
+    _blocked_stage(observed, prev, draft)
     return draft.build()
+
+
+def _blocked_stage(observed: Observed, prev: DistGNNJobStatus, draft: _Draft) -> None:
+    """The Blocked condition: what the cluster says keeps a child from starting. A refusal by
+    the API server (child_rejections > 0) is the reconciler's to set and to clear."""
+    if draft.phase in TERMINAL_PHASES or prev.child_rejections > 0:
+        return
+    if observed.blockers:
+        first = observed.blockers[0]
+        more = len(observed.blockers) - 1
+        message = first.message + (f" (and {more} more)" if more else "")
+        draft.set(COND_BLOCKED, "True", first.reason, message)
+    elif is_true(prev.conditions, COND_BLOCKED):
+        draft.set_reason(COND_BLOCKED, "False", UNBLOCKED)
 
 
 def _partition_stage(

@@ -27,12 +27,22 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return out
 
 
+def _field(obj: Mapping[str, Any], path: str) -> Any:
+    """A field selector's value: 'involvedObject.name' reads obj['involvedObject']['name']."""
+    value: Any = obj
+    for part in path.split("."):
+        value = (value or {}).get(part)
+    return value
+
+
 class FakeKubeApi:
     """Objects by (plural, namespace, name); every write is recorded in ``writes``."""
 
     def __init__(self) -> None:
         self.objects: dict[Key, dict[str, Any]] = {}
         self.writes: list[tuple[str, str, str]] = []
+        self.refuse: dict[tuple[str, str], ApiError] = {}
+        """(kind, name) -> the error a create or apply of that object raises."""
         self._versions = itertools.count(1)
 
     # -- helpers for tests
@@ -62,7 +72,13 @@ class FakeKubeApi:
         obj = self.objects.get((kind.plural, namespace, name))
         return copy.deepcopy(obj) if obj is not None else None
 
-    def list(self, kind: Kind, namespace: str, labels: Mapping[str, str]) -> list[dict[str, Any]]:
+    def list(
+        self,
+        kind: Kind,
+        namespace: str,
+        labels: Mapping[str, str],
+        fields: Mapping[str, str] | None = None,
+    ) -> list[dict[str, Any]]:
         out = []
         for (plural, ns, _), obj in sorted(self.objects.items()):
             have = obj["metadata"].get("labels") or {}
@@ -70,6 +86,7 @@ class FakeKubeApi:
                 plural == kind.plural
                 and ns == namespace
                 and all(have.get(k) == v for k, v in labels.items())
+                and all(_field(obj, k) == v for k, v in (fields or {}).items())
             ):
                 out.append(copy.deepcopy(obj))
         return out
@@ -78,6 +95,8 @@ class FakeKubeApi:
         kind = kind_of(obj)
         meta = obj["metadata"]
         name = meta.get("name") or f"{meta['generateName']}{next(self._versions)}"
+        if (kind.kind, name) in self.refuse:
+            raise self.refuse[(kind.kind, name)]
         if (kind.plural, meta["namespace"], name) in self.objects:
             raise ApiError(409, "Conflict", {"reason": "AlreadyExists"})
         self.writes.append(("create", kind.kind, name))
@@ -113,6 +132,8 @@ class FakeKubeApi:
         kind = kind_of(obj)
         meta = obj["metadata"]
         current = self.objects.get((kind.plural, meta["namespace"], meta["name"]))
+        if (kind.kind, meta["name"]) in self.refuse:
+            raise self.refuse[(kind.kind, meta["name"])]
         self.writes.append(("apply", kind.kind, meta["name"]))
         desired = copy.deepcopy(dict(obj))
         if current is not None:

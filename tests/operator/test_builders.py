@@ -70,11 +70,11 @@ def kinds(children: list[dict[str, Any]]) -> list[str]:
         (
             {},
             [
+                "NetworkPolicy/demo-isolation",
                 "ConfigMap/demo-config",
                 "PersistentVolumeClaim/demo-data",
                 "Job/demo-partition",
                 "Service/demo-peers",
-                "NetworkPolicy/demo-isolation",
                 "StatefulSet/demo-sampler",
                 "StatefulSet/demo-trainer",
             ],
@@ -82,10 +82,10 @@ def kinds(children: list[dict[str, Any]]) -> list[str]:
         (
             {"samplers": {"replicas": 0}, "storage": {"claimName": "shared"}},
             [
+                "NetworkPolicy/demo-isolation",
                 "ConfigMap/demo-config",
                 "Job/demo-partition",
                 "Service/demo-peers",
-                "NetworkPolicy/demo-isolation",
                 "StatefulSet/demo-trainer",
             ],
         ),

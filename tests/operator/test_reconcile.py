@@ -81,14 +81,16 @@ def to_training(api: FakeKubeApi) -> None:
     reconcile(api, T0 + timedelta(seconds=2))
 
 
-def test_first_reconcile_creates_config_claim_and_partition_job() -> None:
+def test_first_reconcile_creates_policy_config_claim_and_partition_job() -> None:
     api = FakeKubeApi()
     new_job(api)
     result = reconcile(api)
     assert result.phase is not None
     assert result.phase.value == "Pending"
     created = [w for w in api.kinds_written("create") if not w.startswith("Event/")]
+    # The NetworkPolicy exists before any pod of the job, the partition pod included.
     assert created == [
+        "NetworkPolicy/demo-isolation",
         "ConfigMap/demo-config",
         "PersistentVolumeClaim/demo-data",
         "Job/demo-partition",

@@ -143,3 +143,21 @@ def test_a_trainer_that_finished_still_counts_as_up() -> None:
     s = compute_status(spec, Observed(pods=(done, running)), s, T0)
     assert s.phase is Phase.training
     assert cond(s, "Training") == ("True", "TrainersRunning")
+
+
+def test_blockers_set_and_clear_the_blocked_condition() -> None:
+    from distgnn_operator.status.blockers import Blocker
+
+    spec = make_spec()
+    blocked = compute_status(
+        spec,
+        Observed(blockers=(Blocker("PodUnschedulable", "pod p cannot be scheduled: no nodes"),)),
+        None,
+        T0,
+    )
+    cond = next(c for c in blocked.conditions if c.type == "Blocked")
+    assert (cond.status, cond.reason) == ("True", "PodUnschedulable")
+    assert blocked.phase.value == "Pending"
+    cleared = compute_status(spec, Observed(), blocked, T0)
+    cond = next(c for c in cleared.conditions if c.type == "Blocked")
+    assert (cond.status, cond.reason) == ("False", "Unblocked")
