@@ -68,7 +68,7 @@ def is_resource_name(name: str) -> bool:
         return True
     return (
         len(name) <= 128
-        and bool(_EXTENDED_RE.match(name))
+        and bool(_EXTENDED_RE.fullmatch(name))
         and "kubernetes.io/" not in name
         and not name.startswith("requests.")
         and name != GPU_RESOURCE

@@ -54,22 +54,22 @@ _IMAGE_RE = re.compile(IMAGE_PATTERN)
 def is_qualified_name(value: str) -> bool:
     """A valid label or annotation key."""
     prefix, slash, _ = value.rpartition("/")
-    return bool(_QUALIFIED_NAME_RE.match(value)) and (
+    return bool(_QUALIFIED_NAME_RE.fullmatch(value)) and (
         not slash or len(prefix) <= DNS1123_SUBDOMAIN_MAX
     )
 
 
 def is_label_value(value: str) -> bool:
     """A valid label value (may be empty)."""
-    return len(value) <= LABEL_VALUE_MAX and bool(_LABEL_VALUE_RE.match(value))
+    return len(value) <= LABEL_VALUE_MAX and bool(_LABEL_VALUE_RE.fullmatch(value))
 
 
 def is_dns1123_label(value: str) -> bool:
-    return len(value) <= DNS1123_LABEL_MAX and bool(_DNS1123_LABEL_RE.match(value))
+    return len(value) <= DNS1123_LABEL_MAX and bool(_DNS1123_LABEL_RE.fullmatch(value))
 
 
 def is_dns1123_subdomain(value: str) -> bool:
-    return len(value) <= DNS1123_SUBDOMAIN_MAX and bool(_DNS1123_SUBDOMAIN_RE.match(value))
+    return len(value) <= DNS1123_SUBDOMAIN_MAX and bool(_DNS1123_SUBDOMAIN_RE.fullmatch(value))
 
 
 QUALIFIED_NAME_CEL = (
@@ -125,7 +125,7 @@ def _check_dns_label(value: str) -> str:
 
 
 def _check_image(value: str) -> str:
-    _check(bool(_IMAGE_RE.match(value)), value, "an image reference without surrounding spaces")
+    _check(bool(_IMAGE_RE.fullmatch(value)), value, "an image reference without surrounding spaces")
     return value
 
 
@@ -224,7 +224,7 @@ def parse_quantity(value: int | str) -> Decimal | None:
         return None
     if isinstance(value, int):
         return Decimal(value)
-    match = _QUANTITY_RE.match(value)
+    match = _QUANTITY_RE.fullmatch(value)
     if match is None:
         return None
     try:

@@ -13,6 +13,7 @@ and ``distgnn run`` enforce without a cluster. Both carry the same message, and
 
 from __future__ import annotations
 
+import json
 import re
 from enum import StrEnum
 from typing import Annotated, Any, ClassVar, Literal, Self
@@ -64,7 +65,7 @@ _VOLUME_PATH_RE = re.compile(VOLUME_PATH_PATTERN)
 
 
 def _check_volume_path(value: str) -> str:
-    if not _VOLUME_PATH_RE.match(value) or any(p == ".." for p in value.split("/")):
+    if not _VOLUME_PATH_RE.fullmatch(value) or any(p == ".." for p in value.split("/")):
         raise ValueError(f"{value!r} {VOLUME_PATH_MESSAGE}")
     return value
 
@@ -725,10 +726,19 @@ def _explain(err: ValidationError, prefix: str) -> SpecError:
     return SpecError(items)
 
 
+def _strict_json(data: Any) -> str:
+    """A document as JSON, read in strict mode: like the API server, no '5' for 5, no 'yes'
+    for true."""
+    try:
+        return json.dumps(data, allow_nan=False)
+    except (TypeError, ValueError) as err:
+        raise SpecError([("", f"not a JSON document: {err}")]) from None
+
+
 def parse_spec(data: Any) -> DistGNNJobSpec:
     """Parse a job spec (the value of .spec), raising SpecError with field paths."""
     try:
-        return DistGNNJobSpec.model_validate(data)
+        return DistGNNJobSpec.model_validate_json(_strict_json(data), strict=True)
     except ValidationError as err:
         raise _explain(err, "spec") from None
 
@@ -736,7 +746,7 @@ def parse_spec(data: Any) -> DistGNNJobSpec:
 def parse_job(data: Any) -> DistGNNJob:
     """Parse a whole DistGNNJob document, raising SpecError with field paths."""
     try:
-        return DistGNNJob.model_validate(data)
+        return DistGNNJob.model_validate_json(_strict_json(data), strict=True)
     except ValidationError as err:
         raise _explain(err, "") from None
 

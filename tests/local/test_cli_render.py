@@ -25,11 +25,11 @@ def test_render_prints_every_child_in_the_namespace(capsys: pytest.CaptureFixtur
     assert main(["render", str(QUICKSTART), "-n", "team-a"]) == 0
     docs = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
     assert [d["kind"] for d in docs] == [
+        "NetworkPolicy",
         "ConfigMap",
         "PersistentVolumeClaim",
         "Job",
         "Service",
-        "NetworkPolicy",
         "StatefulSet",
         "StatefulSet",
     ]
