@@ -26,7 +26,7 @@ from kubernetes.client.exceptions import ApiException
 
 from distgnn_api.spec import GROUP, PLURAL, VERSION, SpecError, parse_job
 from tests.integration.invalid_cases import Case, generate
-from tests.operator.harness import install_crd
+from tests.operator.harness import install_crd, report
 from tests.support.controlplane import ControlPlane
 
 pytestmark = pytest.mark.integration
@@ -103,7 +103,9 @@ def _server(api: CustomObjectsApi, namespace: str, case: Case) -> tuple[int, str
 
 
 @pytest.fixture(scope="module")
-def verdicts(control_plane: ControlPlane) -> Iterator[list[Verdict]]:
+def verdicts(
+    control_plane: ControlPlane, request: pytest.FixtureRequest
+) -> Iterator[list[Verdict]]:
     install_crd(control_plane)
     namespace = control_plane.create_namespace("differential")
     api = CustomObjectsApi(control_plane.api_client())
@@ -112,9 +114,10 @@ def verdicts(control_plane: ControlPlane) -> Iterator[list[Verdict]]:
     out = [Verdict(c, _pydantic(c), *_server(api, namespace, c)) for c in cases]
     took = time.monotonic() - began
     refused = sum(v.server_refused for v in out)
-    print(
-        f"\ndifferential: seed {SEED}, {len(out)} cases, {refused} refused at admission, "
-        f"{len(out) - refused} accepted, checked in {took:.1f}s"
+    report(
+        request.config,
+        f"differential: seed {SEED}, {len(out)} cases, {refused} refused at admission, "
+        f"{len(out) - refused} accepted, checked in {took:.1f}s",
     )
     try:
         yield out
