@@ -36,7 +36,7 @@ PARTITION_COMPLETE = "complete"  # value of a partition marker annotation
 FIELD_MANAGER = "distgnn-operator"  # field manager of every write the operator makes
 EVENT_COMPONENT = "distgnn-operator"  # source.component / reportingController of Events
 KOPF_PREFIX = "distgnn.io"  # prefix of kopf's progress and diff-base annotations
-FINALIZER = "distgnn.io/finalizer"  # kopf's finalizer name (used only if a handler needs one)
+FINALIZER = "distgnn.io/finalizer"  # kopf's finalizer, kept on a job while its timer runs
 GPU_RESOURCE = "nvidia.com/gpu"  # extended resource of a GPU
 
 # --------------------------------------------------------------------------- pods

@@ -117,7 +117,8 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     settings.posting.level = logging.WARNING
     settings.execution.max_workers = ops.workers
     # A deleted job's timer may be mid-reconcile: wait for it briefly, then re-check often,
-    # so the finalizer kopf keeps for the timer is released in seconds.
+    # so the finalizer kopf keeps for the timer is released in seconds (while an operator
+    # runs; without one, a deleted job waits for it).
     settings.background.instant_exit_timeout = 2.0
     settings.background.cancellation_polling = 2.0
     operator = OperatorPeer(ops.pod_namespace, ops.pod_labels) if ops.pod_namespace else None
@@ -269,7 +270,11 @@ async def child_changed(
 
 @kopf.on.delete(GROUP, VERSION, PLURAL, optional=True)
 def forget(*, name: str, namespace: str | None, memo: Any, **_: Any) -> None:
-    """A job is being deleted: its children follow by garbage collection. No finalizer."""
+    """A job is being deleted: forget its metrics and slot; its children follow by garbage
+    collection. This handler is optional (it adds no finalizer of its own), but the periodic
+    timer is not: kopf keeps FINALIZER on every job the timer serves (unfinished jobs, and
+    finished ones whose TTL is due) and removes it when the timer stops. A job deleted while
+    no operator runs stays Terminating until one returns (chart README: Uninstall)."""
     assert namespace is not None
     metrics.forget_job(namespace, name)
     runtime: Runtime | None = getattr(memo, "runtime", None)

@@ -1,6 +1,10 @@
 """The job's NetworkPolicy: every port between its own pods (NCCL and TensorPipe choose ports at
 run time), and from outside only the metrics port, only from the monitoring peers and the
-operator. torch RPC unpickles what it receives, so nothing else may reach the RPC port."""
+operator. torch RPC unpickles what it receives, so nothing else may reach the RPC port.
+
+It is the job's first child, so the partition pod is covered too. It restricts ingress only;
+egress is left to the namespace's own policies. An empty monitoringNamespaceSelector selects
+every namespace: the CRD admits it only with allowAllNamespaces set."""
 
 from __future__ import annotations
 
