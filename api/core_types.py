@@ -44,7 +44,7 @@ EXTENDED_RESOURCE_PATTERN = (
 )
 _EXTENDED_RE = re.compile(EXTENDED_RESOURCE_PATTERN)
 MAX_RESOURCES = 16
-INT64_MAX = 2**63 - 1
+JSON_INT_MAX = 2**53 - 1  # the largest integer a JSON number carries exactly, on both sides
 
 
 class CoreModel(BaseModel):
@@ -129,49 +129,35 @@ class ResourceRequirements(CoreModel):
     limits: dict[str, NonNegativeQuantity] = Field(default_factory=dict, max_length=MAX_RESOURCES)
     """Maximum resources, e.g. {memory: '32Gi'}. GPUs are set by gpusPerPod, not here."""
 
+    # requests and limits may be absent (no default inside a given object): each rule asks has().
     _rules: ClassVar[tuple[CelRule, ...]] = (
         cel(
-            f"self.requests.all(k, {_NAME_CEL})",
+            f"!has(self.requests) || self.requests.all(k, {_NAME_CEL})",
             _NAME_MESSAGE,
             ".requests",
             lambda s: all(is_resource_name(k) for k in s.requests),
         ),
         cel(
-            f"self.limits.all(k, {_NAME_CEL})",
+            f"!has(self.limits) || self.limits.all(k, {_NAME_CEL})",
             _NAME_MESSAGE,
             ".limits",
             lambda s: all(is_resource_name(k) for k in s.limits),
         ),
         cel(
-            "self.requests.all(k, !(k in self.limits) || !"
-            + _ok("self.requests[k]")
-            + " || !"
-            + _ok("self.limits[k]")
-            + " || "
-            + _q("self.requests[k]")
-            + ".compareTo("
-            + _q("self.limits[k]")
-            + ") <= 0)",
+            "!has(self.requests) || !has(self.limits) || self.requests.all(k, "
+            f"!(k in self.limits) || !{_ok('self.requests[k]')} || !{_ok('self.limits[k]')} || "
+            f"{_q('self.requests[k]')}.compareTo({_q('self.limits[k]')}) <= 0)",
             "every request must be less than or equal to its limit",
             ".requests",
             _within_limits,
         ),
         cel(
-            "self.requests.all(k, !k.contains('/') || !"
-            + _ok("self.requests[k]")
-            + " || ("
-            + _q("self.requests[k]")
-            + ".isInteger() && k in self.limits && "
-            + _ok("self.limits[k]")
-            + " && "
-            + _q("self.requests[k]")
-            + ".compareTo("
-            + _q("self.limits[k]")
-            + ") == 0)) && self.limits.all(k, !k.contains('/') || !"
-            + _ok("self.limits[k]")
-            + " || "
-            + _q("self.limits[k]")
-            + ".isInteger())",
+            "(!has(self.requests) || self.requests.all(k, !k.contains('/') || "
+            f"!{_ok('self.requests[k]')} || ({_q('self.requests[k]')}.isInteger() && "
+            f"has(self.limits) && k in self.limits && {_ok('self.limits[k]')} && "
+            f"{_q('self.requests[k]')}.compareTo({_q('self.limits[k]')}) == 0))) && "
+            "(!has(self.limits) || self.limits.all(k, !k.contains('/') || "
+            f"!{_ok('self.limits[k]')} || {_q('self.limits[k]')}.isInteger()))",
             "an extended resource takes a whole number, and its request needs an equal limit",
             ".limits",
             _extended_whole_and_equal,
@@ -210,7 +196,7 @@ class Toleration(CoreModel):
     """Taint value to match with Equal; empty with Exists."""
     effect: TaintEffect | None = None
     """Taint effect to match; unset matches all."""
-    toleration_seconds: int | None = Field(default=None, ge=-INT64_MAX - 1, le=INT64_MAX)
+    toleration_seconds: int | None = Field(default=None, ge=-JSON_INT_MAX, le=JSON_INT_MAX)
     """How long a NoExecute taint is tolerated; needs effect NoExecute."""
 
     _rules: ClassVar[tuple[CelRule, ...]] = (

@@ -4,7 +4,8 @@ disagree fails the test, named with its manifest.
 
 The cases come from tests/integration/invalid_cases.py (hypothesis, seeded): the models' own
 constraints for every spec field, Kubernetes' rules for the fields that reach a child, and the
-cross-field rules. They go to the API server as server-side dry runs (``dryRun=All`` with
+cross-field rules. Generated valid values of the same fields are controls that both must
+accept. They go to the API server as server-side dry runs (``dryRun=All`` with
 strict field validation, what ``kubectl apply --dry-run=server`` sends), one request each on
 one connection, so several hundred take seconds. What only the cluster can know (a claim
 that does not exist, an image that does not pull) is in test_operator_stuck_children.py.
@@ -25,7 +26,7 @@ from kubernetes.client import CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
 
 from distgnn_api.spec import GROUP, PLURAL, VERSION, SpecError, parse_job
-from tests.integration.invalid_cases import Case, generate
+from tests.integration.invalid_cases import Case, generate, generate_valid
 from tests.operator.harness import install_crd, report
 from tests.support.controlplane import ControlPlane
 
@@ -153,6 +154,27 @@ def test_pydantic_and_the_api_server_refuse_every_case_naming_the_field(
     assert not failures, f"{len(failures)} of {len(verdicts)} cases disagree:\n" + "\n".join(
         failures[:40]
     )
+
+
+def test_valid_controls_are_accepted_by_both(control_plane: ControlPlane) -> None:
+    """Generated valid values of the same fields: the rules refuse only what they should."""
+    namespace = control_plane.create_namespace("differential-valid")
+    api = CustomObjectsApi(control_plane.api_client())
+    try:
+        controls = generate_valid(SEED, 4)
+        failures = []
+        for case in controls:
+            refused_by = _pydantic(case)
+            status, message = _server(api, namespace, case)
+            if refused_by or status >= 400:
+                failures.append(
+                    f"{case.id}: pydantic named {list(refused_by)}; API server {status} {message}"
+                    f"\n  {json.dumps(case.manifest)}"
+                )
+    finally:
+        control_plane.delete_namespace(namespace)
+    assert len(controls) >= 40
+    assert not failures, "\n".join(failures)
 
 
 def test_the_same_seed_gives_the_same_cases() -> None:
