@@ -50,7 +50,7 @@ OPERATOR_RULES: frozenset[Rule] = frozenset(
         ("", ["configmaps", "services", "persistentvolumeclaims"], ["get", "create", "patch"]),
         ("networking.k8s.io", ["networkpolicies"], ["get", "create", "patch"]),
         ("", ["pods"], ["get", "list", "watch", "delete"]),
-        ("", ["events"], ["create"]),
+        ("", ["events"], ["create", "list"]),
         ("apiextensions.k8s.io", ["customresourcedefinitions"], ["list", "watch"]),
     )
     for resource in resources
