@@ -107,16 +107,16 @@ def _model_rules(node: dict[str, Any], path: str) -> list[st.SearchStrategy[Any]
     elif kind == "number":
         out.append(st.one_of(_text(1, 5), st.booleans()))
         if "minimum" in node:
-            low = float(node["minimum"])
-            below = st.floats(max_value=low, allow_nan=False, allow_infinity=False, width=32)
+            fmin = float(node["minimum"])
+            below = st.floats(max_value=fmin, allow_nan=False, allow_infinity=False, width=32)
             out.append(
-                below.filter(lambda x: x < low or (x == low and node.get("exclusiveMinimum")))
+                below.filter(lambda x: x < fmin or (x == fmin and node.get("exclusiveMinimum")))
             )
         if "maximum" in node:
-            high = float(node["maximum"])
-            above = st.floats(min_value=high, allow_nan=False, allow_infinity=False, width=32)
+            fmax = float(node["maximum"])
+            above = st.floats(min_value=fmax, allow_nan=False, allow_infinity=False, width=32)
             out.append(
-                above.filter(lambda x: x > high or (x == high and node.get("exclusiveMaximum")))
+                above.filter(lambda x: x > fmax or (x == fmax and node.get("exclusiveMaximum")))
             )
     elif kind == "boolean":
         out.append(st.one_of(st.sampled_from(["true", "yes", "1"]), st.integers(0, 1)))
@@ -156,7 +156,7 @@ def model_field_rules() -> list[FieldRule]:
         if node.get("type") == "object" and "properties" in node:
             # An unknown key inside the object, or the object replaced by a scalar.
             bogus = strategies.pop()
-            rules.append(FieldRule(field, bogus.map(lambda v, p=path: [(p, v)])))
+            rules.append(FieldRule(field, _set(path, bogus)))
         if strategies:
             rules.append(FieldRule(field, _set(path, st.one_of(strategies))))
     return rules
@@ -339,6 +339,10 @@ def _affinity() -> st.SearchStrategy[list[tuple[str, Any]]]:
     )
 
 
+def _dataset_path(source: str) -> Callable[[list[str]], list[tuple[str, Any]]]:
+    return lambda parts: [("spec/dataset", {source: {"path": "/".join(parts)}})]
+
+
 def kubernetes_rules() -> list[FieldRule]:
     """Rules Kubernetes applies to the values the job passes to its children."""
     rules = [
@@ -397,11 +401,7 @@ def kubernetes_rules() -> list[FieldRule]:
         rules.append(
             FieldRule(
                 f"spec.{path.replace('/', '.')}",
-                parts.map(
-                    lambda p, path=path: [
-                        ("spec/dataset", {path.split("/")[1]: {"path": "/".join(p)}})
-                    ]
-                ),
+                parts.map(_dataset_path(path.split("/")[1])),
             )
         )
     return rules

@@ -96,7 +96,7 @@ def _server(api: CustomObjectsApi, namespace: str, case: Case) -> tuple[int, str
         )
     except ApiException as err:
         try:
-            message = str(json.loads(err.body).get("message", err.body))
+            message = str(json.loads(err.body or "{}").get("message", err.body))
         except (TypeError, ValueError):
             message = str(err.body)
         return int(err.status), message
