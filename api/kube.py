@@ -197,8 +197,11 @@ Labels = Annotated[
     Field(max_length=MAX_MAP_ENTRIES, json_schema_extra=_KEYS_EXTRA),
 ]
 """A label map: qualified-name keys, label values."""
+# Kubernetes caps all annotations of an object at 256 KiB: 64 keys of at most 317 bytes and
+# values of at most 900 characters (3600 bytes in UTF-8) stay below it.
+ANNOTATION_VALUE_MAX = 900
 Annotations = Annotated[
-    dict[str, Annotated[str, Field(max_length=65536)]],
+    dict[str, Annotated[str, Field(max_length=ANNOTATION_VALUE_MAX)]],
     AfterValidator(_check_keys),
     Field(max_length=MAX_MAP_ENTRIES, json_schema_extra=_KEYS_EXTRA),
 ]

@@ -363,7 +363,13 @@ def kubernetes_rules() -> list[FieldRule]:
         FieldRule("spec.scheduling.labels", _label_map("spec/scheduling/labels")),
         FieldRule(
             "spec.scheduling.annotations",
-            _BAD_KEY.map(lambda k: [("spec/scheduling/annotations", {k: "any value"})]),
+            st.one_of(
+                _BAD_KEY.map(lambda k: [("spec/scheduling/annotations", {k: "any value"})]),
+                # values beyond what keeps all annotations under Kubernetes' 256 KiB
+                st.integers(901, 2000).map(
+                    lambda n: [("spec/scheduling/annotations", {"a": "x" * n})]
+                ),
+            ),
         ),
         FieldRule(
             "spec.networkPolicy.monitoringNamespaceSelector",
