@@ -28,12 +28,13 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from distgnn_api.affinity import Affinity
 from distgnn_api.cel import CelRule
 from distgnn_api.cel import cel as _cel
 from distgnn_api.cel import enforce as _enforce
 from distgnn_api.cel import rules_extra as _rules_extra
-from distgnn_api.core_types import Affinity, Toleration
 from distgnn_api.core_types import ResourceRequirements as ResourceRequirements
+from distgnn_api.core_types import Toleration
 from distgnn_api.kube import QUANTITY_PATTERN as QUANTITY_PATTERN
 from distgnn_api.kube import (
     Annotations,

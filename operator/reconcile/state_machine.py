@@ -40,14 +40,10 @@ from distgnn_operator.builders import (
 from distgnn_operator.constants import (
     ANNOTATION_TEMPLATE_HASH,
     CHILD_CONFLICT,
-    CHILD_REJECTED,
-    CHILD_REJECTED_FAILED,
-    COND_BLOCKED,
     COND_FAILED,
     INVALID_SPEC,
     PARTITION_COMPLETE,
     TTL_EXPIRED,
-    UNBLOCKED,
 )
 from distgnn_operator.reconcile import events
 from distgnn_operator.reconcile.apply import (
@@ -67,6 +63,12 @@ from distgnn_operator.reconcile.kube_api import (
 )
 from distgnn_operator.reconcile.observe import Children, read_children, to_observed, trainer_zero_ip
 from distgnn_operator.reconcile.progress import fetch_progress
+from distgnn_operator.reconcile.status_writes import (
+    ReconcileResult,
+    clear_rejections,
+    report_rejection,
+    write_status,
+)
 from distgnn_operator.status import (
     PartitionJobView,
     PodView,
@@ -92,24 +94,6 @@ class ReconcileOptions:
     child_rejection_limit: int = 5
     """Refusals of a child by the API server (in a row) before the job is Failed."""
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
-
-
-@dataclass
-class ReconcileResult:
-    """What happened, for metrics, logs and requeueing."""
-
-    previous_phase: Phase | None = None
-    phase: Phase | None = None
-    failure_reason: str | None = None
-    deleted: bool = False
-    gone: bool = False
-    status_written: bool = False
-    requeue_after: float | None = None
-    actions: list[str] = field(default_factory=list)
-
-    @property
-    def transitioned(self) -> bool:
-        return self.phase is not None and self.phase != self.previous_phase
 
 
 def reconcile_job(
@@ -172,7 +156,7 @@ def _reconcile(api: KubeApi, job: dict[str, Any], options: ReconcileOptions) -> 
         partition_reused=bool(status.partition and status.partition.reused),
     )
 
-    job = _write_status(api, job, previous, status, now, result)
+    job = write_status(api, job, previous, status, now, result)
     if ttl_after_finished.expired(spec, status, now):
         ttl = spec.run_policy.ttl_seconds_after_finished
         events.record(api, job, "Normal", *TTL_EXPIRED.format(ttl=ttl), now)
@@ -184,40 +168,12 @@ def _reconcile(api: KubeApi, job: dict[str, Any], options: ReconcileOptions) -> 
     except ChildConflict as conflict:
         _report_conflict(api, job, status, conflict, now, result)
     except ChildRejected as rejected:
-        _report_rejection(api, job, status, rejected, now, result, options.child_rejection_limit)
+        report_rejection(api, job, status, rejected, now, result, options.child_rejection_limit)
         return result
     if status.child_rejections:
-        _clear_rejections(api, job, status, now, result)
+        clear_rejections(api, job, status, now, result)
     result.requeue_after = _requeue_after(spec, status, now)
     return result
-
-
-def _write_status(
-    api: KubeApi,
-    job: dict[str, Any],
-    previous: DistGNNJobStatus | None,
-    status: DistGNNJobStatus,
-    now: datetime,
-    result: ReconcileResult,
-) -> dict[str, Any]:
-    """Patch the status subresource when it changed (optimistically: a stale read conflicts)."""
-    if previous == status:
-        return job
-    meta = job["metadata"]
-    body = {
-        "metadata": {"resourceVersion": meta["resourceVersion"]},
-        "status": status.model_dump(mode="json", by_alias=True),
-    }
-    updated = api.patch(DISTGNNJOB, meta["namespace"], meta["name"], body, subresource="status")
-    result.status_written = True
-    failed = next(
-        (c for c in status.conditions if c.type == COND_FAILED and c.status == "True"), None
-    )
-    if failed is not None and status.phase is Phase.failed:
-        result.failure_reason = failed.reason
-    for type_, reason, message in events.transitions(previous, status):
-        events.record(api, job, type_, reason, message, now)
-    return updated
 
 
 def _act(
@@ -405,71 +361,8 @@ def _invalid(
         }
     )
     result.phase = Phase.failed
-    _write_status(api, job, previous, status, now, result)
+    write_status(api, job, previous, status, now, result)
     return result
-
-
-def _report_rejection(
-    api: KubeApi,
-    job: dict[str, Any],
-    status: DistGNNJobStatus,
-    rejected: ChildRejected,
-    now: datetime,
-    result: ReconcileResult,
-    limit: int,
-) -> None:
-    """The API server refused a child: say so in Blocked (and an Event quoting it), and fail
-    the job at the limit. Below it, raise so the trigger retries with backoff."""
-    err = rejected.error
-    attempt = status.child_rejections + 1
-    values = {
-        "kind": rejected.kind,
-        "name": rejected.name,
-        "code": err.status,
-        "status": err.body.get("reason") or err.reason,
-        "message": err.message,
-    }
-    stamp = format_time(now)
-    conditions = set_condition(
-        status.conditions,
-        COND_BLOCKED,
-        "True",
-        *CHILD_REJECTED.format(attempt=attempt, limit=limit, **values),
-        stamp,
-    )
-    update: dict[str, Any] = {"child_rejections": attempt, "conditions": conditions}
-    if attempt >= limit:
-        reason, message = CHILD_REJECTED_FAILED.format(attempts=attempt, **values)
-        update["conditions"] = set_condition(
-            conditions, COND_FAILED, "True", reason, message, stamp
-        )
-        update["phase"] = Phase.failed
-        update["completion_time"] = stamp
-    failed = status.model_copy(update=update)
-    result.phase = failed.phase
-    result.actions.append(f"refused {rejected.kind} {rejected.name} ({attempt} of {limit})")
-    _write_status(api, job, status, failed, now, result)
-    if failed.phase is not Phase.failed:
-        raise rejected
-
-
-def _clear_rejections(
-    api: KubeApi,
-    job: dict[str, Any],
-    status: DistGNNJobStatus,
-    now: datetime,
-    result: ReconcileResult,
-) -> None:
-    """Every child was accepted again: reset the count of refusals and clear Blocked."""
-    cleared = status.model_copy(
-        update={
-            "child_rejections": 0,
-            "conditions": set_condition(
-                status.conditions, COND_BLOCKED, "False", *UNBLOCKED.format(), format_time(now)
-            ),
-        }
-    )
-    _write_status(api, job, status, cleared, now, result)
 
 
 def _report_conflict(

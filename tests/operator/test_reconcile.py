@@ -23,11 +23,8 @@ from distgnn_operator.reconcile.kube_api import (
     SERVICE,
     STATEFULSET,
 )
-from distgnn_operator.reconcile.state_machine import (
-    ReconcileOptions,
-    ReconcileResult,
-    reconcile_job,
-)
+from distgnn_operator.reconcile.state_machine import ReconcileOptions, reconcile_job
+from distgnn_operator.reconcile.status_writes import ReconcileResult
 from tests.operator.factories import T0, make_spec, raw_job, raw_pod
 from tests.operator.fake_api import FakeKubeApi
 
