@@ -26,7 +26,8 @@ from kubernetes.client import CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
 
 from distgnn_api.spec import GROUP, PLURAL, VERSION, SpecError, parse_job
-from tests.integration.invalid_cases import Case, generate, generate_valid
+from tests.integration.invalid_cases import Case, generate
+from tests.integration.valid_cases import generate_valid
 from tests.operator.harness import install_crd, report
 from tests.support.controlplane import ControlPlane
 
