@@ -180,7 +180,7 @@ def peer_addrs(job_name: str, role: Role, replicas: int, namespace: str, port: i
     return ",".join(f"{pod_dns_name(job_name, role, r, namespace)}:{port}" for r in range(replicas))
 
 
-# --------------------------------------------------------------------------- env reader
+# --------------------------------------------------------------------------- env reader, writer
 
 
 class ContractError(RuntimeError):
@@ -229,11 +229,51 @@ class WorkloadEnv:
     device: str | None = None
     rendezvous_timeout_s: float = DEFAULT_RENDEZVOUS_TIMEOUT_S
     shutdown_timeout_s: float = DEFAULT_SHUTDOWN_TIMEOUT_S
+    node_name: str | None = None
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def worker_mode(self) -> bool:
         return self.num_samplers == 0
+
+    def to_environ(self) -> dict[str, str]:
+        """The contract as env vars, in a stable order: the only writer of the contract's env.
+
+        :meth:`from_environ` reads it back to an equal value (``extra`` holds further
+        ``DISTGNN_*`` tuning variables, written after the contract's and never over them).
+        """
+        out = {
+            ENV_ROLE: self.role.value,
+            ENV_RANK: str(self.rank),
+            ENV_NUM_TRAINERS: str(self.num_trainers),
+            ENV_NUM_SAMPLERS: str(self.num_samplers),
+            ENV_PROCS_PER_POD: str(self.procs_per_pod),
+            ENV_TRAINER_ADDRS: ",".join(map(str, self.trainer_addrs)),
+            ENV_SAMPLER_ADDRS: ",".join(map(str, self.sampler_addrs)),
+            ENV_DDP_PORT: str(self.ddp_port),
+            ENV_METRICS_PORT: str(self.metrics_port),
+            ENV_DATA_DIR: str(self.data_dir),
+            ENV_PARTITION_DIR: str(self.partition_dir),
+            ENV_RUN_DIR: str(self.run_dir),
+            ENV_CONFIG: str(self.config_path),
+            ENV_JOB_NAME: self.job_name,
+            ENV_JOB_UID: self.job_uid,
+            ENV_NAMESPACE: self.namespace,
+        }
+        if self.device is not None:
+            out[ENV_DEVICE] = self.device
+        out[ENV_RENDEZVOUS_TIMEOUT] = str(self.rendezvous_timeout_s)
+        out[ENV_SHUTDOWN_TIMEOUT] = str(self.shutdown_timeout_s)
+        if self.node_name is not None:
+            out[ENV_NODE_NAME] = self.node_name
+        clash = sorted(set(self.extra) & set(out))
+        if clash:
+            raise ContractError(
+                f"WorkloadEnv.extra sets {', '.join(clash)}, which the contract's own fields "
+                "write; set the field instead"
+            )
+        out.update(self.extra)
+        return out
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> WorkloadEnv:
@@ -295,6 +335,7 @@ class WorkloadEnv:
             device=env.get(ENV_DEVICE) or None,
             rendezvous_timeout_s=timeout,
             shutdown_timeout_s=get_seconds(ENV_SHUTDOWN_TIMEOUT, DEFAULT_SHUTDOWN_TIMEOUT_S),
+            node_name=env.get(ENV_NODE_NAME) or None,
         )
 
 

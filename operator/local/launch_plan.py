@@ -13,21 +13,21 @@ import re
 import socket
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from distgnn_api.contract import (
-    ENV_DDP_PORT,
-    ENV_DEVICE,
-    ENV_METRICS_PORT,
-    ENV_PROCS_PER_POD,
-    ENV_RUN_DIR,
+    ENV_ROLE,
+    ENV_SAMPLER_ADDRS,
+    ENV_TRAINER_ADDRS,
+    ContractError,
     Role,
+    WorkloadEnv,
     pod_name,
-    service_name,
 )
-from distgnn_operator.local.ports import LOOPBACK, free_ports
+from distgnn_operator.local.loopback import LocalModeError, LoopbackNetwork
+from distgnn_operator.local.ports import LOOPBACK
 
 GPU_RESOURCE = "nvidia.com/gpu"
 POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
@@ -40,10 +40,6 @@ _PYTHON_COMMANDS = frozenset(
 )
 _FIELD_RE = re.compile(r"^metadata\.(labels|annotations)\['([^']+)'\]$")
 _VAR_REF_RE = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
-
-
-class LocalModeError(Exception):
-    """A rendered manifest that local mode cannot run; the message names the field."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +58,12 @@ class ProcessSpec:
         """The role and rank, as the user reads them: trainer-1."""
         return f"{self.role.value}-{self.rank}"
 
+    def with_contract(self, **changes: Any) -> ProcessSpec:
+        """This process with fields of its contract changed (e.g. ``rendezvous_timeout_s``,
+        ``extra`` tuning variables), written back by the contract's one writer."""
+        contract = replace(WorkloadEnv.from_environ(self.env), **changes)
+        return replace(self, env={**self.env, **contract.to_environ()})
+
 
 @dataclass(frozen=True)
 class LocalLayout:
@@ -77,52 +79,6 @@ class LocalLayout:
     @property
     def log_dir(self) -> Path:
         return self.run_dir / "logs"
-
-
-class LoopbackNetwork:
-    """A loopback port for each (role, rank, container port), and the DNS names of the pods."""
-
-    def __init__(self, job_name: str, namespace: str) -> None:
-        self._job_name = job_name
-        self._namespace = namespace
-        self._ports: dict[tuple[Role, int, int], int] = {}
-        self._hosts: dict[str, tuple[Role, int]] = {}
-
-    def port(self, role: Role, rank: int, container_port: int) -> int:
-        """The loopback port that stands in for a pod's container port (allocated once)."""
-        key = (role, rank, container_port)
-        if key not in self._ports:
-            used = set(self._ports.values())
-            port = next(p for p in free_ports(len(used) + 1) if p not in used)
-            self._ports[key] = port
-        return self._ports[key]
-
-    def add_pod(self, role: Role, rank: int) -> None:
-        """Register every name a peer may use for this pod (FQDN with and without suffixes)."""
-        pod = pod_name(self._job_name, role, rank)
-        svc = service_name(self._job_name)
-        base = f"{pod}.{svc}"
-        for host in (
-            base,
-            f"{base}.{self._namespace}",
-            f"{base}.{self._namespace}.svc",
-            f"{base}.{self._namespace}.svc.cluster.local",
-        ):
-            self._hosts[host] = (role, rank)
-
-    def rewrite_addresses(self, var: str, value: str) -> str:
-        """Replace each pod host:port in a comma list by 127.0.0.1:<its loopback port>."""
-        items = [x.strip() for x in value.split(",")]
-        if not any(item.rpartition(":")[0] in self._hosts for item in items):
-            return value
-        out = []
-        for item in items:
-            host, _, port = item.rpartition(":")
-            if host not in self._hosts or not port.isdigit():
-                raise LocalModeError(f"env {var}: {item!r} is not host:port of a pod of this job")
-            role, rank = self._hosts[host]
-            out.append(f"{LOOPBACK}:{self.port(role, rank, int(port))}")
-        return ",".join(out)
 
 
 def _expand(value: str, env: Mapping[str, str]) -> str:
@@ -249,23 +205,13 @@ class LaunchPlanner:
         for item in container.get("env", []):
             env[item["name"]] = self._env_value(item, env, pod, where)
 
-        for var, value in list(env.items()):
-            value = self.network.rewrite_addresses(var, value)
-            env[var] = _map_path(value, mounts)
-        if ENV_RUN_DIR in env:
-            # --run-dir may move the run off the data dir; the default maps to the same path.
-            env[ENV_RUN_DIR] = str(self.layout.run_dir)
-        if ENV_METRICS_PORT in env:
-            env[ENV_METRICS_PORT] = str(self._port(role, rank, env, ENV_METRICS_PORT))
-        if ENV_DDP_PORT in env:
-            env[ENV_DDP_PORT] = str(self._port(Role.trainer, 0, env, ENV_DDP_PORT))
-
         devices = self._devices(role, rank, gpus_per_pod)
+        contract = self._local_contract(env, role, rank, devices, mounts, where)
+        for var, value in list(env.items()):
+            if var not in contract:
+                env[var] = _map_path(self.network.rewrite_addresses(var, value), mounts)
+        env.update(contract)
         env["CUDA_VISIBLE_DEVICES"] = ",".join(devices)
-        env[ENV_DEVICE] = "cuda" if devices else "cpu"
-        if ENV_PROCS_PER_POD in env:
-            # Training processes per trainer pod: one per GPU it gets here, else one.
-            env[ENV_PROCS_PER_POD] = str(self._procs_per_trainer)
 
         command = [_expand(x, env) for x in container.get("command", [])]
         args = [_expand(x, env) for x in container.get("args", [])]
@@ -284,6 +230,7 @@ class LaunchPlanner:
             # Keep gloo and TensorPipe on loopback: the local run needs no network.
             full_env.setdefault("GLOO_SOCKET_IFNAME", self._lo)
             full_env.setdefault("TP_SOCKET_IFNAME", self._lo)
+            full_env.setdefault("NCCL_SOCKET_IFNAME", self._lo)
         if "OMP_NUM_THREADS" not in env and "OMP_NUM_THREADS" not in full_env:
             full_env["OMP_NUM_THREADS"] = str(max(1, threads))
         full_env.update(env)
@@ -299,11 +246,44 @@ class LaunchPlanner:
             log_path=self.layout.log_dir / f"{role.value}-{rank}.log",
         )
 
-    def _port(self, role: Role, rank: int, env: Mapping[str, str], var: str) -> int:
-        raw = env[var]
-        if not raw.isdigit():
-            raise LocalModeError(f"env {var}={raw!r} is not a port number")
-        return self.network.port(role, rank, int(raw))
+    def _local_contract(
+        self,
+        env: Mapping[str, str],
+        role: Role,
+        rank: int,
+        devices: Sequence[str],
+        mounts: Sequence[tuple[str, Path]],
+        where: str,
+    ) -> dict[str, str]:
+        """The contract the pod was rendered with, rewritten for this machine by its writer:
+        volume paths mapped, peers and ports on loopback, the devices this process gets.
+        Empty for a container that carries no contract (no ENV_ROLE)."""
+        if ENV_ROLE not in env:
+            return {}
+        try:
+            rendered = WorkloadEnv.from_environ(env)
+        except ContractError as err:
+            raise LocalModeError(f"{where}: {err}") from None
+
+        def local_path(path: Path) -> Path:
+            return Path(_map_path(str(path), mounts))
+
+        local = replace(
+            rendered,
+            trainer_addrs=self.network.addresses(ENV_TRAINER_ADDRS, rendered.trainer_addrs),
+            sampler_addrs=self.network.addresses(ENV_SAMPLER_ADDRS, rendered.sampler_addrs),
+            ddp_port=self.network.port(Role.trainer, 0, rendered.ddp_port),
+            metrics_port=self.network.port(role, rank, rendered.metrics_port),
+            data_dir=local_path(rendered.data_dir),
+            partition_dir=local_path(rendered.partition_dir),
+            # --run-dir may move the run off the data dir; the default maps to the same path.
+            run_dir=self.layout.run_dir,
+            config_path=local_path(rendered.config_path),
+            device="cuda" if devices else "cpu",
+            # Training processes per trainer pod: one per GPU it gets here, else one.
+            procs_per_pod=self._procs_per_trainer,
+        )
+        return local.to_environ()
 
     def _config_map(self, name: str, where: str) -> Mapping[str, Any]:
         if name not in self._config_maps:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,47 @@ def test_env_round_trip() -> None:
     assert env.ddp_port == c.DDP_PORT
     assert env.config_path == Path(c.CONFIG_MOUNT_DIR) / c.CONFIG_FILE_NAME
     assert not env.worker_mode
+
+
+@pytest.mark.parametrize(("device", "node"), [(None, None), ("cuda:1", "node-a")])
+def test_env_writer_round_trips_through_the_reader(device: str | None, node: str | None) -> None:
+    env = c.WorkloadEnv(
+        role=c.Role.sampler,
+        rank=3,
+        num_trainers=4,
+        num_samplers=0,
+        procs_per_pod=2,
+        trainer_addrs=(c.Address("t-0.svc", 29500), c.Address("127.0.0.1", 4001)),
+        sampler_addrs=(),
+        ddp_port=4100,
+        metrics_port=9401,
+        data_dir=Path("/data"),
+        partition_dir=Path("/data/partitions/k"),
+        run_dir=Path("/data/runs/u"),
+        config_path=Path("/etc/distgnn/job.json"),
+        job_name="job",
+        job_uid="u",
+        namespace="ns",
+        device=device,
+        rendezvous_timeout_s=12.5,
+        shutdown_timeout_s=3.0,
+        node_name=node,
+    )
+    written = env.to_environ()
+    assert all(isinstance(v, str) for v in written.values())
+    assert c.WorkloadEnv.from_environ(written) == env
+    # Every variable the reader knows is written (the device and node only when known).
+    contract_vars = {v for k, v in vars(c).items() if k.startswith("ENV_")}
+    optional = {c.ENV_DEVICE, c.ENV_NODE_NAME}
+    assert contract_vars - set(written) == (set() if device else optional)
+
+
+def test_env_writer_adds_extra_variables_but_never_over_the_contract() -> None:
+    env = c.WorkloadEnv.from_environ(_env())
+    written = replace(env, extra={"DISTGNN_CUDA_GRAPH": "static"}).to_environ()
+    assert written["DISTGNN_CUDA_GRAPH"] == "static"
+    with pytest.raises(c.ContractError, match=c.ENV_RANK):
+        replace(env, extra={c.ENV_RANK: "7"}).to_environ()
 
 
 @pytest.mark.parametrize(

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from distgnn_api.contract import (
+    DEFAULT_SHUTDOWN_TIMEOUT_S,
     ENV_CONFIG,
     ENV_DATA_DIR,
     ENV_DDP_PORT,
@@ -35,6 +37,7 @@ from distgnn_operator.local.launch_plan import (
     LocalModeError,
     ProcessSpec,
 )
+from distgnn_operator.local.ports import ephemeral_range, free_ports
 
 UID = "0f8e2a56-6c1e-4c39-9d55-3d2f0b7c1a11"
 
@@ -175,3 +178,27 @@ def test_addresses_and_ports_rewritten_only_where_the_builder_set_them(tmp_path:
     assert planner.network.port(Role.trainer, 0, 29400) == int(trainer0.env[ENV_DDP_PORT])
     metrics = int(trainer0.env[ENV_METRICS_PORT])
     assert planner.network.port(Role.trainer, 0, _spec().metrics_port) == metrics
+
+
+def test_the_contract_is_written_by_its_writer_and_changed_through_it(tmp_path: Path) -> None:
+    _, plans = _plan(tmp_path, _spec())
+    trainer1 = plans[Role.trainer][1]
+    env = WorkloadEnv.from_environ(trainer1.env)
+    assert {k: trainer1.env[k] for k in env.to_environ()} == env.to_environ()
+    assert env.shutdown_timeout_s == DEFAULT_SHUTDOWN_TIMEOUT_S
+    quick = trainer1.with_contract(shutdown_timeout_s=2.0, extra={"DISTGNN_CUDA_GRAPH": "off"})
+    changed = WorkloadEnv.from_environ(quick.env)
+    assert changed == replace(env, shutdown_timeout_s=2.0)
+    assert quick.env["DISTGNN_CUDA_GRAPH"] == "off"
+    assert quick.env["PYTHONUNBUFFERED"] == "1"
+
+
+def test_loopback_ports_avoid_the_kernels_ephemeral_range(tmp_path: Path) -> None:
+    low, high = ephemeral_range()
+    _, plans = _plan(tmp_path, _spec())
+    envs = [WorkloadEnv.from_environ(p.env) for procs in plans.values() for p in procs]
+    ports = {a.port for a in envs[0].trainer_addrs + envs[0].sampler_addrs}
+    ports |= {envs[0].ddp_port} | {e.metrics_port for e in envs}
+    assert ports
+    assert not [p for p in ports if low <= p <= high]
+    assert len(set(free_ports(50))) == 50
