@@ -1,38 +1,49 @@
-"""Distributed training throughput: the real entry points, as local processes, on 1 and 2 GPUs.
+"""Distributed training throughput: the real entry points, started as ``distgnn run`` starts
+them, on any number of GPUs.
 
-Generates the products-scale synthetic graph on the GPU (``benchmarks/gpu/synthetic_gpu.py``),
-writes one partition store with 2 random partitions (reused by every run), then runs
-``python -m distgnn_workload.sampler|trainer`` with the contract's environment, one process
-per GPU with NCCL, for each run of ``--runs`` (``mode-gpus-precision[-cacheRatio]``):
+Generates the products-scale synthetic graph on the GPU (``benchmarks/gpu/synthetic_gpu.py``)
+and writes one partition store with random partitions, reused by every run: as many
+partitions as the least common multiple of the runs' GPU counts (2 for runs on 1 and 2 GPUs,
+4 with a 4-GPU run), so that every run's holders own equal blocks. Each run of ``--runs``
+(``mode-gpus-precision[-cacheRatio]``) renders the job with the operator's builders and
+starts its pods as local processes through the launch plan of ``distgnn run``
+(``distgnn_operator.local.job_plan``), one trainer process per GPU with NCCL:
 
-- worker mode (trainers sample their own partition; features of the other partition come
-  from the hot-feature cache, the rest from the peer through shared slots) and
-  server-client mode (sampler processes on the same GPUs write feature-complete mini-batches
-  into shared slots of the trainers; RPC carries requests and sizes);
-- 1 GPU and 2 GPUs (one trainer pod per GPU);
+- worker mode (trainers sample their own partitions; features of other partitions come
+  from the hot-feature cache, the rest from their owners) and server-client mode (sampler
+  processes, one per GPU, write feature-complete mini-batches into shared slots of the
+  trainers; RPC carries requests and sizes);
+- 1 to N GPUs (one trainer pod per GPU);
 - fp32 and bf16 (autocast, bf16 features); cacheRatio 1 unless given.
 
 Each run trains ``--epochs`` epochs (3-layer GraphSAGE, hidden 256, fanout 15/10/5, batch
-1024 per GPU); the first is warm-up. From the trainers' ``training_stats.json`` it reports,
-as JSON lines: seeds/s per GPU, sampled edges/s, and the data-wait share (how long the
-training stream stalled for data, over the epoch time; the host-side wait is reported
-too), with the GPUs' utilisation and which process holds a context on which GPU
-(``nvidia-smi``), whether the training step ran as a CUDA graph and how many shared slots
-were mapped. Then the 1 -> 2 GPU scaling and, with ``--pyg-baseline``, the PyG
-``NeighborLoader`` baseline (``benchmarks/gpu/pyg_baseline.py``) on the same graph (at the
-``pyg`` place of ``--runs``) and the ratios to it. ``--profile RUN...`` writes a
-torch.profiler table and a chrome trace of trainer 0's steps 20-40 of its first epoch.
+1024 per GPU) with evaluation every ``--eval-every`` epochs, as the examples do; the first
+epoch is warm-up. ``--repeats N`` runs each configuration N times in this call. From the
+trainers' ``training_stats.json`` it reports, as JSON lines: seeds/s per GPU, sampled
+edges/s, the data-wait share (how long the training stream stalled for data, over the epoch
+time; the host-side wait too), each GPU's utilisation and which process holds a context on
+which GPU (``gpu_contexts``, from ``nvidia-smi``), whether the training step ran as a CUDA
+graph and how many shared slots were mapped. A run that does not finish within
+``--run-timeout`` is reported as ``hung``, with the stacks of every process still running
+(``py-spy dump`` when it is on PATH, and the workload's faulthandler through SIGUSR1).
+Then per configuration the median and spread (min-max) of seeds/s per GPU over the
+repeats, the scaling from 1 GPU to each larger count (medians, runs of this call only) and,
+with ``--pyg-baseline``, the PyG ``NeighborLoader`` baseline
+(``benchmarks/gpu/pyg_baseline.py``) on the same graph (at the ``pyg`` place of ``--runs``)
+and the ratios to it. ``--profile RUN...`` writes a torch.profiler table and a chrome trace
+of trainer 0's steps 20-40 of its first epoch.
 
-On the device machine with 2 GPUs (the repository copied there, the wheels of
-``../shared/wheels/gpu-py312-torch2.11/`` plus prometheus-client and pytest in a carried
-``.wheels/``; everything within one 10-minute command)::
+On the device machine (the repository copied there, the wheels of
+``../shared/wheels/gpu-py312-torch2.11/`` plus prometheus-client, rich and pytest in a
+carried ``.wheels/``; everything within one 10-minute command)::
 
     pip install -q --no-index --no-deps --target /tmp/site .wheels/*.whl \\
     && mkdir -p build/devpath && ln -sfn ../../api build/devpath/distgnn_api \\
     && ln -sfn ../../workload build/devpath/distgnn_workload \\
+    && ln -sfn ../../operator build/devpath/distgnn_operator \\
     && PYTHONPATH=/tmp/site:$PWD/build/devpath NCCL_NVLS_ENABLE=0 \\
        python benchmarks/gpu_distributed/bench.py --pyg-baseline --budget 330 \\
-         --profile worker-1-bf16 --out results/dist.jsonl
+         --repeats 3 --profile worker-1-bf16 --out results/dist.jsonl
 
 The GPU tests run with the same set-up:
 ``python -m pytest -q -p no:cacheprovider --noconftest -m gpu tests/workload tests/e2e``.
@@ -47,10 +58,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import signal
-import socket
+import statistics
 import subprocess
 import sys
 import threading
@@ -69,10 +81,13 @@ from synthetic_gpu import PRODUCTS_NODES, PRODUCTS_UNDIRECTED_EDGES, generate  #
 
 from distgnn_api import contract as c  # noqa: E402
 from distgnn_api.spec import DistGNNJobSpec, parse_spec  # noqa: E402
+from distgnn_operator.local.job_plan import JobPlan, plan_job, render_job  # noqa: E402
+from distgnn_operator.local.launch_plan import LocalLayout  # noqa: E402
+from distgnn_operator.local.supervisor import Supervisor  # noqa: E402
 from distgnn_workload.data.graph import GraphData  # noqa: E402
 from distgnn_workload.partition import PartitionStore, write_partitions  # noqa: E402
 
-NUM_PARTITIONS = 2
+JOB_NAME = "bench"
 ENV_RPC_CUDA = "DISTGNN_RPC_CUDA"
 ENV_PROFILE_DIR = "DISTGNN_PROFILE_DIR"
 STATS_FILE = "training_stats.json"
@@ -109,7 +124,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="runs in order, as mode-gpus-precision[-cacheRatio]; 'pyg' runs the baseline "
         "there (with --pyg-baseline); a short budget drops the last ones",
     )
+    p.add_argument("--repeats", type=int, default=1, help="runs of each configuration")
     p.add_argument("--epochs", type=int, default=3, help="the first is warm-up")
+    p.add_argument(
+        "--eval-every",
+        type=int,
+        default=1,
+        help="evaluate every N epochs, as the examples do (0: only at the end)",
+    )
     p.add_argument("--batch-size", type=int, default=1024)
     p.add_argument("--fanout", type=int, nargs="+", default=[15, 10, 5])
     p.add_argument("--hidden", type=int, default=256)
@@ -122,7 +144,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default="off",
         help="CUDA tensors over RPC (DISTGNN_RPC_CUDA); bulk data uses shared slots anyway",
     )
-    p.add_argument("--run-timeout", type=float, default=120.0)
+    p.add_argument("--run-timeout", type=float, default=120.0, help="past it a run is 'hung'")
     p.add_argument("--budget", type=float, default=540.0, help="seconds for the whole script")
     p.add_argument("--pyg-baseline", action="store_true")
     p.add_argument("--pyg-timeout", type=float, default=130.0)
@@ -130,7 +152,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--work-dir", type=Path, default=Path("/tmp/distgnn-dist-bench"))
     p.add_argument("--out", type=Path, default=None)
     p.add_argument("--keep", action="store_true", help="keep the work dir")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.repeats < 1:
+        p.error("--repeats: must be at least 1")
+    if args.eval_every < 0:
+        p.error("--eval-every: must be 0 or more")
+    return args
 
 
 def emit(out: Path | None, record: dict[str, Any]) -> None:
@@ -144,8 +171,10 @@ def emit(out: Path | None, record: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------- data
 
 
-def build_store(args: argparse.Namespace, store_dir: Path) -> PartitionStore:
-    """Generate the graph on the device and write a 2-partition store (random assignment)."""
+def build_store(
+    args: argparse.Namespace, store_dir: Path, partitions: int, key: str
+) -> PartitionStore:
+    """Generate the graph on the device and write a store of ``partitions`` random partitions."""
     dev = torch.device(args.device)
     edges = args.edges or round(args.nodes * PRODUCTS_UNDIRECTED_EDGES / PRODUCTS_NODES)
     t0 = time.perf_counter()
@@ -164,7 +193,7 @@ def build_store(args: argparse.Namespace, store_dir: Path) -> PartitionStore:
     r = torch.rand(n, device=dev, generator=gen)
     val = ~train & (r < args.eval_fraction)
     test = ~train & (r >= 1.0 - args.eval_fraction)
-    parts = torch.randint(0, NUM_PARTITIONS, (n,), device=dev, generator=gen)
+    parts = torch.randint(0, partitions, (n,), device=dev, generator=gen)
     graph = GraphData(
         indptr=g.indptr.cpu().numpy(),
         indices=g.indices.cpu().numpy(),
@@ -184,11 +213,12 @@ def build_store(args: argparse.Namespace, store_dir: Path) -> PartitionStore:
     t1 = time.perf_counter()
     if store_dir.exists():
         shutil.rmtree(store_dir)
-    store = write_partitions(store_dir, graph, NUM_PARTITIONS, assignment=assignment, key="bench")
+    store = write_partitions(store_dir, graph, partitions, assignment=assignment, key=key)
     emit(
         args.out,
         {
             "bench": "dist_data",
+            "partitions": partitions,
             "nodes": n,
             "directed_edges": int(graph.num_edges),
             "train_nodes": int(graph.train_mask.sum()),
@@ -276,7 +306,14 @@ class RunConfig:
         return f"{self.name}-{self.cache_ratio:g}"
 
 
-def job_spec(cfg: RunConfig, args: argparse.Namespace, cuda: bool) -> DistGNNJobSpec:
+def num_partitions(runs: list[RunConfig]) -> int:
+    """Partitions that every run's holders (one per GPU) divide into equal blocks."""
+    return math.lcm(*(r.gpus for r in runs)) if runs else 1
+
+
+def job_spec(
+    cfg: RunConfig, args: argparse.Namespace, cuda: bool, partitions: int
+) -> DistGNNJobSpec:
     server = cfg.mode == "server"
     return parse_spec(
         {
@@ -289,7 +326,7 @@ def job_spec(cfg: RunConfig, args: argparse.Namespace, cuda: bool) -> DistGNNJob
                     "numClasses": args.classes,
                 }
             },
-            "partition": {"algorithm": "random", "numPartitions": NUM_PARTITIONS},
+            "partition": {"algorithm": "random", "numPartitions": partitions},
             "samplers": {
                 "replicas": cfg.gpus if server else 0,
                 "gpusPerPod": 1 if server and cuda else 0,
@@ -314,7 +351,7 @@ def job_spec(cfg: RunConfig, args: argparse.Namespace, cuda: bool) -> DistGNNJob
                 "epochs": args.epochs,
                 "batchSize": args.batch_size,
                 "learningRate": 0.003,
-                "evalEvery": 0,
+                "evalEvery": args.eval_every,
                 "checkpointEvery": args.epochs,
                 "bf16": cfg.precision == "bf16",
             },
@@ -322,135 +359,121 @@ def job_spec(cfg: RunConfig, args: argparse.Namespace, cuda: bool) -> DistGNNJob
     )
 
 
-def free_ports(count: int) -> list[int]:
-    socks = []
-    for _ in range(count):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-    ports = [int(s.getsockname()[1]) for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
-def launch(
+def plan(
     cfg: RunConfig,
     args: argparse.Namespace,
-    store_dir: Path,
+    partitions: int,
     root: Path,
     *,
     rpc_cuda: bool,
     profile: bool,
-) -> tuple[list[tuple[str, subprocess.Popen[bytes]]], Path]:
+) -> JobPlan:
+    """The run's processes, as ``distgnn run`` would start them (the partition is on disk)."""
     cuda = args.device == "cuda"
-    spec = job_spec(cfg, args, cuda)
+    spec = job_spec(cfg, args, cuda, partitions)
     uid = uuid.uuid4().hex
-    run_dir = root / "run"
-    run_dir.mkdir(parents=True)
-    config = root / c.CONFIG_FILE_NAME
-    config.write_text(c.job_config_json("bench", "default", uid, spec))
-    samplers = spec.samplers.replicas
-    ports = free_ports(2 * (cfg.gpus + samplers) + 1)
-    trainer_addrs = ",".join(f"127.0.0.1:{p}" for p in ports[: cfg.gpus])
-    sampler_addrs = ",".join(f"127.0.0.1:{p}" for p in ports[cfg.gpus : cfg.gpus + samplers])
-    ddp_port = ports[cfg.gpus + samplers]
-    metrics = iter(ports[cfg.gpus + samplers + 1 :])
-    base = {k: v for k, v in os.environ.items() if not k.startswith("DISTGNN_")}
-    base.update(
-        {
-            c.ENV_NUM_TRAINERS: str(cfg.gpus),
-            c.ENV_NUM_SAMPLERS: str(samplers),
-            c.ENV_PROCS_PER_POD: "1",
-            c.ENV_TRAINER_ADDRS: trainer_addrs,
-            c.ENV_SAMPLER_ADDRS: sampler_addrs,
-            c.ENV_DDP_PORT: str(ddp_port),
-            c.ENV_DATA_DIR: str(root),
-            c.ENV_PARTITION_DIR: str(store_dir),
-            c.ENV_RUN_DIR: str(run_dir),
-            c.ENV_CONFIG: str(config),
-            c.ENV_JOB_NAME: "bench",
-            c.ENV_JOB_UID: uid,
-            c.ENV_NAMESPACE: "default",
-            c.ENV_RENDEZVOUS_TIMEOUT: "120",
-            ENV_RPC_CUDA: "1" if rpc_cuda else "0",
-            "PYTHONUNBUFFERED": "1",
-            "GLOO_SOCKET_IFNAME": "lo",
-            "TP_SOCKET_IFNAME": "lo",
-            "NCCL_SOCKET_IFNAME": "lo",
-            "NCCL_NVLS_ENABLE": os.environ.get("NCCL_NVLS_ENABLE", "0"),
-        }
+    layout = LocalLayout(
+        job_name=JOB_NAME,
+        namespace="local",
+        data_dir=args.work_dir / "data",
+        run_dir=root,
+        gpus=tuple(str(i) for i in range(torch.cuda.device_count())) if cuda else (),
     )
-    if args.device == "cpu":
-        base.setdefault("OMP_NUM_THREADS", "1")
+    rendered = render_job(JOB_NAME, uid, spec, partition_reused=True)
+    extra = {ENV_RPC_CUDA: "1" if rpc_cuda else "0"}
     if profile:
-        base[ENV_PROFILE_DIR] = str(root / "profile")
-    procs: list[tuple[str, subprocess.Popen[bytes]]] = []
-    roles = [(c.Role.sampler, r) for r in range(samplers)]
-    roles += [(c.Role.trainer, r) for r in range(cfg.gpus)]
-    for role, rank in roles:
-        env = dict(base)
-        env[c.ENV_ROLE] = role.value
-        env[c.ENV_RANK] = str(rank)
-        env[c.ENV_METRICS_PORT] = str(next(metrics))
-        env[c.ENV_DEVICE] = f"cuda:{rank}" if cuda else "cpu"
-        name = f"{role.value}-{rank}"
-        log = open(root / f"{name}.log", "wb")  # noqa: SIM115 - owned by the child
-        proc = subprocess.Popen(
-            [sys.executable, "-m", c.role_module(role)],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=root,
-        )
-        log.close()
-        procs.append((name, proc))
-    return procs, run_dir
+        extra[ENV_PROFILE_DIR] = str(root / "profile")
+    job = plan_job(layout, rendered, threads=None if cuda else 1)
+    workload = [s.with_contract(rendezvous_timeout_s=120.0, extra=extra) for s in job.workload]
+    return JobPlan(planner=job.planner, partition=(), workload=workload)
 
 
-def _tail(root: Path, lines: int = 25) -> str:
-    out = []
-    for path in sorted(root.glob("*.log")):
-        text = path.read_text(errors="replace").splitlines()
-        keep = [t for t in text if "Warning" not in t and "warn(" not in t][-lines:]
-        out.append(f"--- {path.name}\n" + "\n".join(keep))
-    return "\n".join(out)
+def _log_tail(path: Path, lines: int = 25) -> str:
+    text = path.read_text(errors="replace").splitlines() if path.exists() else []
+    keep = [t for t in text if "Warning" not in t and "warn(" not in t][-lines:]
+    return "\n".join(keep)
+
+
+def stacks(sup: Supervisor, names: list[str], logs: dict[str, Path]) -> dict[str, str]:
+    """The stacks of every process still running: ``py-spy dump`` (when on PATH), then the
+    workload's faulthandler (SIGUSR1 writes every thread's stack to the process's log)."""
+    out: dict[str, str] = {}
+    py_spy = shutil.which("py-spy")
+    for name in names:
+        parts = []
+        if py_spy:
+            try:
+                proc = subprocess.run(
+                    [py_spy, "dump", "--pid", str(sup.pid(name))],
+                    capture_output=True,
+                    text=True,
+                    timeout=30,
+                )
+                parts.append("py-spy dump:\n" + (proc.stdout + proc.stderr).strip())
+            except (OSError, subprocess.TimeoutExpired) as err:
+                parts.append(f"py-spy dump failed: {err}")
+        log = logs[name]
+        offset = log.stat().st_size if log.exists() else 0
+        try:
+            os.kill(sup.pid(name), signal.SIGUSR1)
+        except ProcessLookupError:
+            parts.append("exited before its stack could be read")
+            out[name] = "\n".join(parts)
+            continue
+        time.sleep(1.5)
+        with open(log, "rb") as f:
+            f.seek(offset)
+            dumped = f.read().decode(errors="replace").strip()
+        parts.append("faulthandler (SIGUSR1):\n" + (dumped or "(nothing written)"))
+        out[name] = "\n".join(parts)
+    return out
 
 
 def run_one(
     cfg: RunConfig,
     args: argparse.Namespace,
-    store_dir: Path,
+    partitions: int,
     *,
+    repeat: int,
     rpc_cuda: bool,
     timeout: float,
 ) -> dict[str, Any]:
-    root = args.work_dir / f"run-{cfg.full_name}-{'cuda' if rpc_cuda else 'host'}-rpc"
+    root = args.work_dir / "runs" / f"{cfg.full_name}-{'cuda' if rpc_cuda else 'host'}-rpc-{repeat}"
     if root.exists():
         shutil.rmtree(root)
     root.mkdir(parents=True)
-    profile = cfg.full_name in args.profile or (cfg.cache_ratio == 1.0 and cfg.name in args.profile)
+    profile = repeat == 0 and (
+        cfg.full_name in args.profile or (cfg.cache_ratio == 1.0 and cfg.name in args.profile)
+    )
+    job = plan(cfg, args, partitions, root, rpc_cuda=rpc_cuda, profile=profile)
+    names = [s.name for s in job.workload]
+    logs = {s.name: s.log_path for s in job.workload}
     t0 = time.perf_counter()
     monitor = GpuMonitor().start() if args.device == "cuda" else None
-    procs, run_dir = launch(cfg, args, store_dir, root, rpc_cuda=rpc_cuda, profile=profile)
-    deadline = t0 + timeout
-    codes: dict[str, int | None] = {}
+    sup = Supervisor(grace_period_s=5)
+    status = "hung"
+    stuck: dict[str, str] = {}
     try:
+        for spec in job.workload:
+            sup.start(spec)
+        deadline = t0 + timeout
         while time.perf_counter() < deadline:
-            codes = {name: p.poll() for name, p in procs}
+            codes = {name: sup.poll(name) for name in names}
             if any(code not in (None, 0) for code in codes.values()):
+                status = "failed"
                 break
             if all(code == 0 for code in codes.values()):
+                status = "ok"
                 break
             time.sleep(0.2)
+        if status == "hung":
+            stuck = stacks(sup, [n for n in names if sup.poll(n) is None], logs)
     finally:
         if monitor is not None:
             monitor.stop()
-        for _, p in procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGKILL)
-                p.wait()
-        codes = {name: p.returncode for name, p in procs}
+        pids = {sup.pid(name): name for name in names}
+        sup.stop()
+    codes = {name: sup.poll(name) for name in names}
     wall = time.perf_counter() - t0
     record: dict[str, Any] = {
         "bench": "dist_run",
@@ -459,34 +482,43 @@ def run_one(
         "gpus": cfg.gpus,
         "precision": cfg.precision,
         "cache_ratio": cfg.cache_ratio,
+        "repeat": repeat,
         "rpc_cuda": rpc_cuda,
+        "eval_every": args.eval_every,
+        "status": status,
         "wall_s": round(wall, 1),
     }
     if monitor is not None:
-        record.update(monitor.summary({p.pid: name for name, p in procs}))
-    logs = {path.stem: path.read_text(errors="replace") for path in root.glob("*.log")}
-    fallbacks = [name for name, text in logs.items() if "falling back" in text]
+        record.update(monitor.summary(pids))
+    texts = {name: path.read_text(errors="replace") for name, path in logs.items() if path.exists()}
+    fallbacks = [name for name, text in texts.items() if "falling back" in text]
     if fallbacks:
         record["sampler_graph_fallback"] = fallbacks
-    trainer0 = logs.get("trainer-0", "")
+    trainer0 = texts.get("trainer-0", "")
     if "training step captured in a CUDA graph" in trainer0:
         record["step"] = "cuda graph"
     elif "CUDA graph capture of the training step failed" in trainer0:
         record["step"] = "eager (capture failed)"
     else:
         record["step"] = "eager"
-    record["shared_slots_mapped"] = sum(text.count("mapped ") for text in logs.values())
-    stats_path = run_dir / STATS_FILE
-    if not stats_path.exists() or any(code != 0 for code in codes.values()):
-        record["error"] = f"exit codes {codes}" + (" (timeout)" if wall >= timeout else "")
-        record["log_tail"] = _tail(root)
+    record["shared_slots_mapped"] = sum(text.count("mapped ") for text in texts.values())
+    stats_path = root / STATS_FILE
+    if status != "ok" or not stats_path.exists():
+        if status == "ok":
+            record["status"] = "failed"
+        record["error"] = f"exit codes {codes}" + (
+            f" (still running after {timeout:.0f}s: {sorted(stuck)})" if status == "hung" else ""
+        )
+        if stuck:
+            record["stacks"] = stuck
+        record["log_tail"] = {name: _log_tail(path) for name, path in logs.items()}
         return record
     epochs = json.loads(stats_path.read_text())["epochs"]
     measured = epochs[1:] if len(epochs) > 1 else epochs
     seconds = sum(e["seconds"] for e in measured)
     seeds = sum(e["seeds"] for e in measured)
     edges = sum(e["edges"] for e in measured)
-    result = json.loads((run_dir / c.RESULT_FILE).read_text())
+    result = json.loads((root / c.RESULT_FILE).read_text())
     record.update(
         {
             "epochs_measured": len(measured),
@@ -521,8 +553,17 @@ def run_one(
 def parse_run(token: str) -> RunConfig:
     """``mode-gpus-precision[-cacheRatio]``, e.g. ``worker-2-bf16-0.2``."""
     parts = token.split("-")
-    if len(parts) not in (3, 4) or parts[0] not in ("worker", "server"):
-        raise SystemExit(f"--runs: {token!r} is not mode-gpus-precision[-cacheRatio]")
+    if (
+        len(parts) not in (3, 4)
+        or parts[0] not in ("worker", "server")
+        or not parts[1].isdigit()
+        or int(parts[1]) < 1
+        or parts[2] not in ("fp32", "bf16")
+    ):
+        raise SystemExit(
+            f"--runs: {token!r} is not mode-gpus-precision[-cacheRatio], "
+            "e.g. worker-2-bf16 or server-4-fp32-0.2"
+        )
     ratio = float(parts[3]) if len(parts) == 4 else 1.0
     return RunConfig(parts[0], int(parts[1]), parts[2], ratio)
 
@@ -530,15 +571,18 @@ def parse_run(token: str) -> RunConfig:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.perf_counter()
+    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # NVLink multicast stays off (KINDS.md)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
     runs = [t if t == "pyg" else parse_run(t) for t in args.runs]
     if args.device == "cpu":  # bf16 needs a GPU
         runs = [r for r in runs if isinstance(r, str) or r.precision == "fp32"]
-    gpus = max((r.gpus for r in runs if isinstance(r, RunConfig)), default=1)
+    configs = [r for r in runs if isinstance(r, RunConfig)]
+    gpus = max((r.gpus for r in configs), default=1)
     if args.device == "cuda" and torch.cuda.device_count() < gpus:
         print(f"need {gpus} GPUs, have {torch.cuda.device_count()}", file=sys.stderr)
         return 2
+    partitions = num_partitions(configs)
     emit(
         args.out,
         {
@@ -551,14 +595,19 @@ def main(argv: list[str] | None = None) -> int:
             "batch_size": args.batch_size,
             "hidden": args.hidden,
             "epochs": args.epochs,
+            "eval_every": args.eval_every,
+            "repeats": args.repeats,
+            "partitions": partitions,
         },
     )
     args.work_dir.mkdir(parents=True, exist_ok=True)
-    store_dir = args.work_dir / "store"
-    build_store(args, store_dir)
+    if configs:
+        spec = job_spec(configs[0], args, args.device == "cuda", partitions)
+        key = c.partition_key(spec)
+        build_store(args, c.partition_dir(args.work_dir / "data", key), partitions, key)
     rpc_modes = {"on": [True], "off": [False], "auto": [args.device == "cuda", False]}
     choices = list(dict.fromkeys(rpc_modes[args.rpc_cuda]))
-    results: list[dict[str, Any]] = []
+    records: list[dict[str, Any]] = []
     pyg: float | None = None
     pyg_done = False
     if args.pyg_baseline and "pyg" not in runs:
@@ -568,66 +617,123 @@ def main(argv: list[str] | None = None) -> int:
             if args.pyg_baseline and not pyg_done:
                 pyg, pyg_done = pyg_baseline(args, started), True
             continue
-        for attempt, rpc_cuda in enumerate(choices):
-            left = args.budget - (time.perf_counter() - started)
-            if left < 40:
-                emit(args.out, {"bench": "dist_run", "run": run.full_name, "skipped": "budget"})
-                break
-            record = run_one(
-                run, args, store_dir, rpc_cuda=rpc_cuda, timeout=min(args.run_timeout, left)
-            )
-            retry = "error" in record and attempt + 1 < len(choices)
-            if retry:
-                record["retry"] = "with host tensors over RPC"
-            emit(args.out, record)
-            if "error" not in record:
-                results.append(record)
-                if attempt > 0:
-                    # CUDA tensors over RPC failed here: later runs go straight to host tensors.
-                    choices = choices[attempt:]
-                break
-    summarise(args, results)
+        for repeat in range(args.repeats):
+            for attempt, rpc_cuda in enumerate(choices):
+                left = args.budget - (time.perf_counter() - started)
+                if left < 40:
+                    emit(
+                        args.out,
+                        {
+                            "bench": "dist_run",
+                            "run": run.full_name,
+                            "repeat": repeat,
+                            "skipped": "budget",
+                        },
+                    )
+                    break
+                record = run_one(
+                    run,
+                    args,
+                    partitions,
+                    repeat=repeat,
+                    rpc_cuda=rpc_cuda,
+                    timeout=min(args.run_timeout, left),
+                )
+                retry = record["status"] == "failed" and attempt + 1 < len(choices)
+                if retry:
+                    record["retry"] = "with host tensors over RPC"
+                emit(args.out, record)
+                if not retry:
+                    records.append(record)
+                    if record["status"] == "ok" and attempt > 0:
+                        # CUDA tensors over RPC failed here: later runs use host tensors.
+                        choices = choices[attempt:]
+                    break
+    summaries = summarise(args, records)
     if pyg is not None:
-        compare(args, results, pyg)
-    table(results)
+        compare(args, summaries, pyg)
+    table(summaries)
     if not args.keep:
         shutil.rmtree(args.work_dir, ignore_errors=True)
     return 0
 
 
-def table(results: list[dict[str, Any]]) -> None:
-    """A human-readable summary of the runs that completed."""
-    print(
-        f"{'run':<22}{'cache':>6}{'rpc':>6}{'seeds/s/GPU':>13}{'edges/s':>12}"
-        f"{'data wait':>11}{'host wait':>11}{'test acc':>10}"
-    )
-    for r in results:
-        print(
-            f"{r['run']:<22}{r['cache_ratio']:>6g}{'cuda' if r['rpc_cuda'] else 'host':>6}"
-            f"{r['seeds_per_s_per_gpu']:>13,.0f}{r['sampled_edges_per_s']:>12.3g}"
-            f"{r['data_wait_share']:>11.1%}{r['host_wait_share']:>11.1%}"
-            f"{r['test_accuracy']:>10.3f}"
-        )
-
-
-def summarise(args: argparse.Namespace, results: list[dict[str, Any]]) -> None:
-    main_runs = {
-        (r["mode"], r["gpus"], r["precision"]): r for r in results if r["cache_ratio"] == 1.0
+def summarise(args: argparse.Namespace, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per configuration: the median and spread of seeds/s per GPU over its repeats, and its
+    hangs and failures; then the scaling from 1 GPU (medians of this call only)."""
+    groups: dict[tuple[str, int, str, float], list[dict[str, Any]]] = {}
+    for r in records:
+        groups.setdefault((r["mode"], r["gpus"], r["precision"], r["cache_ratio"]), []).append(r)
+    summaries = []
+    for (mode, gpus, precision, ratio), rs in groups.items():
+        ok = [r for r in rs if r["status"] == "ok"]
+        per_gpu = [r["seeds_per_s_per_gpu"] for r in ok]
+        summary: dict[str, Any] = {
+            "bench": "dist_summary",
+            "run": f"{mode}-{gpus}-{precision}",
+            "mode": mode,
+            "gpus": gpus,
+            "precision": precision,
+            "cache_ratio": ratio,
+            "repeats": len(rs),
+            "ok": len(ok),
+            "hung": sum(r["status"] == "hung" for r in rs),
+            "failed": sum(r["status"] == "failed" for r in rs),
+        }
+        if ok:
+            summary.update(
+                {
+                    "seeds_per_s_per_gpu_median": round(statistics.median(per_gpu), 1),
+                    "seeds_per_s_per_gpu_min": min(per_gpu),
+                    "seeds_per_s_per_gpu_max": max(per_gpu),
+                    "seeds_per_s_median": round(statistics.median(r["seeds_per_s"] for r in ok), 1),
+                    "data_wait_share_median": statistics.median(r["data_wait_share"] for r in ok),
+                    "host_wait_share_median": statistics.median(r["host_wait_share"] for r in ok),
+                    "test_accuracy_median": statistics.median(r["test_accuracy"] for r in ok),
+                }
+            )
+        emit(args.out, summary)
+        summaries.append(summary)
+    by_key = {
+        (s["mode"], s["gpus"], s["precision"], s["cache_ratio"]): s
+        for s in summaries
+        if "seeds_per_s_median" in s
     }
-    for (mode, gpus, precision), two in main_runs.items():
-        one = main_runs.get((mode, 1, precision))
-        if gpus == 2 and one is not None:
+    for (mode, gpus, precision, ratio), many in by_key.items():
+        one = by_key.get((mode, 1, precision, ratio))
+        if gpus > 1 and one is not None:
             emit(
                 args.out,
                 {
                     "bench": "dist_scaling",
                     "mode": mode,
                     "precision": precision,
-                    "seeds_per_s_1gpu": one["seeds_per_s"],
-                    "seeds_per_s_2gpu": two["seeds_per_s"],
-                    "speedup": round(two["seeds_per_s"] / one["seeds_per_s"], 3),
+                    "cache_ratio": ratio,
+                    "gpus": gpus,
+                    "seeds_per_s_1gpu_median": one["seeds_per_s_median"],
+                    "seeds_per_s_median": many["seeds_per_s_median"],
+                    "speedup": round(many["seeds_per_s_median"] / one["seeds_per_s_median"], 3),
                 },
             )
+    return summaries
+
+
+def table(summaries: list[dict[str, Any]]) -> None:
+    """A human-readable summary: median [min-max] seeds/s per GPU of each configuration."""
+    print(
+        f"{'run':<18}{'cache':>6}{'ok/runs':>9}{'hung':>6}{'seeds/s/GPU median':>20}"
+        f"{'min-max':>22}{'data wait':>11}{'host wait':>11}{'test acc':>10}"
+    )
+    for s in summaries:
+        line = f"{s['run']:<18}{s['cache_ratio']:>6g}{s['ok']:>5}/{s['repeats']:<3}{s['hung']:>6}"
+        if "seeds_per_s_per_gpu_median" in s:
+            spread = f"{s['seeds_per_s_per_gpu_min']:,.0f}-{s['seeds_per_s_per_gpu_max']:,.0f}"
+            line += (
+                f"{s['seeds_per_s_per_gpu_median']:>20,.0f}{spread:>22}"
+                f"{s['data_wait_share_median']:>11.1%}{s['host_wait_share_median']:>11.1%}"
+                f"{s['test_accuracy_median']:>10.3f}"
+            )
+        print(line)
 
 
 def pyg_baseline(args: argparse.Namespace, started: float) -> float | None:
@@ -669,18 +775,20 @@ def pyg_baseline(args: argparse.Namespace, started: float) -> float | None:
     return float(train["seeds_per_s"])
 
 
-def compare(args: argparse.Namespace, results: list[dict[str, Any]], base: float) -> None:
-    """Each run's seeds/s per GPU over the PyG baseline's."""
-    for r in results:
+def compare(args: argparse.Namespace, summaries: list[dict[str, Any]], base: float) -> None:
+    """Each configuration's median seeds/s per GPU over the PyG baseline's (same call)."""
+    for s in summaries:
+        if "seeds_per_s_per_gpu_median" not in s:
+            continue
         emit(
             args.out,
             {
                 "bench": "dist_vs_pyg",
-                "run": r["run"],
-                "cache_ratio": r["cache_ratio"],
-                "seeds_per_s_per_gpu": r["seeds_per_s_per_gpu"],
+                "run": s["run"],
+                "cache_ratio": s["cache_ratio"],
+                "seeds_per_s_per_gpu_median": s["seeds_per_s_per_gpu_median"],
                 "pyg_seeds_per_s": round(base, 1),
-                "times_pyg_per_gpu": round(r["seeds_per_s_per_gpu"] / base, 2),
+                "times_pyg_per_gpu": round(s["seeds_per_s_per_gpu_median"] / base, 2),
             },
         )
 

@@ -18,7 +18,6 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
 from types import FrameType
-from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -31,13 +30,13 @@ from distgnn_api.contract import (
     RESULT_FILE,
     SUCCESS_MARKER,
     Result,
-    Role,
     partition_dir,
     partition_key,
     run_dir,
 )
 from distgnn_api.spec import DistGNNJob, DistGNNJobSpec, EvaluationKind
-from distgnn_operator.local.launch_plan import LaunchPlanner, LocalLayout, ProcessSpec
+from distgnn_operator.local.job_plan import LOCAL_NAMESPACE, JobPlan, plan_job, render_job
+from distgnn_operator.local.launch_plan import LocalLayout, ProcessSpec
 from distgnn_operator.local.progress_view import ProgressView
 from distgnn_operator.local.supervisor import (
     DEFAULT_GRACE_PERIOD_S,
@@ -47,7 +46,6 @@ from distgnn_operator.local.supervisor import (
     log_tail,
 )
 
-LOCAL_NAMESPACE = "local"
 _TAIL_LINES = 30
 _KIND_TEXT = {
     EvaluationKind.full: "(full neighbourhood)",
@@ -80,15 +78,6 @@ class _PhaseResult:
     failure: Exited | None = None
 
 
-@dataclass(frozen=True)
-class _Rendered:
-    """The children local mode runs, from the operator's builders."""
-
-    config_map: dict[str, Any]
-    partition_job: dict[str, Any] | None  # None when the partition is reused
-    statefulsets: dict[Role, dict[str, Any]]  # no sampler StatefulSet in worker mode
-
-
 class LocalRun:
     """One ``distgnn run`` of a job: its layout, its processes and what the user sees."""
 
@@ -118,17 +107,15 @@ class LocalRun:
         self.layout = replace(self.layout, gpus=tuple(visible_gpus(self.options.gpus)))
         reused = (self.partition_path / SUCCESS_MARKER).exists()
         finished_before = (self.layout.run_dir / RESULT_FILE).exists()
-        rendered = self._render(reused)
-        planner = LaunchPlanner(self.layout, [rendered.config_map])
-        for role, sts in rendered.statefulsets.items():
-            planner.register(sts, role)
+        rendered = render_job(self.job.metadata.name, self.uid, self.spec, partition_reused=reused)
+        plan = plan_job(self.layout, rendered)
         self._header(reused)
 
         sup = Supervisor(self.options.grace_period_s)
         with self._signals(sup):
             try:
                 with ProgressView(self.console) as view:
-                    result, timings = self._phases(sup, view, planner, rendered)
+                    result, timings = self._phases(sup, view, plan)
             finally:
                 sup.stop()
         if result.outcome is not _Outcome.succeeded:
@@ -138,56 +125,17 @@ class LocalRun:
     # ------------------------------------------------------------------ phases
 
     def _phases(
-        self,
-        sup: Supervisor,
-        view: ProgressView,
-        planner: LaunchPlanner,
-        rendered: _Rendered,
+        self, sup: Supervisor, view: ProgressView, plan: JobPlan
     ) -> tuple[_PhaseResult, dict[str, float]]:
         """The partition step (unless reused), then samplers and trainers together."""
         timings: dict[str, float] = {}
-        if rendered.partition_job is not None:
+        if plan.partition:
             t0 = time.monotonic()
-            specs = planner.processes(
-                rendered.partition_job, Role.partitioner, threads=self.layout.cpus
-            )
-            result = self._phase(sup, view, specs, required=specs)
+            result = self._phase(sup, view, plan.partition, required=plan.partition)
             if result.outcome is not _Outcome.succeeded:
                 return result, timings
             timings["partition"] = time.monotonic() - t0
-
-        stateful = rendered.statefulsets
-        count = sum(int(sts["spec"].get("replicas", 1)) for sts in stateful.values())
-        threads = max(1, self.layout.cpus // max(1, count))
-        specs = [
-            s
-            for role, sts in stateful.items()
-            for s in planner.processes(sts, role, threads=threads)
-        ]
-        trainers = [s for s in specs if s.role is Role.trainer]
-        return self._phase(sup, view, specs, required=trainers), timings
-
-    def _render(self, reused: bool) -> _Rendered:
-        from distgnn_operator.builders import (
-            JobContext,
-            build_config_map,
-            build_partition_job,
-            build_statefulset,
-        )
-
-        ctx = JobContext(
-            name=self.job.metadata.name,
-            namespace=LOCAL_NAMESPACE,
-            uid=self.uid,
-            spec=self.spec,
-            partition_reused=reused,
-        )
-        roles = [Role.trainer] if self.spec.worker_mode else [Role.sampler, Role.trainer]
-        return _Rendered(
-            config_map=build_config_map(ctx),
-            partition_job=None if reused else build_partition_job(ctx),
-            statefulsets={role: build_statefulset(ctx, role) for role in roles},
-        )
+        return self._phase(sup, view, plan.workload, required=plan.trainers), timings
 
     def _phase(
         self,

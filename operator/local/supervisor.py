@@ -66,7 +66,12 @@ class Supervisor:
         self._kill_now = threading.Event()
 
     def start(self, spec: ProcessSpec) -> None:
-        """Start one process in its own process group; its stdout and stderr go to its log."""
+        """Start one process in its own process group; its stdout and stderr go to its log.
+
+        A name may start again once its process exited (a restarted pod); its log grows."""
+        old = self._children.get(spec.name)
+        if old is not None and old.proc.poll() is None:
+            raise RuntimeError(f"{spec.name} is still running (pid {old.proc.pid})")
         spec.log_path.parent.mkdir(parents=True, exist_ok=True)
         spec.cwd.mkdir(parents=True, exist_ok=True)
         proc = subprocess.Popen(
@@ -116,6 +121,31 @@ class Supervisor:
     def pids(self) -> list[int]:
         """Process (and process group) ids of every process started."""
         return [c.proc.pid for c in self._children.values()]
+
+    def poll(self, name: str) -> int | None:
+        """A process's exit code (negative: the signal that ended it), None while it runs."""
+        return self._child(name).proc.poll()
+
+    def wait(self, name: str, timeout_s: float) -> int | None:
+        """Wait up to ``timeout_s`` for a process to exit; its exit code, or None."""
+        try:
+            return self._child(name).proc.wait(timeout=max(0.0, timeout_s))
+        except subprocess.TimeoutExpired:
+            return None
+
+    def signal(self, name: str, sig: signal.Signals) -> None:
+        """Send a signal to one process and everything it started (its process group), as
+        a node losing a pod (SIGKILL) or a stuck pod (SIGSTOP) would."""
+        _signal_group(self._child(name).proc.pid, sig)
+
+    def pid(self, name: str) -> int:
+        """A process's id (also its process group's)."""
+        return self._child(name).proc.pid
+
+    def _child(self, name: str) -> _Child:
+        if name not in self._children:
+            raise KeyError(f"no process {name!r} was started; started: {sorted(self._children)}")
+        return self._children[name]
 
     def kill_now(self) -> None:
         """Cut short a stop in progress: SIGKILL at once (a second Ctrl-C)."""

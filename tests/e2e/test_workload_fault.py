@@ -46,9 +46,9 @@ def test_a_killed_trainer_resumes_from_the_last_checkpoint(tmp_path: Path, victi
         deadline = time.monotonic() + 180
         while _checkpointed_epochs(job.run_dir) < 2:
             assert time.monotonic() < deadline, job.logs()
-            assert all(p.poll() is None for p in job.procs.values()), job.logs()
+            assert all(job.poll(*key) is None for key in job.procs), job.logs()
             time.sleep(0.05)
-        job.procs[(c.Role.trainer, victim)].send_signal(signal.SIGKILL)
+        job.signal(c.Role.trainer, victim, signal.SIGKILL)
         killed_after = _checkpointed_epochs(job.run_dir)
         assert killed_after < epochs
         codes = job.wait_all(90)

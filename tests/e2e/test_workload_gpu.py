@@ -41,7 +41,7 @@ def test_two_gpus_train_with_nccl(tmp_path: Path, samplers: int, cache_ratio: fl
             "partition.algorithm": "random",
         }
     )
-    job = LocalWorkload(tmp_path, spec, device="cuda")
+    job = LocalWorkload(tmp_path, spec, device="cuda", env={"NCCL_NVLS_ENABLE": "0"})
     assert spec.dataset.synthetic is not None
     job.write_partitions(generate(spec.dataset.synthetic))
     job.start_all()

@@ -1,7 +1,8 @@
 """End to end on CPU with gloo: samplers and trainers as local processes on loopback.
 
 Each test partitions a small synthetic community graph, starts the real entry points with
-the contract's environment (``tests/e2e/workload_launcher.py``), scrapes every process's
+the contract's environment, through the launch plan of ``distgnn run``
+(``tests/e2e/workload_launcher.py``), scrapes every process's
 metrics port while it runs, and checks the job's result.
 """
 
@@ -103,9 +104,9 @@ def watch(
     seen: dict[tuple[c.Role, int], dict[str, float]] = {key: {} for key in job.procs}
     progress: list[Progress] = []
     deadline = time.monotonic() + timeout_s
-    while any(p.poll() is None for p in job.procs.values()) and time.monotonic() < deadline:
-        for key, proc in job.procs.items():
-            if proc.poll() is not None:
+    while job.running() and time.monotonic() < deadline:
+        for key in job.procs:
+            if job.poll(*key) is not None:
                 continue
             text = scrape(job.metrics_ports[key])
             if text is not None:
@@ -218,7 +219,7 @@ def test_fixed_shape_steps_train_two_ranks_with_one_flat_all_reduce(tmp_path: Pa
             "training.epochs": 3,
         }
     )
-    job = LocalWorkload(tmp_path, spec, extra_env={"DISTGNN_CUDA_GRAPH": "static"})
+    job = LocalWorkload(tmp_path, spec, contract={"extra": {"DISTGNN_CUDA_GRAPH": "static"}})
     assert spec.dataset.synthetic is not None
     job.write_partitions(generate(spec.dataset.synthetic))
     job.start_all()
@@ -235,7 +236,7 @@ def test_fixed_shape_steps_train_two_ranks_with_one_flat_all_reduce(tmp_path: Pa
 
 def test_a_pod_with_two_training_processes_serves_both_on_one_port(tmp_path: Path) -> None:
     spec = job_spec(**{"trainers.replicas": 1})
-    job = LocalWorkload(tmp_path, spec, extra_env={c.ENV_PROCS_PER_POD: "2"})
+    job = LocalWorkload(tmp_path, spec, contract={"procs_per_pod": 2})
     assert spec.dataset.synthetic is not None
     job.write_partitions(generate(spec.dataset.synthetic))
     job.start_all()
@@ -243,7 +244,7 @@ def test_a_pod_with_two_training_processes_serves_both_on_one_port(tmp_path: Pat
     ranks_seen: set[str] = set()
     progress: list[Progress] = []
     deadline = time.monotonic() + 240
-    while job.procs[(c.Role.trainer, 0)].poll() is None and time.monotonic() < deadline:
+    while job.poll(c.Role.trainer, 0) is None and time.monotonic() < deadline:
         text = scrape(port) or ""
         for line in text.splitlines():
             if line.startswith("distgnn_trainer_seeds_total{") and float(line.split()[-1]) > 0:

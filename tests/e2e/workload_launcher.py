@@ -1,76 +1,85 @@
-"""Runs a job's samplers and trainers as local processes with the contract's environment.
+"""A job's samplers and trainers as local processes, started the way ``distgnn run`` does.
 
-The same entry points that pods run (``python -m distgnn_workload.sampler|trainer``) get
-every contract variable; peer addresses are loopback ports, the volume is a temporary
-directory. Tests kill and restart processes through it the way Kubernetes would.
+The operator's builders render the job, the launch plan maps each pod to a process (the
+contract's env written by ``WorkloadEnv.to_environ``, peers and ports on loopback, the
+volume in a temporary directory) and the supervisor runs them. Tests write the partition
+themselves, then kill, stop and restart single processes the way Kubernetes would.
 """
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
+import signal
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from distgnn_api import contract as c
 from distgnn_api.spec import DistGNNJobSpec
+from distgnn_operator.local.devices import visible_gpus
+from distgnn_operator.local.job_plan import plan_job, render_job
+from distgnn_operator.local.launch_plan import LocalLayout, ProcessSpec
+from distgnn_operator.local.supervisor import Supervisor
 from distgnn_workload.data.graph import GraphData
 from distgnn_workload.partition import write_partitions
 
-
-def free_ports(count: int) -> list[int]:
-    """Ports free on loopback right now (held open together so that they differ)."""
-    socks = []
-    for _ in range(count):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-    ports = [int(s.getsockname()[1]) for s in socks]
-    for s in socks:
-        s.close()
-    return ports
+Key = tuple[c.Role, int]
 
 
 @dataclass
 class LocalWorkload:
-    """One job on this machine: its volume, config, ports and processes."""
+    """One job on this machine: its volume, plan and processes.
+
+    ``contract`` changes fields of every process's :class:`~distgnn_api.contract.WorkloadEnv`
+    (e.g. ``{"procs_per_pod": 2}``, ``{"extra": {"DISTGNN_CUDA_GRAPH": "static"}}``);
+    ``env`` adds variables outside the contract (e.g. NCCL settings).
+    """
 
     root: Path
     spec: DistGNNJobSpec
     name: str = "e2e"
-    namespace: str = "default"
     uid: str = field(default_factory=lambda: uuid.uuid4().hex)
     device: str = "cpu"
     rendezvous_timeout_s: float = 120.0
-    extra_env: dict[str, str] = field(default_factory=dict)
-    procs: dict[tuple[c.Role, int], subprocess.Popen[bytes]] = field(default_factory=dict)
+    contract: dict[str, Any] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    procs: dict[Key, str] = field(default_factory=dict)
+    """The processes started since the last ``procs.clear()``: what ``wait_all`` waits for."""
 
     def __post_init__(self) -> None:
         self.data_dir = self.root / "data"
         self.key = c.partition_key(self.spec)
         self.partition_dir = c.partition_dir(self.data_dir, self.key)
         self.run_dir = c.run_dir(self.data_dir, self.uid)
-        self.log_dir = self.root / "logs"
-        self.config_path = self.root / "config" / c.CONFIG_FILE_NAME
-        for d in (self.data_dir, self.run_dir, self.log_dir, self.config_path.parent):
-            d.mkdir(parents=True, exist_ok=True)
-        self.config_path.write_text(
-            c.job_config_json(self.name, self.namespace, self.uid, self.spec)
+        gpus = tuple(visible_gpus()) if self.device == "cuda" else ()
+        layout = LocalLayout(
+            job_name=self.name,
+            namespace="local",
+            data_dir=self.data_dir,
+            run_dir=self.run_dir,
+            gpus=gpus,
         )
-        trainers, samplers = self.spec.trainers.replicas, self.spec.samplers.replicas
-        ports = free_ports(2 * (trainers + samplers) + 1)
-        self.trainer_ports = ports[:trainers]
-        self.sampler_ports = ports[trainers : trainers + samplers]
-        self.ddp_port = ports[trainers + samplers]
-        metrics = ports[trainers + samplers + 1 :]
+        self.log_dir = layout.log_dir
+        rendered = render_job(self.name, self.uid, self.spec, partition_reused=True)
+        plan = plan_job(layout, rendered, threads=1)
+        changes = {"rendezvous_timeout_s": self.rendezvous_timeout_s, **self.contract}
+        self.specs: dict[Key, ProcessSpec] = {}
+        for spec in plan.workload:
+            spec = spec.with_contract(**changes)
+            self.specs[(spec.role, spec.rank)] = ProcessSpec(
+                role=spec.role,
+                rank=spec.rank,
+                argv=spec.argv,
+                env={**spec.env, **self.env},
+                cwd=spec.cwd,
+                log_path=spec.log_path,
+            )
         self.metrics_ports = {
-            **{(c.Role.trainer, r): metrics[r] for r in range(trainers)},
-            **{(c.Role.sampler, r): metrics[trainers + r] for r in range(samplers)},
+            key: c.WorkloadEnv.from_environ(spec.env).metrics_port
+            for key, spec in self.specs.items()
         }
+        self.supervisor = Supervisor(grace_period_s=5)
 
     def write_partitions(self, graph: GraphData) -> None:
         write_partitions(
@@ -81,92 +90,40 @@ class LocalWorkload:
             key=self.key,
         )
 
-    def env(self, role: c.Role, rank: int) -> dict[str, str]:
-        addrs = ",".join(f"127.0.0.1:{p}" for p in self.trainer_ports)
-        saddrs = ",".join(f"127.0.0.1:{p}" for p in self.sampler_ports)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("DISTGNN_")}
-        env.update(
-            {
-                c.ENV_ROLE: role.value,
-                c.ENV_RANK: str(rank),
-                c.ENV_NUM_TRAINERS: str(self.spec.trainers.replicas),
-                c.ENV_NUM_SAMPLERS: str(self.spec.samplers.replicas),
-                c.ENV_PROCS_PER_POD: str(max(1, self.spec.trainers.gpus_per_pod)),
-                c.ENV_TRAINER_ADDRS: addrs,
-                c.ENV_SAMPLER_ADDRS: saddrs,
-                c.ENV_DDP_PORT: str(self.ddp_port),
-                c.ENV_METRICS_PORT: str(self.metrics_ports[(role, rank)]),
-                c.ENV_DATA_DIR: str(self.data_dir),
-                c.ENV_PARTITION_DIR: str(self.partition_dir),
-                c.ENV_RUN_DIR: str(self.run_dir),
-                c.ENV_CONFIG: str(self.config_path),
-                c.ENV_JOB_NAME: self.name,
-                c.ENV_JOB_UID: self.uid,
-                c.ENV_NAMESPACE: self.namespace,
-                c.ENV_DEVICE: self.device_of(role, rank),
-                c.ENV_RENDEZVOUS_TIMEOUT: str(self.rendezvous_timeout_s),
-                "PYTHONUNBUFFERED": "1",
-                "OMP_NUM_THREADS": "1",
-                "GLOO_SOCKET_IFNAME": "lo",
-                "TP_SOCKET_IFNAME": "lo",
-                "NCCL_SOCKET_IFNAME": "lo",
-                "NCCL_NVLS_ENABLE": "0",
-            }
-        )
-        env.update(self.extra_env)
-        return env
-
-    def device_of(self, role: c.Role, rank: int) -> str:
-        """One GPU per pod, round-robin over the visible GPUs (samplers like trainers)."""
-        if self.device != "cuda":
-            return self.device
-        import torch
-
-        return f"cuda:{rank % max(1, torch.cuda.device_count())}"
-
-    def log_path(self, role: c.Role, rank: int) -> Path:
-        return self.log_dir / f"{role.value}-{rank}.log"
-
-    def start(self, role: c.Role, rank: int) -> subprocess.Popen[bytes]:
-        log = open(self.log_path(role, rank), "ab")  # noqa: SIM115 - owned by the process
-        proc = subprocess.Popen(
-            [sys.executable, "-m", c.role_module(role)],
-            env=self.env(role, rank),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=self.root,
-        )
-        log.close()
-        self.procs[(role, rank)] = proc
-        return proc
+    def start(self, role: c.Role, rank: int) -> None:
+        spec = self.specs[(role, rank)]
+        self.supervisor.start(spec)
+        self.procs[(role, rank)] = spec.name
 
     def start_all(self) -> None:
-        for r in range(self.spec.samplers.replicas):
-            self.start(c.Role.sampler, r)
-        for r in range(self.spec.trainers.replicas):
-            self.start(c.Role.trainer, r)
+        for role, rank in self.specs:  # samplers first, as the plan lists them
+            self.start(role, rank)
 
-    def role_procs(self, role: c.Role) -> dict[int, subprocess.Popen[bytes]]:
-        return {rank: p for (r, rank), p in self.procs.items() if r is role}
+    def poll(self, role: c.Role, rank: int) -> int | None:
+        return self.supervisor.poll(self.specs[(role, rank)].name)
 
-    def wait_all(self, timeout_s: float) -> dict[tuple[c.Role, int], int]:
+    def running(self) -> bool:
+        """Whether any process started since the last ``procs.clear()`` still runs."""
+        return any(self.supervisor.poll(name) is None for name in self.procs.values())
+
+    def signal(self, role: c.Role, rank: int, sig: signal.Signals) -> None:
+        self.supervisor.signal(self.specs[(role, rank)].name, sig)
+
+    def wait_all(self, timeout_s: float) -> dict[Key, int]:
         """Exit codes of every process; kills whatever is still running at the deadline."""
         deadline = time.monotonic() + timeout_s
-        codes: dict[tuple[c.Role, int], int] = {}
-        for key, proc in self.procs.items():
-            try:
-                codes[key] = proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-                codes[key] = -9
+        codes: dict[Key, int] = {}
+        for key, name in self.procs.items():
+            code = self.supervisor.wait(name, deadline - time.monotonic())
+            if code is None:
+                self.supervisor.stop([name])
+                code = self.supervisor.poll(name)
+                assert code is not None
+            codes[key] = code
         return codes
 
     def stop_all(self) -> None:
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        self.supervisor.stop()
 
     def logs(self) -> str:
         out = []
@@ -174,6 +131,9 @@ class LocalWorkload:
             text = path.read_text(errors="replace")
             out.append(f"===== {path.name} =====\n{text[-6000:]}")
         return "\n".join(out)
+
+    def log_path(self, role: c.Role, rank: int) -> Path:
+        return self.specs[(role, rank)].log_path
 
     def stdout_of(self, role: c.Role, rank: int) -> str:
         return self.log_path(role, rank).read_text(errors="replace")

@@ -8,8 +8,10 @@ input (restarting cannot help), 1 for internal errors (a gang restart may help).
 
 from __future__ import annotations
 
+import faulthandler
 import logging
 import os
+import signal
 import sys
 import traceback
 from collections.abc import Callable
@@ -141,7 +143,11 @@ def exit_code(main: Callable[[], int], role: str) -> int:
 
 
 def run_entry_point(main: Callable[[], int], role: str) -> NoReturn:
-    """Run an entry point and exit the process with the contract's code."""
+    """Run an entry point and exit the process with the contract's code.
+
+    SIGUSR1 prints the stack of every thread to stderr (a stuck process can be read
+    without stopping it: ``kill -USR1 <pid>``)."""
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     code = exit_code(main, role)
     sys.stdout.flush()
     sys.stderr.flush()
