@@ -166,7 +166,7 @@ def cmd_crd(args: argparse.Namespace, out: Console) -> int:
 
 def cmd_run(args: argparse.Namespace, out: Console) -> int:
     from distgnn_operator.local.devices import WorkloadMissingError
-    from distgnn_operator.local.launch_plan import LocalModeError
+    from distgnn_operator.local.loopback import LocalModeError
     from distgnn_operator.local.runner import RunOptions, run_job
 
     job = load_job(args.job)

@@ -23,6 +23,7 @@ class _BrokenSampler:
 def sampler_and_trainer(rank: int, port: int, out: str) -> None:
     """Rank 0: a sampler server whose sampler fails. Rank 1: a trainer asking it for batches."""
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    from distgnn_workload.runtime import rpc_targets
     from distgnn_workload.runtime.batches import RemotePipeline
     from distgnn_workload.runtime.rpc import RemoteError, RpcContext, wait_remote
     from distgnn_workload.sampler import server as sampler_server
@@ -35,7 +36,7 @@ def sampler_and_trainer(rank: int, port: int, out: str) -> None:
             state=SimpleNamespace(device=cpu, labels=torch.zeros(10, dtype=torch.int64)),
             new_sampler=lambda seed: _BrokenSampler(),
         )
-        sampler_server._server = sampler_server.SamplerServer(
+        server = sampler_server.SamplerServer(
             holder,  # type: ignore[arg-type]
             RpcContext(None, cpu, cuda=False),  # type: ignore[arg-type]
             rank=0,
@@ -43,7 +44,7 @@ def sampler_and_trainer(rank: int, port: int, out: str) -> None:
             seed=0,
             batch_size=8,
         )
-        sampler_server._ready.set()
+        rpc_targets.register(sampler_server.SAMPLER_SERVER, server)
     rpc.init_rpc(name, rank=rank, world_size=2, rpc_backend_options=options)  # type: ignore[no-untyped-call]
     lines = []
     if rank == 1:

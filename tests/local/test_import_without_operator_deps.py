@@ -56,9 +56,7 @@ def test_imports_without_the_operators_dependencies(module: str) -> None:
 
 
 def test_every_module_of_local_mode_imports_without_them() -> None:
-    listed = {
-        p.stem for p in (REPO / "operator" / "local").glob("*.py") if p.stem != "__init__"
-    }
+    listed = {p.stem for p in (REPO / "operator" / "local").glob("*.py") if p.stem != "__init__"}
     code = (
         "import pkgutil, distgnn_operator.local as m\n"
         "for info in pkgutil.iter_modules(m.__path__):\n"

@@ -31,12 +31,8 @@ from distgnn_operator.builders import (
     build_partition_job,
     build_statefulset,
 )
-from distgnn_operator.local.launch_plan import (
-    LaunchPlanner,
-    LocalLayout,
-    LocalModeError,
-    ProcessSpec,
-)
+from distgnn_operator.local.launch_plan import LaunchPlanner, LocalLayout, ProcessSpec
+from distgnn_operator.local.loopback import LocalModeError
 from distgnn_operator.local.ports import ephemeral_range, free_ports
 
 UID = "0f8e2a56-6c1e-4c39-9d55-3d2f0b7c1a11"

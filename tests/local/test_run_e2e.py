@@ -12,7 +12,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -33,6 +32,7 @@ from distgnn_api.contract import (
     partition_key,
 )
 from distgnn_api.spec import parse_job
+from tests.local.cli_command import distgnn_cli
 from tests.local.process_table import processes_with_env
 
 pytestmark = pytest.mark.e2e
@@ -41,15 +41,6 @@ QUICKSTART = Path(__file__).parents[2] / "manifests" / "examples" / "quickstart.
 # The reduced graph still has a clear community signal; chance is 1/8.
 MIN_TEST_ACCURACY = 0.7
 RUN_TIMEOUT_S = 600
-
-
-def _cli() -> list[str]:
-    """The installed console script next to this interpreter, else the module."""
-    script = Path(sys.executable).parent / "distgnn"
-    if script.exists():
-        return [str(script)]
-    found = shutil.which("distgnn")
-    return [found] if found else [sys.executable, "-m", "distgnn_operator.cli"]
 
 
 def _reduced_quickstart(**training: Any) -> dict[str, Any]:
@@ -80,7 +71,7 @@ def _run(job_file: Path, data_dir: Path, run_dir: Path) -> Run:
     uid = str(uuid.uuid4())
     proc = subprocess.run(
         [
-            *_cli(),
+            *distgnn_cli(),
             "run",
             str(job_file),
             "--data-dir",
@@ -183,7 +174,7 @@ def test_ctrl_c_stops_every_process_and_the_run_resumes(first_run: Run, workdir:
     job_file = _write(workdir / "job-long.yaml", _reduced_quickstart(epochs=epochs))
     run_dir = workdir / "run-interrupted"
     uid = str(uuid.uuid4())
-    argv = [*_cli(), "run", str(job_file), "--data-dir", str(workdir / "data")]
+    argv = [*distgnn_cli(), "run", str(job_file), "--data-dir", str(workdir / "data")]
     argv += ["--run-dir", str(run_dir), "--uid", uid, "--gpus", "0"]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:

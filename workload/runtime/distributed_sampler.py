@@ -24,8 +24,10 @@ from torch.futures import Future
 
 from distgnn_api.spec import ReplicateTopology
 from distgnn_workload.partition.store import PartitionStore
+from distgnn_workload.runtime import rpc_targets
 from distgnn_workload.runtime.features import HolderData, HolderLayout
 from distgnn_workload.runtime.rpc import RpcContext
+from distgnn_workload.runtime.rpc_targets import Target
 from distgnn_workload.runtime.transfers import to_device
 from distgnn_workload.sampling import NeighborSampler
 
@@ -104,16 +106,15 @@ def replicated_factory(
 
 # --------------------------------------------------------------------------- hop by hop
 
-_local_csr: tuple[HolderData, RpcContext, list[int], torch.device] | None = None
-_local_ready = threading.Event()
+LOCAL_CSR = Target[tuple[HolderData, RpcContext, list[int], torch.device]](
+    "owned partitions' CSR (hop-by-hop sampling)"
+)
 _threads = threading.local()
 
 
 def serve_local_csr(data: HolderData, ctx: RpcContext, fanouts: list[int]) -> None:
     """Answer other holders' one-hop requests for the nodes this holder owns."""
-    global _local_csr
-    _local_csr = (data, ctx, fanouts, ctx.device)
-    _local_ready.set()
+    rpc_targets.register(LOCAL_CSR, (data, ctx, fanouts, ctx.device))
 
 
 def _owned_sampler(
@@ -152,10 +153,7 @@ def _hop_stream(device: torch.device) -> torch.cuda.Stream:
 
 def _serve_hop(nodes: Tensor, fanout: int) -> tuple[Tensor, Tensor]:
     """RPC target: (neighbour counts, sampled neighbours in node order) of owned ``nodes``."""
-    if not _local_ready.wait(timeout=600):
-        raise RuntimeError("this holder never loaded its partitions")
-    assert _local_csr is not None
-    data, ctx, fanouts, device = _local_csr
+    data, ctx, fanouts, device = rpc_targets.get(LOCAL_CSR)
     if device.type == "cuda":
         torch.cuda.set_device(device)  # not GPU 0, where a new RPC thread starts
     sampler = _thread_local_sampler(data, fanouts, device)

@@ -25,8 +25,9 @@ from torch.futures import Future
 
 from distgnn_api.contract import partitions_of_holder
 from distgnn_workload.partition.store import PartitionStore
-from distgnn_workload.runtime import shared_slots
+from distgnn_workload.runtime import rpc_targets, shared_slots
 from distgnn_workload.runtime.rpc import RpcContext, wait_remote
+from distgnn_workload.runtime.rpc_targets import Target
 from distgnn_workload.runtime.shared_slots import SlotReader, SlotSpec, take
 from distgnn_workload.runtime.transfers import to_device
 
@@ -215,23 +216,24 @@ class FeatureTable:
 
 # --------------------------------------------------------------------------- serving
 
-_served: FeatureTable | None = None
-_served_ready = threading.Event()
-_served_ctx: RpcContext | None = None
-_serve_observer: Callable[[Tensor], None] | None = None
+SERVED_TABLE = Target[tuple["FeatureTable", RpcContext]]("feature table")
+SERVE_OBSERVER = Target[Callable[[Tensor], None] | None]("feature request observer")
 
 
 def set_serve_observer(observer: Callable[[Tensor], None] | None) -> None:
     """Call ``observer(rows)`` for every feature request this process answers (metrics)."""
-    global _serve_observer
-    _serve_observer = observer
+    rpc_targets.register(SERVE_OBSERVER, observer)
 
 
 def serve_table(table: FeatureTable, ctx: RpcContext) -> None:
     """Make this process answer other holders' feature requests from ``table``."""
-    global _served, _served_ctx
-    _served, _served_ctx = table, ctx
-    _served_ready.set()
+    rpc_targets.register(SERVED_TABLE, (table, ctx))
+
+
+def _observe(rows: Tensor) -> None:
+    observer = rpc_targets.find(SERVE_OBSERVER)
+    if observer is not None:
+        observer(rows)
 
 
 _serve_streams = threading.local()
@@ -245,11 +247,7 @@ def _serve_features(ids: Tensor) -> Tensor:
     copied to pinned memory, so that the copy waits for nothing but the gather (not for the
     training kernels queued on the default stream).
     """
-    if not _served_ready.wait(timeout=600):
-        raise RuntimeError("this holder never loaded its features")
-    assert _served is not None
-    assert _served_ctx is not None
-    table, ctx = _served, _served_ctx
+    table, ctx = rpc_targets.get(SERVED_TABLE)
     if table.device.type == "cuda":
         # a new RPC thread starts on GPU 0: anything it creates there (a pinned buffer,
         # a stream) would open a second context on a peer's GPU
@@ -266,8 +264,7 @@ def _serve_features(ids: Tensor) -> Tensor:
             rows = torch.empty(gathered.shape, dtype=gathered.dtype, pin_memory=True)
             rows.copy_(gathered, non_blocking=True)
         stream.synchronize()
-    if _serve_observer is not None:
-        _serve_observer(rows)
+    _observe(rows)
     return rows
 
 
@@ -358,10 +355,7 @@ def feature_slot_spec(rows: int, num_features: int, dtype: torch.dtype) -> SlotS
 
 def _serve_features_into(consumer: str, slot: int, ids: Tensor) -> int:
     """RPC target: write the features of owned nodes ``ids`` into ``consumer``'s slot."""
-    if not _served_ready.wait(timeout=600):
-        raise RuntimeError("this holder never loaded its features")
-    assert _served is not None
-    table = _served
+    table, _ = rpc_targets.get(SERVED_TABLE)
     buffer = shared_slots.owner().buffers(consumer, slot)[FEATURE_SLOTS]
     n = int(ids.numel())
     if n > buffer.size(0):
@@ -382,8 +376,7 @@ def _serve_features_into(consumer: str, slot: int, ids: Tensor) -> int:
             local = to_device(ids, table.device) - table.start
             torch.index_select(table.rows, 0, local, out=buffer[:n])
         stream.synchronize()  # the rows are in place before the answer
-    if _serve_observer is not None:
-        _serve_observer(buffer[:n])
+    _observe(buffer[:n])
     return n
 
 

@@ -30,6 +30,9 @@ import torch
 import torch.distributed.rpc as rpc
 from torch import Tensor
 
+from distgnn_workload.runtime import rpc_targets
+from distgnn_workload.runtime.rpc_targets import Target
+
 log = logging.getLogger(__name__)
 
 SlotSpec = dict[str, tuple[tuple[int, ...], torch.dtype]]
@@ -123,22 +126,17 @@ class SlotOwner:
         self._files = []
 
 
-_owner: SlotOwner | None = None
-_owner_ready = threading.Event()
+SLOT_OWNER = Target[SlotOwner]("shared slots")
 
 
 def serve_slots(owner: SlotOwner) -> None:
     """Let consumers open slots in this process."""
-    global _owner
-    _owner = owner
-    _owner_ready.set()
+    rpc_targets.register(SLOT_OWNER, owner)
 
 
 def owner() -> SlotOwner:
-    if not _owner_ready.wait(timeout=600):
-        raise RuntimeError("this process never set up its shared slots")
-    assert _owner is not None
-    return _owner
+    """The slots this process fills (an RPC target's view)."""
+    return rpc_targets.get(SLOT_OWNER)
 
 
 def _open_slots(

@@ -59,14 +59,27 @@ def _missing(group: Group, prefix: str, members: Sequence[Member]) -> list[str]:
 def _wait_keys(
     group: Group, prefix: str, members: Sequence[Member], deadline: float, step: str
 ) -> None:
-    keys = [prefix + m.name for m in members]
-    while not group.store.check(keys):
-        if time.monotonic() > deadline:
+    """Wait until every member set its key. Names the members still missing when time runs
+    out, or when the store goes away meanwhile (its owner left first: the peer it waited
+    for is the cause, not the store)."""
+    missing = [m.name for m in members]
+    try:
+        while True:
             missing = _missing(group, prefix, members)
-            raise ShutdownError(
-                f"shutdown step '{step}' timed out waiting for {', '.join(missing)}"
-            )
-        time.sleep(POLL_S)
+            if not missing:
+                return
+            if time.monotonic() > deadline:
+                raise ShutdownError(
+                    f"shutdown step '{step}' timed out waiting for {', '.join(missing)}"
+                )
+            time.sleep(POLL_S)
+    except ShutdownError:
+        raise
+    except RuntimeError as err:
+        raise ShutdownError(
+            f"shutdown step '{step}': the job's store went away ({err}) while waiting for "
+            f"{', '.join(missing)}"
+        ) from err
 
 
 def run_bounded(fn: Callable[[], None], timeout_s: float, step: str) -> None:
@@ -96,13 +109,11 @@ def leave(group: Group, *, timeout_s: float, rpc_running: bool = True) -> float:
     others = [m for m in group.members if m is not me]
     try:
         group.store.set(LEAVING_PREFIX + me.name, "1")
-        _wait_keys(group, LEAVING_PREFIX, group.members, deadline, "every member leaving")
     except RuntimeError as err:
-        if isinstance(err, ShutdownError):
-            raise
         raise ShutdownError(
             f"shutdown step 'every member leaving': the job's store: {err}"
         ) from err
+    _wait_keys(group, LEAVING_PREFIX, group.members, deadline, "every member leaving")
     if rpc_running:
         run_bounded(
             lambda: rpc.shutdown(graceful=False),

@@ -43,13 +43,14 @@ from distgnn_api.contract import EXIT_OK
 from distgnn_workload import metrics
 from distgnn_workload.runtime import holder as holders
 from distgnn_workload.runtime import rpc as rpc_runtime
-from distgnn_workload.runtime import shared_slots
+from distgnn_workload.runtime import rpc_targets, shared_slots
 from distgnn_workload.runtime.batches import WireBatch, WireMeta, pack, pack_into, wire_bytes
 from distgnn_workload.runtime.bootstrap import RoleProcess
 from distgnn_workload.runtime.features import set_serve_observer
 from distgnn_workload.runtime.lifecycle import (
     BadInputError,
 )
+from distgnn_workload.runtime.rpc_targets import Target
 from distgnn_workload.sampling import NeighborSampler
 
 log = logging.getLogger(__name__)
@@ -174,31 +175,26 @@ class SamplerServer:
         self._hit_ratio.set(ratio)
 
 
-_server: SamplerServer | None = None
-_ready = threading.Event()
+SAMPLER_SERVER = Target[SamplerServer]("sampler server")
 
 
 @rpc.functions.async_execution  # type: ignore[untyped-decorator]
 def serve_batch_into(consumer: str, slot: int, seeds: Tensor) -> Future[WireMeta]:
     """RPC target: write the mini-batch of ``seeds`` into ``consumer``'s shared slot."""
-    if not _ready.wait(timeout=600):
-        raise RuntimeError("the sampler server never became ready")
-    assert _server is not None
-    if _server.device.type == "cuda":
-        torch.cuda.set_device(_server.device)  # not GPU 0, where a new RPC thread starts
-    fut: Future[WireMeta] = _server.submit(seeds, into=(consumer, slot))
+    server = rpc_targets.get(SAMPLER_SERVER)
+    if server.device.type == "cuda":
+        torch.cuda.set_device(server.device)  # not GPU 0, where a new RPC thread starts
+    fut: Future[WireMeta] = server.submit(seeds, into=(consumer, slot))
     return fut
 
 
 @rpc.functions.async_execution  # type: ignore[untyped-decorator]
 def serve_batch(seeds: Tensor) -> Future[WireBatch]:
     """RPC target: the mini-batch of ``seeds`` (a future completed by a sampling thread)."""
-    if not _ready.wait(timeout=600):
-        raise RuntimeError("the sampler server never became ready")
-    assert _server is not None
-    if _server.device.type == "cuda":
-        torch.cuda.set_device(_server.device)  # not GPU 0, where a new RPC thread starts
-    return _server.submit(seeds)
+    server = rpc_targets.get(SAMPLER_SERVER)
+    if server.device.type == "cuda":
+        torch.cuda.set_device(server.device)  # not GPU 0, where a new RPC thread starts
+    return server.submit(seeds)
 
 
 def main(proc: RoleProcess) -> int:
@@ -237,8 +233,7 @@ def main(proc: RoleProcess) -> int:
         seed=spec.training.seed * 1_000 + env.rank,
         slots_per_peer=spec.samplers.concurrency + 1,
     )
-    global _server
-    _server = SamplerServer(
+    server = SamplerServer(
         holder,
         proc.rpc,
         rank=env.rank,
@@ -246,10 +241,10 @@ def main(proc: RoleProcess) -> int:
         seed=spec.training.seed * 1_000 + env.rank,
         batch_size=spec.training.batch_size,
     )
-    _ready.set()
+    rpc_targets.register(SAMPLER_SERVER, server)
     log.info("sampler %d serving on %s", env.rank, device)
     proc.serve_until_trainers_finish()
     proc.leave()
-    _server.update_cache_ratio()
+    server.update_cache_ratio()
     log.info("trainers finished; sampler %d exits", env.rank)
     return EXIT_OK
