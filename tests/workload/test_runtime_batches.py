@@ -6,7 +6,7 @@ import torch
 from torch import Tensor
 
 from distgnn_workload.runtime.batches import LocalPipeline
-from distgnn_workload.runtime.features import PendingGather
+from distgnn_workload.runtime.features.remote import PendingGather
 from distgnn_workload.sampling import NeighborSampler
 
 CPU = torch.device("cpu")

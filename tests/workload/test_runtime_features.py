@@ -17,18 +17,15 @@ from torch.futures import Future
 from distgnn_workload.data.graph import GraphData
 from distgnn_workload.partition import PartitionStore, write_partitions
 from distgnn_workload.runtime.distributed_sampler import HopByHopSampler
-from distgnn_workload.runtime.features import (
-    DistributedFeatureSource,
-    FeatureTable,
-    FetchFn,
+from distgnn_workload.runtime.features.cache_policy import fill_cache, presample_counts, select_hot
+from distgnn_workload.runtime.features.layout import (
     HolderLayout,
-    fill_cache,
     load_holder,
     load_labels,
-    presample_counts,
-    select_hot,
     split_ids,
 )
+from distgnn_workload.runtime.features.remote import DistributedFeatureSource, FetchFn
+from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.rpc import RemoteError
 from distgnn_workload.sampling import NeighborSampler
 

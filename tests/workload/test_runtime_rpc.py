@@ -24,7 +24,8 @@ from distgnn_workload.partition import PartitionStore, write_partitions
 from distgnn_workload.runtime import holder as holders
 from distgnn_workload.runtime.batches import RemotePipeline, WireBatch, unpack
 from distgnn_workload.runtime.distributed_sampler import replicated_factory
-from distgnn_workload.runtime.features import DistributedFeatureSource, HolderLayout
+from distgnn_workload.runtime.features.layout import HolderLayout
+from distgnn_workload.runtime.features.remote import DistributedFeatureSource
 from distgnn_workload.runtime.rpc import (
     RemoteError,
     RpcContext,

@@ -27,15 +27,14 @@ from distgnn_workload.runtime.batches import (
     unpack,
     unpack_from,
 )
-from distgnn_workload.runtime.features import (
-    DistributedFeatureSource,
-    FeatureTable,
-    HolderLayout,
+from distgnn_workload.runtime.features.layout import HolderLayout, load_holder
+from distgnn_workload.runtime.features.remote import DistributedFeatureSource
+from distgnn_workload.runtime.features.serving import (
     _serve_features_into,
     feature_slot_spec,
-    load_holder,
     serve_table,
 )
+from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.rpc import RpcContext
 from distgnn_workload.runtime.shared_slots import SlotOwner, SlotReader, host_id
 from distgnn_workload.sampling import NeighborSampler, StaticLayout, csc_from_edge_index

@@ -23,7 +23,7 @@ from torch import Tensor
 from torch.futures import Future
 
 from distgnn_workload.loader import FeatureSource, MiniBatch, Prefetcher
-from distgnn_workload.runtime.features import PendingGather
+from distgnn_workload.runtime.features.remote import PendingGather
 from distgnn_workload.runtime.rpc import wait_remote
 from distgnn_workload.runtime.seeds import Batch
 from distgnn_workload.runtime.shared_slots import SlotReader, SlotSpec, take

@@ -25,7 +25,7 @@ from torch.futures import Future
 from distgnn_api.spec import ReplicateTopology
 from distgnn_workload.partition.store import PartitionStore
 from distgnn_workload.runtime import rpc_targets
-from distgnn_workload.runtime.features import HolderData, HolderLayout
+from distgnn_workload.runtime.features.layout import HolderData, HolderLayout
 from distgnn_workload.runtime.rpc import RpcContext
 from distgnn_workload.runtime.rpc_targets import Target
 from distgnn_workload.runtime.transfers import to_device

@@ -28,21 +28,20 @@ from distgnn_workload.runtime.distributed_sampler import (
     should_replicate,
     topology_bytes,
 )
-from distgnn_workload.runtime.features import (
-    DistributedFeatureSource,
-    FeatureTable,
+from distgnn_workload.runtime.features.cache_policy import fill_cache, presample_counts, select_hot
+from distgnn_workload.runtime.features.layout import (
     HolderData,
     HolderLayout,
-    feature_slot_spec,
-    fill_cache,
     load_holder,
     load_labels,
-    presample_counts,
+)
+from distgnn_workload.runtime.features.remote import (
+    DistributedFeatureSource,
     rpc_fetch,
     rpc_fetch_into,
-    select_hot,
-    serve_table,
 )
+from distgnn_workload.runtime.features.serving import feature_slot_spec, serve_table
+from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.lifecycle import BadInputError
 from distgnn_workload.runtime.rpc import RpcContext
 from distgnn_workload.runtime.shared_slots import SlotOwner, SlotReader, serve_slots, slot_bytes

@@ -1,0 +1,71 @@
+"""Node features of one holder, plus remote features over RPC behind a hot-feature cache.
+
+A *holder* is a process that holds partitions: a sampler in server-client mode, a trainer
+pod in worker mode. It owns the contiguous new-id range of its partitions and keeps their
+features on its device. Features of other holders' nodes are fetched over RPC from their
+owner; a share (``samplers.cacheRatio``) of the remote nodes, the hottest ones, is fetched
+once at start-up and kept. One table serves both: ``slot[id]`` is the row of a node's
+features in ``rows`` (local rows first, cached rows after), or -1 when it must be fetched.
+With a cache ratio of 1 every node has a row and a gather is one GPU kernel, no host sync.
+
+The concerns, one module each, each layer importing only those below it:
+:mod:`.cache_policy` (which remote nodes to cache, filling the cache) over :mod:`.remote`
+(the loader's feature source) over :mod:`.serving` (the RPC targets that answer other
+holders) over :mod:`.table` (the table) over :mod:`.layout` (who owns which nodes).
+"""
+
+from distgnn_workload.runtime.features.cache_policy import (
+    FETCH_CHUNK,
+    fill_cache,
+    presample_counts,
+    select_hot,
+)
+from distgnn_workload.runtime.features.layout import (
+    HolderData,
+    HolderLayout,
+    load_holder,
+    load_labels,
+    split_ids,
+)
+from distgnn_workload.runtime.features.remote import (
+    DistributedFeatureSource,
+    FeatureStats,
+    FetchFn,
+    PendingGather,
+    rpc_fetch,
+    rpc_fetch_into,
+)
+from distgnn_workload.runtime.features.serving import (
+    FEATURE_SLOTS,
+    SERVE_OBSERVER,
+    SERVED_TABLE,
+    feature_slot_spec,
+    serve_table,
+    set_serve_observer,
+)
+from distgnn_workload.runtime.features.table import FeatureTable
+
+__all__ = [
+    "FEATURE_SLOTS",
+    "FETCH_CHUNK",
+    "SERVED_TABLE",
+    "SERVE_OBSERVER",
+    "DistributedFeatureSource",
+    "FeatureStats",
+    "FeatureTable",
+    "FetchFn",
+    "HolderData",
+    "HolderLayout",
+    "PendingGather",
+    "feature_slot_spec",
+    "fill_cache",
+    "load_holder",
+    "load_labels",
+    "presample_counts",
+    "rpc_fetch",
+    "rpc_fetch_into",
+    "select_hot",
+    "serve_table",
+    "set_serve_observer",
+    "split_ids",
+]

@@ -1,0 +1,206 @@
+"""Features of any nodes for the loader: local rows, cached rows, and requests to their
+owners for the rest (over RPC, or into shared slots), overlapped with sampling.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.distributed.rpc as rpc
+from torch import Tensor
+from torch.futures import Future
+
+from distgnn_workload.runtime.features.layout import HolderLayout
+from distgnn_workload.runtime.features.serving import (
+    FEATURE_SLOTS,
+    _serve_features,
+    _serve_features_into,
+)
+from distgnn_workload.runtime.features.table import FeatureTable
+from distgnn_workload.runtime.rpc import RpcContext, wait_remote
+from distgnn_workload.runtime.shared_slots import SlotReader, take
+
+# --------------------------------------------------------------------------- the source
+
+
+FetchFn = Callable[[int, Tensor], Future[Tensor]]
+"""Start fetching the features of ``ids`` (int64, any device) from holder ``h``."""
+
+
+def rpc_fetch(ctx: RpcContext, target_of_holder: Callable[[int], str]) -> FetchFn:
+    """Feature requests over RPC: ids go as CUDA tensors where tensors travel on the GPU."""
+
+    def fetch(holder: int, ids: Tensor) -> Future[Tensor]:
+        if not ctx.cuda:
+            ids = ids.cpu()
+        fut: Future[Tensor] = rpc.rpc_async(target_of_holder(holder), _serve_features, args=(ids,))
+        return fut
+
+    return fetch
+
+
+@dataclass
+class FeatureStats:
+    """Counts for the cache metrics, kept on the device until read."""
+
+    lookups: Tensor
+    """Remote-node look-ups."""
+    misses: int = 0
+    """Look-ups the cache could not serve (fetched over RPC)."""
+    bytes_fetched: int = 0
+
+    def take(self) -> tuple[int, int, int]:
+        """(lookups, hits, bytes) since the last call; one host sync."""
+        lookups = int(self.lookups.item())
+        out = (lookups, max(lookups - self.misses, 0), self.bytes_fetched)
+        self.lookups.zero_()
+        self.misses = 0
+        self.bytes_fetched = 0
+        return out
+
+
+@dataclass
+class _Part:
+    """One holder's share of a pending gather."""
+
+    pos: Tensor
+    """Where its rows go in ``out``."""
+    fut: Future[Any]
+    """Its rows, or (with a shared slot) how many rows it wrote there."""
+    peer: str
+    reader: SlotReader | None = None
+    slot: int = -1
+
+
+@dataclass
+class PendingGather:
+    """A gather whose remote rows are still on their way: ``wait()`` fills them in.
+
+    ``out`` already holds the local and cached rows; ``parts`` say, per owning holder, where
+    its rows go in ``out`` and how they come (over RPC, or written into a shared slot).
+    """
+
+    out: Tensor
+    parts: list[_Part] = field(default_factory=list)
+
+    def wait(self) -> Tensor:
+        for part in self.parts:
+            value = wait_remote(part.fut, part.peer)
+            if part.reader is None:
+                rows = value
+            else:
+                rows = take(part.reader.buffers(part.slot)["rows"][: int(value)], self.out.device)
+            self.out[part.pos] = rows.to(self.out.device, self.out.dtype, non_blocking=True)
+            if part.reader is not None:
+                part.reader.release(part.slot)  # once the copy above has run
+        self.parts = []
+        return self.out
+
+
+class DistributedFeatureSource:
+    """Gathers features of any nodes: local rows, cached rows, and RPC for the rest.
+
+    Implements the loader's ``FeatureSource`` protocol (``gather``, ``num_features``).
+    :meth:`start` splits a gather in two so that a pipeline can sample the next batches
+    while the remote rows of this one are on their way: it takes one host sync (how many
+    rows each holder must send) and sends one request per holder with only the missing ids.
+    """
+
+    def __init__(
+        self,
+        table: FeatureTable,
+        layout: HolderLayout,
+        fetch: FetchFn,
+        *,
+        holder: int,
+        peer_name: Callable[[int], str] | None = None,
+    ) -> None:
+        self.table = table
+        self.layout = layout
+        self.fetch = fetch
+        self.holder = holder
+        self.peer_name = peer_name or (lambda h: f"holder {h}")
+        self.device = table.device
+        self.stats = FeatureStats(lookups=torch.zeros((), dtype=torch.int64, device=table.device))
+        self._stats_lock = threading.Lock()
+        self.readers: dict[int, SlotReader] = {}
+        """Shared slots of holders on this host, by holder: their rows come through memory."""
+        self.fetch_into: Callable[[int, int, Tensor], Future[int]] | None = None
+        """Ask holder ``h`` to write the rows of ``ids`` into slot ``k`` of this process."""
+
+    @property
+    def num_features(self) -> int:
+        return self.table.num_features
+
+    def gather(self, node_ids: Tensor) -> Tensor:
+        return self.start(node_ids).wait()
+
+    def start(self, node_ids: Tensor) -> PendingGather:
+        """Gather the rows at hand and send for the others (see :class:`PendingGather`)."""
+        table = self.table
+        ids = node_ids.to(self.device, torch.int64)
+        if table.num_remote == 0:  # one holder owns every node
+            return PendingGather(table.rows.index_select(0, ids))
+        slot = table.slot[ids]
+        remote = ((ids < table.start) | (ids >= table.end)).sum()
+        with self._stats_lock:
+            self.stats.lookups += remote
+        if table.complete:
+            return PendingGather(table.rows[slot.to(torch.int64)])
+        out = table.rows[slot.clamp(min=0).to(torch.int64)]
+        holders = self.layout.num_holders
+        # misses keyed by their owner, the rest after them: one sort, one host sync
+        key = torch.where(slot < 0, self.layout.holder_of(ids), holders)
+        order = torch.argsort(key, stable=True)
+        counts = torch.bincount(key, minlength=holders + 1).tolist()
+        misses = sum(counts[:holders])
+        if misses == 0:
+            return PendingGather(out)
+        order = order[:misses]
+        miss_ids = ids[order]
+        if self.readers:
+            miss_ids = miss_ids.cpu()  # requests carry host ids; rows come through the slots
+        pending = PendingGather(out)
+        lo = 0
+        for h, n in enumerate(counts[:holders]):
+            if not n:
+                continue
+            if h == self.holder:
+                raise RuntimeError(f"holder {h} has no row for some of its own nodes")
+            pos = order[lo : lo + n]
+            # a compact copy: a view would put its whole storage on the wire
+            request = miss_ids[lo : lo + n].clone()
+            reader = self.readers.get(h)
+            if reader is not None and self.fetch_into is not None and n <= _slot_rows(reader):
+                k = reader.acquire()
+                fut: Future[Any] = self.fetch_into(h, k, request)
+                pending.parts.append(_Part(pos, fut, self.peer_name(h), reader, k))
+            else:
+                pending.parts.append(_Part(pos, self.fetch(h, request), self.peer_name(h)))
+            lo += n
+        with self._stats_lock:
+            self.stats.misses += misses
+            self.stats.bytes_fetched += misses * table.num_features * out.element_size()
+        return pending
+
+
+def _slot_rows(reader: SlotReader) -> int:
+    return int(reader.buffers(0)[FEATURE_SLOTS].size(0))
+
+
+def rpc_fetch_into(
+    me: str, target_of_holder: Callable[[int], str]
+) -> Callable[[int, int, Tensor], Future[int]]:
+    """Feature requests whose rows the owner writes into this process's shared slot."""
+
+    def fetch_into(holder: int, slot: int, ids: Tensor) -> Future[int]:
+        fut: Future[int] = rpc.rpc_async(
+            target_of_holder(holder), _serve_features_into, args=(me, slot, ids.cpu())
+        )
+        return fut
+
+    return fetch_into
