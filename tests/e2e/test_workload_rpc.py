@@ -7,27 +7,21 @@ object is not subscriptable``). Now the caller raises a ``RemoteError`` naming t
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
 import torch.multiprocessing as mp
 
+from distgnn_operator.local.ports import free_ports
 from tests.e2e.rpc_peers import sampler_and_trainer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_a_sampler_failure_is_raised_in_the_trainer_naming_the_sampler(tmp_path: Path) -> None:
     out = tmp_path / "trainer.txt"
     mp.start_processes(  # type: ignore[attr-defined,no-untyped-call]
-        sampler_and_trainer, args=(_free_port(), str(out)), nprocs=2, start_method="spawn"
+        sampler_and_trainer, args=(free_ports(1)[0], str(out)), nprocs=2, start_method="spawn"
     )
     text = out.read_text()
     assert "raw value: RemoteError" in text  # a value, which the caller must check

@@ -18,6 +18,7 @@ from distgnn_api.contract import (
     SHM_MOUNT_PATH,
 )
 from distgnn_api.spec import Progress
+from distgnn_operator.local.ports import free_ports
 from distgnn_operator.reconcile.kube_api import (
     CONFIG_MAP,
     JOB,
@@ -30,7 +31,6 @@ from tests.operator.harness import (
     Cluster,
     container_of,
     env_of,
-    free_port,
     install_crd,
     job_manifest,
     progress_server,
@@ -68,7 +68,7 @@ def test_happy_path(control_plane: ControlPlane, namespace: str, crd: None) -> N
         counter("distgnn_operator_jobs_created_total"),
         counter("distgnn_operator_jobs_succeeded_total"),
     )
-    port = free_port()
+    (port,) = free_ports(1, host="0.0.0.0")
     manifest = job_manifest(
         "happy",
         trainers={"replicas": 2, "gpusPerPod": 2, "resources": {"requests": {"cpu": "2"}}},

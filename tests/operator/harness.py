@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -248,13 +247,6 @@ def job_manifest(name: str, **spec: Any) -> dict[str, Any]:
         "metadata": {"name": name},
         "spec": body,
     }
-
-
-def free_port() -> int:
-    """A TCP port free on every loopback address."""
-    with socket.socket() as sock:
-        sock.bind(("0.0.0.0", 0))
-        return int(sock.getsockname()[1])
 
 
 @contextlib.contextmanager

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import socket
 from typing import Literal
 
 import pytest
 
 from distgnn_api.spec import Condition, DistGNNJobStatus, Phase, Progress
+from distgnn_operator.local.ports import free_ports
 from distgnn_operator.reconcile.events import transitions
 from distgnn_operator.reconcile.kube_api import DISTGNNJOB, JOB, POD, kind_of
 from distgnn_operator.reconcile.progress import fetch_progress, progress_url
@@ -28,9 +28,7 @@ def test_rest_paths() -> None:
 
 
 def test_progress_from_a_real_server() -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    (port,) = free_ports(1)
     sent = Progress(epoch=4, epochs=9, seeds_per_second=1500.0, val_accuracy=0.5)
     with progress_server("127.0.0.1", port, sent) as requests:
         assert fetch_progress("127.0.0.1", port, timeout=2) == sent

@@ -19,7 +19,6 @@ import secrets
 import shlex
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import tempfile
@@ -36,6 +35,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from distgnn_operator.local.ports import free_ports
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
@@ -307,13 +308,9 @@ class PortAllocator:
         self._taken: set[int] = set()
 
     def take(self) -> int:
-        while True:
-            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-                sock.bind(("127.0.0.1", 0))
-                port = int(sock.getsockname()[1])
-            if port not in self._taken:
-                self._taken.add(port)
-                return port
+        (port,) = free_ports(1, exclude=self._taken)
+        self._taken.add(port)
+        return port
 
 
 # --- certificates and kubeconfigs ---------------------------------------------------

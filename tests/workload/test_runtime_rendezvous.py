@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from distgnn_api import contract as c
+from distgnn_operator.local.ports import free_ports
 from distgnn_workload.runtime.rendezvous import (
     Member,
     RendezvousError,
@@ -16,12 +17,6 @@ from distgnn_workload.runtime.rendezvous import (
     rendezvous,
     resolve,
 )
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _env(
@@ -128,7 +123,7 @@ def test_resolve_timeout_names_the_peer_and_host() -> None:
 
 
 def test_rendezvous_timeout_names_the_members_that_never_came() -> None:
-    port = _free_port()
+    (port,) = free_ports(1)
     with pytest.raises(RendezvousError) as err:
         rendezvous(_env(c.Role.trainer, 0, trainers=2, samplers=1, ddp_port=port), timeout_s=1.0)
     message = str(err.value)
@@ -138,14 +133,14 @@ def test_rendezvous_timeout_names_the_members_that_never_came() -> None:
 
 
 def test_a_peer_without_trainer_0_names_trainer_0() -> None:
-    port = _free_port()
+    (port,) = free_ports(1)
     with pytest.raises(RendezvousError) as err:
         rendezvous(_env(c.Role.sampler, 0, trainers=1, ddp_port=port), timeout_s=1.0)
     assert f"trainer 0 (127.0.0.1:{port})" in str(err.value)
 
 
 def test_every_member_meets_and_learns_the_others_devices() -> None:
-    port = _free_port()
+    (port,) = free_ports(1)
     envs = [
         _env(c.Role.trainer, 0, trainers=2, samplers=1, ddp_port=port),
         _env(c.Role.trainer, 1, trainers=2, samplers=1, ddp_port=port),
