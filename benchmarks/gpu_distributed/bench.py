@@ -58,38 +58,30 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import shutil
-import signal
-import statistics
 import subprocess
 import sys
-import threading
 import time
-import uuid
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "benchmarks" / "gpu"))
+# This folder's modules and benchmarks/gpu's (also under python -P, which adds neither).
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(REPO / "benchmarks" / "gpu")]
 
-from synthetic_gpu import PRODUCTS_NODES, PRODUCTS_UNDIRECTED_EDGES, generate  # noqa: E402
+from gpu_monitor import GpuMonitor, stacks  # noqa: E402
+from graph_store import build_store  # noqa: E402
+from records import emit  # noqa: E402
+from run_config import RunConfig, job_spec, num_partitions, parse_run, plan  # noqa: E402
+from summary import compare, summarise, table  # noqa: E402
+from synthetic_gpu import PRODUCTS_NODES  # noqa: E402
 
 from distgnn_api import contract as c  # noqa: E402
-from distgnn_api.spec import DistGNNJobSpec, parse_spec  # noqa: E402
-from distgnn_operator.local.job_plan import JobPlan, plan_job, render_job  # noqa: E402
-from distgnn_operator.local.launch_plan import LocalLayout  # noqa: E402
 from distgnn_operator.local.supervisor import Supervisor  # noqa: E402
-from distgnn_workload.data.graph import GraphData  # noqa: E402
-from distgnn_workload.partition import PartitionStore, write_partitions  # noqa: E402
 
-JOB_NAME = "bench"
-ENV_RPC_CUDA = "DISTGNN_RPC_CUDA"
-ENV_PROFILE_DIR = "DISTGNN_PROFILE_DIR"
 STATS_FILE = "training_stats.json"
 DEFAULT_RUNS = [
     "worker-1-bf16",
@@ -160,273 +152,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def emit(out: Path | None, record: dict[str, Any]) -> None:
-    line = json.dumps(record)
-    print(line, flush=True)
-    if out is not None:
-        with open(out, "a") as f:
-            f.write(line + "\n")
-
-
-# --------------------------------------------------------------------------- data
-
-
-def build_store(
-    args: argparse.Namespace, store_dir: Path, partitions: int, key: str
-) -> PartitionStore:
-    """Generate the graph on the device and write a store of ``partitions`` random partitions."""
-    dev = torch.device(args.device)
-    edges = args.edges or round(args.nodes * PRODUCTS_UNDIRECTED_EDGES / PRODUCTS_NODES)
-    t0 = time.perf_counter()
-    g = generate(
-        args.nodes,
-        edges,
-        args.features,
-        args.classes,
-        device=dev,
-        train_fraction=args.train_fraction,
-    )
-    n = g.num_nodes
-    gen = torch.Generator(device=dev).manual_seed(1)
-    train = torch.zeros(n, dtype=torch.bool, device=dev)
-    train[g.train_idx] = True
-    r = torch.rand(n, device=dev, generator=gen)
-    val = ~train & (r < args.eval_fraction)
-    test = ~train & (r >= 1.0 - args.eval_fraction)
-    parts = torch.randint(0, partitions, (n,), device=dev, generator=gen)
-    graph = GraphData(
-        indptr=g.indptr.cpu().numpy(),
-        indices=g.indices.cpu().numpy(),
-        x=g.x.cpu().numpy(),
-        y=g.y.cpu().numpy(),
-        train_mask=train.cpu().numpy(),
-        val_mask=val.cpu().numpy(),
-        test_mask=test.cpu().numpy(),
-        num_classes=args.classes,
-        name="synthetic-products",
-    )
-    assignment = parts.to(torch.int32).cpu().numpy()
-    del g, train, val, test, parts, r
-    if dev.type == "cuda":
-        torch.cuda.empty_cache()
-    gen_s = time.perf_counter() - t0
-    t1 = time.perf_counter()
-    if store_dir.exists():
-        shutil.rmtree(store_dir)
-    store = write_partitions(store_dir, graph, partitions, assignment=assignment, key=key)
-    emit(
-        args.out,
-        {
-            "bench": "dist_data",
-            "partitions": partitions,
-            "nodes": n,
-            "directed_edges": int(graph.num_edges),
-            "train_nodes": int(graph.train_mask.sum()),
-            "generate_s": round(gen_s, 2),
-            "partition_write_s": round(time.perf_counter() - t1, 2),
-            "edge_cut_fraction": store.meta.edge_cut_fraction,
-        },
-    )
-    return store
-
-
-# --------------------------------------------------------------------------- GPU monitor
-
-
-class GpuMonitor:
-    """Samples ``nvidia-smi`` while a run lasts: each GPU's utilisation (share of time a
-    kernel ran) and which process holds a context on which GPU (a stray context on a
-    peer's GPU makes the two processes time-slice that GPU)."""
-
-    def __init__(self, interval_s: float = 1.0) -> None:
-        self.interval_s = interval_s
-        self.util: dict[int, list[int]] = {}
-        self.contexts: dict[int, set[int]] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._uuids = dict(self._query("--query-gpu=uuid,index"))
-
-    @staticmethod
-    def _query(what: str) -> list[tuple[str, str]]:
-        try:
-            out = subprocess.run(
-                ["nvidia-smi", what, "--format=csv,noheader,nounits"],
-                capture_output=True,
-                text=True,
-                timeout=10,
-            ).stdout
-        except (OSError, subprocess.TimeoutExpired):
-            return []
-        rows = [[c.strip() for c in line.split(",")] for line in out.splitlines() if line]
-        return [(r[0], r[1]) for r in rows if len(r) >= 2]
-
-    def start(self) -> GpuMonitor:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=15)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            for index, util in self._query("--query-gpu=index,utilization.gpu"):
-                if util.isdigit():
-                    self.util.setdefault(int(index), []).append(int(util))
-            for pid, gpu in self._query("--query-compute-apps=pid,gpu_uuid"):
-                if pid.isdigit() and gpu in self._uuids:
-                    self.contexts.setdefault(int(pid), set()).add(int(self._uuids[gpu]))
-
-    def summary(self, pids: dict[int, str]) -> dict[str, Any]:
-        busy = {str(i): [u for u in v if u > 0] for i, v in self.util.items()}
-        return {
-            "gpu_util_mean": {i: round(sum(v) / len(v), 1) for i, v in busy.items() if v},
-            "gpu_contexts": {
-                pids.get(pid, str(pid)): sorted(g) for pid, g in self.contexts.items()
-            },
-        }
-
-
 # --------------------------------------------------------------------------- one run
-
-
-@dataclass(frozen=True)
-class RunConfig:
-    mode: str
-    gpus: int
-    precision: str
-    cache_ratio: float
-
-    @property
-    def name(self) -> str:
-        return f"{self.mode}-{self.gpus}-{self.precision}"
-
-    @property
-    def full_name(self) -> str:
-        return f"{self.name}-{self.cache_ratio:g}"
-
-
-def num_partitions(runs: list[RunConfig]) -> int:
-    """Partitions that every run's holders (one per GPU) divide into equal blocks."""
-    return math.lcm(*(r.gpus for r in runs)) if runs else 1
-
-
-def job_spec(
-    cfg: RunConfig, args: argparse.Namespace, cuda: bool, partitions: int
-) -> DistGNNJobSpec:
-    server = cfg.mode == "server"
-    return parse_spec(
-        {
-            "dataset": {
-                "synthetic": {
-                    "numNodes": args.nodes,
-                    "numEdges": args.edges
-                    or round(args.nodes * PRODUCTS_UNDIRECTED_EDGES / PRODUCTS_NODES),
-                    "numFeatures": args.features,
-                    "numClasses": args.classes,
-                }
-            },
-            "partition": {"algorithm": "random", "numPartitions": partitions},
-            "samplers": {
-                "replicas": cfg.gpus if server else 0,
-                "gpusPerPod": 1 if server and cuda else 0,
-                "workers": args.sampler_workers,
-                "concurrency": args.concurrency,
-                "cacheRatio": cfg.cache_ratio,
-                "replicateTopology": "always",
-            },
-            "trainers": {
-                "replicas": cfg.gpus,
-                "gpusPerPod": 1 if cuda else 0,
-                "prefetch": args.prefetch,
-            },
-            "model": {
-                "arch": "sage",
-                "hiddenChannels": args.hidden,
-                "numLayers": len(args.fanout),
-                "fanout": args.fanout,
-                "dropout": 0.5,
-            },
-            "training": {
-                "epochs": args.epochs,
-                "batchSize": args.batch_size,
-                "learningRate": 0.003,
-                "evalEvery": args.eval_every,
-                "checkpointEvery": args.epochs,
-                "bf16": cfg.precision == "bf16",
-            },
-        }
-    )
-
-
-def plan(
-    cfg: RunConfig,
-    args: argparse.Namespace,
-    partitions: int,
-    root: Path,
-    *,
-    rpc_cuda: bool,
-    profile: bool,
-) -> JobPlan:
-    """The run's processes, as ``distgnn run`` would start them (the partition is on disk)."""
-    cuda = args.device == "cuda"
-    spec = job_spec(cfg, args, cuda, partitions)
-    uid = uuid.uuid4().hex
-    layout = LocalLayout(
-        job_name=JOB_NAME,
-        namespace="local",
-        data_dir=args.work_dir / "data",
-        run_dir=root,
-        gpus=tuple(str(i) for i in range(torch.cuda.device_count())) if cuda else (),
-    )
-    rendered = render_job(JOB_NAME, uid, spec, partition_reused=True)
-    extra = {ENV_RPC_CUDA: "1" if rpc_cuda else "0"}
-    if profile:
-        extra[ENV_PROFILE_DIR] = str(root / "profile")
-    job = plan_job(layout, rendered, threads=None if cuda else 1)
-    workload = [s.with_contract(rendezvous_timeout_s=120.0, extra=extra) for s in job.workload]
-    return JobPlan(planner=job.planner, partition=(), workload=workload)
 
 
 def _log_tail(path: Path, lines: int = 25) -> str:
     text = path.read_text(errors="replace").splitlines() if path.exists() else []
     keep = [t for t in text if "Warning" not in t and "warn(" not in t][-lines:]
     return "\n".join(keep)
-
-
-def stacks(sup: Supervisor, names: list[str], logs: dict[str, Path]) -> dict[str, str]:
-    """The stacks of every process still running: ``py-spy dump`` (when on PATH), then the
-    workload's faulthandler (SIGUSR1 writes every thread's stack to the process's log)."""
-    out: dict[str, str] = {}
-    py_spy = shutil.which("py-spy")
-    for name in names:
-        parts = []
-        if py_spy:
-            try:
-                proc = subprocess.run(
-                    [py_spy, "dump", "--pid", str(sup.pid(name))],
-                    capture_output=True,
-                    text=True,
-                    timeout=30,
-                )
-                parts.append("py-spy dump:\n" + (proc.stdout + proc.stderr).strip())
-            except (OSError, subprocess.TimeoutExpired) as err:
-                parts.append(f"py-spy dump failed: {err}")
-        log = logs[name]
-        offset = log.stat().st_size if log.exists() else 0
-        try:
-            os.kill(sup.pid(name), signal.SIGUSR1)
-        except ProcessLookupError:
-            parts.append("exited before its stack could be read")
-            out[name] = "\n".join(parts)
-            continue
-        time.sleep(1.5)
-        with open(log, "rb") as f:
-            f.seek(offset)
-            dumped = f.read().decode(errors="replace").strip()
-        parts.append("faulthandler (SIGUSR1):\n" + (dumped or "(nothing written)"))
-        out[name] = "\n".join(parts)
-    return out
 
 
 def run_one(
@@ -550,24 +282,6 @@ def run_one(
 # --------------------------------------------------------------------------- main
 
 
-def parse_run(token: str) -> RunConfig:
-    """``mode-gpus-precision[-cacheRatio]``, e.g. ``worker-2-bf16-0.2``."""
-    parts = token.split("-")
-    if (
-        len(parts) not in (3, 4)
-        or parts[0] not in ("worker", "server")
-        or not parts[1].isdigit()
-        or int(parts[1]) < 1
-        or parts[2] not in ("fp32", "bf16")
-    ):
-        raise SystemExit(
-            f"--runs: {token!r} is not mode-gpus-precision[-cacheRatio], "
-            "e.g. worker-2-bf16 or server-4-fp32-0.2"
-        )
-    ratio = float(parts[3]) if len(parts) == 4 else 1.0
-    return RunConfig(parts[0], int(parts[1]), parts[2], ratio)
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.perf_counter()
@@ -658,84 +372,6 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def summarise(args: argparse.Namespace, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per configuration: the median and spread of seeds/s per GPU over its repeats, and its
-    hangs and failures; then the scaling from 1 GPU (medians of this call only)."""
-    groups: dict[tuple[str, int, str, float], list[dict[str, Any]]] = {}
-    for r in records:
-        groups.setdefault((r["mode"], r["gpus"], r["precision"], r["cache_ratio"]), []).append(r)
-    summaries = []
-    for (mode, gpus, precision, ratio), rs in groups.items():
-        ok = [r for r in rs if r["status"] == "ok"]
-        per_gpu = [r["seeds_per_s_per_gpu"] for r in ok]
-        summary: dict[str, Any] = {
-            "bench": "dist_summary",
-            "run": f"{mode}-{gpus}-{precision}",
-            "mode": mode,
-            "gpus": gpus,
-            "precision": precision,
-            "cache_ratio": ratio,
-            "repeats": len(rs),
-            "ok": len(ok),
-            "hung": sum(r["status"] == "hung" for r in rs),
-            "failed": sum(r["status"] == "failed" for r in rs),
-        }
-        if ok:
-            summary.update(
-                {
-                    "seeds_per_s_per_gpu_median": round(statistics.median(per_gpu), 1),
-                    "seeds_per_s_per_gpu_min": min(per_gpu),
-                    "seeds_per_s_per_gpu_max": max(per_gpu),
-                    "seeds_per_s_median": round(statistics.median(r["seeds_per_s"] for r in ok), 1),
-                    "data_wait_share_median": statistics.median(r["data_wait_share"] for r in ok),
-                    "host_wait_share_median": statistics.median(r["host_wait_share"] for r in ok),
-                    "test_accuracy_median": statistics.median(r["test_accuracy"] for r in ok),
-                }
-            )
-        emit(args.out, summary)
-        summaries.append(summary)
-    by_key = {
-        (s["mode"], s["gpus"], s["precision"], s["cache_ratio"]): s
-        for s in summaries
-        if "seeds_per_s_median" in s
-    }
-    for (mode, gpus, precision, ratio), many in by_key.items():
-        one = by_key.get((mode, 1, precision, ratio))
-        if gpus > 1 and one is not None:
-            emit(
-                args.out,
-                {
-                    "bench": "dist_scaling",
-                    "mode": mode,
-                    "precision": precision,
-                    "cache_ratio": ratio,
-                    "gpus": gpus,
-                    "seeds_per_s_1gpu_median": one["seeds_per_s_median"],
-                    "seeds_per_s_median": many["seeds_per_s_median"],
-                    "speedup": round(many["seeds_per_s_median"] / one["seeds_per_s_median"], 3),
-                },
-            )
-    return summaries
-
-
-def table(summaries: list[dict[str, Any]]) -> None:
-    """A human-readable summary: median [min-max] seeds/s per GPU of each configuration."""
-    print(
-        f"{'run':<18}{'cache':>6}{'ok/runs':>9}{'hung':>6}{'seeds/s/GPU median':>20}"
-        f"{'min-max':>22}{'data wait':>11}{'host wait':>11}{'test acc':>10}"
-    )
-    for s in summaries:
-        line = f"{s['run']:<18}{s['cache_ratio']:>6g}{s['ok']:>5}/{s['repeats']:<3}{s['hung']:>6}"
-        if "seeds_per_s_per_gpu_median" in s:
-            spread = f"{s['seeds_per_s_per_gpu_min']:,.0f}-{s['seeds_per_s_per_gpu_max']:,.0f}"
-            line += (
-                f"{s['seeds_per_s_per_gpu_median']:>20,.0f}{spread:>22}"
-                f"{s['data_wait_share_median']:>11.1%}{s['host_wait_share_median']:>11.1%}"
-                f"{s['test_accuracy_median']:>10.3f}"
-            )
-        print(line)
-
-
 def pyg_baseline(args: argparse.Namespace, started: float) -> float | None:
     """PyG's NeighborLoader + GraphSAGE on the same graph: its seeds/s, or None."""
     left = args.budget - (time.perf_counter() - started)
@@ -773,24 +409,6 @@ def pyg_baseline(args: argparse.Namespace, started: float) -> float | None:
         emit(args.out, {"bench": "pyg_train", "error": tail if failed else "no result"})
         return None
     return float(train["seeds_per_s"])
-
-
-def compare(args: argparse.Namespace, summaries: list[dict[str, Any]], base: float) -> None:
-    """Each configuration's median seeds/s per GPU over the PyG baseline's (same call)."""
-    for s in summaries:
-        if "seeds_per_s_per_gpu_median" not in s:
-            continue
-        emit(
-            args.out,
-            {
-                "bench": "dist_vs_pyg",
-                "run": s["run"],
-                "cache_ratio": s["cache_ratio"],
-                "seeds_per_s_per_gpu_median": s["seeds_per_s_per_gpu_median"],
-                "pyg_seeds_per_s": round(base, 1),
-                "times_pyg_per_gpu": round(s["seeds_per_s_per_gpu_median"] / base, 2),
-            },
-        )
 
 
 if __name__ == "__main__":
