@@ -112,6 +112,9 @@ BAD_INPUT_ERRORS: tuple[type[BaseException], ...] = (
 
 
 def configure_logging(prefix: str) -> None:
+    """Log to stderr with the process's name; SIGUSR1 prints the stack of every thread to
+    stderr (a stuck process can be read without stopping it: ``kill -USR1 <pid>``)."""
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     level = os.environ.get(ENV_LOG_LEVEL, "INFO").upper()
     logging.basicConfig(
         level=getattr(logging, level, logging.INFO),
@@ -143,11 +146,7 @@ def exit_code(main: Callable[[], int], role: str) -> int:
 
 
 def run_entry_point(main: Callable[[], int], role: str) -> NoReturn:
-    """Run an entry point and exit the process with the contract's code.
-
-    SIGUSR1 prints the stack of every thread to stderr (a stuck process can be read
-    without stopping it: ``kill -USR1 <pid>``)."""
-    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    """Run an entry point and exit the process with the contract's code."""
     code = exit_code(main, role)
     sys.stdout.flush()
     sys.stderr.flush()
