@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 import uuid
 from pathlib import Path
+
+import pytest
 
 from distgnn_api.contract import Role
 from distgnn_operator.local.launch_plan import ProcessSpec
@@ -102,4 +105,44 @@ def test_first_failure_is_reported_first_and_the_rest_can_be_stopped(tmp_path: P
         second = _next_exit(sup)
         # A cooperative process exits on SIGTERM, well before the grace period.
         assert (second.spec.name, second.returncode) == ("trainer-0", -15)
+    assert processes_with_env(TAG, tag) == []
+
+
+def test_one_process_is_signalled_waited_for_and_restarted(tmp_path: Path) -> None:
+    tag = uuid.uuid4().hex
+    code = (
+        "import subprocess, sys, time\n"
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+        "print('started', flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    spec = _spec(tmp_path, tag, "trainer-1", code, rank=1)
+    with Supervisor(grace_period_s=2) as sup:
+        sup.start(spec)
+        with pytest.raises(RuntimeError, match="trainer-1 is still running"):
+            sup.start(spec)
+        deadline = time.monotonic() + 20
+        while len(processes_with_env(TAG, tag)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert sup.poll("trainer-1") is None
+        assert sup.wait("trainer-1", 0.1) is None
+        # A stopped pod: the process and what it started are stopped, not gone.
+        sup.signal("trainer-1", signal.SIGSTOP)
+        assert sup.poll("trainer-1") is None
+        # A lost pod: SIGKILL to the whole group.
+        sup.signal("trainer-1", signal.SIGKILL)
+        assert sup.wait("trainer-1", 20) == -signal.SIGKILL
+        deadline = time.monotonic() + 20
+        while processes_with_env(TAG, tag) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert processes_with_env(TAG, tag) == []
+        # Restarted like a pod: same name, the log grows.
+        sup.start(spec)
+        deadline = time.monotonic() + 20
+        while spec.log_path.read_text().count("started") < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert sup.poll("trainer-1") is None
+        with pytest.raises(KeyError, match="no process 'trainer-9'"):
+            sup.poll("trainer-9")
+    assert spec.log_path.read_text().count("started") == 2
     assert processes_with_env(TAG, tag) == []
