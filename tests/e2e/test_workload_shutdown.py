@@ -1,11 +1,13 @@
 """A peer lost at the end of the job: the others leave within the shutdown bound, non-zero.
 
-Right after trainer 0's final test evaluation (no sampler is asked for anything after it,
-and no process can have left yet: leaving waits for trainer 0's result), sampler 0 is
-stopped (stuck: SIGSTOP) or killed (gone: SIGKILL). Every other process must exit with the
-contract's internal-error code within ``DISTGNN_SHUTDOWN_TIMEOUT`` (plus start-up slack of
-the wait), the trainers naming the peer and the shutdown step they waited in, and the
-result trainer 0 wrote must be intact.
+Both final evaluations are full-neighbourhood (the trainers alone, over the store) and
+there is no validation during training, so after the last training step no sampler is
+asked for anything. Right after trainer 0 reports its last epoch (no process can have left
+yet: leaving waits for trainer 0's result, written after both evaluations), sampler 0 is
+stopped (stuck: SIGSTOP) or killed (gone: SIGKILL). Every trainer must exit with the
+contract's internal-error code within ``DISTGNN_SHUTDOWN_TIMEOUT`` (plus the slack of a
+loaded machine), naming the peer and the shutdown step it waited in, and the result
+trainer 0 wrote must be intact.
 """
 
 from __future__ import annotations
@@ -29,10 +31,13 @@ EXIT_BOUND_S = SHUTDOWN_TIMEOUT_S + 25.0
 VICTIM = (c.Role.sampler, 0)
 
 
-def _final_test_evaluation_logged(job: LocalWorkload) -> bool:
+def _last_epoch_reported(job: LocalWorkload, epochs: int) -> bool:
     lines = job.stdout_of(c.Role.trainer, 0).splitlines()
     return any(
-        e is not None and e.stage == c.STAGE_EVAL and "test_accuracy" in e.metrics
+        e is not None
+        and e.stage == c.STAGE_EPOCH
+        and e.metrics.get("epoch") == epochs
+        and "loss" in e.metrics
         for e in map(c.parse_progress_line, lines)
     )
 
@@ -41,14 +46,21 @@ def _final_test_evaluation_logged(job: LocalWorkload) -> bool:
 def test_a_peer_lost_at_shutdown_fails_the_others_in_bounded_time(
     tmp_path: Path, sig: signal.Signals
 ) -> None:
-    spec = job_spec(**{"training.epochs": 2, "partition.algorithm": "random"})
+    spec = job_spec(
+        **{
+            "training.epochs": 2,
+            "training.evalEvery": 0,
+            "training.evaluation": {"test": "full", "validation": "full"},
+            "partition.algorithm": "random",
+        }
+    )
     job = LocalWorkload(tmp_path, spec, contract={"shutdown_timeout_s": SHUTDOWN_TIMEOUT_S})
     assert spec.dataset.synthetic is not None
     job.write_partitions(generate(spec.dataset.synthetic))
     job.start_all()
     try:
         deadline = time.monotonic() + 200
-        while not _final_test_evaluation_logged(job):
+        while not _last_epoch_reported(job, spec.training.epochs):
             assert time.monotonic() < deadline, job.logs()
             assert all(job.poll(*key) is None for key in job.procs), job.logs()
             time.sleep(0.01)
@@ -71,7 +83,7 @@ def test_a_peer_lost_at_shutdown_fails_the_others_in_bounded_time(
     # watchdog may see trainer 0 gone first, with the result written, and exit 0 then.
     sampler1 = codes[(c.Role.sampler, 1)]
     assert sampler1 == c.EXIT_INTERNAL_ERROR or (
-        sampler1 == c.EXIT_OK and "trainers finished" in job.stdout_of(c.Role.sampler, 1)
+        sampler1 == c.EXIT_OK and "the job is over" in job.stdout_of(c.Role.sampler, 1)
     ), f"{codes}\n{job.logs()}"
     for role, rank in failed:
         errors = [
