@@ -144,9 +144,12 @@ class RoleProcess:
         gang restarts together).
         """
         from distgnn_workload.runtime import rpc as rpc_runtime
+        from distgnn_workload.runtime import rpc_targets
         from distgnn_workload.runtime.ddp import init_ddp
         from distgnn_workload.runtime.rendezvous import StoreWatchdog, rendezvous
 
+        # a peer's request waits for this process's targets at most as long as a peer
+        rpc_targets.configure(wait_s=self.env.rendezvous_timeout_s)
         group = rendezvous(self.env, local_rank=self.local_rank, device=str(self.device))
         self.group = group
         if group.rpc_rank != 0:
@@ -164,6 +167,12 @@ class RoleProcess:
             log.error("%s; exiting so that the job restarts together", reason)
         logging.shutdown()
         os._exit(EXIT_OK if done else EXIT_INTERNAL_ERROR)
+
+    def serving(self) -> None:
+        """Every RPC target of this process is registered: a request for another fails at once."""
+        from distgnn_workload.runtime import rpc_targets
+
+        rpc_targets.seal()
 
     # ------------------------------------------------------------------ the end
 

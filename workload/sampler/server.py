@@ -242,6 +242,7 @@ def main(proc: RoleProcess) -> int:
         batch_size=spec.training.batch_size,
     )
     rpc_targets.register(SAMPLER_SERVER, server)
+    proc.serving()
     log.info("sampler %d serving on %s", env.rank, device)
     proc.serve_until_trainers_finish()
     proc.leave()

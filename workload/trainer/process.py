@@ -92,6 +92,7 @@ def run(proc: RoleProcess, *, progress_file: Path | None = None, serve_status: b
             device=device,
             metrics=metrics,
         )
+    proc.serving()
     layout = HolderLayout.from_store(store, num_holders)
     trainer = Trainer(
         spec,

@@ -1,0 +1,14 @@
+# Sourced by the device scripts: the carried wheels (WHEELS, default .whl: the wheels of
+# ../shared/wheels/gpu-py312-torch2.11/ plus prometheus-client, rich and its dependencies,
+# pytest, pytest-timeout and py-spy) into /tmp/site, and the three packages on PYTHONPATH.
+export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
+WHEELS="${WHEELS:-.whl}"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
+  "${WHEELS}"/*.whl || exit 1
+mkdir -p build/devpath
+for p in api operator workload; do ln -sfn "../../${p}" "build/devpath/distgnn_${p}"; done
+export PYTHONPATH="/tmp/site:${PWD}/build/devpath" PATH="/tmp/site/bin:${PATH}"
+OUT="${OUT:-results/run}"
+mkdir -p "${OUT}"
+nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "${OUT}/gpus.txt"
+git rev-parse --short HEAD 2>/dev/null | tee "${OUT}/commit.txt" || true
