@@ -93,3 +93,26 @@ def test_the_captured_step_follows_the_eager_steps_on_gpu() -> None:
     assert graph_losses == pytest.approx(eager_losses, rel=1e-3, abs=1e-4)
     for a, b in zip(eager_model.parameters(), graph_model.parameters(), strict=True):
         assert torch.allclose(a, b, atol=1e-3)
+
+
+@pytest.mark.parametrize(
+    ("raw", "mode"), [("", "hooks"), ("1", "hooks"), ("graph", "graph"), ("0", "off")]
+)
+def test_overlap_mode_is_read_from_the_env(
+    monkeypatch: pytest.MonkeyPatch, raw: str, mode: str
+) -> None:
+    from distgnn_workload.trainer.graph_step import ENV_OVERLAP, overlap_mode
+
+    if raw:
+        monkeypatch.setenv(ENV_OVERLAP, raw)
+    else:
+        monkeypatch.delenv(ENV_OVERLAP, raising=False)
+    assert overlap_mode() == mode
+
+
+def test_an_unknown_overlap_mode_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    from distgnn_workload.trainer.graph_step import ENV_OVERLAP, overlap_mode
+
+    monkeypatch.setenv(ENV_OVERLAP, "sometimes")
+    with pytest.raises(ValueError, match=ENV_OVERLAP):
+        overlap_mode()

@@ -5,10 +5,11 @@ backward on the autograd thread), and with batches of a new size every time cuBL
 its algorithms again: on a GPU the step is bound by the host, not the device. Padded to the
 fixed shapes of a :class:`~distgnn_workload.sampling.StaticLayout` (the pipeline pads on its
 loader thread), forward and backward are captured once and replayed: per step the host
-copies the batch into the static inputs, replays the graph and runs the fused optimizer.
-With several ranks the gradients are all-reduced bucket by bucket as the backward
-produces them, inside the graph (:mod:`.grad_buckets`; summed, with the loss scaled like
-DDP's mean); if NCCL cannot be captured there, after the replay as one flat buffer.
+copies the batch into the static inputs, replays the graph, all-reduces the gradients (one
+NCCL call over one flat buffer, summed, with the loss scaled like DDP's mean) and runs the
+fused optimizer. Eager steps all-reduce bucket by bucket while the backward runs
+(:mod:`.grad_buckets`); ``DISTGNN_OVERLAP_ALLREDUCE=graph`` puts the buckets inside the
+graph too (see :data:`ENV_OVERLAP` for the price).
 
 The first steps run the same static computation eagerly (warm-up, as CUDA graph capture
 wants), then the graph is captured. If the capture fails on any rank, every rank goes back
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any
@@ -30,17 +32,34 @@ from torch import Tensor
 
 from distgnn_workload.loader import MiniBatch
 from distgnn_workload.models.sage import GraphSAGE
+from distgnn_workload.runtime.transfers import POLL_S
 from distgnn_workload.sampling import StaticHops, StaticLayout
 from distgnn_workload.sampling.neighbor_sampler import CUDA_GRAPH_LOCK, reset_default_generator
 from distgnn_workload.trainer.grad_buckets import GradBuckets
 
 ENV_OVERLAP = "DISTGNN_OVERLAP_ALLREDUCE"
-"""0: all-reduce the gradients after the step as one flat buffer instead of bucket by bucket
-during the backward (and, in a CUDA graph, inside the graph)."""
+"""How the gradients are all-reduced across ranks:
+
+- ``hooks`` (default): bucket by bucket during the backward of eager steps; after the
+  replay, as one flat buffer, for steps replayed from a CUDA graph;
+- ``graph``: bucket by bucket inside the captured graph too. The host then waits (polling)
+  for each replay to finish before it launches the next: a graph launch whose previous
+  replay still runs blocks in the driver, and with the all-reduce inside that replay waiting
+  for a peer, every other CUDA call of the process (the RPC threads serving that peer its
+  remote features) would wait behind it, for ever;
+- ``0``: one flat all-reduce after every step."""
 
 
-def overlap_all_reduce() -> bool:
-    return os.environ.get(ENV_OVERLAP, "1").strip().lower() not in ("0", "false", "no")
+def overlap_mode() -> str:
+    """``hooks``, ``graph`` or ``off`` (see :data:`ENV_OVERLAP`)."""
+    raw = os.environ.get(ENV_OVERLAP, "hooks").strip().lower()
+    if raw in ("0", "false", "no", "off"):
+        return "off"
+    if raw == "graph":
+        return "graph"
+    if raw in ("1", "true", "yes", "hooks"):
+        return "hooks"
+    raise ValueError(f"{ENV_OVERLAP}={raw!r}: use hooks, graph or 0")
 
 
 log = logging.getLogger(__name__)
@@ -84,8 +103,11 @@ class GraphStep:
         self.rows = torch.arange(batch, device=device)
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.buckets: GradBuckets | None = None
-        if world_size > 1 and overlap_all_reduce():
+        mode = overlap_mode()
+        self.graph_all_reduce = mode == "graph" and self.capture
+        if world_size > 1 and (self.graph_all_reduce or (mode == "hooks" and not self.capture)):
             self.buckets = GradBuckets(self.params, device)
+        self._replayed: torch.cuda.Event | None = None
         self.graph: torch.cuda.CUDAGraph | None = None
         self.loss: Tensor | None = None
         self.steps = 0
@@ -97,10 +119,15 @@ class GraphStep:
         """One training step on ``batch`` (which carries its padded form); returns its loss."""
         if batch.static is None:
             raise ValueError("GraphStep needs batches padded to its layout (pipeline static=)")
+        if self._replayed is not None:
+            self._wait_replayed(self._replayed)
         self._load(batch, batch.static)
         if self.graph is not None:
             with CUDA_GRAPH_LOCK:
                 self.graph.replay()
+            if self.graph_all_reduce:
+                self._replayed = torch.cuda.Event()  # type: ignore[no-untyped-call]
+                self._replayed.record(torch.cuda.current_stream(self.device))
             assert self.loss is not None
             loss = self.loss
         elif self.capture and self.steps >= WARMUP_STEPS:
@@ -112,6 +139,12 @@ class GraphStep:
         self.optimizer.step()
         self.steps += 1
         return loss
+
+    @staticmethod
+    def _wait_replayed(event: torch.cuda.Event) -> None:
+        """Poll until the last replay ran (see ENV_OVERLAP ``graph``), never blocking in CUDA."""
+        while not event.query():  # type: ignore[no-untyped-call]
+            time.sleep(POLL_S)
 
     def _load(self, batch: MiniBatch, static: StaticHops) -> None:
         if static.layout != self.layout:
