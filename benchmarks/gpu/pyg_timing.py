@@ -38,7 +38,9 @@ class Batch:
 
 
 def hop_lists(batch: Any) -> tuple[list[int] | None, list[int] | None]:
-    nodes, edges = batch.num_sampled_nodes, batch.num_sampled_edges
+    # absent (not None) on a Data that NeighborLoader collated from torch-sparse's output
+    nodes = getattr(batch, "num_sampled_nodes", None)
+    edges = getattr(batch, "num_sampled_edges", None)
     if nodes is None or edges is None:
         return None, None
     return [int(n) for n in nodes], [int(e) for e in edges]
