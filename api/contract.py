@@ -66,6 +66,8 @@ ENV_TRAINER_ADDRS = "DISTGNN_TRAINER_ADDRS"  # comma list host:port of trainer p
 ENV_SAMPLER_ADDRS = "DISTGNN_SAMPLER_ADDRS"  # comma list host:port of sampler pods, by rank
 ENV_DDP_PORT = "DISTGNN_DDP_PORT"  # trainer 0's torch.distributed store port
 ENV_METRICS_PORT = "DISTGNN_METRICS_PORT"  # this process's Prometheus port
+ENV_METRICS_ADDRESS = "DISTGNN_METRICS_ADDRESS"  # interface it binds; unset: all (pods)
+ENV_TERMINATION_LOG = "DISTGNN_TERMINATION_LOG"  # file for the partition figures; unset: none
 ENV_DATA_DIR = "DISTGNN_DATA_DIR"  # mount path of the shared volume
 ENV_PARTITION_DIR = "DISTGNN_PARTITION_DIR"  # <data>/partitions/<key>
 ENV_RUN_DIR = "DISTGNN_RUN_DIR"  # <data>/runs/<job-uid>
@@ -86,6 +88,7 @@ CONFIG_FILE_NAME = "job.json"  # key of the job config in that ConfigMap
 SHM_MOUNT_PATH = "/dev/shm"  # memory-backed emptyDir for torch's shared memory
 
 DEFAULT_METRICS_PORT = 9400  # Prometheus /metrics and /progress
+TERMINATION_LOG_PATH = "/dev/termination-log"  # the partition container's terminationMessagePath
 DEFAULT_RENDEZVOUS_TIMEOUT_S = 600.0
 DEFAULT_SHUTDOWN_TIMEOUT_S = 10.0
 
@@ -230,6 +233,10 @@ class WorkloadEnv:
     rendezvous_timeout_s: float = DEFAULT_RENDEZVOUS_TIMEOUT_S
     shutdown_timeout_s: float = DEFAULT_SHUTDOWN_TIMEOUT_S
     node_name: str | None = None
+    metrics_address: str | None = None
+    """Interface the metrics listener binds; None binds all (pods)."""
+    termination_log: Path | None = None
+    """File for the partition Job's figures (its termination message); None writes none."""
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -266,6 +273,10 @@ class WorkloadEnv:
         out[ENV_SHUTDOWN_TIMEOUT] = str(self.shutdown_timeout_s)
         if self.node_name is not None:
             out[ENV_NODE_NAME] = self.node_name
+        if self.metrics_address is not None:
+            out[ENV_METRICS_ADDRESS] = self.metrics_address
+        if self.termination_log is not None:
+            out[ENV_TERMINATION_LOG] = str(self.termination_log)
         clash = sorted(set(self.extra) & set(out))
         if clash:
             raise ContractError(
@@ -336,6 +347,8 @@ class WorkloadEnv:
             rendezvous_timeout_s=timeout,
             shutdown_timeout_s=get_seconds(ENV_SHUTDOWN_TIMEOUT, DEFAULT_SHUTDOWN_TIMEOUT_S),
             node_name=env.get(ENV_NODE_NAME) or None,
+            metrics_address=env.get(ENV_METRICS_ADDRESS) or None,
+            termination_log=Path(env[ENV_TERMINATION_LOG]) if env.get(ENV_TERMINATION_LOG) else None,
         )
 
 
@@ -396,6 +409,27 @@ class Result(Model):
     """Wall time of training, restarts included."""
     finished_at: str
     """RFC 3339 time of completion."""
+
+
+class PartitionFigures(Model):
+    """What the partition Job measured: the JSON it writes as its termination message.
+
+    The operator keeps it on the claim next to the partition marker, so that a job that
+    reuses the partition reports the same figures, and exports it as ``distgnn_partition_*``.
+    """
+
+    num_partitions: int
+    """Partitions written."""
+    algorithm: str
+    """Partitioner that assigned the nodes (metis or random)."""
+    step_seconds: dict[str, float]
+    """Wall time of each step: generate or load, partition, write."""
+    edge_cut: int
+    """Undirected edges whose ends lie in different partitions."""
+    edge_cut_fraction: float
+    """edge_cut over all undirected edges."""
+    balance: dict[str, float]
+    """Largest over mean partition, for nodes, train nodes and edges."""
 
 
 class ProgressEvent(Model):

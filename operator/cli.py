@@ -177,6 +177,7 @@ def cmd_run(args: argparse.Namespace, out: Console) -> int:
         uid=args.uid,
         gpus=args.gpus,
         grace_period_s=args.grace_period,
+        metrics_address=args.metrics_address,
     )
     try:
         return run_job(job, options, out)
@@ -227,6 +228,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=10.0,
         metavar="SECONDS",
         help="how long processes get to exit after SIGTERM before SIGKILL (default: %(default)s)",
+    )
+    run.add_argument(
+        "--metrics-address",
+        default="127.0.0.1",
+        metavar="ADDRESS",
+        help="interface the processes' /metrics listeners bind; 0.0.0.0 lets another machine "
+        "scrape them (default: %(default)s, this machine only)",
     )
     run.set_defaults(func=cmd_run)
 

@@ -30,6 +30,7 @@ PEER_TRUE = "true"  # value of LABEL_PEER
 ANNOTATION_TEMPLATE_HASH = "distgnn.io/template-hash"  # digest of a StatefulSet's pod template
 PARTITION_MARKER_PREFIX = "partitions.distgnn.io/"  # + key, on a claim: that set is complete
 PARTITION_COMPLETE = "complete"  # value of a partition marker annotation
+PARTITION_FIGURES_PREFIX = "partition-figures.distgnn.io/"  # + key, on a claim: its figures JSON
 
 # --------------------------------------------------------------------------- API machinery
 

@@ -203,6 +203,7 @@ async def _run(
         metrics.forget_job(namespace, name)
     elif result.phase is not None:
         metrics.observe_phase(namespace, name, result.phase.value)
+        metrics.observe_job(namespace, name, result.restarts, result.partition_figures)
         if result.transitioned:
             metrics.record_transition(
                 result.previous_phase.value if result.previous_phase else None,

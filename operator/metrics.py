@@ -1,8 +1,20 @@
-"""Prometheus metrics of the operator: module-level objects with the ``distgnn_operator_`` prefix."""
+"""Prometheus metrics of the operator: module-level objects with the ``distgnn_operator_`` prefix,
+and the ``distgnn_partition_*`` figures of each job's partition.
+
+The operator is the long-lived, scraped process, so it exports what short-lived pods cannot:
+the partition Job's figures (read from its termination message, kept on the claim, so a
+reused partition has them too). Per-job series carry ``namespace`` and ``job`` (the
+DistGNNJob's name); the ServiceMonitor keeps them (``honorLabels``) so they match the job
+pods' series. A job's series go away with the job.
+"""
 
 from __future__ import annotations
 
+import time
+
 from prometheus_client import Counter, Gauge, Histogram
+
+from distgnn_api.contract import PartitionFigures
 
 JOBS_CREATED = Counter("distgnn_operator_jobs_created_total", "DistGNNJobs first seen.")
 JOBS_SUCCEEDED = Counter("distgnn_operator_jobs_succeeded_total", "DistGNNJobs that Succeeded.")
@@ -24,11 +36,49 @@ RECONCILE_ERRORS = Counter(
     "distgnn_operator_reconcile_errors_total", "Reconciles that raised.", ["kind"]
 )
 
+JOB_PHASE_START = Gauge(
+    "distgnn_operator_job_phase_start_time_seconds",
+    "Unix time at which this operator saw the job enter its current phase.",
+    ["namespace", "job", "phase"],
+)
+JOB_RESTARTS = Gauge(
+    "distgnn_operator_job_restarts", "Gang restarts of the job so far.", ["namespace", "job"]
+)
+
+# ---- the job's partition (one series per job, whether it partitioned or reused)
+PARTITION_STEP_SECONDS = Gauge(
+    "distgnn_partition_step_seconds",
+    "Duration of each step of the partition the job trains on.",
+    ["namespace", "job", "step"],
+)
+PARTITION_EDGE_CUT = Gauge(
+    "distgnn_partition_edge_cut",
+    "Undirected edges cut by the partition the job trains on.",
+    ["namespace", "job"],
+)
+PARTITION_EDGE_CUT_FRACTION = Gauge(
+    "distgnn_partition_edge_cut_fraction",
+    "Share of undirected edges cut by the partition.",
+    ["namespace", "job"],
+)
+PARTITION_BALANCE = Gauge(
+    "distgnn_partition_balance",
+    "Largest over mean partition, by weight (nodes, train, edges).",
+    ["namespace", "job", "weight"],
+)
+PARTITION_COUNT = Gauge(
+    "distgnn_partition_count", "Partitions of the job's partition set.", ["namespace", "job"]
+)
+
 
 # --------------------------------------------------------------------------- helpers
 
 _PHASE_OF: dict[str, tuple[str, str]] = {}
 """Last phase counted in JOBS_BY_PHASE for each job (key: namespace/name)."""
+
+
+_JOB_SERIES: dict[str, set[tuple[Gauge, tuple[str, ...]]]] = {}
+"""The per-job series set for each job (key: namespace/name), to remove them with the job."""
 
 
 def observe_phase(namespace: str, name: str, phase: str) -> None:
@@ -40,15 +90,49 @@ def observe_phase(namespace: str, name: str, phase: str) -> None:
         return
     if before is not None:
         JOBS_BY_PHASE.labels(*before).dec()
+        _remove(JOB_PHASE_START, (namespace, name, before[1]))
     JOBS_BY_PHASE.labels(*current).inc()
+    JOB_PHASE_START.labels(namespace, name, phase).set(time.time())
     _PHASE_OF[key] = current
 
 
+def observe_job(namespace: str, name: str, restarts: int, figures: PartitionFigures | None) -> None:
+    """Export a job's restart count and its partition's figures (once they are known)."""
+    values: dict[tuple[Gauge, tuple[str, ...]], float] = {
+        (JOB_RESTARTS, (namespace, name)): restarts
+    }
+    if figures is not None:
+        job = (namespace, name)
+        values[(PARTITION_EDGE_CUT, job)] = figures.edge_cut
+        values[(PARTITION_EDGE_CUT_FRACTION, job)] = figures.edge_cut_fraction
+        values[(PARTITION_COUNT, job)] = figures.num_partitions
+        for step, seconds in figures.step_seconds.items():
+            values[(PARTITION_STEP_SECONDS, (*job, step))] = seconds
+        for weight, ratio in figures.balance.items():
+            values[(PARTITION_BALANCE, (*job, weight))] = ratio
+    key = f"{namespace}/{name}"
+    for gauge, labels in _JOB_SERIES.get(key, set()) - set(values):
+        gauge.remove(*labels)
+    for (gauge, labels), value in values.items():
+        gauge.labels(*labels).set(value)
+    _JOB_SERIES[key] = set(values)
+
+
 def forget_job(namespace: str, name: str) -> None:
-    """Stop counting a deleted job."""
+    """Stop counting a deleted job and remove its series."""
     before = _PHASE_OF.pop(f"{namespace}/{name}", None)
     if before is not None:
         JOBS_BY_PHASE.labels(*before).dec()
+        _remove(JOB_PHASE_START, (namespace, name, before[1]))
+    for gauge, labels in _JOB_SERIES.pop(f"{namespace}/{name}", set()):
+        gauge.remove(*labels)
+
+
+def _remove(gauge: Gauge, labels: tuple[str, ...]) -> None:
+    try:
+        gauge.remove(*labels)
+    except KeyError:
+        pass
 
 
 def record_transition(from_phase: str | None, to_phase: str, failure_reason: str | None) -> None:

@@ -23,6 +23,7 @@ from distgnn_operator.constants import (
     LABEL_MANAGED_BY,
     LABEL_ROLE,
     MANAGER,
+    PARTITION_FIGURES_PREFIX,
     PARTITION_MARKER_PREFIX,
 )
 
@@ -32,6 +33,7 @@ __all__ = [
     "config_map_name",
     "network_policy_name",
     "partition_job_name",
+    "partition_figures_annotation",
     "partition_marker_annotation",
     "partition_volume_path",
     "pod_name",
@@ -71,6 +73,11 @@ def network_policy_name(job: str) -> str:
 def partition_marker_annotation(key: str) -> str:
     """Annotation on a claim recording that the partition set <key> on it is complete."""
     return f"{PARTITION_MARKER_PREFIX}{key}"
+
+
+def partition_figures_annotation(key: str) -> str:
+    """Annotation on a claim holding the PartitionFigures JSON of the partition set <key>."""
+    return f"{PARTITION_FIGURES_PREFIX}{key}"
 
 
 def partition_volume_path(key: str) -> str:

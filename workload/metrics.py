@@ -1,7 +1,11 @@
 """Prometheus metrics of the workload: module-level objects with the ``distgnn_`` prefix.
 
 This module imports prometheus_client only (no torch), so that the dashboard test can list
-what the workload exports. Roles update the objects through the small helpers below.
+what the workload exports. Every object is labelled, so a series appears only when a role
+calls ``.labels(...)``: roles do that when the value exists (the loss after an epoch, an
+accuracy after its evaluation, a cache ratio after a look-up), never to publish a 0 that
+was not measured. The partition figures are not here: the partition Job exits before a
+scrape, so the operator exports them (``distgnn_operator.metrics``).
 """
 
 from __future__ import annotations
@@ -71,9 +75,3 @@ SAMPLER_BYTES_SENT = Counter(
 SAMPLER_CACHE_HIT_RATIO = Gauge(
     "distgnn_sampler_cache_hit_ratio", "Hit ratio of the hot-feature cache.", ["rank"]
 )
-
-# ---- partition Job
-PARTITION_STEP_SECONDS = Gauge(
-    "distgnn_partition_step_seconds", "Duration of each partition step.", ["step"]
-)
-PARTITION_EDGE_CUT = Gauge("distgnn_partition_edge_cut", "Edges cut by the partition.")

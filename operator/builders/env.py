@@ -20,6 +20,7 @@ from distgnn_api.contract import (
     ENV_NODE_NAME,
     ENV_RANK,
     RPC_PORT,
+    TERMINATION_LOG_PATH,
     Role,
     WorkloadEnv,
     parse_addrs,
@@ -68,6 +69,8 @@ def workload_env(ctx: JobContext, role: Role) -> WorkloadEnv:
         device="cuda" if ctx.gpus(role) > 0 else "cpu",
         rendezvous_timeout_s=DEFAULT_RENDEZVOUS_TIMEOUT_S,
         shutdown_timeout_s=DEFAULT_SHUTDOWN_TIMEOUT_S,
+        # The partition Job's figures leave through its termination message.
+        termination_log=Path(TERMINATION_LOG_PATH) if role is Role.partitioner else None,
     )
 
 

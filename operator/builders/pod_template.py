@@ -11,6 +11,7 @@ from distgnn_api.contract import (
     DDP_PORT,
     RPC_PORT,
     SHM_MOUNT_PATH,
+    TERMINATION_LOG_PATH,
     Role,
     role_module,
 )
@@ -84,6 +85,7 @@ def build_container(ctx: JobContext, role: Role) -> dict[str, Any]:
             {"name": VOLUME_CONFIG, "mountPath": CONFIG_MOUNT_DIR, "readOnly": True},
             {"name": VOLUME_SHM, "mountPath": SHM_MOUNT_PATH},
         ],
+        "terminationMessagePath": TERMINATION_LOG_PATH,
         "terminationMessagePolicy": "FallbackToLogsOnError",
     }
 

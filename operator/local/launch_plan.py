@@ -75,6 +75,8 @@ class LocalLayout:
     run_dir: Path
     gpus: tuple[str, ...] = ()
     cpus: int = field(default_factory=lambda: os.cpu_count() or 1)
+    metrics_address: str = LOOPBACK
+    """Interface the processes' metrics listeners bind (pods bind all of them)."""
 
     @property
     def log_dir(self) -> Path:
@@ -282,6 +284,13 @@ class LaunchPlanner:
             device="cuda" if devices else "cpu",
             # Training processes per trainer pod: one per GPU it gets here, else one.
             procs_per_pod=self._procs_per_trainer,
+            metrics_address=self.layout.metrics_address,
+            # The pod's termination message file: beside the process's log.
+            termination_log=(
+                self.layout.log_dir / f"{role.value}-{rank}.termination"
+                if rendered.termination_log is not None
+                else None
+            ),
         )
         return local.to_environ()
 

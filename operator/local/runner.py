@@ -37,6 +37,7 @@ from distgnn_api.contract import (
 from distgnn_api.spec import DistGNNJob, DistGNNJobSpec, EvaluationKind
 from distgnn_operator.local.job_plan import LOCAL_NAMESPACE, JobPlan, plan_job, render_job
 from distgnn_operator.local.launch_plan import LocalLayout, ProcessSpec
+from distgnn_operator.local.ports import LOOPBACK
 from distgnn_operator.local.progress_view import ProgressView
 from distgnn_operator.local.supervisor import (
     DEFAULT_GRACE_PERIOD_S,
@@ -63,6 +64,7 @@ class RunOptions:
     uid: str | None = None
     gpus: int | None = None
     grace_period_s: float = DEFAULT_GRACE_PERIOD_S
+    metrics_address: str = LOOPBACK
 
 
 class _Outcome(Enum):
@@ -93,6 +95,7 @@ class LocalRun:
             namespace=LOCAL_NAMESPACE,
             data_dir=data_dir,
             run_dir=(options.run_dir or run_dir(data_dir, self.uid)).expanduser().resolve(),
+            metrics_address=options.metrics_address,
         )
         self.partition_path = partition_dir(data_dir, partition_key(self.spec))
         self._signal: int | None = None

@@ -62,6 +62,7 @@ from distgnn_operator.reconcile.kube_api import (
     KubeApi,
 )
 from distgnn_operator.reconcile.observe import Children, read_children, to_observed, trainer_zero_ip
+from distgnn_operator.reconcile.partition_figures import observe_figures
 from distgnn_operator.reconcile.progress import fetch_progress
 from distgnn_operator.reconcile.status_writes import (
     ReconcileResult,
@@ -150,6 +151,7 @@ def _reconcile(api: KubeApi, job: dict[str, Any], options: ReconcileOptions) -> 
         spec, to_observed(ctx, children, progress), previous, now, generation=meta.get("generation")
     )
     result.phase = status.phase
+    result.restarts = status.restarts
     ctx = dataclasses.replace(
         ctx,
         restart_generation=status.restarts,
@@ -172,6 +174,7 @@ def _reconcile(api: KubeApi, job: dict[str, Any], options: ReconcileOptions) -> 
         return result
     if status.child_rejections:
         clear_rejections(api, job, status, now, result)
+    result.partition_figures = observe_figures(api, ctx, children)
     result.requeue_after = _requeue_after(spec, status, now)
     return result
 

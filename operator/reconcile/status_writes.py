@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from distgnn_api.contract import PartitionFigures
 from distgnn_api.spec import DistGNNJobStatus, Phase
 from distgnn_operator.constants import (
     CHILD_REJECTED,
@@ -34,6 +35,8 @@ class ReconcileResult:
     previous_phase: Phase | None = None
     phase: Phase | None = None
     failure_reason: str | None = None
+    restarts: int = 0
+    partition_figures: PartitionFigures | None = None
     deleted: bool = False
     gone: bool = False
     status_written: bool = False

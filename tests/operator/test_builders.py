@@ -43,7 +43,14 @@ from distgnn_operator.constants import (
 from tests.operator.factories import make_spec
 
 GOLDEN = Path(__file__).parent / "golden" / "children.yaml"
-ALL_ENV = sorted(v for k, v in vars(contract).items() if k.startswith("ENV_"))
+# Set by the builders for one role only, or by `distgnn run` only (pods bind every interface).
+ROLE_ENV = {contract.ENV_TERMINATION_LOG: Role.partitioner}
+LOCAL_ENV = {contract.ENV_METRICS_ADDRESS}
+ALL_ENV = sorted(
+    v
+    for k, v in vars(contract).items()
+    if k.startswith("ENV_") and v not in ROLE_ENV and v not in LOCAL_ENV
+)
 
 
 def ctx_of(**spec: Any) -> JobContext:
@@ -125,7 +132,7 @@ def test_every_pod_gets_the_whole_env_contract(role: Role, builder: Any) -> None
     ctx = ctx_of(trainers={"replicas": 3, "gpusPerPod": 2}, samplers={"replicas": 3})
     obj = builder(ctx)
     env = env_of(obj)
-    assert sorted(env) == ALL_ENV
+    assert sorted(env) == sorted(ALL_ENV + [v for v, r in ROLE_ENV.items() if r is role])
     assert env[contract.ENV_ROLE] == role.value
     assert env[contract.ENV_NUM_TRAINERS] == "3"
     assert env[contract.ENV_NUM_SAMPLERS] == "3"
@@ -147,6 +154,7 @@ def test_every_pod_gets_the_whole_env_contract(role: Role, builder: Any) -> None
     ]
     if role is Role.partitioner:
         assert env[contract.ENV_RANK] == "0"
+        assert env[contract.ENV_TERMINATION_LOG] == container(obj)["terminationMessagePath"]
     else:
         assert env[contract.ENV_RANK] == {
             "fieldRef": {"fieldPath": f"metadata.labels['{LABEL_POD_INDEX}']"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import REGISTRY
 
+from distgnn_api.contract import PartitionFigures
 from distgnn_operator import metrics
 
 
@@ -45,3 +46,55 @@ def test_transitions_and_outcomes_count() -> None:
         sample("distgnn_operator_jobs_succeeded_total"),
     )
     assert [b - a for a, b in zip(before, after, strict=True)] == [1, 1, 1]
+
+
+FIGURES = PartitionFigures(
+    num_partitions=2,
+    algorithm="metis",
+    step_seconds={"generate": 1.5, "partition": 0.25, "write": 0.5},
+    edge_cut=161_601,
+    edge_cut_fraction=0.08,
+    balance={"nodes": 1.01, "train": 1.0, "edges": 1.04},
+)
+
+
+def test_job_series_follow_the_job_and_its_partition() -> None:
+    ns = "metrics-job"
+    metrics.observe_phase(ns, "a", "Partitioning")
+    started = sample(
+        "distgnn_operator_job_phase_start_time_seconds", namespace=ns, job="a", phase="Partitioning"
+    )
+    assert started > 0
+    metrics.observe_job(ns, "a", 0, None)
+    assert sample("distgnn_operator_job_restarts", namespace=ns, job="a") == 0
+    # No figures yet: no partition series at all, not a 0.
+    assert (
+        REGISTRY.get_sample_value("distgnn_partition_edge_cut", {"namespace": ns, "job": "a"})
+        is None
+    )
+
+    metrics.observe_phase(ns, "a", "Training")
+    metrics.observe_job(ns, "a", 2, FIGURES)
+    assert (
+        REGISTRY.get_sample_value(
+            "distgnn_operator_job_phase_start_time_seconds",
+            {"namespace": ns, "job": "a", "phase": "Partitioning"},
+        )
+        is None
+    )
+    assert sample("distgnn_operator_job_restarts", namespace=ns, job="a") == 2
+    assert sample("distgnn_partition_edge_cut", namespace=ns, job="a") == 161_601
+    assert sample("distgnn_partition_step_seconds", namespace=ns, job="a", step="generate") == 1.5
+    assert sample("distgnn_partition_balance", namespace=ns, job="a", weight="edges") == 1.04
+    assert sample("distgnn_partition_count", namespace=ns, job="a") == 2
+
+    metrics.forget_job(ns, "a")
+    for name, labels in (
+        ("distgnn_partition_edge_cut", {}),
+        ("distgnn_partition_step_seconds", {"step": "write"}),
+        ("distgnn_operator_job_restarts", {}),
+        ("distgnn_operator_job_phase_start_time_seconds", {"phase": "Training"}),
+    ):
+        assert REGISTRY.get_sample_value(name, {"namespace": ns, "job": "a", **labels}) is None, (
+            name
+        )

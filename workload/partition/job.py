@@ -11,23 +11,26 @@ from __future__ import annotations
 import logging
 import sys
 import time
+import os
+from pathlib import Path
 from typing import TextIO
 
 from pydantic import ValidationError
 
 from distgnn_api.contract import (
+    ENV_TERMINATION_LOG,
     EXIT_OK,
     STAGE_GENERATE,
     STAGE_LOAD,
     STAGE_PARTITION,
     ContractError,
     JobConfig,
+    PartitionFigures,
     WorkloadEnv,
     emit_progress,
     load_job_config,
 )
 from distgnn_api.spec import SpecError
-from distgnn_workload import metrics
 from distgnn_workload.data.dataset import dataset_kind, dataset_num_nodes, load_dataset
 from distgnn_workload.data.errors import DatasetError
 from distgnn_workload.partition import algorithms
@@ -141,9 +144,7 @@ def run(env: WorkloadEnv, config: JobConfig, out: TextIO = sys.stdout) -> int:
         "partition": assign_s,
         "write": write_s,
     }
-    for step, seconds in steps.items():
-        metrics.PARTITION_STEP_SECONDS.labels(step=step).set(seconds)
-    metrics.PARTITION_EDGE_CUT.set(store.meta.edge_cut)
+    write_figures(env, store, steps)
     emit_progress(
         STAGE_PARTITION,
         1.0,
@@ -154,6 +155,29 @@ def run(env: WorkloadEnv, config: JobConfig, out: TextIO = sys.stdout) -> int:
     )
     print(summary(store, steps), file=out)
     return EXIT_OK
+
+
+def write_figures(env: WorkloadEnv, store: PartitionStore, steps: dict[str, float]) -> None:
+    """Leave the figures where ENV_TERMINATION_LOG says: the container's termination message,
+    which the operator keeps and exports (this short-lived process is not scraped)."""
+    path = os.environ.get(ENV_TERMINATION_LOG)
+    if not path:
+        return
+    m = store.meta
+    figures = PartitionFigures(
+        num_partitions=m.num_partitions,
+        algorithm=m.algorithm,
+        step_seconds={step: round(seconds, 3) for step, seconds in steps.items()},
+        edge_cut=m.edge_cut,
+        edge_cut_fraction=m.edge_cut_fraction,
+        balance=m.balance,
+    )
+    try:
+        Path(path).write_text(figures.model_dump_json(by_alias=True))
+    except OSError as err:
+        log.warning(
+            "cannot write the partition figures to %s (%s): %s", path, ENV_TERMINATION_LOG, err
+        )
 
 
 def summary(store: PartitionStore, steps: dict[str, float]) -> str:
@@ -180,12 +204,12 @@ def summary(store: PartitionStore, steps: dict[str, float]) -> str:
 
 
 def _start_metrics_server(port: int) -> None:
-    from prometheus_client import start_http_server
+    from distgnn_workload.runtime.status_server import StatusServer
 
     try:
-        start_http_server(port)
+        StatusServer(port).start()
     except OSError as err:
-        log.warning("metrics port %d unavailable (%s); metrics are in META.json only", port, err)
+        log.warning("%s; serving no metrics (the figures go to the termination message)", err)
 
 
 def main(proc: RoleProcess) -> int:

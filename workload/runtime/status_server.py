@@ -12,15 +12,22 @@ progress to a file, and the supervisor serves both (see :func:`multiprocess_regi
 from __future__ import annotations
 
 import logging
+import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
 
-from distgnn_api.contract import ENV_METRICS_PORT, PROGRESS_PATH, dump_json, rfc3339_now
+from distgnn_api.contract import (
+    ENV_METRICS_ADDRESS,
+    ENV_METRICS_PORT,
+    PROGRESS_PATH,
+    dump_json,
+    rfc3339_now,
+)
 from distgnn_api.spec import Progress
 
 log = logging.getLogger(__name__)
@@ -80,6 +87,14 @@ def multiprocess_registry(directory: Path) -> CollectorRegistry:
     return registry
 
 
+def bind_address(environ: Mapping[str, str] | None = None) -> str:
+    """The interface the metrics listener binds: ENV_METRICS_ADDRESS, or all of them.
+
+    Pods leave it unset (Prometheus scrapes the pod IP); ``distgnn run`` sets loopback.
+    """
+    return (os.environ if environ is None else environ).get(ENV_METRICS_ADDRESS, "")
+
+
 class StatusServer:
     """Serves the metrics registry and, when given a source, the progress JSON."""
 
@@ -89,17 +104,20 @@ class StatusServer:
         *,
         progress: ProgressSource | None = None,
         registry: CollectorRegistry = REGISTRY,
-        host: str = "",
+        host: str | None = None,
     ) -> None:
         self._progress = progress
         self._registry = registry
         handler = self._handler_class()
+        host = bind_address() if host is None else host
         try:
             self._httpd = ThreadingHTTPServer((host, port), handler)
         except OSError as err:
+            where = f"{host or 'all interfaces'} ({ENV_METRICS_ADDRESS}) port {port}"
             raise OSError(
-                f"cannot serve metrics on port {port} ({ENV_METRICS_PORT}): {err}; another "
-                "process holds it"
+                f"cannot serve metrics on {where} ({ENV_METRICS_PORT}): {err}; another "
+                f"process holds the port, or {ENV_METRICS_ADDRESS} is not an address of "
+                "this machine"
             ) from err
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
@@ -112,7 +130,8 @@ class StatusServer:
 
     def start(self) -> StatusServer:
         self._thread.start()
-        log.info("serving %s and %s on port %d", METRICS_PATH, PROGRESS_PATH, self.port)
+        host = str(self._httpd.server_address[0])
+        log.info("serving %s and %s on %s:%d", METRICS_PATH, PROGRESS_PATH, host, self.port)
         return self
 
     def stop(self) -> None:

@@ -100,7 +100,6 @@ class SamplerServer:
         self._requests = metrics.SAMPLER_REQUESTS.labels(label, "batch")
         self._seconds = metrics.SAMPLER_REQUEST_SECONDS.labels(label, "batch")
         self._bytes = metrics.SAMPLER_BYTES_SENT.labels(label)
-        self._hit_ratio = metrics.SAMPLER_CACHE_HIT_RATIO.labels(label)
 
     def _new_slot(self, seed: int, batch_size: int) -> _Slot:
         """A sampler with its stream, its CUDA graph for ``batch_size`` captured now."""
@@ -171,8 +170,10 @@ class SamplerServer:
         with self._lock:
             self._lookups += lookups
             self._hits += hits
-            ratio = self._hits / self._lookups if self._lookups else 1.0
-        self._hit_ratio.set(ratio)
+            if not self._lookups:
+                return  # no look-up yet: no ratio to report
+            ratio = self._hits / self._lookups
+        metrics.SAMPLER_CACHE_HIT_RATIO.labels(str(self.rank)).set(ratio)
 
 
 SAMPLER_SERVER = Target[SamplerServer]("sampler server")

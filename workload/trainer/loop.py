@@ -365,7 +365,8 @@ class Trainer:
         self._sync(f"the {split} evaluation")
         got, seen = self._all_reduce([float(correct.item()), float(count)])
         accuracy = got / seen if seen else 0.0
-        (self.metrics.val if split == "val" else self.metrics.test).set(accuracy)
+        if seen:
+            self.metrics.accuracy(split).set(accuracy)
         if self.rank == 0:
             emit_progress(STAGE_EVAL, total, total, None, **{f"{split}_accuracy": accuracy})
         return accuracy

@@ -91,10 +91,7 @@ def worker_pipeline(
     )
 
     def flush_feature_stats() -> None:
-        lookups, hits, fetched = holder.features.stats.take()
-        metrics.cache_lookups.inc(lookups)
-        metrics.cache_hits.inc(hits)
-        metrics.remote_bytes.inc(fetched)
+        metrics.feature_stats(*holder.features.stats.take())
 
     return TrainerPipeline(pipeline, flush_feature_stats)
 

@@ -2,23 +2,35 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from distgnn_workload import metrics
 
 
 class TrainerMetrics:
-    """The trainer's Prometheus series for one rank."""
+    """The trainer's Prometheus series for one rank. Counters start at a true 0; the loss,
+    each split's accuracy and the feature-cache counters appear once they have a value."""
 
     def __init__(self, rank: int) -> None:
-        label = str(rank)
+        label = self.label = str(rank)
         self.seeds = metrics.TRAINER_SEEDS.labels(label)
         self.edges = metrics.TRAINER_SAMPLED_EDGES.labels(label)
         self.nodes = metrics.TRAINER_SAMPLED_NODES.labels(label)
         self.step = metrics.TRAINER_STEP_SECONDS.labels(label)
         self.wait = metrics.TRAINER_DATA_WAIT_SECONDS.labels(label)
         self.epoch = metrics.TRAINER_EPOCH.labels(label)
-        self.loss = metrics.TRAINER_LOSS.labels(label)
-        self.val = metrics.TRAINER_ACCURACY.labels(label, "val")
-        self.test = metrics.TRAINER_ACCURACY.labels(label, "test")
         self.remote_bytes = metrics.TRAINER_REMOTE_FEATURE_BYTES.labels(label)
-        self.cache_hits = metrics.TRAINER_CACHE_HITS.labels(label)
-        self.cache_lookups = metrics.TRAINER_CACHE_LOOKUPS.labels(label)
+
+    @property
+    def loss(self) -> Any:
+        return metrics.TRAINER_LOSS.labels(self.label)
+
+    def accuracy(self, split: str) -> Any:
+        return metrics.TRAINER_ACCURACY.labels(self.label, split)
+
+    def feature_stats(self, lookups: int, hits: int, fetched: int) -> None:
+        """Count remote feature traffic; the cache series start with the first look-up."""
+        self.remote_bytes.inc(fetched)
+        if lookups:
+            metrics.TRAINER_CACHE_LOOKUPS.labels(self.label).inc(lookups)
+            metrics.TRAINER_CACHE_HITS.labels(self.label).inc(hits)
