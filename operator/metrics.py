@@ -66,8 +66,8 @@ PARTITION_BALANCE = Gauge(
     "Largest over mean partition, by weight (nodes, train, edges).",
     ["namespace", "job", "weight"],
 )
-PARTITION_COUNT = Gauge(
-    "distgnn_partition_count", "Partitions of the job's partition set.", ["namespace", "job"]
+PARTITION_PARTITIONS = Gauge(
+    "distgnn_partition_partitions", "Partitions of the job's partition set.", ["namespace", "job"]
 )
 
 
@@ -105,7 +105,7 @@ def observe_job(namespace: str, name: str, restarts: int, figures: PartitionFigu
         job = (namespace, name)
         values[(PARTITION_EDGE_CUT, job)] = figures.edge_cut
         values[(PARTITION_EDGE_CUT_FRACTION, job)] = figures.edge_cut_fraction
-        values[(PARTITION_COUNT, job)] = figures.num_partitions
+        values[(PARTITION_PARTITIONS, job)] = figures.num_partitions
         for step, seconds in figures.step_seconds.items():
             values[(PARTITION_STEP_SECONDS, (*job, step))] = seconds
         for weight, ratio in figures.balance.items():

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone on a fresh machine (Python >= 3.11 with pip,
 # Go >= 1.26): a cached virtualenv with '.[dev]', the pinned control plane built from
-# Go modules (cached), the static checks (scripts/lint.sh) and pytest on every tier but
-# gpu. Extra arguments go to pytest. Warm runs skip the install and the build.
+# Go modules (cached), Debian's prometheus package (apt-get, as root; the .debs cached),
+# the static checks (scripts/lint.sh) and pytest on every tier but gpu. Extra arguments
+# go to pytest. Warm runs skip the install and the build.
 #
 # Environment: DISTGNN_CACHE (default ~/.cache/distgnn), DISTGNN_VENV (default
 # $DISTGNN_CACHE/venv), PYTHON (interpreter that creates the venv, default python3).
@@ -77,9 +78,32 @@ bin_dir="$(bash hack/build-controlplane.sh | tail -n 1)"
 export PATH="${bin_dir}:${PATH}"
 end "control plane" "${bin_dir}"
 
+# --- 3. prometheus ----------------------------------------------------------------
+begin "prometheus"
+# The prometheus tier runs Debian's prometheus package (prometheus and promtool). CI runs as
+# root on Debian: install it once, keeping the downloaded .debs in the cache.
+if command -v prometheus >/dev/null && command -v promtool >/dev/null; then
+  prom_state="$(prometheus --version 2>&1 | head -n 1)"
+elif command -v apt-get >/dev/null && [[ "$(id -u)" == 0 ]]; then
+  debs="${CACHE_DIR}/apt-archives"
+  mkdir -p "${debs}/partial"
+  apt_opts=(-o "Dir::Cache::Archives=${debs}" -o "APT::Sandbox::User=root" -qq)
+  export DEBIAN_FRONTEND=noninteractive
+  # A fresh machine has no package lists: update them only when the install needs them.
+  if ! apt-get install -y --no-install-recommends "${apt_opts[@]}" prometheus >/dev/null 2>&1; then
+    apt-get update "${apt_opts[@]}"
+    apt-get install -y --no-install-recommends "${apt_opts[@]}" prometheus >/dev/null
+  fi
+  prom_state="installed: $(prometheus --version 2>&1 | head -n 1)"
+else
+  echo "error: prometheus and promtool are not on PATH; install Debian's prometheus package" >&2
+  exit 1
+fi
+end "prometheus" "${prom_state}"
+
 failed=()
 
-# --- 3. static checks -------------------------------------------------------------
+# --- 4. static checks -------------------------------------------------------------
 begin "lint"
 if PYTHON="${PY}" bash scripts/lint.sh; then
   end "lint" "passed"
@@ -88,7 +112,7 @@ else
   failed+=("lint")
 fi
 
-# --- 4. tests ---------------------------------------------------------------------
+# --- 5. tests ---------------------------------------------------------------------
 begin "pytest"
 set +e
 "${PY}" -P -m pytest -m "not gpu" "$@"

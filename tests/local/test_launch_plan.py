@@ -15,7 +15,9 @@ from distgnn_api.contract import (
     ENV_DATA_DIR,
     ENV_DDP_PORT,
     ENV_DEVICE,
+    ENV_METRICS_ADDRESS,
     ENV_METRICS_PORT,
+    ENV_TERMINATION_LOG,
     ENV_PARTITION_DIR,
     ENV_RUN_DIR,
     Role,
@@ -112,6 +114,15 @@ def test_each_pod_becomes_a_process_that_satisfies_the_contract(
     metrics = [e.metrics_port for e in envs]
     ports = [a.port for a in peers] + [envs[0].ddp_port] + metrics
     assert len(set(ports)) == len(ports) == 4 + 1 + 5
+
+
+def test_metrics_bind_loopback_and_the_partition_figures_stay_in_the_run(tmp_path: Path) -> None:
+    _, plans = _plan(tmp_path, _spec())
+    for proc in (p for procs in plans.values() for p in procs):
+        assert proc.env[ENV_METRICS_ADDRESS] == "127.0.0.1", proc.name
+    (partition,) = plans[Role.partitioner]
+    assert Path(partition.env[ENV_TERMINATION_LOG]).parent == partition.log_path.parent
+    assert ENV_TERMINATION_LOG not in plans[Role.trainer][0].env
 
 
 def test_trainers_get_one_gpu_each_and_samplers_share(tmp_path: Path) -> None:

@@ -86,7 +86,7 @@ def test_job_series_follow_the_job_and_its_partition() -> None:
     assert sample("distgnn_partition_edge_cut", namespace=ns, job="a") == 161_601
     assert sample("distgnn_partition_step_seconds", namespace=ns, job="a", step="generate") == 1.5
     assert sample("distgnn_partition_balance", namespace=ns, job="a", weight="edges") == 1.04
-    assert sample("distgnn_partition_count", namespace=ns, job="a") == 2
+    assert sample("distgnn_partition_partitions", namespace=ns, job="a") == 2
 
     metrics.forget_job(ns, "a")
     for name, labels in (

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from distgnn_api.contract import PROGRESS_PATH
+from distgnn_api.contract import ENV_METRICS_ADDRESS, PROGRESS_PATH
 from distgnn_api.spec import Progress
 from distgnn_workload import metrics
 from distgnn_workload.runtime.status_server import (
@@ -88,3 +88,24 @@ def test_progress_mirror_file_round_trips(tmp_path: Path) -> None:
     assert read.epoch == 1
     assert read.loss == 0.25
     assert progress_from_file(tmp_path / "missing.json")() is None
+
+
+def test_binds_where_the_contract_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV_METRICS_ADDRESS, "127.0.0.1")
+    srv = StatusServer(0).start()
+    try:
+        assert srv._httpd.server_address[0] == "127.0.0.1"
+    finally:
+        srv.stop()
+    monkeypatch.delenv(ENV_METRICS_ADDRESS)
+    srv = StatusServer(0).start()
+    try:
+        assert srv._httpd.server_address[0] == "0.0.0.0"  # pods: every interface
+    finally:
+        srv.stop()
+
+
+def test_a_bad_bind_address_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV_METRICS_ADDRESS, "192.0.2.1")  # TEST-NET: not on this machine
+    with pytest.raises(OSError, match=ENV_METRICS_ADDRESS):
+        StatusServer(0)
