@@ -10,6 +10,7 @@ pods' series. A job's series go away with the job.
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 from prometheus_client import Counter, Gauge, Histogram
@@ -129,10 +130,8 @@ def forget_job(namespace: str, name: str) -> None:
 
 
 def _remove(gauge: Gauge, labels: tuple[str, ...]) -> None:
-    try:
+    with contextlib.suppress(KeyError):
         gauge.remove(*labels)
-    except KeyError:
-        pass
 
 
 def record_transition(from_phase: str | None, to_phase: str, failure_reason: str | None) -> None:

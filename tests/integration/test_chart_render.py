@@ -31,7 +31,7 @@ pytestmark = pytest.mark.integration
 
 # The Prometheus Operator's kinds: their CRDs are not part of this project, so kubeconform has
 # no schema for them; test_monitors checks their fields instead.
-MONITOR_KINDS = ("ServiceMonitor", "PodMonitor")
+MONITOR_KINDS = ("ServiceMonitor", "PodMonitor", "PrometheusRule")
 
 VALUE_SETS: dict[str, dict[str, Any]] = {
     "defaults": {},
@@ -41,6 +41,7 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
         "metrics.serviceMonitor.enabled": True,
         "metrics.serviceMonitor.labels": {"release": "kube-prometheus-stack"},
         "metrics.podMonitor.enabled": True,
+        "metrics.prometheusRule.enabled": True,
         "dashboards.namespace": "monitoring",
         "dashboards.annotations": {"grafana_folder": "distgnn"},
     },

@@ -210,9 +210,9 @@ def _run_local(
         ]["labels"]
     run_dir = work / "runs" / name
     log = open(work / f"{name}.log", "wb")  # noqa: SIM115 - closed below
+    argv = [*_cli(), "run", str(job_file), "--data-dir", str(work / "data"), "--uid", uid]
     proc = subprocess.Popen(
-        [*_cli(), "run", str(job_file), "--data-dir", str(work / "data"), "--uid", uid]
-        + ["--run-dir", str(run_dir), "--gpus", "0"],
+        [*argv, "--run-dir", str(run_dir), "--gpus", "0"],
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
