@@ -9,9 +9,9 @@ message names the file, line or field), 1 for anything else.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import time
-import os
 from pathlib import Path
 from typing import TextIO
 
