@@ -1,0 +1,322 @@
+"""The prometheus tier's runs: ``distgnn run`` in each mode and the operator against the real
+control plane, all scraped by one Prometheus under the chart's monitor relabelling.
+
+Local processes are found through /proc (their env names job, role, rank and metrics port)
+and given to Prometheus as file_sd targets with the labels Kubernetes discovery would give
+their pods, taken from the operator's own pod templates.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from distgnn_api import contract as c
+from distgnn_api.spec import parse_job
+from distgnn_operator.builders import JobContext, build_statefulset
+from distgnn_operator.local.ports import LOOPBACK, free_ports
+from distgnn_operator.local.runner import LOCAL_NAMESPACE
+from distgnn_operator.reconcile.kube_api import POD, PVC
+from tests.local.process_table import processes_with_env
+from tests.operator.harness import Cluster, install_crd, job_manifest, wait_for
+from tests.prometheus.monitors import endpoint_target, pod_target
+from tests.prometheus.server import Prometheus
+from tests.support.controlplane import ControlPlane
+
+RELEASE, RELEASE_NS = "dg", "distgnn-system"
+WORKER_JOB, SERVER_JOB = "tier-worker", "tier-server"
+RUN_TIMEOUT_S = 300
+
+
+def _job_doc(name: str, samplers: int) -> dict[str, Any]:
+    """A small job that trains long enough (tens of seconds) for 1 s scrapes to see it."""
+    return {
+        "apiVersion": "distgnn.io/v1alpha1",
+        "kind": "DistGNNJob",
+        "metadata": {"name": name},
+        "spec": {
+            "dataset": {
+                "synthetic": {
+                    "numNodes": 6000,
+                    "numEdges": 60000,
+                    "numFeatures": 16,
+                    "numClasses": 4,
+                    "trainFraction": 0.5,
+                    "valFraction": 0.1,
+                }
+            },
+            "partition": {"numPartitions": 2},
+            "samplers": {"replicas": samplers, "cacheRatio": 0.2, "workers": 1},
+            "trainers": {"replicas": 2, "gpusPerPod": 0},
+            "model": {"hiddenChannels": 32, "numLayers": 2, "fanout": [10, 5]},
+            "training": {"epochs": 8, "batchSize": 64},
+        },
+    }
+
+
+def _cli() -> list[str]:
+    script = Path(sys.executable).parent / "distgnn"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "distgnn_operator.cli"]
+
+
+def _get(url: str) -> str | None:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as resp:
+            return str(resp.read().decode())
+    except OSError:
+        return None
+
+
+@dataclass
+class Scrapes:
+    """The targets Prometheus is given, and the last exposition of each endpoint."""
+
+    prom: Prometheus
+    operator: dict[str, Any] | None = None
+    service_labels: dict[str, str] = field(default_factory=dict)
+    pod_labels: dict[tuple[str, c.Role], dict[str, str]] = field(default_factory=dict)
+    expositions: dict[str, str] = field(default_factory=dict)
+    bind_addresses: set[str] = field(default_factory=set)
+
+    def local_targets(self, uids: dict[str, str]) -> list[dict[str, Any]]:
+        """A pod target per live sampler or trainer process of the local runs (from /proc)."""
+        groups = []
+        for job, uid in uids.items():
+            for pid in processes_with_env(c.ENV_JOB_UID, uid):
+                try:
+                    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+                except OSError:
+                    continue
+                env = dict(x.decode().split("=", 1) for x in raw if b"=" in x)
+                role = c.Role(env[c.ENV_ROLE])
+                if role is c.Role.partitioner or c.ENV_METRICS_PORT not in env:
+                    continue
+                rank = int(env[c.ENV_RANK])
+                self.bind_addresses.add(env.get(c.ENV_METRICS_ADDRESS, ""))
+                address = f"{env.get(c.ENV_METRICS_ADDRESS) or LOOPBACK}:{env[c.ENV_METRICS_PORT]}"
+                groups.append(
+                    pod_target(
+                        address,
+                        namespace=env[c.ENV_NAMESPACE],
+                        pod=c.pod_name(job, role, rank),
+                        container=role.value,
+                        labels=self.pod_labels[(job, role)],
+                    )
+                )
+        return groups
+
+    def refresh(self, uids: dict[str, str]) -> None:
+        groups = self.local_targets(uids)
+        if self.operator is not None:
+            groups.append(self.operator)
+        self.prom.set_targets(groups)
+        for group in groups:
+            address = group["targets"][0]
+            labels = group["labels"]
+            name = f"{labels['__meta_kubernetes_namespace']}/{labels['__meta_kubernetes_pod_name']}"
+            body = _get(f"http://{address}/metrics")
+            if body is not None:
+                self.expositions[name] = body
+
+
+def of_kind(docs: list[Any], kind: str) -> dict[str, Any]:
+    (found,) = [d for d in docs if d["kind"] == kind]
+    assert isinstance(found, dict)
+    return found
+
+
+@dataclass
+class TierRun:
+    """What the module's runs left: the time window, the jobs and the scraped text."""
+
+    start: float
+    end: float
+    scrapes: Scrapes
+    operator_namespace: str
+    local_results: dict[str, c.Result]
+    report: Path
+
+
+def run_local(
+    scrapes: Scrapes, work: Path, name: str, samplers: int, uids: dict[str, str]
+) -> c.Result:
+    doc = _job_doc(name, samplers)
+    job_file = work / f"{name}.yaml"
+    job_file.write_text(yaml.safe_dump(doc))
+    job = parse_job(doc)
+    uid = str(uuid.uuid4())
+    for role in (c.Role.sampler, c.Role.trainer):
+        if role is c.Role.sampler and samplers == 0:
+            continue
+        ctx = JobContext(name=name, namespace=LOCAL_NAMESPACE, uid=uid, spec=job.spec)
+        scrapes.pod_labels[(name, role)] = build_statefulset(ctx, role)["spec"]["template"][
+            "metadata"
+        ]["labels"]
+    run_dir = work / "runs" / name
+    log = open(work / f"{name}.log", "wb")  # noqa: SIM115 - closed below
+    argv = [*_cli(), "run", str(job_file), "--data-dir", str(work / "data"), "--uid", uid]
+    proc = subprocess.Popen(
+        [*argv, "--run-dir", str(run_dir), "--gpus", "0"],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    uids[name] = uid
+    try:
+        deadline = time.monotonic() + RUN_TIMEOUT_S
+        while proc.poll() is None:
+            assert time.monotonic() < deadline, f"{name} ran past {RUN_TIMEOUT_S}s"
+            scrapes.refresh(uids)
+            time.sleep(0.5)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=30)
+        log.close()
+        del uids[name]
+        scrapes.refresh(uids)
+    output = (work / f"{name}.log").read_text(errors="replace")
+    assert proc.returncode == 0, f"distgnn run {name} exited {proc.returncode}:\n{output[-4000:]}"
+    return c.Result.model_validate_json((run_dir / c.RESULT_FILE).read_text())
+
+
+def _start_operator(plane: ControlPlane, namespace: str, work: Path) -> tuple[Any, int]:
+    """``python -m distgnn_operator`` (the Deployment's command) serving one namespace."""
+    metrics_port, health_port = free_ports(2)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DISTGNN_")}
+    env.update(
+        {
+            "KUBECONFIG": str(plane.kubeconfig),
+            "DISTGNN_OPERATOR_KUBECONFIG": str(plane.kubeconfig),
+            "DISTGNN_OPERATOR_NAMESPACES": namespace,
+            "DISTGNN_OPERATOR_METRICS_PORT": str(metrics_port),
+            "DISTGNN_OPERATOR_HEALTH_PORT": str(health_port),
+            "DISTGNN_OPERATOR_PROGRESS_POLL_INTERVAL": "1",
+        }
+    )
+    log = open(work / "operator.log", "wb")  # noqa: SIM115 - the child keeps it
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "distgnn_operator"],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    return proc, metrics_port
+
+
+def _stop(proc: Any) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+
+def _finish_partition_pod(cluster: Cluster, job: str, message: str) -> None:
+    """Play the kubelet: the succeeded partition container's termination message."""
+    selector = {"batch.kubernetes.io/job-name": f"{job}-partition"}
+
+    def succeeded() -> dict[str, Any] | None:
+        pods = cluster.api.list(POD, cluster.ns, selector)
+        done = [p for p in pods if (p.get("status") or {}).get("phase") == "Succeeded"]
+        return done[0] if done else None
+
+    pod = wait_for(f"the succeeded partition pod of {job}", succeeded)
+    statuses = pod["status"]["containerStatuses"]
+    for status in statuses:
+        status["state"]["terminated"]["message"] = message
+    cluster.plane.kubectl(
+        "patch", "pod", "-n", cluster.ns, pod["metadata"]["name"], "--subresource=status",
+        "--type=merge", "-p", json.dumps({"status": {"containerStatuses": statuses}}),
+    )  # fmt: skip
+
+
+def run_operator_jobs(
+    control_plane: ControlPlane, namespace: str, scrapes: Scrapes, work: Path, figures: str
+) -> None:
+    """A job partitions (its pod's termination message holds the worker run's real figures),
+    a second one reuses the partition; the operator is scraped throughout."""
+    install_crd(control_plane)
+    cluster = Cluster(control_plane, namespace)
+    cluster.create_bound_claim("shared")
+    proc, port = _start_operator(control_plane, namespace, work)
+    service = f"{RELEASE}-distgnn-metrics"
+    scrapes.operator = endpoint_target(
+        f"{LOOPBACK}:{port}",
+        namespace=RELEASE_NS,
+        service=service,
+        service_labels=scrapes.service_labels,
+        pod=f"{RELEASE}-distgnn-0",
+        container="operator",
+    )
+    try:
+        scrapes.refresh({})
+        storage = {"claimName": "shared"}
+        cluster.apply(job_manifest("first", storage=storage))
+        _finish_partition_pod(cluster, "first", figures)
+        cluster.wait_phase("first", "Training")
+        wait_for(
+            "the partition figures on the claim",
+            lambda: any(
+                k.startswith("partition-figures.distgnn.io/")
+                for k in ((cluster.get(PVC, "shared") or {})["metadata"].get("annotations") or {})
+            ),
+        )
+        cluster.apply(job_manifest("second", storage=storage, training={"epochs": 3}))
+        second = cluster.wait_phase("second", "Training")
+        assert second["partition"]["reused"] is True
+
+        def scraped() -> bool:
+            scrapes.refresh({})
+            found = scrapes.prom.query(
+                f'distgnn_partition_edge_cut{{job="second", namespace="{namespace}"}}'
+            )
+            return bool(found)
+
+        wait_for("the reused job's edge cut in Prometheus", scraped, timeout=60, every=1)
+        # A few more scrapes for the operator's rates.
+        for _ in range(8):
+            scrapes.refresh({})
+            time.sleep(1)
+    finally:
+        _stop(proc)
+        scrapes.operator = None
+        scrapes.refresh({})
+
+
+def run_tier(
+    prom: Prometheus, chart: list[Any], control_plane: ControlPlane, work: Path
+) -> TierRun:
+    """Both local runs, then the operator's jobs, all scraped by ``prom``."""
+    scrapes = Scrapes(prom)
+    service = of_kind(chart, "Service")
+    scrapes.service_labels = service["metadata"]["labels"]
+    start = time.time()
+    uids: dict[str, str] = {}
+    results = {
+        WORKER_JOB: run_local(scrapes, work, WORKER_JOB, 0, uids),
+        SERVER_JOB: run_local(scrapes, work, SERVER_JOB, 2, uids),
+    }
+    figures_file = work / "runs" / WORKER_JOB / "logs" / "partition-0.termination"
+    assert figures_file.exists(), "the local partition step left no termination message"
+    namespace = control_plane.create_namespace("prometheus-tier")
+    try:
+        run_operator_jobs(control_plane, namespace, scrapes, work, figures_file.read_text())
+    finally:
+        control_plane.delete_namespace(namespace)
+    end = time.time()
+    return TierRun(start, end, scrapes, namespace, results, prom.work / "panels.json")
