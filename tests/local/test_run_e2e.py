@@ -27,6 +27,7 @@ from distgnn_api.contract import (
     PROGRESS_LINE_PREFIX,
     RESULT_FILE,
     SUCCESS_MARKER,
+    PartitionFigures,
     Result,
     partition_dir,
     partition_key,
@@ -116,7 +117,20 @@ def test_quickstart_runs_end_to_end(first_run: Run, workdir: Path) -> None:
     assert result.test_accuracy >= MIN_TEST_ACCURACY, result
     assert result.seeds_per_second > 0
     logs = sorted(p.name for p in (first_run.run_dir / "logs").iterdir())
-    assert logs == ["partition-0.log", "sampler-0.log", "trainer-0.log", "trainer-1.log"]
+    assert logs == [
+        "partition-0.log",
+        "partition-0.termination",
+        "sampler-0.log",
+        "trainer-0.log",
+        "trainer-1.log",
+    ]
+    # The partition step's figures, as the operator reads them from a pod's termination message.
+    figures = PartitionFigures.model_validate_json(
+        (first_run.run_dir / "logs" / "partition-0.termination").read_text()
+    )
+    assert figures.num_partitions == job.spec.num_partitions
+    assert figures.edge_cut > 0
+    assert set(figures.step_seconds) == {"generate", "partition", "write"}
     # The summary tells where things are and what came out.
     out = first_run.proc.stdout
     assert "Succeeded: quickstart" in out
