@@ -394,7 +394,8 @@ class Trainer:
         if self._val_kind == EvaluationKind.full and self._has_val():
             self.model.eval()
             figure = self._full_evaluation()(["val"])["val"]
-            self.metrics.val.set(figure or 0.0)
+            if figure is not None:
+                self.metrics.full_accuracy("val").set(figure)
             return figure or 0.0
         return self.evaluate(self.val_ids, "val")
 

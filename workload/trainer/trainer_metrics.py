@@ -28,6 +28,9 @@ class TrainerMetrics:
     def accuracy(self, split: str) -> Any:
         return metrics.TRAINER_ACCURACY.labels(self.label, split)
 
+    def full_accuracy(self, split: str) -> Any:
+        return metrics.TRAINER_FULL_ACCURACY.labels(self.label, split)
+
     def feature_stats(self, lookups: int, hits: int, fetched: int) -> None:
         """Count remote feature traffic; the cache series start with the first look-up."""
         self.remote_bytes.inc(fetched)
