@@ -348,7 +348,9 @@ class WorkloadEnv:
             shutdown_timeout_s=get_seconds(ENV_SHUTDOWN_TIMEOUT, DEFAULT_SHUTDOWN_TIMEOUT_S),
             node_name=env.get(ENV_NODE_NAME) or None,
             metrics_address=env.get(ENV_METRICS_ADDRESS) or None,
-            termination_log=Path(env[ENV_TERMINATION_LOG]) if env.get(ENV_TERMINATION_LOG) else None,
+            termination_log=Path(env[ENV_TERMINATION_LOG])
+            if env.get(ENV_TERMINATION_LOG)
+            else None,
         )
 
 

@@ -85,7 +85,8 @@ def build_container(ctx: JobContext, role: Role) -> dict[str, Any]:
             {"name": VOLUME_CONFIG, "mountPath": CONFIG_MOUNT_DIR, "readOnly": True},
             {"name": VOLUME_SHM, "mountPath": SHM_MOUNT_PATH},
         ],
-        "terminationMessagePath": TERMINATION_LOG_PATH,
+        # The partition Job's figures are its termination message (DISTGNN_TERMINATION_LOG).
+        **({"terminationMessagePath": TERMINATION_LOG_PATH} if role is Role.partitioner else {}),
         "terminationMessagePolicy": "FallbackToLogsOnError",
     }
 

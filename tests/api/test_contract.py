@@ -63,13 +63,15 @@ def test_env_writer_round_trips_through_the_reader(device: str | None, node: str
         rendezvous_timeout_s=12.5,
         shutdown_timeout_s=3.0,
         node_name=node,
+        metrics_address="127.0.0.1" if device else None,
+        termination_log=Path("/dev/termination-log") if device else None,
     )
     written = env.to_environ()
     assert all(isinstance(v, str) for v in written.values())
     assert c.WorkloadEnv.from_environ(written) == env
-    # Every variable the reader knows is written (the device and node only when known).
+    # Every variable the reader knows is written (the optional ones only when set).
     contract_vars = {v for k, v in vars(c).items() if k.startswith("ENV_")}
-    optional = {c.ENV_DEVICE, c.ENV_NODE_NAME}
+    optional = {c.ENV_DEVICE, c.ENV_NODE_NAME, c.ENV_METRICS_ADDRESS, c.ENV_TERMINATION_LOG}
     assert contract_vars - set(written) == (set() if device else optional)
 
 

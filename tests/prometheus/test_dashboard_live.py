@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from distgnn_operator.local.runner import LOCAL_NAMESPACE
+from distgnn_operator.local.job_plan import LOCAL_NAMESPACE
 from tests.prometheus import dashboard as dash
 from tests.prometheus.server import Prometheus, promtool
 from tests.prometheus.tier_runs import RELEASE, SERVER_JOB, WORKER_JOB, TierRun

@@ -25,8 +25,8 @@ import yaml
 from distgnn_api import contract as c
 from distgnn_api.spec import parse_job
 from distgnn_operator.builders import JobContext, build_statefulset
+from distgnn_operator.local.job_plan import LOCAL_NAMESPACE
 from distgnn_operator.local.ports import LOOPBACK, free_ports
-from distgnn_operator.local.runner import LOCAL_NAMESPACE
 from distgnn_operator.reconcile.kube_api import POD, PVC
 from tests.local.process_table import processes_with_env
 from tests.operator.harness import Cluster, install_crd, job_manifest, wait_for

@@ -9,10 +9,8 @@ message names the file, line or field), 1 for anything else.
 from __future__ import annotations
 
 import logging
-import os
 import sys
 import time
-from pathlib import Path
 from typing import TextIO
 
 from pydantic import ValidationError
@@ -160,8 +158,8 @@ def run(env: WorkloadEnv, config: JobConfig, out: TextIO = sys.stdout) -> int:
 def write_figures(env: WorkloadEnv, store: PartitionStore, steps: dict[str, float]) -> None:
     """Leave the figures where ENV_TERMINATION_LOG says: the container's termination message,
     which the operator keeps and exports (this short-lived process is not scraped)."""
-    path = os.environ.get(ENV_TERMINATION_LOG)
-    if not path:
+    path = env.termination_log
+    if path is None:
         return
     m = store.meta
     figures = PartitionFigures(
@@ -173,7 +171,7 @@ def write_figures(env: WorkloadEnv, store: PartitionStore, steps: dict[str, floa
         balance=m.balance,
     )
     try:
-        Path(path).write_text(figures.model_dump_json(by_alias=True))
+        path.write_text(figures.model_dump_json(by_alias=True))
     except OSError as err:
         log.warning(
             "cannot write the partition figures to %s (%s): %s", path, ENV_TERMINATION_LOG, err
