@@ -94,6 +94,7 @@ class SamplerServer:
         self.executor = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="sample")
         self._lock = threading.Lock()
         self._served = 0
+        self._ratio_at = 0.0
         self._lookups = 0
         self._hits = 0
         label = str(rank)
@@ -159,9 +160,14 @@ class SamplerServer:
         self._requests.inc()
         self._seconds.observe(time.perf_counter() - t0)
         self._bytes.inc(sent)
+        now = time.monotonic()
         with self._lock:
             self._served += 1
-            update = self._served % CACHE_RATIO_EVERY == 0
+            # Every CACHE_RATIO_EVERY requests, and at least each second: a short job's ratio
+            # shows too, from its first look-ups.
+            update = self._served % CACHE_RATIO_EVERY == 0 or now - self._ratio_at >= 1.0
+            if update:
+                self._ratio_at = now
         if update:
             self.update_cache_ratio()
 
