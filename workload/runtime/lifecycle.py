@@ -16,7 +16,6 @@ import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
 
 from pydantic import ValidationError
 
@@ -143,12 +142,3 @@ def exit_code(main: Callable[[], int], role: str) -> int:
         kind = "bad input" if code == EXIT_BAD_INPUT else "internal error"
         print(f"distgnn {role}: {kind}: {err}", file=sys.stderr, flush=True)
     return code if code is not None else EXIT_OK
-
-
-def run_entry_point(main: Callable[[], int], role: str) -> NoReturn:
-    """Run an entry point and exit the process with the contract's code."""
-    code = exit_code(main, role)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    # os._exit: RPC and NCCL threads must not keep a finished or failed process alive.
-    os._exit(code)

@@ -31,7 +31,6 @@ from torch._C._distributed_c10d import TCPStore
 
 from distgnn_api.contract import (
     ENV_DDP_PORT,
-    ENV_NODE_NAME,
     ENV_RENDEZVOUS_TIMEOUT,
     ENV_SAMPLER_ADDRS,
     ENV_TRAINER_ADDRS,
@@ -280,7 +279,7 @@ def rendezvous(
         {
             "device": device,
             "host": socket.gethostname(),
-            "node": os.environ.get(ENV_NODE_NAME) or socket.gethostname(),
+            "node": env.node_name or socket.gethostname(),
             "gpu": gpu_uuid(device),
             "pid": str(os.getpid()),
         }
