@@ -26,7 +26,6 @@ from pydantic import (
     ValidationError,
     model_validator,
 )
-from pydantic.alias_generators import to_camel
 
 from distgnn_api.affinity import Affinity
 from distgnn_api.cel import CelRule
@@ -38,6 +37,7 @@ from distgnn_api.core_types import Toleration
 from distgnn_api.kube import QUANTITY_PATTERN as QUANTITY_PATTERN
 from distgnn_api.kube import (
     Annotations,
+    CoreModel,
     Dns1123Subdomain,
     Image,
     Labels,
@@ -95,16 +95,8 @@ VolumePath = Annotated[
 ]
 
 
-class Model(BaseModel):
+class Model(CoreModel):
     """Base of every API model: camelCase on the wire, immutable, no unknown fields."""
-
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        frozen=True,
-        extra="forbid",
-        use_attribute_docstrings=True,
-    )
 
 
 # --------------------------------------------------------------------------- dataset

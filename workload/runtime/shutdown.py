@@ -45,11 +45,11 @@ def mark_finished(group: Group) -> None:
     group.store.set(FINISHED_PREFIX + group.me.name, "1")
 
 
-def wait_for_trainers(group: Group, *, poll_s: float = 0.2) -> None:
+def wait_for_trainers(group: Group) -> None:
     """Block until every trainer marked itself finished (a sampler's serving life)."""
-    keys = [FINISHED_PREFIX + m.name for m in group.trainers]
-    while not group.store.check(keys):
-        time.sleep(poll_s)
+    _wait_keys(
+        group, FINISHED_PREFIX, group.trainers, float("inf"), "trainers finishing", poll_s=0.2
+    )
 
 
 def _missing(group: Group, prefix: str, members: Sequence[Member]) -> list[str]:
@@ -57,7 +57,13 @@ def _missing(group: Group, prefix: str, members: Sequence[Member]) -> list[str]:
 
 
 def _wait_keys(
-    group: Group, prefix: str, members: Sequence[Member], deadline: float, step: str
+    group: Group,
+    prefix: str,
+    members: Sequence[Member],
+    deadline: float,
+    step: str,
+    *,
+    poll_s: float = POLL_S,
 ) -> None:
     """Wait until every member set its key. Names the members still missing when time runs
     out, or when the store goes away meanwhile (its owner left first: the peer it waited
@@ -72,7 +78,7 @@ def _wait_keys(
                 raise ShutdownError(
                     f"shutdown step '{step}' timed out waiting for {', '.join(missing)}"
                 )
-            time.sleep(POLL_S)
+            time.sleep(poll_s)
     except ShutdownError:
         raise
     except RuntimeError as err:

@@ -53,18 +53,23 @@ def to_host(tensor: Tensor) -> Tensor:
     return out
 
 
-def wait_for_stream(device: torch.device, *, timeout_s: float | None, what: str) -> None:
-    """Wait until the work queued so far on ``device``'s current stream has run.
-
-    Polls an event instead of blocking in the driver; raises :class:`GpuWaitTimeout`
-    naming ``what`` after ``timeout_s`` (None: no limit). A no-op on CPU.
-    """
-    if device.type != "cuda":
-        return
-    event = torch.cuda.Event()  # type: ignore[no-untyped-call]
-    event.record(torch.cuda.current_stream(device))
+def wait_for_event(event: torch.cuda.Event, *, timeout_s: float | None, what: str) -> None:
+    """Wait until ``event`` has happened, polling it rather than blocking in the driver;
+    raises :class:`GpuWaitTimeout` naming ``what`` after ``timeout_s`` (None: no limit)."""
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     while not event.query():  # type: ignore[no-untyped-call]
         if deadline is not None and time.monotonic() > deadline:
             raise GpuWaitTimeout(f"{what} did not finish within {timeout_s:.0f}s")
         time.sleep(POLL_S)
+
+
+def wait_for_stream(device: torch.device, *, timeout_s: float | None, what: str) -> None:
+    """Wait until the work queued so far on ``device``'s current stream has run.
+
+    See :func:`wait_for_event`. A no-op on CPU.
+    """
+    if device.type != "cuda":
+        return
+    event = torch.cuda.Event()  # type: ignore[no-untyped-call]
+    event.record(torch.cuda.current_stream(device))
+    wait_for_event(event, timeout_s=timeout_s, what=what)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any
@@ -32,7 +31,7 @@ from torch import Tensor
 
 from distgnn_workload.loader import MiniBatch
 from distgnn_workload.models.sage import GraphSAGE
-from distgnn_workload.runtime.transfers import POLL_S
+from distgnn_workload.runtime.transfers import wait_for_event
 from distgnn_workload.sampling import StaticHops, StaticLayout
 from distgnn_workload.sampling.neighbor_sampler import CUDA_GRAPH_LOCK, reset_default_generator
 from distgnn_workload.trainer.grad_buckets import GradBuckets
@@ -120,7 +119,8 @@ class GraphStep:
         if batch.static is None:
             raise ValueError("GraphStep needs batches padded to its layout (pipeline static=)")
         if self._replayed is not None:
-            self._wait_replayed(self._replayed)
+            # never block in CUDA here: see ENV_OVERLAP ``graph``
+            wait_for_event(self._replayed, timeout_s=None, what="the last replay")
         self._load(batch, batch.static)
         if self.graph is not None:
             with CUDA_GRAPH_LOCK:
@@ -139,12 +139,6 @@ class GraphStep:
         self.optimizer.step()
         self.steps += 1
         return loss
-
-    @staticmethod
-    def _wait_replayed(event: torch.cuda.Event) -> None:
-        """Poll until the last replay ran (see ENV_OVERLAP ``graph``), never blocking in CUDA."""
-        while not event.query():  # type: ignore[no-untyped-call]
-            time.sleep(POLL_S)
 
     def _load(self, batch: MiniBatch, static: StaticHops) -> None:
         if static.layout != self.layout:
