@@ -148,7 +148,15 @@ def test_no_false_zeros(prom: Prometheus, tier: TierRun) -> None:
                     assert acc, f"{job} rank {rank}: no validation accuracy"
                 if acc:
                     first = float(acc[0]["values"][0][0])
-                    assert first > first_seed, (
+                    # At its first sample an epoch had ended, so it did not exist from the
+                    # trainer's start. (A short job can end its first epoch before the first
+                    # scrape: then the seeds series appears in the same sample, and its time
+                    # says nothing about when the figure appeared.)
+                    epoch = series(f"distgnn_trainer_epoch{{{sel}}}")
+                    assert epoch, f"{job} rank {rank}: no epoch series"
+                    epoch_at = {float(t): float(v) for t, v in epoch[0]["values"]}
+                    assert first >= first_seed, f"{job} rank {rank}: {metric} before seeds"
+                    assert epoch_at.get(first, 0.0) >= 1, (
                         f"{job} rank {rank}: {metric} {split} appeared at the trainer's start"
                     )
     # The server-client trainers never look up a feature cache: no 0/0 series of theirs.
