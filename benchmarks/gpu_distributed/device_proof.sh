@@ -8,15 +8,18 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 source benchmarks/gpu_distributed/device_setup.sh
+python -c 'import triton; print("triton", triton.__version__)' 2>&1 | tee "${OUT}/triton.txt"
 (
+  # on a machine of 4 or more GPUs the tier runs on the last two, beside the proof's runs
+  if [ "$(nvidia-smi -L | wc -l)" -ge 4 ]; then export CUDA_VISIBLE_DEVICES=2,3; fi
   timeout 230 python -m pytest -q -p no:cacheprovider --noconftest -m gpu tests/e2e \
     > "${OUT}/gpu-tests-e2e.log" 2>&1
   timeout 120 python -m pytest -q -p no:cacheprovider --noconftest -m gpu tests/workload \
     > "${OUT}/gpu-tests-workload.log" 2>&1
 ) &
 tier=$!
-timeout 480 python benchmarks/gpu_distributed/bench.py --repeats 10 --eval-every 1 \
-  --run-timeout 60 --budget 475 --work-dir /tmp/distgnn-proof \
+timeout 560 python benchmarks/gpu_distributed/bench.py --repeats 10 --eval-every 1 \
+  --run-timeout 60 --budget 555 --work-dir /tmp/distgnn-proof \
   --runs worker-2-fp32-0.2 worker-2-bf16-0.2 server-2-bf16 \
   --out "${OUT}/proof.jsonl" 2>&1 | grep -v Warning > "${OUT}/proof.log"
 tail -n 8 "${OUT}/proof.log"
