@@ -144,7 +144,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--work-dir", type=Path, default=Path("/tmp/distgnn-dist-bench"))
     p.add_argument("--out", type=Path, default=None)
     p.add_argument("--keep", action="store_true", help="keep the work dir")
+    p.add_argument(
+        "--env",
+        nargs="*",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra env for every workload process, e.g. DISTGNN_SEGMENT_KERNEL=torch",
+    )
     args = p.parse_args(argv)
+    try:
+        args.env = dict(item.split("=", 1) for item in args.env)
+    except ValueError:
+        p.error("--env: write each as KEY=VALUE")
     if args.repeats < 1:
         p.error("--repeats: must be at least 1")
     if args.eval_every < 0:
@@ -305,6 +316,7 @@ def main(argv: list[str] | None = None) -> int:
             "device": torch.cuda.get_device_name(0) if args.device == "cuda" else "cpu",
             "gpus_visible": torch.cuda.device_count() if args.device == "cuda" else 0,
             "cpus": os.cpu_count(),
+            "env": args.env,
             "fanout": args.fanout,
             "batch_size": args.batch_size,
             "hidden": args.hidden,

@@ -134,7 +134,7 @@ def plan(
         gpus=tuple(str(i) for i in range(torch.cuda.device_count())) if cuda else (),
     )
     rendered = render_job(JOB_NAME, uid, spec, partition_reused=True)
-    extra = {ENV_RPC_CUDA: "1" if rpc_cuda else "0"}
+    extra = {ENV_RPC_CUDA: "1" if rpc_cuda else "0", **args.env}
     if profile:
         extra[ENV_PROFILE_DIR] = str(root / "profile")
     job = plan_job(layout, rendered, threads=None if cuda else 1)
