@@ -8,29 +8,15 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from distgnn_workload.models import segment_kernel
-
 
 def mean_aggregate(x: Tensor, src: Tensor, target_ptr: Tensor) -> Tensor:
     """Mean of ``x[src]`` per target, for targets whose edges are CSR-grouped by ``target_ptr``.
 
     One fused gather-and-reduce (``embedding_bag``): no ``[E, F]`` message tensor is
     materialised and no atomics are needed. A target with no edges gets zeros, as PyG's mean
-    aggregation gives. ``src`` and ``target_ptr`` must share a dtype. On the GPU this is the
-    Triton kernel of :mod:`segment_kernel` where it can run.
+    aggregation gives. ``src`` and ``target_ptr`` must share a dtype.
     """
-    if not segment_kernel.available(x):
-        return F.embedding_bag(src, x, target_ptr, mode="mean", include_last_offset=True)
-    if torch.is_grad_enabled() and x.requires_grad:
-        return mean_aggregate_segment(x, src, target_ptr, None)
-    return segment_kernel.segment_reduce(x, src, target_ptr, mean=True)
-
-
-def sum_aggregate(x: Tensor, index: Tensor, ptr: Tensor) -> Tensor:
-    """Sum of ``x[index]`` per CSR segment of ``ptr`` (``mean_aggregate``'s sum form)."""
-    if segment_kernel.available(x):
-        return segment_kernel.segment_reduce(x, index, ptr, mean=False)
-    return F.embedding_bag(index, x, ptr, mode="sum", include_last_offset=True)
+    return F.embedding_bag(src, x, target_ptr, mode="mean", include_last_offset=True)
 
 
 class _SegmentMean(torch.autograd.Function):
@@ -42,35 +28,27 @@ class _SegmentMean(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(
-        ctx: Any, x: Tensor, src: Tensor, target_ptr: Tensor, dst: Tensor | None
-    ) -> Tensor:
+    def forward(ctx: Any, x: Tensor, src: Tensor, target_ptr: Tensor, dst: Tensor) -> Tensor:
         ctx.save_for_backward(src, target_ptr, dst)
         ctx.num_src = x.size(0)
-        return mean_aggregate(x, src, target_ptr)  # grad mode is off inside forward
+        return mean_aggregate(x, src, target_ptr)
 
     @staticmethod
     def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, None, None, None]:
         if not ctx.needs_input_grad[0]:
             return None, None, None, None
         src, target_ptr, dst = ctx.saved_tensors
-        counts = (target_ptr[1:] - target_ptr[:-1]).long()
-        if dst is None:  # each edge's target, from the CSR (no host sync: E is known)
-            targets = torch.arange(counts.numel(), device=src.device, dtype=src.dtype)
-            dst = torch.repeat_interleave(targets, counts, output_size=src.numel())
-        degree = counts.clamp(min=1)
+        degree = (target_ptr[1:] - target_ptr[:-1]).clamp_(min=1)
         scaled = grad / degree.unsqueeze(1).to(grad.dtype)
         src_sorted, order = torch.sort(src)
         src_ptr = torch.searchsorted(
             src_sorted, torch.arange(ctx.num_src + 1, dtype=src.dtype, device=src.device)
         )
-        grad_x = sum_aggregate(scaled, dst[order], src_ptr)
+        grad_x = F.embedding_bag(dst[order], scaled, src_ptr, mode="sum", include_last_offset=True)
         return grad_x, None, None, None
 
 
-def mean_aggregate_segment(
-    x: Tensor, src: Tensor, target_ptr: Tensor, dst: Tensor | None
-) -> Tensor:
+def mean_aggregate_segment(x: Tensor, src: Tensor, target_ptr: Tensor, dst: Tensor) -> Tensor:
     """``mean_aggregate`` with a transposed-CSR backward (see ``_SegmentMean``)."""
     out: Tensor = _SegmentMean.apply(x, src, target_ptr, dst)
     return out

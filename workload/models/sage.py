@@ -45,7 +45,7 @@ class SAGELayer(nn.Module):
         aggregation: Aggregation = "segment",
     ) -> Tensor:
         if aggregation == "embedding_bag":
-            agg = F.embedding_bag(src, x, target_ptr, mode="mean", include_last_offset=True)
+            agg = mean_aggregate(x, src, target_ptr)
         elif aggregation == "segment":
             agg = mean_aggregate_segment(x, src, target_ptr, dst)
         else:
