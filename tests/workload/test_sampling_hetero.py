@@ -275,3 +275,49 @@ def test_sampled_edges_per_seed() -> None:
     # two exact uniform samplers do the same work up to sampling noise
     diffs = relative_differences(per_seed, reference.per_seed())
     assert max(diffs.values()) < 0.15, diffs
+
+
+def test_empty_seeds_give_an_empty_batch() -> None:
+    _, csr = typed_graph(6)
+    for static in (False, True):
+        sampler = HeteroNeighborSampler(
+            csr, NUM_NODES, [3, 2], seed_type="paper", static_shapes=static
+        )
+        batch = sampler.sample(torch.zeros(0, dtype=torch.int64))
+        assert batch.num_nodes == dict.fromkeys(NUM_NODES, 0)
+        assert batch.num_edges == 0
+        assert all(p.tolist() == [0] for p in batch.target_ptr.values())
+
+
+def test_failed_graph_capture_falls_back_to_dynamic(monkeypatch: pytest.MonkeyPatch) -> None:
+    _, csr = typed_graph(7)
+    sampler = HeteroNeighborSampler(csr, NUM_NODES, [4, 3], seed_type="paper", static_shapes=True)
+    sampler.cuda_graph = True  # as on CUDA; make the capture fail
+
+    def broken_capture(seed_type: str, padded: torch.Tensor, num_seeds: int) -> None:
+        raise RuntimeError("operation not permitted when stream is capturing")
+
+    monkeypatch.setattr(sampler, "_capture", broken_capture)
+    seeds = torch.arange(0, 300, 5)
+    with pytest.warns(UserWarning, match="falling back to the dynamic execution"):
+        batch = sampler.sample(seeds)
+    assert not sampler.static_shapes
+    assert not sampler.cuda_graph
+    check_batch(batch, csr, full_fanouts([4, 3]), seeds.tolist(), "paper")
+
+
+@pytest.mark.gpu
+def test_gpu_graph_is_captured_once_per_capacity_and_replayed() -> None:
+    _, csr = typed_graph(8)
+    sampler = HeteroNeighborSampler(csr, NUM_NODES, [5, 4], seed_type="paper", device="cuda")
+    assert sampler.static_shapes
+    assert sampler.cuda_graph
+    sampler.prepare(64)
+    perm = torch.randperm(300, generator=torch.Generator().manual_seed(8))
+    for size in (64, 17, 64, 1):
+        seeds = perm[:size]
+        check_batch(
+            sampler.sample(seeds).to("cpu"), csr, full_fanouts([5, 4]), seeds.tolist(), "paper"
+        )
+    assert list(sampler._graphs) == [("paper", 64)]
+    assert sampler.cuda_graph, "the capture failed and the sampler fell back"
