@@ -5,6 +5,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -15,10 +16,20 @@ from distgnn_workload.sampling.hetero_hop_batch import HeteroHopBatch
 from distgnn_workload.sampling.hetero_static import StaticOut, sample_static
 from distgnn_workload.sampling.neighbor_sampler import CUDA_GRAPH_LOCK, reset_default_generator
 from distgnn_workload.sampling.relabel import relabel, table_dtype
-from distgnn_workload.sampling.typed_graph import Fanouts, TypedCSR
+from distgnn_workload.sampling.typed_graph import Fanouts, TypedCSR, type_key
 from distgnn_workload.sampling.uniform_subset import uniform_subset_positions
 
 InCSR = Mapping[EdgeType, tuple[Tensor | np.ndarray, Tensor | np.ndarray]]
+
+
+class SampledHop(NamedTuple):
+    """One edge type's sampled hop: per edge its frontier row and neighbour's global id,
+    edges per frontier row, and (where known) each edge's position in the CSR."""
+
+    rows: Tensor
+    neighbours: Tensor
+    counts: Tensor
+    edge_pos: Tensor | None
 
 
 @dataclass
@@ -167,18 +178,19 @@ class HeteroNeighborSampler:
             new: dict[str, list[Tensor]] = {t: [] for t in graph.num_nodes}
             for et in graph.edge_types:
                 s, _, d = et
-                edge_pos, rows, counts = self._sample_edges(et, frontier[d], self.fanouts[et][h])
-                local, new_nodes = relabel(
-                    self._local[s], graph.indices[et][edge_pos].to(torch.int64), hi[s]
-                )
+                hop = self._sample_hop(et, frontier[d], self.fanouts[et][h])
+                local, new_nodes = relabel(self._local[s], hop.neighbours, hi[s])
                 hi[s] += new_nodes.numel()
                 new[s].append(new_nodes)
                 src[et].append(local)
-                dst[et].append(rows + lo[d])
-                ids[et].append(edge_pos)
+                dst[et].append(hop.rows + lo[d])
+                if self.return_edge_ids:
+                    if hop.edge_pos is None:
+                        raise ValueError(f"edge ids of {type_key(et)} are not known here")
+                    ids[et].append(hop.edge_pos)
                 base = sum(edge_counts[et])
-                ptr[et].append(torch.cumsum(counts, 0) + base)
-                edge_counts[et].append(edge_pos.numel())
+                ptr[et].append(torch.cumsum(hop.counts, 0) + base)
+                edge_counts[et].append(hop.neighbours.numel())
             for t, parts in new.items():
                 frontier[t] = torch.cat(parts) if parts else empty
                 nodes[t].append(frontier[t])
@@ -194,15 +206,18 @@ class HeteroNeighborSampler:
             edge_index={et: torch.stack([torch.cat(src[et]), torch.cat(dst[et])]) for et in src},
             num_edges_per_hop=edge_counts,
             target_ptr={et: torch.cat(parts) for et, parts in ptr.items()},
-            edge_ids={et: torch.cat(parts) for et, parts in ids.items()}
+            edge_ids={et: torch.cat([empty, *parts]) for et, parts in ids.items()}
             if self.return_edge_ids
             else None,
         )
 
-    def _sample_edges(
-        self, edge_type: EdgeType, frontier: Tensor, fanout: int
-    ) -> tuple[Tensor, Tensor, Tensor]:
-        """(edge position in the CSR, frontier row, edges per frontier row), rows in order."""
+    def _sample_hop(self, edge_type: EdgeType, frontier: Tensor, fanout: int) -> SampledHop:
+        """One edge type's hop of the dynamic execution, rows in frontier order.
+
+        Subclasses that sample some hops elsewhere (e.g. over RPC from the partition that
+        owns the nodes) override this, leave ``edge_pos`` out and pass
+        ``static_shapes=False``; relabelling and the hop layout stay here.
+        """
         indptr = self.graph.indptr[edge_type]
         start = indptr[frontier]
         deg = indptr[frontier + 1] - start
@@ -212,14 +227,18 @@ class HeteroNeighborSampler:
             rows = torch.repeat_interleave(arange, deg, output_size=total)
             first = torch.cumsum(deg, 0) - deg
             edge_pos = start[rows] + torch.arange(total, device=self.device) - first[rows]
-            return edge_pos, rows, deg
-        if fanout == 0 or frontier.numel() == 0:
-            empty = torch.zeros(0, dtype=torch.int64, device=self.device)
-            return empty, empty, torch.zeros_like(deg)
-        pos, valid = uniform_subset_positions(deg, fanout, self.generator)
-        flat = valid.reshape(-1).nonzero().squeeze(1)
-        rows = torch.div(flat, fanout, rounding_mode="floor")
-        return start[rows] + pos.reshape(-1)[flat], rows, deg.clamp(max=fanout)
+            counts = deg
+        elif fanout == 0 or frontier.numel() == 0:
+            rows = edge_pos = torch.zeros(0, dtype=torch.int64, device=self.device)
+            counts = torch.zeros_like(deg)
+        else:
+            pos, valid = uniform_subset_positions(deg, fanout, self.generator)
+            flat = valid.reshape(-1).nonzero().squeeze(1)
+            rows = torch.div(flat, fanout, rounding_mode="floor")
+            edge_pos = start[rows] + pos.reshape(-1)[flat]
+            counts = deg.clamp(max=fanout)
+        neighbours = self.graph.indices[edge_type][edge_pos].to(torch.int64)
+        return SampledHop(rows, neighbours, counts, edge_pos)
 
     def _sample_padded(self, seeds: Tensor, seed_type: str) -> HeteroHopBatch:
         """The static-shape execution: pad the seeds, run (or replay) it, cut to the sizes."""
@@ -268,7 +287,14 @@ class HeteroNeighborSampler:
 
     def _run_static(self, seed_type: str, seeds: Tensor, num_seeds: Tensor) -> StaticOut:
         return sample_static(
-            self.graph, self._local, self.fanouts, self.generator, seed_type, seeds, num_seeds
+            self.graph,
+            self._local,
+            self.fanouts,
+            self.generator,
+            seed_type,
+            seeds,
+            num_seeds,
+            with_edge_ids=self.return_edge_ids,
         )
 
     def _give_up_graphs(self, error: RuntimeError) -> None:

@@ -64,7 +64,7 @@ class StaticOut:
     node_ids: dict[str, Tensor]
     src: dict[EdgeType, Tensor]
     dst: dict[EdgeType, Tensor]
-    edge_ids: dict[EdgeType, Tensor]
+    edge_ids: dict[EdgeType, Tensor]  # empty unless asked for
     target_ptr: dict[EdgeType, Tensor]
     counts: Tensor  # per node type its L + 1 hop sizes, then per edge type its L hop sizes
 
@@ -77,8 +77,13 @@ def sample_static(
     seed_type: str,
     seeds: Tensor,
     num_seeds: Tensor,
+    *,
+    with_edge_ids: bool = False,
 ) -> StaticOut:
-    """Sample around ``seeds`` (padded with ``num_nodes[seed_type]``; ``num_seeds`` 0-d)."""
+    """Sample around ``seeds`` (padded with ``num_nodes[seed_type]``; ``num_seeds`` 0-d).
+
+    ``edge_ids`` are filled only ``with_edge_ids``.
+    """
     dev = seeds.device
     caps = StaticCaps.of(graph, fanouts, seed_type, seeds.numel())
     num_hops = len(next(iter(fanouts.values())))
@@ -91,7 +96,7 @@ def sample_static(
     node_ids = {t: buffer(sum(c), pads[t]) for t, c in caps.nodes.items()}
     src = {et: buffer(sum(c)) for et, c in caps.edges.items()}
     dst = {et: buffer(sum(c)) for et, c in caps.edges.items()}
-    edge_ids = {et: buffer(sum(c)) for et, c in caps.edges.items()}
+    edge_ids = {et: buffer(sum(c)) for et, c in caps.edges.items()} if with_edge_ids else {}
     target_ptr = {et: buffer(caps.target_cap(et[2]) + 1) for et in graph.edge_types}
     node_ids[seed_type][: seeds.numel()] = seeds
     seed_table = tables[seed_type]
@@ -135,7 +140,8 @@ def sample_static(
                 torch.arange(valid.numel(), device=dev), fanout, rounding_mode="floor"
             )
             dst[et].index_put_((edge_slot,), draw_row + lo[d])
-            edge_ids[et].index_put_((edge_slot,), edge_pos)
+            if with_edge_ids:
+                edge_ids[et].index_put_((edge_slot,), edge_pos)
             target_ptr[et].index_put_(
                 (ptr_slot,), torch.cumsum(deg.clamp(max=fanout), 0) + edge_base[et]
             )
