@@ -178,6 +178,9 @@ class HeteroNeighborSampler:
             new: dict[str, list[Tensor]] = {t: [] for t in graph.num_nodes}
             for et in graph.edge_types:
                 s, _, d = et
+                if frontier[d].numel() == 0:  # no targets of this edge type at this hop
+                    edge_counts[et].append(0)
+                    continue
                 hop = self._sample_hop(et, frontier[d], self.fanouts[et][h])
                 local, new_nodes = relabel(self._local[s], hop.neighbours, hi[s])
                 hi[s] += new_nodes.numel()
@@ -203,7 +206,10 @@ class HeteroNeighborSampler:
             num_seeds=seeds.numel(),
             node_ids=node_ids,
             num_nodes_per_hop={t: [p.numel() for p in parts] for t, parts in nodes.items()},
-            edge_index={et: torch.stack([torch.cat(src[et]), torch.cat(dst[et])]) for et in src},
+            edge_index={
+                et: torch.stack([torch.cat([empty, *src[et]]), torch.cat([empty, *dst[et]])])
+                for et in src
+            },
             num_edges_per_hop=edge_counts,
             target_ptr={et: torch.cat(parts) for et, parts in ptr.items()},
             edge_ids={et: torch.cat([empty, *parts]) for et, parts in ids.items()}
