@@ -272,9 +272,12 @@ def test_sampled_edges_per_seed() -> None:
     # hop 1 is deterministic in count: min(deg, 4) per seed and edge type into paper
     first_hop = sum(min(int(csr[CITES][0][v + 1] - csr[CITES][0][v]), 4) for v in range(300))
     assert ours.edges[CITES] >= first_hop
-    # two exact uniform samplers do the same work up to sampling noise
+    # two exact uniform samplers do the same work up to sampling noise (about 1% in total
+    # here; up to several % for the small edge types)
     diffs = relative_differences(per_seed, reference.per_seed())
-    assert max(diffs.values()) < 0.15, diffs
+    assert max(diffs.values()) < 0.2, diffs
+    total = reference.total_per_seed()
+    assert abs(ours.total_per_seed() - total) / total < 0.06
 
 
 def test_empty_seeds_give_an_empty_batch() -> None:
