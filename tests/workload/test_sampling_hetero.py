@@ -103,6 +103,10 @@ def test_layer_sizes_are_prefixes() -> None:
         if n:
             assert int(batch.edge_index[et][1].max()) < num_dst[et[2]]
         assert batch.target_ptr[et].numel() == num_dst[et[2]] + 1
+    for layer in (0, 1):  # a layer's bags are a prefix of target_ptr, over its edges
+        _, num_dst, num_edges = batch.layer_sizes(layer)
+        for et, n in num_edges.items():
+            assert int(batch.target_ptr[et][num_dst[et[2]]]) == n
     with pytest.raises(ValueError, match="out of range"):
         batch.layer_sizes(2)
 
