@@ -328,3 +328,46 @@ def test_gpu_graph_is_captured_once_per_capacity_and_replayed() -> None:
         )
     assert list(sampler._graphs) == [("paper", 64)]
     assert sampler.cuda_graph, "the capture failed and the sampler fell back"
+
+
+@pytest.mark.parametrize("device", ["cpu", CUDA])
+@pytest.mark.parametrize("static", [False, True])
+def test_second_hop_of_another_type_is_uniform(static: bool, device: str) -> None:
+    """Hop 2 samples the frontier that hop 1 reached, of another node type, uniformly.
+
+    Paper i is written by author i; every author is affiliated with institutions 0..5.
+    Hop 1 reaches one author per seed; hop 2 draws 3 of 6 institutions for each author.
+    """
+    trials = 20_000
+    written_by = torch.arange(trials + 1)  # paper i <- author i
+    affiliated = torch.arange(0, 6 * trials + 1, 6)  # author j <- institutions 0..5
+    in_csr = {
+        ("author", "writes", "paper"): (written_by, torch.arange(trials, dtype=torch.int32)),
+        ("institution", "rev_affiliated_with", "author"): (
+            affiliated,
+            torch.arange(6, dtype=torch.int32).repeat(trials),
+        ),
+    }
+    num_nodes = {"paper": trials, "author": trials, "institution": 6}
+    fanouts = {
+        ("author", "writes", "paper"): [1, 1],
+        ("institution", "rev_affiliated_with", "author"): [3, 3],
+    }
+    sampler = HeteroNeighborSampler(
+        in_csr, num_nodes, fanouts, seed_type="paper", device=device, seed=11,
+        static_shapes=static,
+    )  # fmt: skip
+    batch = sampler.sample(torch.arange(trials)).to("cpu")
+    et = ("institution", "rev_affiliated_with", "author")
+    assert batch.num_nodes_per_hop["author"] == [0, trials, 0]
+    assert batch.num_edges_per_hop[et] == [0, 3 * trials]
+    edge_index = batch.edge_index[et]
+    assert torch.equal(
+        edge_index[1].view(trials, 3), torch.arange(trials).unsqueeze(1).expand(-1, 3)
+    )
+    ids = batch.node_ids["institution"][edge_index[0]].view(trials, 3)
+    assert bool(ids.sort(1).values.diff(dim=1).ne(0).all()), "an institution picked twice"
+    counts = Counter((1 << ids).sum(1).tolist())
+    assert len(counts) == 20
+    stat = sum((c - trials / 20) ** 2 / (trials / 20) for c in counts.values())
+    assert stat < chi2_crit_999(19), f"chi-square {stat:.1f} over 20 subsets"
