@@ -371,3 +371,24 @@ def test_second_hop_of_another_type_is_uniform(static: bool, device: str) -> Non
     assert len(counts) == 20
     stat = sum((c - trials / 20) ** 2 / (trials / 20) for c in counts.values())
     assert stat < chi2_crit_999(19), f"chi-square {stat:.1f} over 20 subsets"
+
+
+def test_batches_feed_the_mean_aggregation_per_edge_type() -> None:
+    """Each layer's prefix of an edge type's edges and bags is what ``mean_aggregate`` reads."""
+    from distgnn_workload.models.aggregation import mean_aggregate
+
+    _, csr = typed_graph(9)
+    batch = HeteroNeighborSampler(csr, NUM_NODES, [4, 3], seed_type="paper").sample(
+        torch.arange(0, 300, 4)
+    )
+    g = torch.Generator().manual_seed(0)
+    x = {t: torch.randn(n, 5, generator=g) for t, n in batch.num_nodes.items()}
+    for layer in (0, 1):
+        num_src, num_dst, num_edges = batch.layer_sizes(layer)
+        for et, n in num_edges.items():
+            s, _, d = et
+            src, dst = batch.edge_index[et][:, :n]
+            out = mean_aggregate(x[s][: num_src[s]], src, batch.target_ptr[et][: num_dst[d] + 1])
+            want = torch.zeros(num_dst[d], 5).index_add_(0, dst, x[s][src])
+            want /= torch.bincount(dst, minlength=num_dst[d]).clamp(min=1).unsqueeze(1)
+            torch.testing.assert_close(out, want)
