@@ -2,19 +2,31 @@
 
 ``NeighborSampler`` samples; ``HopBatch`` is its output; ``PyGNeighborSampler`` plugs the
 sampler into ``torch_geometric.loader.NodeLoader`` (imported lazily: PyG is slow to import).
+Typed graphs: ``HeteroNeighborSampler`` samples per edge type into a ``HeteroHopBatch``;
+``PyGHeteroNeighborSampler`` is its NodeLoader adapter; ``ReferenceHeteroSampler`` is a slow
+plain-PyTorch reference for tests.
 """
 
 from typing import Any
 
+from distgnn_workload.sampling.edges_per_seed import SampledEdgesPerSeed
+from distgnn_workload.sampling.hetero_hop_batch import HeteroHopBatch
+from distgnn_workload.sampling.hetero_sampler import HeteroNeighborSampler
 from distgnn_workload.sampling.hop_batch import HopBatch
 from distgnn_workload.sampling.neighbor_sampler import NeighborSampler, csc_from_edge_index
+from distgnn_workload.sampling.reference_hetero_sampler import ReferenceHeteroSampler
 from distgnn_workload.sampling.static_hops import StaticHops, StaticLayout, pad_hops
 from distgnn_workload.sampling.uniform_subset import uniform_subset_positions
 
 __all__ = [
+    "HeteroHopBatch",
+    "HeteroNeighborSampler",
     "HopBatch",
     "NeighborSampler",
+    "PyGHeteroNeighborSampler",
     "PyGNeighborSampler",
+    "ReferenceHeteroSampler",
+    "SampledEdgesPerSeed",
     "StaticHops",
     "StaticLayout",
     "csc_from_edge_index",
@@ -28,4 +40,8 @@ def __getattr__(name: str) -> Any:
         from distgnn_workload.sampling.pyg_adapter import PyGNeighborSampler
 
         return PyGNeighborSampler
+    if name == "PyGHeteroNeighborSampler":
+        from distgnn_workload.sampling.hetero_pyg_adapter import PyGHeteroNeighborSampler
+
+        return PyGHeteroNeighborSampler
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

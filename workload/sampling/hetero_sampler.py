@@ -1,0 +1,354 @@
+"""Vectorised uniform neighbour sampling over a typed graph, on CPU or GPU with the same code."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from distgnn_api.edge_types import EdgeType
+from distgnn_workload.sampling.hetero_hop_batch import HeteroHopBatch
+from distgnn_workload.sampling.hetero_static import StaticOut, sample_static
+from distgnn_workload.sampling.neighbor_sampler import CUDA_GRAPH_LOCK, reset_default_generator
+from distgnn_workload.sampling.relabel import relabel, table_dtype
+from distgnn_workload.sampling.typed_graph import Fanouts, TypedCSR, type_key
+from distgnn_workload.sampling.uniform_subset import uniform_subset_positions
+
+InCSR = Mapping[EdgeType, tuple[Tensor | np.ndarray, Tensor | np.ndarray]]
+
+
+class SampledHop(NamedTuple):
+    """One edge type's sampled hop: per edge its frontier row and neighbour's global id,
+    edges per frontier row, and (where known) each edge's position in the CSR."""
+
+    rows: Tensor
+    neighbours: Tensor
+    counts: Tensor
+    edge_pos: Tensor | None
+
+
+@dataclass
+class _CapturedSample:
+    graph: torch.cuda.CUDAGraph
+    seeds: Tensor
+    num_seeds: Tensor
+    out: StaticOut
+
+
+class HeteroNeighborSampler:
+    """Samples L-hop neighbourhoods of a typed graph around seeds of one node type.
+
+    Per hop ``h`` and edge type ``(s, r, d)``, every node of type ``d`` first reached at hop
+    ``h - 1`` (the seeds at hop 1) gets ``min(fanout, degree)`` distinct in-neighbours of that
+    edge type, a uniformly random subset (without replacement); fanout -1 takes all, 0 none.
+    Nodes are de-duplicated per type; the result is a :class:`HeteroHopBatch`.
+
+    The executions, the relabel table (one per node type) and the CUDA graph capture are
+    those of :class:`NeighborSampler`: the *dynamic* execution sizes every tensor exactly
+    (two host syncs per hop and edge type); the *static* one pads every hop to its bound (see
+    :mod:`hetero_static`) and syncs once; on CUDA it is captured per (seed type, batch
+    capacity) and replayed. ``static_shapes=None`` picks static on CUDA, dynamic on CPU. An
+    instance is not safe for concurrent ``sample`` calls.
+    """
+
+    def __init__(
+        self,
+        in_csr: InCSR,
+        num_nodes: Mapping[str, int],
+        fanouts: Fanouts,
+        *,
+        seed_type: str | None = None,
+        device: torch.device | str | None = None,
+        seed: int = 0,
+        static_shapes: bool | None = None,
+        cuda_graph: bool = True,
+        return_edge_ids: bool = False,
+    ) -> None:
+        self.graph = TypedCSR.build(in_csr, num_nodes, device)
+        self.device = self.graph.device
+        self.fanouts = self.graph.fanouts(fanouts)
+        self.num_hops = len(next(iter(self.fanouts.values())))
+        if seed_type is not None and seed_type not in self.graph.num_nodes:
+            raise ValueError(f"seed_type {seed_type!r} is not a node type of the graph")
+        self.seed_type = seed_type
+        self.return_edge_ids = return_edge_ids
+        bounded = all(k >= 0 for ks in self.fanouts.values() for k in ks)
+        if static_shapes is None:
+            static_shapes = self.device.type == "cuda" and bounded
+        if static_shapes and not bounded:
+            raise ValueError("static_shapes needs bounded fanouts: -1 (all neighbours) has none")
+        self.static_shapes = static_shapes
+        self.cuda_graph = cuda_graph and static_shapes and self.device.type == "cuda"
+        dtype = table_dtype(self.device)
+        # per node type: global id -> local id of the batch being sampled; -1 = not in it
+        self._local = {
+            t: torch.full((n + 1,), -1, dtype=dtype, device=self.device)
+            for t, n in self.graph.num_nodes.items()
+        }
+        self.generator = torch.Generator(device=self.device)
+        self.generator.manual_seed(seed)
+        self._seed = seed
+        self._graphs: dict[tuple[str, int], _CapturedSample] = {}
+        self._capacity: dict[str, int] = {}
+
+    @property
+    def num_nodes(self) -> dict[str, int]:
+        return self.graph.num_nodes
+
+    @property
+    def edge_types(self) -> list[EdgeType]:
+        return self.graph.edge_types
+
+    def __getstate__(self) -> dict[str, object]:
+        state = dict(self.__dict__)
+        state["generator"] = self.generator.get_state()
+        state["_graphs"] = {}
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        generator_state = state.pop("generator")
+        self.__dict__.update(state)
+        self.generator = torch.Generator(device=self.device)
+        self.generator.set_state(generator_state)  # type: ignore[arg-type]
+
+    def reseed(self, seed: int) -> None:
+        """Restart the random stream (e.g. per data-loader worker or per rank)."""
+        self._seed = seed
+        self.generator.manual_seed(seed)
+
+    def _resolve(self, seed_type: str | None) -> str:
+        seed_type = seed_type or self.seed_type
+        if seed_type is None:
+            raise ValueError("no seed type: pass seed_type to sample() or to the sampler")
+        return seed_type
+
+    def prepare(self, batch_size: int, seed_type: str | None = None) -> None:
+        """On CUDA, capture the graph for batches of up to ``batch_size`` seeds now."""
+        seed_type = self._resolve(seed_type)
+        if not (self.static_shapes and batch_size > 0):
+            return
+        capacity = max(self._capacity.get(seed_type, 0), batch_size)
+        self._capacity[seed_type] = capacity
+        if not self.cuda_graph or (seed_type, capacity) in self._graphs:
+            return
+        pad = self.graph.num_nodes[seed_type]
+        padded = torch.full((capacity,), pad, dtype=torch.int64, device=self.device)
+        try:
+            self._replay(seed_type, padded, 0)
+        except RuntimeError as error:
+            self._give_up_graphs(error)
+
+    def sample(self, seeds: Tensor, seed_type: str | None = None) -> HeteroHopBatch:
+        """Sample around ``seeds`` (global ids of ``seed_type``; each occurrence is a row)."""
+        seed_type = self._resolve(seed_type)
+        seeds = seeds.reshape(-1).to(torch.int64)
+        self.graph.check_seeds(seeds, seed_type)
+        if self.static_shapes and seeds.numel():
+            return self._sample_padded(seeds, seed_type)
+        try:
+            return self._sample_dynamic(seeds.to(self.device), seed_type)
+        except BaseException:
+            for table in self._local.values():
+                table.fill_(-1)
+            raise
+
+    def _sample_dynamic(self, seeds: Tensor, seed_type: str) -> HeteroHopBatch:
+        dev, graph = self.device, self.graph
+        empty = torch.zeros(0, dtype=torch.int64, device=dev)
+        self._local[seed_type][seeds] = torch.arange(
+            seeds.numel(), dtype=self._local[seed_type].dtype, device=dev
+        )
+        nodes = {t: [seeds if t == seed_type else empty] for t in graph.num_nodes}
+        frontier = {t: parts[0] for t, parts in nodes.items()}
+        lo = dict.fromkeys(graph.num_nodes, 0)
+        hi = {t: f.numel() for t, f in frontier.items()}
+        src: dict[EdgeType, list[Tensor]] = {et: [] for et in graph.edge_types}
+        dst: dict[EdgeType, list[Tensor]] = {et: [] for et in graph.edge_types}
+        ids: dict[EdgeType, list[Tensor]] = {et: [] for et in graph.edge_types}
+        zero = torch.zeros(1, dtype=torch.int64, device=dev)
+        ptr: dict[EdgeType, list[Tensor]] = {et: [zero] for et in graph.edge_types}
+        edge_counts: dict[EdgeType, list[int]] = {et: [] for et in graph.edge_types}
+        for h in range(self.num_hops):
+            start_hi = dict(hi)
+            new: dict[str, list[Tensor]] = {t: [] for t in graph.num_nodes}
+            for et in graph.edge_types:
+                s, _, d = et
+                if frontier[d].numel() == 0:  # no targets of this edge type at this hop
+                    edge_counts[et].append(0)
+                    continue
+                hop = self._sample_hop(et, frontier[d], self.fanouts[et][h])
+                local, new_nodes = relabel(self._local[s], hop.neighbours, hi[s])
+                hi[s] += new_nodes.numel()
+                new[s].append(new_nodes)
+                src[et].append(local)
+                dst[et].append(hop.rows + lo[d])
+                if self.return_edge_ids:
+                    if hop.edge_pos is None:
+                        raise ValueError(f"edge ids of {type_key(et)} are not known here")
+                    ids[et].append(hop.edge_pos)
+                base = sum(edge_counts[et])
+                ptr[et].append(torch.cumsum(hop.counts, 0) + base)
+                edge_counts[et].append(hop.neighbours.numel())
+            for t, parts in new.items():
+                frontier[t] = torch.cat(parts) if parts else empty
+                nodes[t].append(frontier[t])
+                lo[t] = start_hi[t]
+        node_ids = {t: torch.cat(parts) for t, parts in nodes.items()}
+        for t, table in self._local.items():
+            table[node_ids[t]] = -1
+        return HeteroHopBatch(
+            seed_type=seed_type,
+            num_seeds=seeds.numel(),
+            node_ids=node_ids,
+            num_nodes_per_hop={t: [p.numel() for p in parts] for t, parts in nodes.items()},
+            edge_index={
+                et: torch.stack([torch.cat([empty, *src[et]]), torch.cat([empty, *dst[et]])])
+                for et in src
+            },
+            num_edges_per_hop=edge_counts,
+            target_ptr={et: torch.cat(parts) for et, parts in ptr.items()},
+            edge_ids={et: torch.cat([empty, *parts]) for et, parts in ids.items()}
+            if self.return_edge_ids
+            else None,
+        )
+
+    def _sample_hop(self, edge_type: EdgeType, frontier: Tensor, fanout: int) -> SampledHop:
+        """One edge type's hop of the dynamic execution, rows in frontier order.
+
+        Subclasses that sample some hops elsewhere (e.g. over RPC from the partition that
+        owns the nodes) override this, leave ``edge_pos`` out and pass
+        ``static_shapes=False``; relabelling and the hop layout stay here.
+        """
+        indptr = self.graph.indptr[edge_type]
+        start = indptr[frontier]
+        deg = indptr[frontier + 1] - start
+        if fanout < 0:
+            total = int(deg.sum())
+            arange = torch.arange(frontier.numel(), device=self.device)
+            rows = torch.repeat_interleave(arange, deg, output_size=total)
+            first = torch.cumsum(deg, 0) - deg
+            edge_pos = start[rows] + torch.arange(total, device=self.device) - first[rows]
+            counts = deg
+        elif fanout == 0 or frontier.numel() == 0:
+            rows = edge_pos = torch.zeros(0, dtype=torch.int64, device=self.device)
+            counts = torch.zeros_like(deg)
+        else:
+            pos, valid = uniform_subset_positions(deg, fanout, self.generator)
+            flat = valid.reshape(-1).nonzero().squeeze(1)
+            rows = torch.div(flat, fanout, rounding_mode="floor")
+            edge_pos = start[rows] + pos.reshape(-1)[flat]
+            counts = deg.clamp(max=fanout)
+        neighbours = self.graph.indices[edge_type][edge_pos].to(torch.int64)
+        return SampledHop(rows, neighbours, counts, edge_pos)
+
+    def _sample_padded(self, seeds: Tensor, seed_type: str) -> HeteroHopBatch:
+        """The static-shape execution: pad the seeds, run (or replay) it, cut to the sizes."""
+        num_seeds = seeds.numel()
+        # pad to the largest batch so far: a short last batch reuses the captured graph
+        capacity = max(self._capacity.get(seed_type, 0), num_seeds)
+        self._capacity[seed_type] = capacity
+        pad = self.graph.num_nodes[seed_type]
+        padded = torch.full((capacity,), pad, dtype=torch.int64, device=seeds.device)
+        padded[:num_seeds] = seeds
+        if self.cuda_graph:
+            try:
+                out = self._replay(seed_type, padded, num_seeds)
+            except RuntimeError as error:
+                self._give_up_graphs(error)
+                return self.sample(seeds, seed_type)
+        else:
+            count = torch.tensor(num_seeds, dtype=torch.int64, device=self.device)
+            out = self._run_static(seed_type, padded.to(self.device), count)
+        sizes = out.counts.tolist()  # the one host sync
+        hops, at = self.num_hops, 0
+        nodes_per_hop: dict[str, list[int]] = {}
+        for t in self.graph.num_nodes:
+            nodes_per_hop[t], at = sizes[at : at + hops + 1], at + hops + 1
+        edges_per_hop: dict[EdgeType, list[int]] = {}
+        for et in self.graph.edge_types:
+            edges_per_hop[et], at = sizes[at : at + hops], at + hops
+        num_edges = {et: sum(e) for et, e in edges_per_hop.items()}
+        return HeteroHopBatch(
+            seed_type=seed_type,
+            num_seeds=num_seeds,
+            node_ids={t: out.node_ids[t][: sum(n)].clone() for t, n in nodes_per_hop.items()},
+            num_nodes_per_hop=nodes_per_hop,
+            edge_index={
+                et: torch.stack([out.src[et][:n], out.dst[et][:n]]) for et, n in num_edges.items()
+            },
+            num_edges_per_hop=edges_per_hop,
+            target_ptr={
+                et: out.target_ptr[et][: sum(nodes_per_hop[et[2]][:-1]) + 1].clone()
+                for et in self.graph.edge_types
+            },
+            edge_ids={et: out.edge_ids[et][:n].clone() for et, n in num_edges.items()}
+            if self.return_edge_ids
+            else None,
+        )
+
+    def _run_static(self, seed_type: str, seeds: Tensor, num_seeds: Tensor) -> StaticOut:
+        return sample_static(
+            self.graph,
+            self._local,
+            self.fanouts,
+            self.generator,
+            seed_type,
+            seeds,
+            num_seeds,
+            with_edge_ids=self.return_edge_ids,
+        )
+
+    def _give_up_graphs(self, error: RuntimeError) -> None:
+        """After a failed capture: the dynamic execution from now on, with a fresh generator.
+
+        See :meth:`NeighborSampler._give_up_graphs`.
+        """
+        warnings.warn(
+            f"CUDA graph capture of the typed sampler failed ({error}); "
+            "falling back to the dynamic execution",
+            stacklevel=3,
+        )
+        self.cuda_graph = self.static_shapes = False
+        self._graphs.clear()
+        for table in self._local.values():
+            table.fill_(-1)
+        self.generator = torch.Generator(device=self.device)
+        self.generator.manual_seed(self._seed + 1_000_003)
+        if self.device.type == "cuda":
+            reset_default_generator(self.device)
+
+    def _replay(self, seed_type: str, padded: Tensor, num_seeds: int) -> StaticOut:
+        key = (seed_type, padded.numel())
+        captured = self._graphs.get(key)
+        if captured is None:
+            captured = self._capture(seed_type, padded.to(self.device), num_seeds)
+            self._graphs[key] = captured
+        captured.seeds.copy_(padded)
+        captured.num_seeds.fill_(num_seeds)
+        with CUDA_GRAPH_LOCK:
+            captured.graph.replay()
+        return captured.out
+
+    def _capture(self, seed_type: str, padded: Tensor, num_seeds: int) -> _CapturedSample:
+        with CUDA_GRAPH_LOCK:
+            seeds = padded.clone()
+            count = torch.tensor(num_seeds, dtype=torch.int64, device=self.device)
+            stream = torch.cuda.Stream(self.device)  # type: ignore[no-untyped-call]
+            stream.wait_stream(torch.cuda.current_stream(self.device))
+            with torch.cuda.stream(stream):
+                self._run_static(seed_type, seeds, count)  # warm-up outside the capture
+            torch.cuda.current_stream(self.device).wait_stream(stream)
+            graph = torch.cuda.CUDAGraph()
+            register = getattr(graph, "register_generator_state", None)
+            if register is not None:  # explicit before torch 2.12, implicit after
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    register(self.generator)
+            with torch.cuda.graph(graph, stream=stream, capture_error_mode="thread_local"):
+                out = self._run_static(seed_type, seeds, count)
+            return _CapturedSample(graph=graph, seeds=seeds, num_seeds=count, out=out)

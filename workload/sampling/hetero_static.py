@@ -1,0 +1,169 @@
+"""The static-shape execution of the typed sampler: every hop padded to its bound, no host sync.
+
+Bounds, for a batch capacity B of seeds of type ``t0`` and fanouts ``k[et][h]``:
+
+- nodes of type ``t`` at hop 0: B if ``t == t0`` else 0;
+- edges of ``(s, r, d)`` at hop ``h + 1``: ``nodes[d][h] * k[(s, r, d)][h]``;
+- nodes of type ``s`` at hop ``h + 1``: the sum of those over the edge types out of ``s``,
+  but at most ``num_nodes[s]`` (the nodes new at a hop are distinct).
+
+Frontiers are padded with the degree-0 node ``num_nodes[t]``; scatter targets past the real
+sizes go to one dump slot at the end of each buffer. The sizes come back as one tensor, so
+the caller syncs once; on CUDA the whole function is captured in a CUDA graph.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from distgnn_api.edge_types import EdgeType
+from distgnn_workload.sampling.relabel import relabel_static
+from distgnn_workload.sampling.typed_graph import TypedCSR
+from distgnn_workload.sampling.uniform_subset import uniform_subset_positions
+
+
+@dataclass(frozen=True)
+class StaticCaps:
+    """Per node type the node bound of each hop; per edge type the edge bound of each hop."""
+
+    nodes: dict[str, list[int]]
+    edges: dict[EdgeType, list[int]]
+
+    @classmethod
+    def of(
+        cls,
+        graph: TypedCSR,
+        fanouts: dict[EdgeType, list[int]],
+        seed_type: str,
+        capacity: int,
+    ) -> StaticCaps:
+        num_hops = len(next(iter(fanouts.values())))
+        nodes = {t: [capacity if t == seed_type else 0] for t in graph.num_nodes}
+        edges: dict[EdgeType, list[int]] = {et: [] for et in graph.edge_types}
+        for h in range(num_hops):
+            reached = dict.fromkeys(graph.num_nodes, 0)
+            for et in graph.edge_types:
+                edges[et].append(nodes[et[2]][h] * fanouts[et][h])
+                reached[et[0]] += edges[et][h]
+            for t, n in reached.items():
+                nodes[t].append(min(n, graph.num_nodes[t]))
+        return cls(nodes, edges)
+
+    def target_cap(self, node_type: str) -> int:
+        """Bound on the targets of an edge type into ``node_type``: its nodes of hops 0..L-1."""
+        return sum(self.nodes[node_type][:-1])
+
+
+@dataclass
+class StaticOut:
+    """Padded outputs of one static-shape sample (buffers reused by the next graph replay)."""
+
+    node_ids: dict[str, Tensor]
+    src: dict[EdgeType, Tensor]
+    dst: dict[EdgeType, Tensor]
+    edge_ids: dict[EdgeType, Tensor]  # empty unless asked for
+    target_ptr: dict[EdgeType, Tensor]
+    counts: Tensor  # per node type its L + 1 hop sizes, then per edge type its L hop sizes
+
+
+def sample_static(
+    graph: TypedCSR,
+    tables: dict[str, Tensor],
+    fanouts: dict[EdgeType, list[int]],
+    generator: torch.Generator,
+    seed_type: str,
+    seeds: Tensor,
+    num_seeds: Tensor,
+    *,
+    with_edge_ids: bool = False,
+) -> StaticOut:
+    """Sample around ``seeds`` (padded with ``num_nodes[seed_type]``; ``num_seeds`` 0-d).
+
+    ``edge_ids`` are filled only ``with_edge_ids``.
+    """
+    dev = seeds.device
+    caps = StaticCaps.of(graph, fanouts, seed_type, seeds.numel())
+    num_hops = len(next(iter(fanouts.values())))
+    pads = graph.num_nodes
+    zero = torch.zeros((), dtype=torch.int64, device=dev)
+
+    def buffer(size: int, fill: int = 0) -> Tensor:
+        return torch.full((size + 1,), fill, dtype=torch.int64, device=dev)
+
+    node_ids = {t: buffer(sum(c), pads[t]) for t, c in caps.nodes.items()}
+    src = {et: buffer(sum(c)) for et, c in caps.edges.items()}
+    dst = {et: buffer(sum(c)) for et, c in caps.edges.items()}
+    edge_ids = {et: buffer(sum(c)) for et, c in caps.edges.items()} if with_edge_ids else {}
+    target_ptr = {et: buffer(caps.target_cap(et[2]) + 1) for et in graph.edge_types}
+    node_ids[seed_type][: seeds.numel()] = seeds
+    seed_table = tables[seed_type]
+    seed_table[seeds] = torch.arange(seeds.numel(), dtype=seed_table.dtype, device=dev)
+
+    frontier = {seed_type: seeds}
+    num_frontier = {t: num_seeds if t == seed_type else zero for t in pads}
+    lo = dict.fromkeys(pads, zero)
+    hi = dict(num_frontier)
+    edge_base = dict.fromkeys(graph.edge_types, zero)
+    node_counts = {t: [n] for t, n in num_frontier.items()}
+    edge_counts: dict[EdgeType, list[Tensor]] = {et: [] for et in graph.edge_types}
+    for h in range(num_hops):
+        start_hi = dict(hi)
+        for et in graph.edge_types:
+            s, _, d = et
+            fanout, cap = fanouts[et][h], caps.nodes[d][h]
+            if cap == 0:
+                edge_counts[et].append(zero)
+                continue
+            nodes, rows = frontier[d], torch.arange(cap, device=dev)
+            ptr_slot = torch.where(rows < num_frontier[d], lo[d] + rows + 1, caps.target_cap(d) + 1)
+            if fanout == 0:
+                target_ptr[et].index_put_((ptr_slot,), edge_base[et].expand(cap))
+                edge_counts[et].append(zero)
+                continue
+            indptr = graph.indptr[et]
+            start = indptr[nodes]
+            deg = indptr[nodes + 1] - start
+            pos, valid_2d = uniform_subset_positions(deg, fanout, generator)
+            valid = valid_2d.reshape(-1)
+            edge_pos = torch.where(valid, (start.unsqueeze(1) + pos).reshape(-1), 0)
+            neighbours = torch.where(valid, graph.indices[et][edge_pos].to(torch.int64), pads[s])
+            first, rank = relabel_static(tables[s], neighbours, valid, hi[s], pads[s])
+            # edges, compacted in (target, draw) order
+            edge_slot = torch.where(
+                valid, torch.cumsum(valid, 0) - 1 + edge_base[et], sum(caps.edges[et])
+            )
+            src[et].index_put_((edge_slot,), tables[s][neighbours].to(torch.int64))
+            draw_row = torch.div(
+                torch.arange(valid.numel(), device=dev), fanout, rounding_mode="floor"
+            )
+            dst[et].index_put_((edge_slot,), draw_row + lo[d])
+            if with_edge_ids:
+                edge_ids[et].index_put_((edge_slot,), edge_pos)
+            target_ptr[et].index_put_(
+                (ptr_slot,), torch.cumsum(deg.clamp(max=fanout), 0) + edge_base[et]
+            )
+            # nodes new at this hop, in order of first appearance
+            node_ids[s].index_put_(
+                (torch.where(first, hi[s] + rank, sum(caps.nodes[s])),), neighbours
+            )
+            hi[s] = hi[s] + first.sum()
+            num_edges = valid.sum()
+            edge_counts[et].append(num_edges)
+            edge_base[et] = edge_base[et] + num_edges
+        for t in pads:
+            num_new = hi[t] - start_hi[t]
+            node_counts[t].append(num_new)
+            cap = caps.nodes[t][h + 1]
+            if h + 1 < num_hops and cap:
+                ar = torch.arange(cap, device=dev)
+                at = (start_hi[t] + ar).clamp_(max=sum(caps.nodes[t]))
+                frontier[t] = torch.where(ar < num_new, node_ids[t][at], pads[t])
+            num_frontier[t], lo[t] = num_new, start_hi[t]
+    for t, table in tables.items():
+        table.index_fill_(0, node_ids[t], -1)
+    counts = [n for t in pads for n in node_counts[t]]
+    counts += [e for et in graph.edge_types for e in edge_counts[et]]
+    return StaticOut(node_ids, src, dst, edge_ids, target_ptr, torch.stack(counts))
