@@ -56,9 +56,7 @@ RANKS_OF_PARTITION = [[0], [1], [0, 1]]
 
 
 def _ownership(node_type: str) -> RowOwnership:
-    return RowOwnership.from_partition_book(
-        node_type, _book(node_type), RANKS_OF_PARTITION, WORLD
-    )
+    return RowOwnership.from_partition_book(node_type, _book(node_type), RANKS_OF_PARTITION, WORLD)
 
 
 def _ids(node_type: str, step: int, rank: int) -> Tensor:
@@ -91,7 +89,9 @@ def _tables(rank: int, host: dist.ProcessGroup | None, *, seed: int = SEED) -> l
     return [ShardedEmbedding(_ownership(t), DIM, exchange, seed=seed) for t in SIZES]
 
 
-def _train(tables: list[ShardedEmbedding], opt: Any, rank: int, steps: range) -> list[dict]:
+def _train(
+    tables: list[ShardedEmbedding], opt: Any, rank: int, steps: range
+) -> list[dict[str, int]]:
     per_step = []
     for step in steps:
         tables[0].exchange.stats.reset()
@@ -207,7 +207,7 @@ def test_sharded_adam_trains_like_one_sparse_embedding(ranks: list[dict[str, Any
         )
         assert isinstance(loss, Tensor)
         loss.backward()  # type: ignore[no-untyped-call]
-        opt.step()
+        opt.step()  # type: ignore[no-untyped-call]
     for t in SIZES:
         got = _assemble(ranks, "adam", t)
         assert not torch.equal(got, _initial(t)), f"{t}: nothing was trained"
@@ -237,9 +237,7 @@ def test_untouched_rows_keep_their_initial_values(ranks: list[dict[str, Any]]) -
 def test_only_touched_rows_are_sent_read_and_updated(ranks: list[dict[str, Any]]) -> None:
     owners = {t: _ownership(t).owner for t in SIZES}
     for step in range(STEPS):
-        distinct = {
-            (t, r): torch.unique(_ids(t, step, r)) for t in SIZES for r in range(WORLD)
-        }
+        distinct = {(t, r): torch.unique(_ids(t, step, r)) for t in SIZES for r in range(WORLD)}
         for me in range(WORLD):
             want = dict.fromkeys(
                 ("ids_sent", "rows_sent", "grad_rows_sent", "rows_read", "rows_updated"), 0
@@ -248,9 +246,7 @@ def test_only_touched_rows_are_sent_read_and_updated(ranks: list[dict[str, Any]]
                 mine = distinct[(t, me)]
                 asked = int((owners[t][mine] != me).sum())  # my distinct ids owned elsewhere
                 served = sum(
-                    int((owners[t][distinct[(t, r)]] == me).sum())
-                    for r in range(WORLD)
-                    if r != me
+                    int((owners[t][distinct[(t, r)]] == me).sum()) for r in range(WORLD) if r != me
                 )
                 read = served + int((owners[t][mine] == me).sum())
                 union = torch.unique(torch.cat([distinct[(t, r)] for r in range(WORLD)]))
