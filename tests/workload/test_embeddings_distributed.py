@@ -1,305 +1,51 @@
 """Sharded embeddings over two real processes (gloo) against one ``nn.Embedding``.
 
-Both ranks run the same script once (a module fixture): two featureless node types, rows
-owned as a partition book says, random lookups per rank (repeated ids, a step where one rank
-asks for nothing), a squared loss, row-sparse Adam. The counts go over a second gloo group,
-as they go over the control group beside NCCL on GPUs. The parent trains one
-``nn.Embedding(sparse=True)`` per type with ``torch.optim.SparseAdam`` on the same lookups
-and the sum of the ranks' losses, and compares; it also recounts, from the lookups alone,
-what each rank must have sent.
+The ranks (``tests/support/embedding_ranks.py``) run once for the module; each test checks
+one property of what they saved: the rows and moments equal those of
+``nn.Embedding(sparse=True)`` + ``torch.optim.SparseAdam`` trained on the same lookups and the
+sum of the ranks' losses; untouched rows never change; the ids, rows and gradients each rank
+sent are exactly those of the distinct rows its lookups touched, recounted from the lookups;
+bf16 rows; an out-of-range id fails every rank; resume is bit-exact.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
-import torch
-import torch.distributed as dist
-import torch.multiprocessing as mp
-from torch import Tensor, nn
 
-from distgnn_workload.embeddings import (
-    LookupRangeError,
-    RowExchange,
-    RowOwnership,
-    RowSparseAdagrad,
-    RowSparseAdam,
-    ShardedEmbedding,
-    initial_rows,
-    load_shards,
-    save_shards,
-)
-from distgnn_workload.runtime.checkpoint import load_latest, save_checkpoint
+from tests.support import embedding_ranks as er
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
-WORLD = 2
-DIM = 6
-SEED = 3
-LR = 0.05
-STEPS = 6
-RESUME_AT = 3
-SIZES = {"author": 60, "institution": 5}
-"""A large type (most rows untouched each step) and one whose rows every rank touches."""
-
-
-def _book(node_type: str) -> Tensor:
-    """A partition book over three partitions, in no order."""
-    g = torch.Generator().manual_seed(len(node_type))
-    return torch.randint(0, 3, (SIZES[node_type],), generator=g)
-
-
-RANKS_OF_PARTITION = [[0], [1], [0, 1]]
-
-
-def _ownership(node_type: str) -> RowOwnership:
-    return RowOwnership.from_partition_book(node_type, _book(node_type), RANKS_OF_PARTITION, WORLD)
-
-
-def _ids(node_type: str, step: int, rank: int) -> Tensor:
-    """Rank ``rank``'s lookup at ``step``: with repeats; rank 1 asks for no author at step 2."""
-    if node_type == "author" and step == 2 and rank == 1:
-        return torch.empty(0, dtype=torch.int64)
-    g = torch.Generator().manual_seed(1000 * step + 10 * rank + len(node_type))
-    n = SIZES[node_type]
-    return torch.randint(0, n, (int(n * 0.4) + 3,), generator=g)
-
-
-def _target(node_type: str) -> Tensor:
-    g = torch.Generator().manual_seed(7 + len(node_type))
-    return torch.randn(SIZES[node_type], DIM, generator=g)
-
-
-def _loss(rows: dict[str, Tensor], step: int, rank: int) -> Tensor:
-    total = torch.zeros(())
-    for t, out in rows.items():
-        ids = _ids(t, step, rank)
-        total = total + ((out.float() - _target(t)[ids]) ** 2).sum() / (ids.numel() + 1)
-    return total
-
-
-# ---------------------------------------------------------------------- the ranks
-
-
-def _tables(rank: int, host: dist.ProcessGroup | None, *, seed: int = SEED) -> list[Any]:
-    exchange = RowExchange(rank, WORLD, torch.device("cpu"), host_group=host)
-    return [ShardedEmbedding(_ownership(t), DIM, exchange, seed=seed) for t in SIZES]
-
-
-def _train(
-    tables: list[ShardedEmbedding], opt: Any, rank: int, steps: range
-) -> list[dict[str, int]]:
-    per_step = []
-    for step in steps:
-        tables[0].exchange.stats.reset()
-        rows = {t.node_type: t.lookup(_ids(t.node_type, step, rank)) for t in tables}
-        _loss(rows, step, rank).backward()  # type: ignore[no-untyped-call]
-        opt.step()
-        per_step.append(tables[0].exchange.stats.as_dict())
-    return per_step
-
-
-def _snapshot(tables: list[ShardedEmbedding], opt: Any) -> dict[str, Any]:
-    return {
-        "rows": {t.node_type: t.rows.clone() for t in tables},
-        "weight": {t.node_type: t.weight.clone() for t in tables},
-        "optimizer": opt.state_dict(),
-    }
-
-
-def _worker(rank: int, tmp: str) -> None:
-    dist.init_process_group(
-        "gloo",
-        init_method=f"file://{tmp}/store",
-        rank=rank,
-        world_size=WORLD,
-        timeout=timedelta(seconds=60),
-    )
-    host = dist.new_group(backend="gloo", timeout=timedelta(seconds=60))
-    assert isinstance(host, dist.ProcessGroup)
-    out: dict[str, Any] = {}
-
-    # 1. training against the single-process reference, with what was sent per step
-    tables = _tables(rank, host)
-    opt = RowSparseAdam(tables, lr=LR)
-    out["per_step"] = _train(tables, opt, rank, range(STEPS))
-    out["adam"] = _snapshot(tables, opt)
-
-    # 2. bf16 rows: what comes back is the owner's fp32 row rounded, at half the bytes
-    tables[0].out_dtype = torch.bfloat16
-    tables[0].exchange.stats.reset()
-    with torch.no_grad():
-        got = tables[0].lookup(torch.arange(SIZES["author"]))
-    out["bf16"] = {"rows": got, "stats": tables[0].exchange.stats.as_dict()}
-    tables[0].out_dtype = torch.float32
-
-    # 3. an id out of range on rank 1 only: both ranks raise, then the group still works
-    bad = torch.tensor([0, SIZES["author"] + 4 if rank == 1 else 1])
-    try:
-        tables[0].lookup(bad)
-        out["range_error"] = None
-    except LookupRangeError as err:
-        out["range_error"] = str(err)
-    with torch.no_grad():
-        out["after_error"] = tables[0].lookup(torch.tensor([rank])).clone()
-
-    # 4. exact resume: k steps, save, fresh tables from another seed, load, the rest
-    run = Path(tmp) / "run"
-    straight = _tables(rank, host)
-    straight_opt = RowSparseAdagrad(straight, lr=LR, lr_decay=0.01)
-    _train(straight, straight_opt, rank, range(STEPS))
-    out["straight"] = _snapshot(straight, straight_opt)
-    first = _tables(rank, host)
-    first_opt = RowSparseAdagrad(first, lr=LR, lr_decay=0.01)
-    _train(first, first_opt, rank, range(RESUME_AT))
-    save_shards(run, RESUME_AT, first, first_opt)
-    dist.barrier(group=host)
-    if rank == 0:
-        save_checkpoint(run, RESUME_AT, {"model": {}})
-    dist.barrier(group=host)
-    resumed = _tables(rank, host, seed=SEED + 1)
-    resumed_opt = RowSparseAdagrad(resumed, lr=LR, lr_decay=0.01)
-    ckpt = load_latest(run)
-    assert ckpt is not None
-    load_shards(run, ckpt.epoch, resumed, resumed_opt)
-    _train(resumed, resumed_opt, rank, range(ckpt.epoch, STEPS))
-    out["resumed"] = _snapshot(resumed, resumed_opt)
-
-    torch.save(out, f"{tmp}/rank{rank}.pt")
-    dist.destroy_process_group()
-
 
 @pytest.fixture(scope="module")
-def ranks(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
-    tmp = tmp_path_factory.mktemp("embeddings")
-    mp.spawn(_worker, args=(str(tmp),), nprocs=WORLD, join=True)  # type: ignore[attr-defined,no-untyped-call]
-    return [torch.load(tmp / f"rank{r}.pt", weights_only=False) for r in range(WORLD)]
+def ranks(tmp_path_factory: pytest.TempPathFactory) -> list[er.Saved]:
+    tmp: Path = tmp_path_factory.mktemp("embeddings")
+    return er.run_ranks(tmp, "cpu")
 
 
-# ---------------------------------------------------------------------- the parent
+def test_sharded_adam_trains_like_one_sparse_embedding(ranks: list[er.Saved]) -> None:
+    er.check_trains_like_one_sparse_embedding(ranks)
 
 
-def _assemble(ranks: list[dict[str, Any]], key: str, node_type: str) -> Tensor:
-    full = torch.full((SIZES[node_type], DIM), float("nan"))
-    for r in ranks:
-        full[r[key]["rows"][node_type]] = r[key]["weight"][node_type]
-    assert not full.isnan().any(), "some row is owned by no rank"
-    return full
+def test_untouched_rows_keep_their_initial_values(ranks: list[er.Saved]) -> None:
+    er.check_untouched_rows_keep_their_initial_values(ranks)
 
 
-def _initial(node_type: str) -> Tensor:
-    return initial_rows(SEED, node_type, torch.arange(SIZES[node_type]), DIM)
-
-
-def test_sharded_adam_trains_like_one_sparse_embedding(ranks: list[dict[str, Any]]) -> None:
-    ref = {t: nn.Embedding(n, DIM, sparse=True) for t, n in SIZES.items()}
-    for t, emb in ref.items():
-        with torch.no_grad():
-            emb.weight.copy_(_initial(t))
-    opt = torch.optim.SparseAdam([e.weight for e in ref.values()], lr=LR)
-    for step in range(STEPS):
-        opt.zero_grad()
-        loss = sum(
-            _loss({t: ref[t](_ids(t, step, r)) for t in SIZES}, step, r) for r in range(WORLD)
-        )
-        assert isinstance(loss, Tensor)
-        loss.backward()  # type: ignore[no-untyped-call]
-        opt.step()  # type: ignore[no-untyped-call]
-    for t in SIZES:
-        got = _assemble(ranks, "adam", t)
-        assert not torch.equal(got, _initial(t)), f"{t}: nothing was trained"
-        assert torch.allclose(got, ref[t].weight.detach(), rtol=1e-5, atol=1e-6), t
-    # the moments, row for row
-    for t, emb in ref.items():
-        state = opt.state[emb.weight]
-        for name in ("exp_avg", "exp_avg_sq"):
-            full = torch.zeros(SIZES[t], DIM)
-            for r in ranks:
-                full[r["adam"]["rows"][t]] = r["adam"]["optimizer"]["tables"][t]["rows"][name]
-            assert torch.allclose(full, state[name], rtol=1e-5, atol=1e-7), (t, name)
-        steps = {r["adam"]["optimizer"]["tables"][t]["step"] for r in ranks}
-        assert steps == {state["step"]}
-
-
-def test_untouched_rows_keep_their_initial_values(ranks: list[dict[str, Any]]) -> None:
-    touched = torch.cat([_ids("author", s, r) for s in range(STEPS) for r in range(WORLD)])
-    untouched = torch.ones(SIZES["author"], dtype=torch.bool)
-    untouched[touched] = False
-    assert untouched.any(), "the test must leave some rows untouched"
-    got = _assemble(ranks, "adam", "author")
-    assert torch.equal(got[untouched], _initial("author")[untouched])
-    assert not torch.equal(got[~untouched], _initial("author")[~untouched])
-
-
-def test_only_touched_rows_are_sent_read_and_updated(ranks: list[dict[str, Any]]) -> None:
-    owners = {t: _ownership(t).owner for t in SIZES}
-    for step in range(STEPS):
-        distinct = {(t, r): torch.unique(_ids(t, step, r)) for t in SIZES for r in range(WORLD)}
-        for me in range(WORLD):
-            want = dict.fromkeys(
-                ("ids_sent", "rows_sent", "grad_rows_sent", "rows_read", "rows_updated"), 0
-            )
-            for t in SIZES:
-                mine = distinct[(t, me)]
-                asked = int((owners[t][mine] != me).sum())  # my distinct ids owned elsewhere
-                served = sum(
-                    int((owners[t][distinct[(t, r)]] == me).sum()) for r in range(WORLD) if r != me
-                )
-                read = served + int((owners[t][mine] == me).sum())
-                union = torch.unique(torch.cat([distinct[(t, r)] for r in range(WORLD)]))
-                want["ids_sent"] += asked
-                want["rows_sent"] += served
-                want["grad_rows_sent"] += asked
-                want["rows_read"] += read
-                want["rows_updated"] += int((owners[t][union] == me).sum())
-            got = ranks[me]["per_step"][step]
-            assert {k: got[k] for k in want} == want, (step, me)
-            assert got["lookups"] == len(SIZES)
-            assert got["bytes_sent"] == want["ids_sent"] * 8 + 4 * DIM * (
-                want["rows_sent"] + want["grad_rows_sent"]
-            )
+def test_only_touched_rows_are_sent_read_and_updated(ranks: list[er.Saved]) -> None:
+    er.check_only_touched_rows_are_sent_read_and_updated(ranks)
 
 
 def test_bf16_rows_are_the_rounded_master_rows_at_half_the_bytes(
-    ranks: list[dict[str, Any]],
+    ranks: list[er.Saved],
 ) -> None:
-    full = _assemble(ranks, "adam", "author")
-    for me, r in enumerate(ranks):
-        rows = r["bf16"]["rows"]
-        assert rows.dtype == torch.bfloat16
-        assert torch.equal(rows, full.to(torch.bfloat16))
-        remote = int((_ownership("author").owner != me).sum())
-        stats = r["bf16"]["stats"]
-        assert stats["ids_sent"] == remote
-        assert stats["bytes_sent"] == remote * 8 + stats["rows_sent"] * DIM * 2
+    er.check_bf16_rows(ranks)
 
 
-def test_an_out_of_range_id_fails_every_rank_naming_the_type(
-    ranks: list[dict[str, Any]],
-) -> None:
-    culprit, other = ranks[1]["range_error"], ranks[0]["range_error"]
-    assert culprit is not None
-    assert "'author'" in culprit
-    assert str(SIZES["author"] + 4) in culprit
-    assert f"0..{SIZES['author'] - 1}" in culprit
-    assert other is not None
-    assert "'author'" in other
-    assert "[1]" in other
-    full = _assemble(ranks, "adam", "author")
-    for me, r in enumerate(ranks):
-        assert torch.equal(r["after_error"], full[me : me + 1])
+def test_an_out_of_range_id_fails_every_rank_naming_the_type(ranks: list[er.Saved]) -> None:
+    er.check_range_error(ranks)
 
 
-def test_resume_from_a_checkpoint_is_bit_exact(ranks: list[dict[str, Any]]) -> None:
-    for r in ranks:
-        straight, resumed = r["straight"], r["resumed"]
-        for t in SIZES:
-            assert torch.equal(straight["weight"][t], resumed["weight"][t]), t
-            a = straight["optimizer"]["tables"][t]
-            b = resumed["optimizer"]["tables"][t]
-            assert a["step"] == b["step"] == STEPS
-            assert torch.equal(a["rows"]["sum"], b["rows"]["sum"])
-            assert not torch.equal(straight["weight"][t], r["adam"]["weight"][t])
+def test_resume_from_a_checkpoint_is_bit_exact(ranks: list[er.Saved]) -> None:
+    er.check_resume_is_bit_exact(ranks)

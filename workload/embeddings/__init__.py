@@ -42,8 +42,9 @@ On GPUs the shard, its optimizer state and every exchanged block are device tens
 the all-to-alls run on NCCL; only the per-lookup counts go through the host, read back
 through pinned memory after polling the stream (``runtime.transfers``). The CPU tests run
 the same code with gloo for both groups. A lookup's shapes depend on the batch and it reads
-counts on the host, so it runs eagerly, before a captured fixed-shape step, and its rows
-enter that step as input features.
+counts on the host, so it runs eagerly, outside any CUDA graph capture; a captured
+fixed-shape step would take the looked-up rows as an input and hand their gradient back
+before ``sparse.step()`` (the trainer's part, not built here).
 """
 
 from distgnn_workload.embeddings.checkpoint import load_shards, save_shards, shard_path

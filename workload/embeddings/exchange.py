@@ -140,6 +140,16 @@ class RowExchange:
         return sum(counts) - counts[self.rank]
 
 
+def host_copy(tensor: Tensor, what: str) -> Tensor:
+    """A host copy of ``tensor`` that never blocks inside the CUDA driver (see
+    :mod:`~distgnn_workload.runtime.transfers`): poll the stream, then copy through pinned
+    memory. On CPU, a clone."""
+    if tensor.device.type != "cuda":
+        return tensor.clone()
+    wait_for_stream(tensor.device, timeout_s=EXCHANGE_TIMEOUT_S, what=what)
+    return to_host(tensor)
+
+
 def sum_rows(values: Tensor, index: Tensor, num_rows: int) -> Tensor:
     """``out[index[i]] += values[i]`` into ``num_rows`` zero rows, in a fixed order.
 

@@ -22,7 +22,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from distgnn_workload.embeddings.exchange import host_copy
 from distgnn_workload.embeddings.table import ShardedEmbedding
+from distgnn_workload.runtime.transfers import to_device
 
 
 @dataclass
@@ -83,7 +85,13 @@ class RowSparseOptimizer(ABC):
             "kind": self.kind,
             "hyper": self.hyper(),
             "tables": {
-                name: {"step": st.step, "rows": {k: v.cpu().clone() for k, v in st.rows.items()}}
+                name: {
+                    "step": st.step,
+                    "rows": {
+                        k: host_copy(v, f"the {self.kind} state of {name!r}")
+                        for k, v in st.rows.items()
+                    },
+                }
                 for name, st in self.state.items()
             },
         }
@@ -110,7 +118,7 @@ class RowSparseOptimizer(ABC):
                         f"{source}: {self.kind} state {key!r} of {table.node_type!r} has shape "
                         f"{None if got is None else tuple(got.shape)}, want {tuple(value.shape)}"
                     )
-                st.rows[key] = got.to(value.device, value.dtype).clone()
+                st.rows[key] = to_device(got.to(value.dtype), value.device).clone()
             st.step = int(entry["step"])
 
 

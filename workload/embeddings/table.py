@@ -27,8 +27,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from distgnn_workload.embeddings.exchange import RowExchange, sum_rows
+from distgnn_workload.embeddings.exchange import ExchangeStats, RowExchange, host_copy, sum_rows
 from distgnn_workload.embeddings.ownership import RowOwnership
+from distgnn_workload.runtime.transfers import to_device
 
 INIT_CHUNK_ROWS = 65536
 """Initial rows are drawn in chunks of this many ids, each from its own generator, so that a
@@ -117,11 +118,10 @@ class ShardedEmbedding:
         self.device = exchange.device
         self.out_dtype = out_dtype
         self.rows = ownership.rows_of(self.rank)
-        self.weight = initial_rows(seed, self.node_type, self.rows, dim, std=init_std).to(
-            self.device
-        )
-        self._owner = ownership.owner.to(self.device)
-        self._local = ownership.local.to(self.device)
+        init = initial_rows(seed, self.node_type, self.rows, dim, std=init_std)
+        self.weight = to_device(init, self.device)
+        self._owner = to_device(ownership.owner, self.device)
+        self._local = to_device(ownership.local, self.device)
         self._anchor = torch.empty(0, device=self.device, requires_grad=True)
         self._routes: list[_Route] = []
 
@@ -131,7 +131,8 @@ class ShardedEmbedding:
         return self.ownership.num_rows
 
     @property
-    def stats(self) -> Any:
+    def stats(self) -> ExchangeStats:
+        """What this rank sent, over all the tables that share its exchange."""
         return self.exchange.stats
 
     def __repr__(self) -> str:
@@ -149,7 +150,7 @@ class ShardedEmbedding:
         Differentiable while grad mode is on; :meth:`reduce_grads` then collects the
         gradients (a sparse optimizer's ``step`` calls it).
         """
-        flat = ids.reshape(-1).to(self.device, torch.int64)
+        flat = to_device(ids.reshape(-1), self.device).to(torch.int64)
         n = self.num_rows
         out_of_range = (flat < 0) | (flat >= n)
         distinct, inverse = torch.unique(flat.clamp(0, max(n - 1, 0)), return_inverse=True)
@@ -182,7 +183,7 @@ class ShardedEmbedding:
     def _range_error(self, flat: Tensor, bad: Tensor, ranks: list[int]) -> LookupRangeError:
         span = f"0..{self.num_rows - 1}" if self.num_rows else "(the table is empty)"
         if self.rank in ranks:
-            wrong = flat[bad].cpu()
+            wrong = host_copy(flat[bad], f"the ids of {self.node_type!r} out of range")
             return LookupRangeError(
                 f"node type {self.node_type!r}: {wrong.numel()} of {flat.numel()} ids are "
                 f"outside {span} (e.g. {int(wrong[0])}); embedding lookups take "
@@ -239,7 +240,7 @@ class ShardedEmbedding:
             "rank": self.rank,
             "ownership": self.ownership.digest(),
             "rows": self.rows.clone(),
-            "weight": self.weight.detach().cpu().clone(),
+            "weight": host_copy(self.weight, f"the embedding rows of {self.node_type!r}"),
         }
 
     def load_shard_state(self, state: dict[str, Any], *, source: str = "the checkpoint") -> None:
@@ -258,4 +259,10 @@ class ShardedEmbedding:
                     f"{source}: embedding {self.node_type!r} has {key}={state.get(key)!r} "
                     f"but this job has {value!r}; the job changed since it was written"
                 )
-        self.weight = state["weight"].to(self.device, torch.float32).clone()
+        weight = state["weight"]
+        if tuple(weight.shape) != (self.rows.numel(), self.dim):
+            raise ValueError(
+                f"{source}: embedding {self.node_type!r} holds {tuple(weight.shape)} rows, "
+                f"this rank owns {(self.rows.numel(), self.dim)}"
+            )
+        self.weight = to_device(weight.to(torch.float32), self.device).clone()
