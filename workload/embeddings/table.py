@@ -202,7 +202,8 @@ class ShardedEmbedding:
         Collective. Returns the distinct local rows of this shard that the step touched
         (increasing) and their summed fp32 gradients; None when no lookup took part in
         autograd this step (on any rank: lookups are collective). A lookup whose result
-        did not reach the loss sends zero rows, so the collectives still match.
+        did not reach the loss sends zero gradients for its rows, so that the collectives
+        still match; the optimizer then updates those rows with a zero gradient.
         """
         routes, self._routes = self._routes, []
         if not routes:
