@@ -40,7 +40,9 @@ GPU and CUDA graphs
 -------------------
 On GPUs the shard, its optimizer state and every exchanged block are device tensors and
 the all-to-alls run on NCCL; only the per-lookup counts go through the host, read back
-through pinned memory after polling the stream (``runtime.transfers``). The CPU tests run
+through pinned memory after polling the stream (``runtime.transfers``). Each lookup and each
+table's gradient reduction therefore drains the stream once (``torch.unique`` reads its size
+back too, and runs only after the poll, so that no read-back waits for a peer). The CPU tests run
 the same code with gloo for both groups. A lookup's shapes depend on the batch and it reads
 counts on the host, so it runs eagerly, outside any CUDA graph capture; a captured
 fixed-shape step would take the looked-up rows as an input and hand their gradient back

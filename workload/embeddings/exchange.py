@@ -106,12 +106,18 @@ class RowExchange:
         """The exchange of a job with one trainer: no communication."""
         return cls(0, 1, torch.device(device))
 
+    def settle(self, what: str) -> None:
+        """Poll until the device's stream has run what is queued (collectives that wait for
+        peers included), so that an implicit read-back after it (``torch.unique`` reads its
+        output size) waits only for this process's own kernels. A no-op on CPU."""
+        wait_for_stream(self.device, timeout_s=EXCHANGE_TIMEOUT_S, what=what)
+
     def counts(self, send: Tensor, bad: Tensor) -> Counts:
         """Exchange the per-destination counts ``send`` (int64, on the device) and the
         number of out-of-range ids ``bad`` (a scalar); every rank learns which ranks had any."""
         payload = torch.stack([send.to(torch.int64), bad.to(torch.int64).expand(send.numel())], 1)
         # the stream may hold collectives that wait for peers: poll, then copy (pinned)
-        wait_for_stream(self.device, timeout_s=EXCHANGE_TIMEOUT_S, what="an embedding lookup")
+        self.settle("an embedding lookup")
         mine = to_host(payload).clone()
         if self.world_size == 1:
             theirs = mine

@@ -151,6 +151,7 @@ class ShardedEmbedding:
         gradients (a sparse optimizer's ``step`` calls it).
         """
         flat = to_device(ids.reshape(-1), self.device).to(torch.int64)
+        self.exchange.settle(f"the embedding lookup of {self.node_type!r}")
         n = self.num_rows
         out_of_range = (flat < 0) | (flat >= n)
         distinct, inverse = torch.unique(flat.clamp(0, max(n - 1, 0)), return_inverse=True)
@@ -209,7 +210,9 @@ class ShardedEmbedding:
         if not routes:
             return None
         ex = self.exchange
-        rows: list[Tensor] = []
+        ex.settle(f"the embedding gradients of {self.node_type!r}")
+        # before any collective is queued: unique reads its size back from the device
+        touched, inverse = torch.unique(torch.cat([r.served for r in routes]), return_inverse=True)
         grads: list[Tensor] = []
         for route in routes:
             grad = route.grad
@@ -217,12 +220,9 @@ class ShardedEmbedding:
                 grad = torch.zeros((route.perm.numel(), self.dim), device=self.device)
             block = grad[route.perm].to(self.out_dtype)
             grads.append(ex.rows(block, route.send, route.recv).float())
-            rows.append(route.served)
             remote = ex.remote(route.send)
             ex.stats.grad_rows_sent += remote
             ex.stats.bytes_sent += remote * self.dim * block.element_size()
-        local = torch.cat(rows)
-        touched, inverse = torch.unique(local, return_inverse=True)
         return touched, sum_rows(torch.cat(grads), inverse, touched.numel())
 
     def discard_grads(self) -> None:
