@@ -178,6 +178,24 @@ def _worker(rank: int, tmp: str, device_type: str) -> None:
     _train(resumed, resumed_opt, rank, range(ckpt.epoch, STEPS))
     out["resumed"] = _snapshot(resumed, resumed_opt)
 
+    # 5. one process resumes the two ranks' checkpoint (resharded) and takes both their
+    # lookups and losses: it ends where the two ranks ended
+    if rank == 0:
+        local = RowExchange.local(device)
+        alone = [ShardedEmbedding(RowOwnership.single(t, n), DIM, local) for t, n in SIZES.items()]
+        alone_opt = RowSparseAdagrad(alone, lr=LR, lr_decay=0.01)
+        load_shards(run, RESUME_AT, alone, alone_opt)
+        for step in range(RESUME_AT, STEPS):
+            losses = [
+                loss_of(
+                    {t.node_type: t.lookup(ids_of(t.node_type, step, r)) for t in alone}, step, r
+                )
+                for r in range(WORLD)
+            ]
+            torch.stack(losses).sum().backward()  # type: ignore[no-untyped-call]
+            alone_opt.step()
+        out["alone"] = _snapshot(alone, alone_opt)
+
     torch.save(out, f"{tmp}/rank{rank}.pt")
     dist.destroy_process_group()
 
@@ -307,3 +325,16 @@ def check_resume_is_bit_exact(ranks: list[Saved]) -> None:
             assert a["step"] == b["step"] == STEPS
             assert torch.equal(a["rows"]["sum"], b["rows"]["sum"])
             assert not torch.equal(straight["weight"][t], initial(t)[r["straight"]["rows"][t]])
+
+
+def check_one_process_resumes_the_two_ranks_checkpoint(ranks: list[Saved]) -> None:
+    alone = ranks[0]["alone"]
+    for t in SIZES:
+        want = assemble(ranks, "straight", t)
+        assert torch.allclose(alone["weight"][t], want, rtol=1e-5, atol=1e-6), t
+        total = torch.zeros(SIZES[t], DIM)
+        for r in ranks:
+            total[r["straight"]["rows"][t]] = r["straight"]["optimizer"]["tables"][t]["rows"]["sum"]
+        got = alone["optimizer"]["tables"][t]
+        assert torch.allclose(got["rows"]["sum"], total, rtol=1e-5, atol=1e-6), t
+        assert got["step"] == STEPS

@@ -5,7 +5,8 @@ one property of what they saved: the rows and moments equal those of
 ``nn.Embedding(sparse=True)`` + ``torch.optim.SparseAdam`` trained on the same lookups and the
 sum of the ranks' losses; untouched rows never change; the ids, rows and gradients each rank
 sent are exactly those of the distinct rows its lookups touched, recounted from the lookups;
-bf16 rows; an out-of-range id fails every rank; resume is bit-exact.
+bf16 rows; an out-of-range id fails every rank; resume is bit-exact, and one process
+resumes the two ranks' checkpoint (resharded) and trains on where they left off.
 """
 
 from __future__ import annotations
@@ -49,3 +50,7 @@ def test_an_out_of_range_id_fails_every_rank_naming_the_type(ranks: list[er.Save
 
 def test_resume_from_a_checkpoint_is_bit_exact(ranks: list[er.Saved]) -> None:
     er.check_resume_is_bit_exact(ranks)
+
+
+def test_one_process_resumes_a_two_rank_checkpoint(ranks: list[er.Saved]) -> None:
+    er.check_one_process_resumes_the_two_ranks_checkpoint(ranks)

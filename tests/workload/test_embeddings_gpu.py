@@ -44,6 +44,7 @@ def test_two_gpus_train_like_one_sparse_embedding(tmp_path: Path) -> None:
     er.check_bf16_rows(ranks)
     er.check_range_error(ranks)
     er.check_resume_is_bit_exact(ranks)
+    er.check_one_process_resumes_the_two_ranks_checkpoint(ranks)
     again = er.run_ranks(tmp_path / "b", "cuda")
     for a, b in zip(ranks, again, strict=True):
         for t in er.SIZES:

@@ -19,8 +19,10 @@ takes the epoch of ``load_latest`` and calls :func:`load_shards` for it. Shards 
 one epoch more than the model's files, so that the older checkpoint ``load_latest`` falls
 back to when the newest is torn still has its shards.
 
-A shard holds the node type's layout (world size, rank, a digest of the ownership) and is
-refused by a job whose layout differs: resume with the same trainers and partitions.
+A shard holds the node type's layout (world size, rank, a digest of the ownership). A job
+of the same layout reads its own file; a job of another layout (more or fewer trainers,
+other partitions) has every rank read all of the epoch's shards and keep its rows, with
+their optimizer state.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import contextlib
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -43,6 +46,7 @@ from distgnn_workload.runtime.checkpoint import (
 
 EMBEDDINGS_DIR = "embeddings"
 _EPOCH = re.compile(r"^epoch-(\d+)$")
+_SHARD = re.compile(r"^rank-(\d+)-of-(\d+)\.pt$")
 
 
 def shard_path(run_dir: str | Path, epoch: int, rank: int, world_size: int) -> Path:
@@ -104,35 +108,107 @@ def load_shards(
     tables: Sequence[ShardedEmbedding],
     optimizer: RowSparseOptimizer,
 ) -> Path:
-    """Load this rank's shards and optimizer state of ``epoch`` (the model checkpoint's)."""
+    """Load this rank's shards and optimizer state of ``epoch`` (the model checkpoint's).
+
+    When the shards were written by another layout (another number of trainers, another
+    partitioning), every rank reads all of that epoch's shards and takes its own rows.
+    Returns the file read, or the folder when resharded.
+    """
     rank, world = _layout(tables)
     path = shard_path(run_dir, epoch, rank, world)
-    if not path.is_file():
-        others = (
-            sorted(p.name for p in path.parent.glob("rank-*.pt")) if path.parent.is_dir() else []
-        )
-        raise CheckpointError(
-            f"{path} is missing: the checkpoint of epoch {epoch} has no embedding shard for "
-            f"rank {rank} of {world} (found {others or 'none'}). Resume with the trainers "
-            "that wrote it, or move the run's checkpoints away to start over."
-        )
+    if path.is_file():
+        state = _read(path, epoch)
+        _check_types(state, tables, str(path))
+        digests = {name: table.get("ownership") for name, table in state["tables"].items()}
+        if all(digests[t.node_type] == t.ownership.digest() for t in tables):
+            _apply(state, tables, optimizer, str(path))
+            return path
+    _apply(_reshard(path.parent, epoch, tables), tables, optimizer, str(path.parent))
+    return path.parent
+
+
+def _read(path: Path, epoch: int) -> dict[str, Any]:
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:
         raise CheckpointError(f"cannot read embedding shard {path}: {err}") from err
-    if state.get("epoch") != epoch:
-        raise CheckpointError(f"{path} holds epoch {state.get('epoch')}, not {epoch}")
-    saved = state.get("tables", {})
+    if not isinstance(state, dict) or state.get("epoch") != epoch:
+        raise CheckpointError(f"{path} is not an embedding shard of epoch {epoch}")
+    return state
+
+
+def _check_types(state: dict[str, Any], tables: Sequence[ShardedEmbedding], source: str) -> None:
+    saved = sorted(state.get("tables", {}))
     names = sorted(t.node_type for t in tables)
-    if sorted(saved) != names:
+    if saved != names:
         raise CheckpointError(
-            f"{path} holds embeddings of {sorted(saved)}, this job has {names}; the job "
+            f"{source} holds embeddings of {saved}, this job has {names}; the job "
             "changed since it was written: move the run's checkpoints away to start over"
         )
+
+
+def _apply(
+    state: dict[str, Any],
+    tables: Sequence[ShardedEmbedding],
+    optimizer: RowSparseOptimizer,
+    source: str,
+) -> None:
     try:
         for table in tables:
-            table.load_shard_state(saved[table.node_type], source=str(path))
-        optimizer.load_state_dict(state["optimizer"], source=str(path))
+            table.load_shard_state(state["tables"][table.node_type], source=source)
+        optimizer.load_state_dict(state["optimizer"], source=source)
     except (KeyError, ValueError) as err:
         raise CheckpointError(str(err)) from None
-    return path
+
+
+def _reshard(folder: Path, epoch: int, tables: Sequence[ShardedEmbedding]) -> dict[str, Any]:
+    """This rank's state, gathered from the shards of another layout."""
+    sets: dict[int, dict[int, Path]] = {}
+    for p in folder.glob("rank-*-of-*.pt") if folder.is_dir() else []:
+        if m := _SHARD.match(p.name):
+            sets.setdefault(int(m.group(2)), {})[int(m.group(1))] = p
+    complete = [w for w, files in sets.items() if set(files) == set(range(w))]
+    if not complete:
+        found = sorted(p.name for files in sets.values() for p in files.values())
+        raise CheckpointError(
+            f"{folder} has no complete set of embedding shards for epoch {epoch} (found "
+            f"{found or 'none'}); the checkpoint is incomplete: move the run's checkpoints "
+            "away to start over"
+        )
+    world = max(complete)
+    states = [_read(sets[world][r], epoch) for r in range(world)]
+    for r, st in enumerate(states):
+        _check_types(st, tables, str(sets[world][r]))
+    kinds = {st["optimizer"]["kind"] for st in states}
+    out: dict[str, Any] = {
+        "tables": {},
+        "optimizer": {"kind": kinds.pop() if len(kinds) == 1 else kinds, "tables": {}},
+    }
+    for table in tables:
+        name = table.node_type
+        parts = [st["tables"][name] for st in states]
+        if {(p["num_rows"], p["dim"]) for p in parts} != {(table.num_rows, table.dim)}:
+            raise CheckpointError(
+                f"{folder}: embedding {name!r} was saved with (rows, dim) "
+                f"{sorted({(p['num_rows'], p['dim']) for p in parts})}, this job has "
+                f"{(table.num_rows, table.dim)}: move the run's checkpoints away to start over"
+            )
+        ids = torch.cat([p["rows"] for p in parts])
+        order = torch.argsort(ids)
+        if not torch.equal(ids[order], torch.arange(table.num_rows)):
+            raise CheckpointError(f"{folder}: the shards of {name!r} do not hold each row once")
+        pick = order[table.rows]  # where each of this rank's rows lies in the saved shards
+        opts = [st["optimizer"]["tables"][name] for st in states]
+        steps = {int(o["step"]) for o in opts}
+        if len(steps) != 1:
+            raise CheckpointError(f"{folder}: the shards of {name!r} disagree on the step count")
+        out["tables"][name] = {
+            **table.layout(),
+            "rows": table.rows.clone(),
+            "weight": torch.cat([p["weight"] for p in parts])[pick],
+        }
+        out["optimizer"]["tables"][name] = {
+            "step": steps.pop(),
+            "rows": {k: torch.cat([o["rows"][k] for o in opts])[pick] for k in opts[0]["rows"]},
+        }
+    return out

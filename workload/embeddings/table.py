@@ -231,8 +231,8 @@ class ShardedEmbedding:
 
     # ------------------------------------------------------------------ state
 
-    def shard_state(self) -> dict[str, Any]:
-        """This rank's rows and what identifies the layout they belong to (host tensors)."""
+    def layout(self) -> dict[str, Any]:
+        """What identifies the layout of this rank's shard."""
         return {
             "node_type": self.node_type,
             "num_rows": self.num_rows,
@@ -240,21 +240,19 @@ class ShardedEmbedding:
             "world_size": self.exchange.world_size,
             "rank": self.rank,
             "ownership": self.ownership.digest(),
+        }
+
+    def shard_state(self) -> dict[str, Any]:
+        """This rank's rows and the layout they belong to (host tensors)."""
+        return {
+            **self.layout(),
             "rows": self.rows.clone(),
             "weight": host_copy(self.weight, f"the embedding rows of {self.node_type!r}"),
         }
 
     def load_shard_state(self, state: dict[str, Any], *, source: str = "the checkpoint") -> None:
         """Take the rows of a :meth:`shard_state` of the same layout."""
-        want = {
-            "node_type": self.node_type,
-            "num_rows": self.num_rows,
-            "dim": self.dim,
-            "world_size": self.exchange.world_size,
-            "rank": self.rank,
-            "ownership": self.ownership.digest(),
-        }
-        for key, value in want.items():
+        for key, value in self.layout().items():
             if state.get(key) != value:
                 raise ValueError(
                     f"{source}: embedding {self.node_type!r} has {key}={state.get(key)!r} "
