@@ -55,17 +55,22 @@ def save_checkpoint(
     folder = checkpoint_dir(run_dir)
     folder.mkdir(parents=True, exist_ok=True)
     path = checkpoint_path(run_dir, epoch)
-    tmp = path.with_name(f".{path.name}.tmp.{os.getpid()}")
-    with open(tmp, "wb") as f:
-        torch.save({"epoch": epoch, **state}, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    save_atomically(path, {"epoch": epoch, **state})
     dump_json(folder / LATEST_FILE, {"epoch": epoch, "file": path.name, "savedAt": rfc3339_now()})
     _fsync_dir(folder)
     for old in sorted(_epochs_on_disk(folder), reverse=True)[keep:]:
         checkpoint_path(run_dir, old).unlink(missing_ok=True)
     return path
+
+
+def save_atomically(path: Path, payload: dict[str, Any]) -> None:
+    """``torch.save`` to a temporary name, synced, then renamed: ``path`` is whole or absent."""
+    tmp = path.with_name(f".{path.name}.tmp.{os.getpid()}")
+    with open(tmp, "wb") as f:
+        torch.save(payload, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
 
 
 def load_latest(run_dir: str | Path, map_location: str | torch.device = "cpu") -> Checkpoint | None:

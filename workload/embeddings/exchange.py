@@ -1,0 +1,169 @@
+"""The all-to-all that carries embedding ids, rows and row gradients between trainer ranks.
+
+Each exchange moves a block of rows from every rank to every rank with
+``torch.distributed.all_to_all_single`` and explicit split sizes: gloo on CPU, NCCL with
+device tensors on GPUs. The split sizes must be known on the host before the call, so each
+lookup first exchanges its per-destination counts (and an out-of-range flag, so that every
+rank raises together instead of leaving its peers inside a collective) over the host-side
+group: the gloo control group of :class:`~distgnn_workload.runtime.ddp.Collectives` beside
+NCCL, the data group itself on CPU. Reading the counts back from a GPU follows
+:mod:`distgnn_workload.runtime.transfers`: the stream is polled until done, then the counts
+come back through pinned memory, so the read never blocks inside the CUDA driver while a
+collective waits for a peer.
+
+With one rank nothing is sent: rows are read from the local shard.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import torch
+import torch.distributed as dist
+from torch import Tensor
+
+from distgnn_workload.runtime.transfers import to_host, wait_for_stream
+
+EXCHANGE_TIMEOUT_S = 600.0
+"""How long a rank waits for its GPU stream (queued collectives) before reading counts."""
+
+
+@dataclass
+class ExchangeStats:
+    """What one rank sent to other ranks (its own share, a local copy, is not counted)."""
+
+    lookups: int = 0
+    ids_sent: int = 0
+    """Row ids asked of other owners (one per distinct row of a lookup)."""
+    rows_sent: int = 0
+    """Embedding rows served to other ranks."""
+    grad_rows_sent: int = 0
+    """Gradient rows sent back to other owners."""
+    bytes_sent: int = 0
+    """The payload of the three above, in bytes (counts and flags not included)."""
+    rows_read: int = 0
+    """Rows of this rank's shard read to serve lookups (its own included)."""
+    rows_updated: int = 0
+    """Rows of this rank's shard the optimizer updated."""
+
+    def reset(self) -> None:
+        for f in fields(self):
+            setattr(self, f.name, 0)
+
+    def as_dict(self) -> dict[str, int]:
+        return {f.name: int(getattr(self, f.name)) for f in fields(self)}
+
+
+@dataclass(frozen=True)
+class Counts:
+    """The split sizes of one lookup, and the ranks that passed ids out of range."""
+
+    send: list[int]
+    recv: list[int]
+    bad_ranks: list[int]
+
+
+class RowExchange:
+    """All-to-all of row blocks among ``world_size`` ranks.
+
+    ``group`` carries the rows (NCCL on GPUs, gloo on CPU; None: the default group);
+    ``host_group`` carries the counts and must be a gloo group (None: ``group``, right for
+    gloo; pass the control group when ``group`` is NCCL).
+    """
+
+    def __init__(
+        self,
+        rank: int,
+        world_size: int,
+        device: torch.device,
+        *,
+        group: dist.ProcessGroup | None = None,
+        host_group: dist.ProcessGroup | None = None,
+    ) -> None:
+        if not 0 <= rank < world_size:
+            raise ValueError(f"rank {rank} is not in 0..{world_size - 1}")
+        if world_size > 1:
+            if not dist.is_initialized():
+                raise RuntimeError(
+                    f"a {world_size}-rank embedding exchange needs torch.distributed: "
+                    "initialise the trainers' process group first"
+                )
+            actual = (dist.get_rank(group), dist.get_world_size(group))
+            if actual != (rank, world_size):
+                raise ValueError(
+                    f"the exchange was made for rank {rank} of {world_size} but the process "
+                    f"group says rank {actual[0]} of {actual[1]}"
+                )
+        self.rank = rank
+        self.world_size = world_size
+        self.device = device
+        self.group = group
+        self.host_group = host_group if host_group is not None else group
+        self.stats = ExchangeStats()
+
+    @classmethod
+    def local(cls, device: torch.device | str = "cpu") -> RowExchange:
+        """The exchange of a job with one trainer: no communication."""
+        return cls(0, 1, torch.device(device))
+
+    def settle(self, what: str) -> None:
+        """Poll until the device's stream has run what is queued (collectives that wait for
+        peers included), so that an implicit read-back after it (``torch.unique`` reads its
+        output size) waits only for this process's own kernels. A no-op on CPU."""
+        wait_for_stream(self.device, timeout_s=EXCHANGE_TIMEOUT_S, what=what)
+
+    def counts(self, send: Tensor, bad: Tensor) -> Counts:
+        """Exchange the per-destination counts ``send`` (int64, on the device) and the
+        number of out-of-range ids ``bad`` (a scalar); every rank learns which ranks had any."""
+        payload = torch.stack([send.to(torch.int64), bad.to(torch.int64).expand(send.numel())], 1)
+        # the stream may hold collectives that wait for peers: poll, then copy (pinned)
+        self.settle("an embedding lookup")
+        mine = to_host(payload).clone()
+        if self.world_size == 1:
+            theirs = mine
+        else:
+            theirs = torch.empty_like(mine)
+            dist.all_to_all_single(theirs, mine, group=self.host_group)
+        send_list = [int(v) for v in mine[:, 0].tolist()]
+        recv_list = [int(v) for v in theirs[:, 0].tolist()]
+        flags = theirs[:, 1].tolist()
+        return Counts(send_list, recv_list, [r for r, f in enumerate(flags) if f > 0])
+
+    def rows(self, block: Tensor, send: list[int], recv: list[int]) -> Tensor:
+        """Send ``block``'s rows, ``send[r]`` of them to rank ``r`` in order; return the
+        ``recv[r]`` rows each rank ``r`` sent here, in rank order."""
+        if self.world_size == 1:
+            return block
+        block = block.contiguous()
+        out = block.new_empty((sum(recv), *block.shape[1:]))
+        dist.all_to_all_single(
+            out, block, output_split_sizes=recv, input_split_sizes=send, group=self.group
+        )
+        return out
+
+    def remote(self, counts: list[int]) -> int:
+        """How many of ``counts`` go to (or come from) other ranks."""
+        return sum(counts) - counts[self.rank]
+
+
+def host_copy(tensor: Tensor, what: str) -> Tensor:
+    """A host copy of ``tensor`` that never blocks inside the CUDA driver (see
+    :mod:`~distgnn_workload.runtime.transfers`): poll the stream, then copy through pinned
+    memory. On CPU, a clone."""
+    if tensor.device.type != "cuda":
+        return tensor.clone()
+    wait_for_stream(tensor.device, timeout_s=EXCHANGE_TIMEOUT_S, what=what)
+    return to_host(tensor)
+
+
+def sum_rows(values: Tensor, index: Tensor, num_rows: int) -> Tensor:
+    """``out[index[i]] += values[i]`` into ``num_rows`` zero rows, in a fixed order.
+
+    On CPU ``index_add_`` adds in index order. On CUDA ``index_add_`` uses atomics (the sum's
+    order, and so its last bits, vary from run to run); ``index_put_`` with ``accumulate``
+    sorts the indices and adds each row's values in that order, the same every run.
+    """
+    out = torch.zeros((num_rows, *values.shape[1:]), dtype=values.dtype, device=values.device)
+    if values.device.type == "cuda":
+        return out.index_put_((index,), values, accumulate=True)
+    return out.index_add_(0, index, values)

@@ -1,0 +1,207 @@
+"""Row-sparse optimizers for :class:`~.table.ShardedEmbedding`: lazy Adam and Adagrad.
+
+Each owner updates only the rows of its shard that the step touched, after the backward:
+``step()`` collects the row gradients of every table (collective, tables in the order
+given, the same on every rank) and applies the update to those rows. The formulas are
+those of ``torch.optim.SparseAdam`` and of ``torch.optim.Adagrad`` on sparse gradients, so
+a sharded table trains as one ``nn.Embedding(sparse=True)`` does: moments and sums of rows
+that a step does not touch stay as they are. A table's step count advances on every step in
+which it was looked up (on any rank), as torch's counts advance for a table that has a
+gradient. Every operation is elementwise on distinct rows, in a fixed order: a step is
+deterministic.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from distgnn_workload.embeddings.exchange import host_copy
+from distgnn_workload.embeddings.table import ShardedEmbedding
+from distgnn_workload.runtime.transfers import to_device
+
+
+@dataclass
+class TableState:
+    """A table's optimizer state on this rank: the step count and per-row tensors."""
+
+    step: int = 0
+    rows: dict[str, Tensor] = field(default_factory=dict)
+
+
+class RowSparseOptimizer(ABC):
+    """Updates the touched rows of each table's shard."""
+
+    kind: str = ""
+
+    def __init__(self, tables: Sequence[ShardedEmbedding], lr: float) -> None:
+        if not lr > 0:
+            raise ValueError(f"the embedding learning rate must be > 0, got {lr}")
+        names = [t.node_type for t in tables]
+        if len(set(names)) != len(names):
+            raise ValueError(f"one table per node type, got {names}")
+        self.tables = list(tables)
+        self.lr = lr
+        self.state = {t.node_type: self._new_state(t) for t in self.tables}
+
+    @abstractmethod
+    def _new_state(self, table: ShardedEmbedding) -> TableState: ...
+
+    @abstractmethod
+    def _update(self, table: ShardedEmbedding, rows: Tensor, grad: Tensor, st: TableState) -> None:
+        """Apply one step to the distinct local ``rows`` with summed gradients ``grad``."""
+
+    def hyper(self) -> dict[str, float]:
+        return {"lr": self.lr}
+
+    @torch.no_grad()
+    def step(self) -> None:
+        """Collect each table's row gradients and update the rows it owns. Collective."""
+        for table in self.tables:
+            reduced = table.reduce_grads()
+            if reduced is None:
+                continue
+            rows, grad = reduced
+            st = self.state[table.node_type]
+            st.step += 1
+            if rows.numel():
+                self._update(table, rows, grad, st)
+            table.exchange.stats.rows_updated += rows.numel()
+
+    def zero_grad(self) -> None:
+        """Drop the gradients of lookups not yet stepped (every rank must do the same)."""
+        for table in self.tables:
+            table.discard_grads()
+
+    def state_dict(self) -> dict[str, Any]:
+        """Step counts and per-row state of this rank's shards (host tensors)."""
+        return {
+            "kind": self.kind,
+            "hyper": self.hyper(),
+            "tables": {
+                name: {
+                    "step": st.step,
+                    "rows": {
+                        k: host_copy(v, f"the {self.kind} state of {name!r}")
+                        for k, v in st.rows.items()
+                    },
+                }
+                for name, st in self.state.items()
+            },
+        }
+
+    def load_state_dict(self, state: dict[str, Any], *, source: str = "the checkpoint") -> None:
+        if state.get("kind") != self.kind:
+            raise ValueError(
+                f"{source}: the embeddings were trained with {state.get('kind')!r}, "
+                f"this job uses {self.kind!r}"
+            )
+        saved = state.get("tables", {})
+        if set(saved) != set(self.state):
+            raise ValueError(
+                f"{source}: optimizer state for node types {sorted(saved)}, this job has "
+                f"{sorted(self.state)}"
+            )
+        for table in self.tables:
+            st = self.state[table.node_type]
+            entry = saved[table.node_type]
+            for key, value in st.rows.items():
+                got = entry["rows"].get(key)
+                if got is None or got.shape != value.shape:
+                    raise ValueError(
+                        f"{source}: {self.kind} state {key!r} of {table.node_type!r} has shape "
+                        f"{None if got is None else tuple(got.shape)}, want {tuple(value.shape)}"
+                    )
+                st.rows[key] = to_device(got.to(value.dtype), value.device).clone()
+            st.step = int(entry["step"])
+
+
+class RowSparseAdam(RowSparseOptimizer):
+    """Lazy Adam (``torch.optim.SparseAdam``): moments move only for touched rows."""
+
+    kind = "adam"
+
+    def __init__(
+        self,
+        tables: Sequence[ShardedEmbedding],
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+    ) -> None:
+        if not (0.0 <= betas[0] < 1.0 and 0.0 <= betas[1] < 1.0):
+            raise ValueError(f"embedding Adam betas must be in [0, 1), got {betas}")
+        if not eps > 0:
+            raise ValueError(f"embedding Adam eps must be > 0, got {eps}")
+        self.betas = betas
+        self.eps = eps
+        super().__init__(tables, lr)
+
+    def hyper(self) -> dict[str, float]:
+        return {"lr": self.lr, "beta1": self.betas[0], "beta2": self.betas[1], "eps": self.eps}
+
+    def _new_state(self, table: ShardedEmbedding) -> TableState:
+        zeros = torch.zeros_like(table.weight)
+        return TableState(rows={"exp_avg": zeros, "exp_avg_sq": zeros.clone()})
+
+    def _update(self, table: ShardedEmbedding, rows: Tensor, grad: Tensor, st: TableState) -> None:
+        beta1, beta2 = self.betas
+        exp_avg, exp_avg_sq = st.rows["exp_avg"], st.rows["exp_avg_sq"]
+        # old <- b * old + (1 - b) * new, written old + (1 - b) * (new - old) as torch does
+        old_avg = exp_avg[rows]
+        avg_update = grad.sub(old_avg).mul_(1 - beta1)
+        exp_avg[rows] = old_avg + avg_update
+        old_sq = exp_avg_sq[rows]
+        sq_update = grad.pow(2).sub_(old_sq).mul_(1 - beta2)
+        exp_avg_sq[rows] = old_sq + sq_update
+        numer = avg_update.add_(old_avg)
+        denom = sq_update.add_(old_sq).sqrt_().add_(self.eps)
+        bias1 = 1 - beta1**st.step
+        bias2 = 1 - beta2**st.step
+        step_size = self.lr * math.sqrt(bias2) / bias1
+        w = table.weight
+        w[rows] = w[rows] + (-step_size * numer.div_(denom))
+
+
+class RowSparseAdagrad(RowSparseOptimizer):
+    """Adagrad on row gradients (``torch.optim.Adagrad`` with sparse gradients)."""
+
+    kind = "adagrad"
+
+    def __init__(
+        self,
+        tables: Sequence[ShardedEmbedding],
+        lr: float = 1e-2,
+        lr_decay: float = 0.0,
+        eps: float = 1e-10,
+        initial_accumulator_value: float = 0.0,
+    ) -> None:
+        if lr_decay < 0 or initial_accumulator_value < 0 or not eps > 0:
+            raise ValueError(
+                "embedding Adagrad needs lr_decay >= 0, initial_accumulator_value >= 0 and "
+                f"eps > 0; got {lr_decay}, {initial_accumulator_value}, {eps}"
+            )
+        self.lr_decay = lr_decay
+        self.eps = eps
+        self.initial = initial_accumulator_value
+        super().__init__(tables, lr)
+
+    def hyper(self) -> dict[str, float]:
+        return {"lr": self.lr, "lr_decay": self.lr_decay, "eps": self.eps, "initial": self.initial}
+
+    def _new_state(self, table: ShardedEmbedding) -> TableState:
+        return TableState(rows={"sum": torch.full_like(table.weight, self.initial)})
+
+    def _update(self, table: ShardedEmbedding, rows: Tensor, grad: Tensor, st: TableState) -> None:
+        clr = self.lr / (1 + (st.step - 1) * self.lr_decay)
+        acc = st.rows["sum"]
+        total = acc[rows] + grad.pow(2)
+        acc[rows] = total
+        std = total.sqrt().add_(self.eps)
+        w = table.weight
+        w[rows] = torch.add(w[rows], grad / std, alpha=-clr)
