@@ -111,7 +111,8 @@ def _check_type_name(value: str) -> str:
 
 
 def _check_edge_type_key(value: str) -> str:
-    parse_edge_type_key(value)
+    if not is_edge_type_key(value):
+        raise ValueError(f"{value!r} {KEY_MESSAGE}")
     return value
 
 
@@ -124,13 +125,14 @@ def _check_unique(values: list[str]) -> list[str]:
     return values
 
 
+# Messages of field validators hold no ": " (SpecError reads "<path>: <message>" in them).
 TYPE_NAME_MESSAGE: Final = (
-    "is not a type name: use letters, digits and single underscores, starting with a letter "
+    "is not a type name; use letters, digits and single underscores, starting with a letter "
     f"and not ending with '_', at most {MAX_NAME_LENGTH} characters (e.g. field_of_study)"
 )
 _NAMES_CEL = f"{{0}}.split('{KEY_SEPARATOR}').all(n, size(n) <= {MAX_NAME_LENGTH})"
 KEY_MESSAGE: Final = (
-    "must be an edge type written src__rel__dst (e.g. author__writes__paper): three names of "
+    "must be an edge type written src__rel__dst, e.g. author__writes__paper, of three names of "
     f"letters, digits and single underscores, each starting with a letter and at most "
     f"{MAX_NAME_LENGTH} characters"
 )
@@ -163,9 +165,7 @@ EdgeTypeKey = Annotated[
 
 MAX_NODE_TYPES: Final = 64
 MAX_EDGE_TYPES: Final = 128
-Fanout = Annotated[
-    list[Annotated[int, Field(ge=1, le=10_000)]], Field(min_length=1, max_length=8)
-]
+Fanout = Annotated[list[Annotated[int, Field(ge=1, le=10_000)]], Field(min_length=1, max_length=8)]
 """Neighbours sampled per node at each layer, first layer first."""
 
 
@@ -196,7 +196,7 @@ EdgeFanouts = Annotated[
             "maxProperties": MAX_EDGE_TYPES,
             "x-kubernetes-validations": [
                 {"rule": EDGE_FANOUT_KEYS_RULE, "message": f"every key {KEY_MESSAGE}"}
-            ]
+            ],
         },
     ),
 ]
@@ -262,25 +262,31 @@ class HeteroDataset(CoreModel):
 
     target_node_type: TypeName | None = None
     """The node type whose labels are trained on and evaluated, e.g. paper; unset means the only node type that has labels (paper in ogbn-mag and syntheticMag)."""
-    node_types: Annotated[
-        list[TypeName],
-        AfterValidator(_check_unique),
-        Field(
-            min_length=1,
-            max_length=MAX_NODE_TYPES,
-            json_schema_extra={"x-kubernetes-list-type": "set"},
-        ),
-    ] | None = None
+    node_types: (
+        Annotated[
+            list[TypeName],
+            AfterValidator(_check_unique),
+            Field(
+                min_length=1,
+                max_length=MAX_NODE_TYPES,
+                json_schema_extra={"x-kubernetes-list-type": "set"},
+            ),
+        ]
+        | None
+    ) = None
     """The node types of ogb or pyg files, e.g. [paper, author]; unset: whatever the files hold."""
-    edge_types: Annotated[
-        list[EdgeTypeKey],
-        AfterValidator(_check_unique),
-        Field(
-            min_length=1,
-            max_length=MAX_EDGE_TYPES,
-            json_schema_extra={"x-kubernetes-list-type": "set"},
-        ),
-    ] | None = None
+    edge_types: (
+        Annotated[
+            list[EdgeTypeKey],
+            AfterValidator(_check_unique),
+            Field(
+                min_length=1,
+                max_length=MAX_EDGE_TYPES,
+                json_schema_extra={"x-kubernetes-list-type": "set"},
+            ),
+        ]
+        | None
+    ) = None
     """The relations stored in ogb or pyg files, as src__rel__dst, without the reverses addReverseEdges adds; unset: whatever the files hold."""
     add_reverse_edges: bool = True
     """Add the reverse src<-dst of every relation between two types, named rev_<rel>, and make relations within one type undirected, as PyG's ToUndirected does."""
@@ -476,7 +482,9 @@ MODEL_RULES: Final[tuple[CelRule, ...]] = (
         "self.numLayers)",
         "every edgeFanouts list must have exactly one entry per layer (numLayers)",
         ".edgeFanouts",
-        lambda s: not s.edge_fanouts or all(len(f) == s.num_layers for f in s.edge_fanouts.values()),
+        lambda s: (
+            not s.edge_fanouts or all(len(f) == s.num_layers for f in s.edge_fanouts.values())
+        ),
     ),
 )
 """The model's rules for per-edge-type fanouts."""
@@ -512,8 +520,7 @@ def check_declared_types(
         if set(hetero.edge_types) != found_keys:
             raise HeteroMismatch(
                 "spec.dataset.hetero.edgeTypes",
-                f"declares {_listed(hetero.edge_types)} but the dataset has "
-                f"{_listed(found_keys)}",
+                f"declares {_listed(hetero.edge_types)} but the dataset has {_listed(found_keys)}",
             )
 
 
@@ -552,7 +559,6 @@ def resolve_edge_fanouts(
     if unknown:
         raise HeteroMismatch(
             "spec.model.edgeFanouts",
-            f"{unknown[0]} is not an edge type of the dataset; its edge types are "
-            f"{_listed(known)}",
+            f"{unknown[0]} is not an edge type of the dataset; its edge types are {_listed(known)}",
         )
     return {et: list(chosen.get(edge_type_key(et), fanout)) for et in types}

@@ -38,7 +38,12 @@ from distgnn_api.cel import rules_extra as _rules_extra
 from distgnn_api.core_types import ResourceRequirements as ResourceRequirements
 from distgnn_api.core_types import Toleration
 from distgnn_api.hetero import DATASET_RULES as _HETERO_DATASET_RULES
-from distgnn_api.hetero import DEFAULT_EMBEDDING_DIM, EdgeFanouts, HeteroDataset, SyntheticMagDataset
+from distgnn_api.hetero import (
+    DEFAULT_EMBEDDING_DIM,
+    EdgeFanouts,
+    HeteroDataset,
+    SyntheticMagDataset,
+)
 from distgnn_api.hetero import JOB_RULES as _HETERO_JOB_RULES
 from distgnn_api.hetero import MODEL_RULES as _HETERO_MODEL_RULES
 from distgnn_api.kube import QUANTITY_PATTERN as QUANTITY_PATTERN
@@ -116,9 +121,7 @@ class _OmitsUnset(Model):
     _omitted_when_unset: ClassVar[tuple[str, ...]] = ()
 
     @model_serializer(mode="wrap")
-    def _omit_unset(
-        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
-    ) -> Any:
+    def _omit_unset(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
         data = handler(self)
         if isinstance(data, dict):
             for name in self._omitted_when_unset:
@@ -220,9 +223,7 @@ class DatasetSpec(_OmitsUnset):
             ".filter(x, x).size() == 1",
             "set exactly one of synthetic, syntheticMag, ogb or pyg",
             ".synthetic",
-            lambda s: (
-                sum(x is not None for x in (s.synthetic, s.synthetic_mag, s.ogb, s.pyg)) == 1
-            ),
+            lambda s: sum(x is not None for x in (s.synthetic, s.synthetic_mag, s.ogb, s.pyg)) == 1,
         ),
         *_HETERO_DATASET_RULES,
     )

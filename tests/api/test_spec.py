@@ -142,7 +142,12 @@ def test_every_cel_rule_has_a_python_twin_that_fires() -> None:
         # heterogeneous datasets (tests/api/test_hetero_spec.py has one test per rule)
         {"dataset": {"syntheticMag": {"scale": 0.001, "numClasses": 1000}}, "model": rsage},
         {"dataset": {"ogb": {"path": "m"}, "hetero": {"targetNodeType": "x", "nodeTypes": ["p"]}}},
-        {"dataset": {"ogb": {"path": "m"}, "hetero": {"nodeTypes": ["p"], "edgeTypes": ["a__r__p"]}}},
+        {
+            "dataset": {
+                "ogb": {"path": "m"},
+                "hetero": {"nodeTypes": ["p"], "edgeTypes": ["a__r__p"]},
+            }
+        },
         {"dataset": {**mag, "hetero": {"targetNodeType": "author"}}, "model": rsage},
         {"dataset": {**mag, "hetero": {"nodeTypes": ["paper"]}}, "model": rsage},
         {"dataset": {"synthetic": {}, "hetero": {}}},
