@@ -20,7 +20,7 @@ import re
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
@@ -103,7 +103,7 @@ def _not_matching(pattern: str) -> st.SearchStrategy[str]:
     return _text(1, 12).filter(lambda s: rx.fullmatch(s) is None)
 
 
-def _width(bound: float) -> int:
+def _width(bound: float) -> Literal[32, 64]:
     """32-bit floats where the bound is one (e.g. 0.5), else 64-bit (e.g. 0.001)."""
     return 32 if struct.unpack("f", struct.pack("f", bound))[0] == bound else 64
 
