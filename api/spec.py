@@ -40,6 +40,7 @@ from distgnn_api.core_types import Toleration
 from distgnn_api.hetero import DATASET_RULES as _HETERO_DATASET_RULES
 from distgnn_api.hetero import (
     DEFAULT_EMBEDDING_DIM,
+    MAG_TARGET_NODE_TYPE,
     EdgeFanouts,
     HeteroDataset,
     SyntheticMagDataset,
@@ -241,11 +242,14 @@ class DatasetSpec(_OmitsUnset):
 
     @property
     def hetero_section(self) -> HeteroDataset | None:
-        """The heterogeneous side as it applies: hetero, its defaults for a syntheticMag
-        without it, or None for a homogeneous graph."""
-        if self.hetero is not None:
+        """The heterogeneous side as it applies, or None for a homogeneous graph: hetero, or
+        its defaults for a syntheticMag without it; syntheticMag's target is always paper."""
+        if self.synthetic_mag is None:
             return self.hetero
-        return HeteroDataset() if self.synthetic_mag is not None else None
+        section = self.hetero or HeteroDataset()
+        if section.target_node_type is None:
+            section = section.model_copy(update={"target_node_type": MAG_TARGET_NODE_TYPE})
+        return section
 
 
 # --------------------------------------------------------------------------- partition

@@ -56,7 +56,8 @@ def test_a_minimal_synthetic_mag_job_is_heterogeneous_with_defaults() -> None:
     assert spec.dataset.is_hetero
     section = spec.dataset.hetero_section
     assert section is not None
-    assert section.target_node_type is None
+    assert section.target_node_type == "paper"  # syntheticMag's only labelled type
+    assert spec.dataset.hetero is None
     assert section.add_reverse_edges is True
     assert spec.model.arch is Arch.rsage
     assert spec.model.embedding_size == DEFAULT_EMBEDDING_DIM
@@ -292,6 +293,10 @@ def test_the_partition_key_follows_the_typed_dataset() -> None:
         parse_spec(_hetero({**MAG, "hetero": {"addReverseEdges": False}}))
     )
     assert partition_key(base) != partition_key(parse_spec(_hetero({"syntheticMag": {}})))
+    # The defaults written out are the same graph.
+    for hetero in ({}, {"addReverseEdges": True, "targetNodeType": "paper"}):
+        same = parse_spec(_hetero({**MAG, "hetero": hetero}))
+        assert partition_key(same) == partition_key(base)
     # The model's fanouts do not change the partition.
     assert partition_key(base) == partition_key(
         parse_spec(_hetero(edgeFanouts={"author__writes__paper": [1, 1]}))

@@ -139,7 +139,7 @@ def test_a_heterogeneous_job_is_valid_and_says_so(
     assert main(["validate", str(_write(tmp_path, HETERO))]) == 0
     out = capsys.readouterr().out
     assert "DistGNNJob mag is valid" in out
-    assert "heterogeneous graph, target its only labelled node type, model rsage" in out
+    assert "heterogeneous graph, target paper, model rsage" in out
     assert main(["validate", str(_write(tmp_path, VALID))]) == 0
     assert "heterogeneous graph" not in capsys.readouterr().out
 
