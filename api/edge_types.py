@@ -11,6 +11,7 @@ undirected in place and has no separate reverse.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Final
 
 EdgeType = tuple[str, str, str]
@@ -52,6 +53,11 @@ def edge_type_key(edge_type: EdgeType) -> str:
                 "and single underscores, starting with a letter"
             )
     return KEY_SEPARATOR.join(edge_type)
+
+
+def edge_type_keys(edge_types: Iterable[EdgeType]) -> list[str]:
+    """The keys of several edge types, in order."""
+    return [edge_type_key(et) for et in edge_types]
 
 
 def parse_edge_type_key(key: str) -> EdgeType:

@@ -1,5 +1,5 @@
-"""Heterogeneous graphs in the spec: the typed dataset section, the MAG-shaped generator and how
-per-edge-type fanouts and the target type resolve against the graph a job loads.
+"""Heterogeneous graphs in the spec: the typed dataset section, the MAG-shaped generator's
+options, per-edge-type fanouts and their admission rules.
 
 A dataset is heterogeneous when it is ``dataset.syntheticMag`` (a generated graph shaped like
 ogbn-mag) or when it carries ``dataset.hetero`` (with ``ogb`` or ``pyg`` files). Edge types are
@@ -10,8 +10,8 @@ What admission can check depends on where the types come from. The generator's t
 fixed, so the CRD's CEL rules check fanout keys and the target type against them. For ``ogb``
 and ``pyg`` files the types are in the files: admission checks fanout keys only against the
 ``nodeTypes``/``edgeTypes`` a user declares, and the workload checks everything against the
-files when it loads them, with :func:`check_declared_types`, :func:`resolve_target_node_type`
-and :func:`resolve_edge_fanouts` (errors name the spec field, as admission's do).
+files when it loads them (:mod:`distgnn_api.hetero_load`; errors name the spec field, as
+admission's do). :mod:`distgnn_api.mag_shape` holds ogbn-mag's shape.
 
 Models here derive from :class:`~distgnn_api.kube.CoreModel`, as ``distgnn_api.spec``'s do
 (camelCase on the wire, immutable, no unknown fields); the spec module imports them.
@@ -19,8 +19,7 @@ Models here derive from :class:`~distgnn_api.kube.CoreModel`, as ``distgnn_api.s
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Annotated, Any, ClassVar, Final, Self
 
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
@@ -36,67 +35,21 @@ from distgnn_api.edge_types import (
     STRICT_KEY_PATTERN,
     STRICT_NAME_PATTERN,
     EdgeType,
-    edge_type_key,
+    edge_type_keys,
     is_type_name,
     parse_edge_type_key,
-    reverse_edge_type,
 )
 from distgnn_api.kube import CoreModel
-
-# --------------------------------------------------------------------------- ogbn-mag's shape
-
-
-@dataclass(frozen=True)
-class NodeTypeShape:
-    """One node type of the MAG shape at full scale."""
-
-    name: str
-    num_nodes: int
-    num_features: int
-    """0: the type has no features (it gets learnt embeddings of ``model.embeddingDim``)."""
-
-
-MAG_TARGET_NODE_TYPE: Final = "paper"
-MAG_NUM_CLASSES: Final = 349
-MAG_NODE_TYPES: Final = (
-    NodeTypeShape("paper", 736_389, 128),
-    NodeTypeShape("author", 1_134_649, 0),
-    NodeTypeShape("institution", 8_740, 0),
-    NodeTypeShape("field_of_study", 59_965, 0),
+from distgnn_api.mag_shape import (
+    MAG_NODE_TYPES,
+    MAG_NUM_CLASSES,
+    MAG_PAPERS,
+    MAG_RELATIONS,
+    MAG_TARGET_NODE_TYPE,
+    MIN_MAG_SCALE,
+    mag_edge_types,
+    scaled_count,
 )
-"""ogbn-mag's node types, in PyG's ``OGB_MAG`` order; only paper has features and labels."""
-MAG_RELATIONS: Final[tuple[tuple[EdgeType, int], ...]] = (
-    (("author", "affiliated_with", "institution"), 1_043_998),
-    (("author", "writes", "paper"), 7_145_660),
-    (("paper", "cites", "paper"), 5_416_271),
-    (("paper", "has_topic", "field_of_study"), 7_505_078),
-)
-"""ogbn-mag's relations and their edge counts, in PyG's ``OGB_MAG`` order."""
-MAG_SPLIT: Final = {"train": 629_571, "valid": 64_879, "test": 41_939}
-"""ogbn-mag's time split of the papers (train up to 2017, valid 2018, test 2019)."""
-_MAG_PAPERS: Final = MAG_NODE_TYPES[0].num_nodes
-MIN_MAG_SCALE: Final = 0.001
-"""Below this the relations would not fit as simple graphs (institution has 9 nodes here)."""
-
-
-def scaled_count(full: int, scale: float) -> int:
-    """A full-scale count at ``scale``: rounded, and at least 1. The generator's one rule."""
-    return max(1, round(full * scale))
-
-
-def mag_edge_types(add_reverse_edges: bool) -> tuple[EdgeType, ...]:
-    """The MAG shape's edge types: its relations, then (as ``ToUndirected`` appends them) the
-    ``rev_`` reverse of each relation between two types; paper__cites__paper is made
-    undirected in place."""
-    relations = tuple(et for et, _ in MAG_RELATIONS)
-    if not add_reverse_edges:
-        return relations
-    return relations + tuple(reverse_edge_type(et) for et in relations if et[0] != et[2])
-
-
-def _keys(edge_types: Iterable[EdgeType]) -> list[str]:
-    return [edge_type_key(et) for et in edge_types]
-
 
 DEFAULT_EMBEDDING_DIM: Final = 128
 """Size of the learnt embeddings of featureless node types when model.embeddingDim is unset."""
@@ -227,11 +180,11 @@ class SyntheticMagDataset(CoreModel):
 
     _rules: ClassVar[tuple[CelRule, ...]] = (
         _cel(
-            f"double(self.numClasses) <= {float(_MAG_PAPERS)} * self.scale",
-            f"numClasses exceeds the papers at this scale ({_MAG_PAPERS:,} x scale): lower "
+            f"double(self.numClasses) <= {float(MAG_PAPERS)} * self.scale",
+            f"numClasses exceeds the papers at this scale ({MAG_PAPERS:,} x scale): lower "
             "numClasses or raise scale",
             ".numClasses",
-            lambda s: s.num_classes <= _MAG_PAPERS * s.scale,
+            lambda s: s.num_classes <= MAG_PAPERS * s.scale,
         ),
     )
     model_config = ConfigDict(json_schema_extra=_rules_extra(_rules))
@@ -334,8 +287,8 @@ HETERO_CEL = "(has(self.dataset.syntheticMag) || has(self.dataset.hetero))"
 """CEL, on the job spec: the dataset is heterogeneous."""
 RELATIONAL_ARCHS: Final = ("rsage", "rgcn")
 
-_MAG_KEYS = _keys(mag_edge_types(add_reverse_edges=True))
-_MAG_RELATION_KEYS = _keys(mag_edge_types(add_reverse_edges=False))
+_MAG_KEYS = edge_type_keys(mag_edge_types(add_reverse_edges=True))
+_MAG_RELATION_KEYS = edge_type_keys(mag_edge_types(add_reverse_edges=False))
 
 
 def _is_hetero(spec: Any) -> bool:
@@ -488,77 +441,3 @@ MODEL_RULES: Final[tuple[CelRule, ...]] = (
     ),
 )
 """The model's rules for per-edge-type fanouts."""
-
-# --------------------------------------------------------------------------- at load time
-
-
-class HeteroMismatch(ValueError):
-    """The loaded graph disagrees with the spec; ``field`` is the spec field to fix."""
-
-    def __init__(self, field: str, message: str) -> None:
-        self.field = field
-        super().__init__(f"{field}: {message}")
-
-
-def _listed(values: Iterable[str]) -> str:
-    return ", ".join(sorted(values)) or "(none)"
-
-
-def check_declared_types(
-    hetero: HeteroDataset, node_types: Iterable[str], edge_types: Iterable[EdgeType]
-) -> None:
-    """Declared nodeTypes/edgeTypes must be exactly the files' types (relations before reverses)."""
-    if hetero.node_types is not None:
-        found = set(node_types)
-        if set(hetero.node_types) != found:
-            raise HeteroMismatch(
-                "spec.dataset.hetero.nodeTypes",
-                f"declares {_listed(hetero.node_types)} but the dataset has {_listed(found)}",
-            )
-    if hetero.edge_types is not None:
-        found_keys = set(_keys(edge_types))
-        if set(hetero.edge_types) != found_keys:
-            raise HeteroMismatch(
-                "spec.dataset.hetero.edgeTypes",
-                f"declares {_listed(hetero.edge_types)} but the dataset has {_listed(found_keys)}",
-            )
-
-
-def resolve_target_node_type(hetero: HeteroDataset, labelled: Iterable[str]) -> str:
-    """The target node type: the one set, which must have labels, or the only labelled type."""
-    have = sorted(set(labelled))
-    field = "spec.dataset.hetero.targetNodeType"
-    if hetero.target_node_type is not None:
-        if hetero.target_node_type not in have:
-            raise HeteroMismatch(
-                field,
-                f"{hetero.target_node_type!r} has no labels in the dataset; the node types "
-                f"with labels are {_listed(have)}",
-            )
-        return hetero.target_node_type
-    if len(have) != 1:
-        raise HeteroMismatch(
-            field,
-            f"is unset and the dataset has labels on {_listed(have)}: set it to the type "
-            "to train on",
-        )
-    return have[0]
-
-
-def resolve_edge_fanouts(
-    fanout: Sequence[int],
-    edge_fanouts: Mapping[str, Sequence[int]] | None,
-    edge_types: Iterable[EdgeType],
-) -> dict[EdgeType, list[int]]:
-    """Per edge type of the loaded graph (reverses included): its edgeFanouts entry, else the
-    one ``fanout`` list. A key that names no edge type of the graph is an error."""
-    types = list(edge_types)
-    known = set(_keys(types))
-    chosen = dict(edge_fanouts or {})
-    unknown = sorted(set(chosen) - known)
-    if unknown:
-        raise HeteroMismatch(
-            "spec.model.edgeFanouts",
-            f"{unknown[0]} is not an edge type of the dataset; its edge types are {_listed(known)}",
-        )
-    return {et: list(chosen.get(edge_type_key(et), fanout)) for et in types}

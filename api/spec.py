@@ -40,7 +40,6 @@ from distgnn_api.core_types import Toleration
 from distgnn_api.hetero import DATASET_RULES as _HETERO_DATASET_RULES
 from distgnn_api.hetero import (
     DEFAULT_EMBEDDING_DIM,
-    MAG_TARGET_NODE_TYPE,
     EdgeFanouts,
     HeteroDataset,
     SyntheticMagDataset,
@@ -56,6 +55,7 @@ from distgnn_api.kube import (
     Labels,
     PositiveQuantity,
 )
+from distgnn_api.mag_shape import MAG_TARGET_NODE_TYPE
 from distgnn_api.ports import RESERVED_PORTS
 
 GROUP = "distgnn.io"

@@ -10,18 +10,18 @@ import pytest
 
 from distgnn_api.contract import job_config_json, partition_key
 from distgnn_api.edge_types import parse_edge_type_key
-from distgnn_api.hetero import (
-    DEFAULT_EMBEDDING_DIM,
+from distgnn_api.hetero import DEFAULT_EMBEDDING_DIM, HeteroDataset, SyntheticMagDataset
+from distgnn_api.hetero_load import (
+    HeteroMismatch,
+    check_declared_types,
+    resolve_edge_fanouts,
+    resolve_target_node_type,
+)
+from distgnn_api.mag_shape import (
     MAG_NODE_TYPES,
     MAG_RELATIONS,
     MAG_SPLIT,
-    HeteroDataset,
-    HeteroMismatch,
-    SyntheticMagDataset,
-    check_declared_types,
     mag_edge_types,
-    resolve_edge_fanouts,
-    resolve_target_node_type,
     scaled_count,
 )
 from distgnn_api.spec import Arch, SpecError, parse_spec

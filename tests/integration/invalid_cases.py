@@ -27,7 +27,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
 from distgnn_api.edge_types import edge_type_key
-from distgnn_api.hetero import mag_edge_types
+from distgnn_api.mag_shape import mag_edge_types
 from distgnn_api.spec import DistGNNJobSpec
 from distgnn_operator import crd
 
