@@ -204,6 +204,25 @@ class SyntheticMagDataset(CoreModel):
         return scaled_count(dict(MAG_RELATIONS)[edge_type], self.scale)
 
 
+def _reverse_key_cel(k: str) -> str:
+    """CEL for reverse_edge_type's key of a well-formed key ``k`` (src != dst assumed)."""
+    p = f"{k}.split('{KEY_SEPARATOR}')"
+    n = len(REVERSE_PREFIX)
+    rel = f"({p}[1].startsWith('{REVERSE_PREFIX}') ? {p}[1].substring({n}) : '{REVERSE_PREFIX}' + {p}[1])"
+    return f"{p}[2] + '{KEY_SEPARATOR}' + {rel} + '{KEY_SEPARATOR}' + {p}[0]"
+
+
+def _reverse_declared(key: str, declared: Sequence[str]) -> bool:
+    """Whether ``key`` is the rev_ reverse of a declared relation between two types."""
+    if not is_edge_type_key(key):
+        return False
+    src, rel, dst = key.split(KEY_SEPARATOR)
+    if src == dst:
+        return False
+    rev = rel[len(REVERSE_PREFIX) :] if rel.startswith(REVERSE_PREFIX) else REVERSE_PREFIX + rel
+    return KEY_SEPARATOR.join((dst, rev, src)) in declared
+
+
 class HeteroDataset(CoreModel):
     """The heterogeneous side of a dataset: its target type and, optionally, its types.
 
@@ -272,6 +291,21 @@ class HeteroDataset(CoreModel):
                 )
             ),
         ),
+        _cel(
+            "!self.addReverseEdges || !has(self.edgeTypes) || self.edgeTypes.all(e, "
+            f"!e.matches(r'{STRICT_KEY_PATTERN}') || "
+            f"e.split('{KEY_SEPARATOR}')[0] == e.split('{KEY_SEPARATOR}')[2] || "
+            f"!(({_reverse_key_cel('e')}) in self.edgeTypes))",
+            "edgeTypes holds a relation and its rev_ reverse, which addReverseEdges adds "
+            "again: remove the reverse, or set addReverseEdges to false when the files hold "
+            "both directions",
+            ".edgeTypes",
+            lambda s: (
+                not s.add_reverse_edges
+                or s.edge_types is None
+                or not any(_reverse_declared(e, s.edge_types) for e in s.edge_types)
+            ),
+        ),
     )
     model_config = ConfigDict(json_schema_extra=_rules_extra(_rules))
 
@@ -293,25 +327,6 @@ _MAG_RELATION_KEYS = edge_type_keys(mag_edge_types(add_reverse_edges=False))
 
 def _is_hetero(spec: Any) -> bool:
     return spec.dataset.synthetic_mag is not None or spec.dataset.hetero is not None
-
-
-def _reverse_key_cel(k: str) -> str:
-    """CEL for reverse_edge_type's key of a well-formed key ``k`` (src != dst assumed)."""
-    p = f"{k}.split('{KEY_SEPARATOR}')"
-    n = len(REVERSE_PREFIX)
-    rel = f"({p}[1].startsWith('{REVERSE_PREFIX}') ? {p}[1].substring({n}) : '{REVERSE_PREFIX}' + {p}[1])"
-    return f"{p}[2] + '{KEY_SEPARATOR}' + {rel} + '{KEY_SEPARATOR}' + {p}[0]"
-
-
-def _reverse_declared(key: str, declared: Sequence[str]) -> bool:
-    """Whether ``key`` is the rev_ reverse of a declared relation between two types."""
-    if not is_edge_type_key(key):
-        return False
-    src, rel, dst = key.split(KEY_SEPARATOR)
-    if src == dst:
-        return False
-    rev = rel[len(REVERSE_PREFIX) :] if rel.startswith(REVERSE_PREFIX) else REVERSE_PREFIX + rel
-    return KEY_SEPARATOR.join((dst, rev, src)) in declared
 
 
 def _known_to_declared(spec: Any) -> bool:

@@ -87,6 +87,14 @@ def test_an_ogb_hetero_job_with_declared_types_and_a_reverse_fanout() -> None:
     assert spec.dataset.is_hetero
 
 
+def test_both_directions_may_be_declared_without_added_reverses() -> None:
+    both = ["author__writes__paper", "paper__rev_writes__author", "paper__cites__paper"]
+    hetero = {"edgeTypes": both, "addReverseEdges": False}
+    spec = parse_spec(_hetero({"pyg": {"path": "g.pt"}, "hetero": hetero}))
+    assert spec.dataset.hetero is not None
+    assert spec.dataset.hetero.edge_types == both
+
+
 def test_files_with_undeclared_types_are_checked_at_load_time_only() -> None:
     """Without edgeTypes admission cannot know the files' types: any well-formed key passes."""
     dataset = {"pyg": {"path": "mag.pt"}, "hetero": {}}
@@ -126,6 +134,16 @@ def test_files_with_undeclared_types_are_checked_at_load_time_only() -> None:
             ),
             "spec.dataset.hetero.edgeTypes",
             "source and destination must be one of nodeTypes",
+        ),
+        (
+            _hetero(
+                {
+                    "pyg": {"path": "g.pt"},
+                    "hetero": {"edgeTypes": ["author__writes__paper", "paper__rev_writes__author"]},
+                }
+            ),
+            "spec.dataset.hetero.edgeTypes",
+            "set addReverseEdges to false when the files hold both directions",
         ),
         (
             _hetero({"ogb": {"path": "m"}, "hetero": {"nodeTypes": ["paper", "paper"]}}),

@@ -154,6 +154,7 @@ def test_every_cel_rule_has_a_python_twin_that_fires() -> None:
         {"dataset": mag, "model": {**rsage, "edgeFanouts": {"paper__cites__paper": [5]}}},
         _spec(model={"arch": "rgcn"}),
         {"dataset": mag},
+        {"dataset": {"pyg": {"path": "g"}, "hetero": {"edgeTypes": ["a__r__b", "b__rev_r__a"]}}},
         _spec(model={"edgeFanouts": {"a__r__b": [5, 5, 5]}}),
         _spec(model={"embeddingDim": 64}),
         {"dataset": mag, "model": {**rsage, "edgeFanouts": {"paper__writes__author": [5, 5]}}},

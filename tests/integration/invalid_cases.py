@@ -612,6 +612,12 @@ def hetero_rules() -> list[FieldRule]:
             ),
         ),
         FieldRule(
+            "spec.dataset.hetero.edgeTypes",
+            _EDGE_KEY.filter(lambda k: k.split("__")[0] != k.split("__")[2]).map(
+                lambda k: [*FILES_BASE, ("spec/dataset/hetero/edgeTypes", [k, _reverse(k)])]
+            ),
+        ),
+        FieldRule(
             "spec.dataset.hetero",
             st.sampled_from([{}, {"targetNodeType": "node"}, {"addReverseEdges": False}]).map(
                 lambda h: [*FILES_BASE, (files, {"synthetic": {}, "hetero": h})]

@@ -87,7 +87,9 @@ def hetero_valid_rules() -> list[FieldRule]:
                 st.booleans(),
                 st.booleans(),
                 st.sampled_from(["first", "unset"]),
-            ).map(files_job),
+            )
+            .filter(lambda t: not t[1] or not any(_reverse(k) in t[0] for k in t[0]))
+            .map(files_job),
         ),
         FieldRule(
             "spec.dataset.hetero",
@@ -96,6 +98,24 @@ def hetero_valid_rules() -> list[FieldRule]:
                     ("spec/dataset", {"pyg": {"path": "g.pt"}, "hetero": {"targetNodeType": t[0]}}),
                     ("spec/model/arch", "rgcn"),
                     ("spec/model/edgeFanouts", {f"{t[0]}__{t[1]}__{t[0]}": [1, 2, 3]}),
+                ]
+            ),
+        ),
+        FieldRule(
+            "spec.dataset.hetero.edgeTypes",
+            st.lists(relation, min_size=1, max_size=3, unique=True).map(
+                lambda rels: [
+                    *MAG_BASE,
+                    (
+                        "spec/dataset",
+                        {
+                            "pyg": {"path": "g.pt"},
+                            "hetero": {
+                                "edgeTypes": sorted(set(rels) | {_reverse(k) for k in rels}),
+                                "addReverseEdges": False,
+                            },
+                        },
+                    ),
                 ]
             ),
         ),
