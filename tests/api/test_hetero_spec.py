@@ -391,3 +391,15 @@ def test_declared_types_must_be_the_files_types() -> None:
     with pytest.raises(HeteroMismatch) as info:
         check_declared_types(hetero, ["author", "paper"], relations[:1])
     assert info.value.field == "spec.dataset.hetero.edgeTypes"
+
+
+def test_unset_hetero_fields_are_left_out_under_either_naming() -> None:
+    spec = parse_spec({"dataset": {"synthetic": {}}})
+    for by_alias, names in ((True, ("syntheticMag", "edgeFanouts")), (False, ("synthetic_mag",))):
+        dumped = spec.model_dump(by_alias=by_alias)
+        assert not set(names) & (set(dumped["dataset"]) | set(dumped["model"]))
+        assert "hetero" not in dumped["dataset"]
+        assert ("embeddingDim" if by_alias else "embedding_dim") not in dumped["model"]
+    typed = parse_spec(_hetero(embeddingDim=16)).model_dump(by_alias=False)
+    assert typed["model"]["embedding_dim"] == 16
+    assert typed["dataset"]["synthetic_mag"]["scale"] == 0.01
