@@ -121,9 +121,14 @@ STAGE_EVAL = "eval"  # validation or test evaluation (trainer 0)
 
 def partition_key(spec: DistGNNJobSpec) -> str:
     """Content key of a job's partition: a hash of what determines the partition's bytes."""
+    dataset = spec.dataset.model_dump(mode="json", by_alias=True, exclude_none=True)
+    hetero = spec.dataset.hetero_section
+    if hetero is not None:
+        # As it applies: a syntheticMag with or without its default hetero section is one graph.
+        dataset["hetero"] = hetero.model_dump(mode="json", by_alias=True, exclude_none=True)
     payload = {
         "format": PARTITION_FORMAT_VERSION,
-        "dataset": spec.dataset.model_dump(mode="json", by_alias=True, exclude_none=True),
+        "dataset": dataset,
         "algorithm": spec.partition.algorithm.value,
         "numPartitions": spec.num_partitions,
         "balanceTrainNodes": spec.partition.balance_train_nodes,
@@ -358,7 +363,15 @@ class WorkloadEnv:
 
 
 class JobConfig(Model):
-    """The job config JSON mounted into every pod (ConfigMap key ``job.json``)."""
+    """The job config JSON mounted into every pod (ConfigMap key ``job.json``).
+
+    The fields of heterogeneous graphs (``dataset.syntheticMag``, ``dataset.hetero``,
+    ``model.edgeFanouts``, ``model.embeddingDim``) are written only when set, so a homogeneous
+    job's config is unchanged by them. The workload reads them through ``spec``:
+    ``spec.dataset.hetero_section`` is the typed side as it applies, and
+    :mod:`distgnn_api.hetero` resolves the target type and the fanout of every edge type
+    against the graph it loads.
+    """
 
     name: str
     """metadata.name of the job."""

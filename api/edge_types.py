@@ -11,6 +11,7 @@ undirected in place and has no separate reverse.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Final
 
 EdgeType = tuple[str, str, str]
@@ -23,13 +24,24 @@ NAME_PATTERN: Final = r"[A-Za-z][A-Za-z0-9_]{0,62}"
 """A node type or relation name: a letter, then letters, digits or single underscores; it
 never contains the separator ``__`` and never ends with ``_``."""
 
-_NAME = re.compile(rf"^{NAME_PATTERN}$")
+_NAME = re.compile(NAME_PATTERN)
 KEY_PATTERN: Final = rf"^{NAME_PATTERN}{KEY_SEPARATOR}{NAME_PATTERN}{KEY_SEPARATOR}{NAME_PATTERN}$"
+
+STRICT_NAME_PATTERN: Final = r"[A-Za-z](_?[A-Za-z0-9])*"
+"""The whole rule of a type name but its length, in RE2 (no look-ahead), for CEL's
+``matches``: a letter, then letters and digits, each maybe after one underscore."""
+STRICT_KEY_PATTERN: Final = (
+    rf"^{STRICT_NAME_PATTERN}{KEY_SEPARATOR}{STRICT_NAME_PATTERN}{KEY_SEPARATOR}"
+    rf"{STRICT_NAME_PATTERN}$"
+)
+"""An edge-type key ``src__rel__dst`` in RE2, for the CRD's rules (names' lengths apart)."""
+MAX_NAME_LENGTH: Final = 63
 
 
 def is_type_name(name: str) -> bool:
     """Whether ``name`` can name a node type or a relation."""
-    return bool(_NAME.match(name)) and KEY_SEPARATOR not in name and not name.endswith("_")
+    # fullmatch: "paper\n" is no name (re's "$" would let a final newline through).
+    return bool(_NAME.fullmatch(name)) and KEY_SEPARATOR not in name and not name.endswith("_")
 
 
 def edge_type_key(edge_type: EdgeType) -> str:
@@ -41,6 +53,11 @@ def edge_type_key(edge_type: EdgeType) -> str:
                 "and single underscores, starting with a letter"
             )
     return KEY_SEPARATOR.join(edge_type)
+
+
+def edge_type_keys(edge_types: Iterable[EdgeType]) -> list[str]:
+    """The keys of several edge types, in order."""
+    return [edge_type_key(et) for et in edge_types]
 
 
 def parse_edge_type_key(key: str) -> EdgeType:

@@ -23,7 +23,10 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
     ValidationError,
+    model_serializer,
     model_validator,
 )
 
@@ -34,6 +37,15 @@ from distgnn_api.cel import enforce as _enforce
 from distgnn_api.cel import rules_extra as _rules_extra
 from distgnn_api.core_types import ResourceRequirements as ResourceRequirements
 from distgnn_api.core_types import Toleration
+from distgnn_api.hetero import DATASET_RULES as _HETERO_DATASET_RULES
+from distgnn_api.hetero import (
+    DEFAULT_EMBEDDING_DIM,
+    EdgeFanouts,
+    HeteroDataset,
+    SyntheticMagDataset,
+)
+from distgnn_api.hetero import JOB_RULES as _HETERO_JOB_RULES
+from distgnn_api.hetero import MODEL_RULES as _HETERO_MODEL_RULES
 from distgnn_api.kube import QUANTITY_PATTERN as QUANTITY_PATTERN
 from distgnn_api.kube import (
     Annotations,
@@ -43,6 +55,7 @@ from distgnn_api.kube import (
     Labels,
     PositiveQuantity,
 )
+from distgnn_api.mag_shape import MAG_TARGET_NODE_TYPE
 from distgnn_api.ports import RESERVED_PORTS
 
 GROUP = "distgnn.io"
@@ -97,6 +110,26 @@ VolumePath = Annotated[
 
 class Model(CoreModel):
     """Base of every API model: camelCase on the wire, immutable, no unknown fields."""
+
+
+class _OmitsUnset(Model):
+    """A model whose fields in ``_omitted_when_unset`` are not written while they are None.
+
+    The fields added for heterogeneous graphs are listed there, so that a homogeneous job's
+    config (``job.json``) is byte for byte what it was before they existed.
+    """
+
+    _omitted_when_unset: ClassVar[tuple[str, ...]] = ()
+
+    @model_serializer(mode="wrap")
+    def _omit_unset(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
+        data = handler(self)
+        if isinstance(data, dict):
+            for name in self._omitted_when_unset:
+                if getattr(self, name) is None:
+                    alias = type(self).model_fields[name].alias
+                    data.pop(alias if info.by_alias and alias else name, None)
+        return data
 
 
 # --------------------------------------------------------------------------- dataset
@@ -166,23 +199,34 @@ class PygDataset(Model):
     """File path relative to the volume. It needs x, y, edge_index and train/val/test masks."""
 
 
-class DatasetSpec(Model):
-    """The graph to train on: set exactly one of synthetic, ogb or pyg."""
+class DatasetSpec(_OmitsUnset):
+    """The graph to train on: set exactly one of synthetic, syntheticMag, ogb or pyg.
+
+    syntheticMag, or hetero beside ogb or pyg, makes the graph heterogeneous (node and edge
+    types); synthetic, or ogb or pyg alone, is a homogeneous graph.
+    """
 
     synthetic: SyntheticDataset | None = None
-    """A generated graph."""
+    """A generated homogeneous graph."""
     ogb: OgbDataset | None = None
-    """OGB raw files on the volume."""
+    """OGB raw files on the volume (ogbn-mag's layout when hetero is set)."""
     pyg: PygDataset | None = None
-    """A PyG Data file on the volume."""
+    """A PyG file on the volume: a Data, or a HeteroData when hetero is set."""
+    synthetic_mag: SyntheticMagDataset | None = None
+    """A generated heterogeneous graph shaped like ogbn-mag."""
+    hetero: HeteroDataset | None = None
+    """The heterogeneous side of the dataset: target node type, declared types, reverse edges."""
 
+    _omitted_when_unset = ("synthetic_mag", "hetero")
     _rules: ClassVar[tuple[CelRule, ...]] = (
         _cel(
-            "[has(self.synthetic), has(self.ogb), has(self.pyg)].filter(x, x).size() == 1",
-            "set exactly one of synthetic, ogb or pyg",
+            "[has(self.synthetic), has(self.syntheticMag), has(self.ogb), has(self.pyg)]"
+            ".filter(x, x).size() == 1",
+            "set exactly one of synthetic, syntheticMag, ogb or pyg",
             ".synthetic",
-            lambda s: sum(x is not None for x in (s.synthetic, s.ogb, s.pyg)) == 1,
+            lambda s: sum(x is not None for x in (s.synthetic, s.synthetic_mag, s.ogb, s.pyg)) == 1,
         ),
+        *_HETERO_DATASET_RULES,
     )
     model_config = ConfigDict(json_schema_extra=_rules_extra(_rules))
 
@@ -190,6 +234,22 @@ class DatasetSpec(Model):
     def _validate(self) -> Self:
         _enforce(self, self._rules)
         return self
+
+    @property
+    def is_hetero(self) -> bool:
+        """True for a graph with node and edge types (syntheticMag, or hetero is set)."""
+        return self.synthetic_mag is not None or self.hetero is not None
+
+    @property
+    def hetero_section(self) -> HeteroDataset | None:
+        """The heterogeneous side as it applies, or None for a homogeneous graph: hetero, or
+        its defaults for a syntheticMag without it; syntheticMag's target is always paper."""
+        if self.synthetic_mag is None:
+            return self.hetero
+        section = self.hetero or HeteroDataset()
+        if section.target_node_type is None:
+            section = section.model_copy(update={"target_node_type": MAG_TARGET_NODE_TYPE})
+        return section
 
 
 # --------------------------------------------------------------------------- partition
@@ -262,16 +322,22 @@ class TrainersSpec(Model):
 
 
 class Arch(StrEnum):
+    """The GNN: sage, gcn and gat for homogeneous graphs, rsage and rgcn for heterogeneous ones."""
+
     sage = "sage"
     gcn = "gcn"
     gat = "gat"
+    rsage = "rsage"
+    """GraphSAGE made relational as PyG's to_hetero does: one SAGEConv per edge type, summed."""
+    rgcn = "rgcn"
+    """R-GCN (PyG's RGCNConv semantics): one weight per edge type plus a root weight, mean."""
 
 
-class ModelSpec(Model):
+class ModelSpec(_OmitsUnset):
     """The GNN."""
 
     arch: Arch = Arch.sage
-    """sage (GraphSAGE), gcn or gat."""
+    """sage (GraphSAGE), gcn or gat for a homogeneous graph; rsage (to_hetero(GraphSAGE)) or rgcn (R-GCN) for a heterogeneous one."""
     hidden_channels: int = Field(default=256, ge=1, le=16384)
     """Hidden size of each layer."""
     num_layers: int = Field(default=3, ge=1, le=8)
@@ -279,12 +345,17 @@ class ModelSpec(Model):
     fanout: list[Annotated[int, Field(ge=1, le=10_000)]] = Field(
         default_factory=lambda: [15, 10, 5], min_length=1, max_length=8
     )
-    """Neighbours sampled per node at each layer, first layer first; one entry per layer."""
+    """Neighbours sampled per node at each layer, first layer first; one entry per layer. In a heterogeneous graph, per edge type, for every edge type edgeFanouts does not list."""
     dropout: float = Field(default=0.5, ge=0.0, lt=1.0)
     """Dropout probability between layers."""
     heads: int = Field(default=4, ge=1, le=64)
     """Attention heads (gat only)."""
+    edge_fanouts: EdgeFanouts | None = None
+    """Fanouts per edge type of a heterogeneous graph, e.g. {author__writes__paper: [15, 10]}; keys are src__rel__dst (reverses rev_<rel>), one entry per layer; unlisted edge types use fanout."""
+    embedding_dim: int | None = Field(default=None, ge=1, le=4096)
+    """Size of the learnt embeddings of node types without features (heterogeneous graphs only); unset means 128."""
 
+    _omitted_when_unset = ("edge_fanouts", "embedding_dim")
     _rules: ClassVar[tuple[CelRule, ...]] = (
         _cel(
             "size(self.fanout) == self.numLayers",
@@ -292,6 +363,7 @@ class ModelSpec(Model):
             ".fanout",
             lambda s: len(s.fanout) == s.num_layers,
         ),
+        *_HETERO_MODEL_RULES,
     )
     model_config = ConfigDict(json_schema_extra=_rules_extra(_rules))
 
@@ -299,6 +371,11 @@ class ModelSpec(Model):
     def _validate(self) -> Self:
         _enforce(self, self._rules)
         return self
+
+    @property
+    def embedding_size(self) -> int:
+        """embeddingDim, or its default."""
+        return self.embedding_dim or DEFAULT_EMBEDDING_DIM
 
 
 class EvaluationKind(StrEnum):
@@ -540,6 +617,7 @@ class DistGNNJobSpec(Model):
             ".storage.storageClassName",
             lambda s: s.storage.claim_name is None or s.storage.storage_class_name is None,
         ),
+        *_HETERO_JOB_RULES,
     )
     model_config = ConfigDict(json_schema_extra=_rules_extra(_rules))
 
@@ -746,6 +824,8 @@ def parse_job(data: Any) -> DistGNNJob:
 
 CEL_RULES: tuple[tuple[type[BaseModel], tuple[CelRule, ...]], ...] = (
     (SyntheticDataset, SyntheticDataset._rules),
+    (SyntheticMagDataset, SyntheticMagDataset._rules),
+    (HeteroDataset, HeteroDataset._rules),
     (DatasetSpec, DatasetSpec._rules),
     (ModelSpec, ModelSpec._rules),
     (NetworkPolicySpec, NetworkPolicySpec._rules),

@@ -103,14 +103,23 @@ def load_job(path: str) -> DistGNNJob:
 # --------------------------------------------------------------------------- commands
 
 
+def _graph_summary(job: DistGNNJob) -> str:
+    """'' for a homogeneous graph; for a heterogeneous one its target type and model."""
+    hetero = job.spec.dataset.hetero_section
+    if hetero is None:
+        return ""
+    target = hetero.target_node_type or "its only labelled node type"
+    return f"; heterogeneous graph, target {target}, model {job.spec.model.arch.value}"
+
+
 def cmd_validate(args: argparse.Namespace, out: Console) -> int:
     from distgnn_operator.local.runner import job_shape
 
     for path in args.jobs:
         for job in load_jobs(path):
             out.print(
-                f"{path}: {KIND} {job.metadata.name} is valid: {job_shape(job.spec)} "
-                f"(partition key {partition_key(job.spec)})",
+                f"{path}: {KIND} {job.metadata.name} is valid: {job_shape(job.spec)}"
+                f"{_graph_summary(job)} (partition key {partition_key(job.spec)})",
                 highlight=False,
             )
     return EXIT_OK

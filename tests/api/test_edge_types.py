@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from distgnn_api.edge_types import (
+    MAX_NAME_LENGTH,
+    STRICT_KEY_PATTERN,
+    STRICT_NAME_PATTERN,
     edge_type_key,
     is_type_name,
     parse_edge_type_key,
@@ -38,3 +45,25 @@ def test_reverse_follows_to_undirected() -> None:
     assert reverse_edge_type(("author", "writes", "paper")) == ("paper", "rev_writes", "author")
     assert reverse_edge_type(("paper", "rev_writes", "author")) == ("author", "writes", "paper")
     assert reverse_edge_type(("paper", "cites", "paper")) == ("paper", "cites", "paper")
+
+
+@pytest.mark.parametrize("name", ["paper\n", "paper ", "\npaper", "pa per"])
+def test_whitespace_never_makes_a_name(name: str) -> None:
+    assert not is_type_name(name)
+    with pytest.raises(ValueError, match="src__rel__dst"):
+        parse_edge_type_key(f"author__writes__{name}")
+
+
+@settings(max_examples=400, derandomize=True)
+@given(st.text(alphabet="aZ0_\n -", min_size=0, max_size=10))
+def test_the_re2_patterns_say_what_is_type_name_says(name: str) -> None:
+    """The CRD's CEL rules use the RE2 patterns; they must agree with the Python check."""
+    strict = re.fullmatch(STRICT_NAME_PATTERN, name) is not None and len(name) <= MAX_NAME_LENGTH
+    assert strict == is_type_name(name)
+    key = f"author__{name}__paper"
+    assert (re.fullmatch(STRICT_KEY_PATTERN, key) is not None) == is_type_name(name)
+
+
+def test_long_names_are_refused_at_the_limit() -> None:
+    assert is_type_name("a" * MAX_NAME_LENGTH)
+    assert not is_type_name("a" * (MAX_NAME_LENGTH + 1))

@@ -51,7 +51,7 @@ def test_camel_case_round_trip() -> None:
     [
         ({"trainers": {"replicas": -1}}, "spec.trainers.replicas", "greater than or equal to 1"),
         ({"samplers": {"replicas": -2}}, "spec.samplers.replicas", "greater than or equal to 0"),
-        ({"model": {"arch": "transformer"}}, "spec.model.arch", "'sage', 'gcn' or 'gat'"),
+        ({"model": {"arch": "transformer"}}, "spec.model.arch", "'gat', 'rsage' or 'rgcn'"),
         ({"model": {"fanout": [10, 5]}}, "spec.model.fanout", "one entry per layer"),
         ({"training": {"batchSize": 0}}, "spec.training.batchSize", "greater than or equal to 1"),
         (
@@ -96,7 +96,7 @@ def test_invalid_specs_name_the_field(overrides: dict[str, Any], field: str, phr
 
 
 def test_dataset_needs_exactly_one_source() -> None:
-    with pytest.raises(SpecError, match="exactly one of synthetic, ogb or pyg"):
+    with pytest.raises(SpecError, match="exactly one of synthetic, syntheticMag, ogb or pyg"):
         parse_spec({"dataset": {}})
     with pytest.raises(SpecError, match="exactly one"):
         parse_spec({"dataset": {"synthetic": {}, "pyg": {"path": "g.pt"}}})
@@ -126,24 +126,51 @@ def test_worker_mode_and_partition_count() -> None:
 
 def test_every_cel_rule_has_a_python_twin_that_fires() -> None:
     """Each CEL rule's Python check must reject something; guards against dead twins."""
-    bad_inputs = {
-        ".trainFraction": _spec(dataset={"synthetic": {"trainFraction": 0.7, "valFraction": 0.3}}),
-        ".synthetic": {"dataset": {}},
-        ".numEdges": {"dataset": {"synthetic": {"numNodes": 1000}}},
-        ".fanout": _spec(model={"numLayers": 2}),
-        ".partition.numPartitions": _spec(partition={"numPartitions": 5}),
-        ".training.bf16": _spec(training={"bf16": True}, trainers={"gpusPerPod": 0}),
-        ".model.heads": _spec(model={"arch": "gat", "hiddenChannels": 10, "heads": 3}),
-        ".storage.storageClassName": _spec(storage={"claimName": "a", "storageClassName": "b"}),
-        ".metricsPort": _spec(metricsPort=29500),
-        ".monitoringNamespaceSelector": _spec(networkPolicy={"monitoringNamespaceSelector": {}}),
-    }
-    rules = [rule for _, group in CEL_RULES for rule in group]
-    assert {r.field_path for r in rules} == set(bad_inputs)
-    for rule in rules:
+    mag = {"syntheticMag": {"scale": 0.01}}
+    rsage = {"arch": "rsage", "numLayers": 2, "fanout": [5, 5]}
+    bad_inputs = [
+        _spec(dataset={"synthetic": {"trainFraction": 0.7, "valFraction": 0.3}}),
+        {"dataset": {}},
+        {"dataset": {"synthetic": {"numNodes": 1000}}},
+        _spec(model={"numLayers": 2}),
+        _spec(partition={"numPartitions": 5}),
+        _spec(training={"bf16": True}, trainers={"gpusPerPod": 0}),
+        _spec(model={"arch": "gat", "hiddenChannels": 10, "heads": 3}),
+        _spec(storage={"claimName": "a", "storageClassName": "b"}),
+        _spec(metricsPort=29500),
+        _spec(networkPolicy={"monitoringNamespaceSelector": {}}),
+        # heterogeneous datasets (tests/api/test_hetero_spec.py has one test per rule)
+        {"dataset": {"syntheticMag": {"scale": 0.001, "numClasses": 1000}}, "model": rsage},
+        {"dataset": {"ogb": {"path": "m"}, "hetero": {"targetNodeType": "x", "nodeTypes": ["p"]}}},
+        {
+            "dataset": {
+                "ogb": {"path": "m"},
+                "hetero": {"nodeTypes": ["p"], "edgeTypes": ["a__r__p"]},
+            }
+        },
+        {"dataset": {**mag, "hetero": {"targetNodeType": "author"}}, "model": rsage},
+        {"dataset": {**mag, "hetero": {"nodeTypes": ["paper"]}}, "model": rsage},
+        {"dataset": {"synthetic": {}, "hetero": {}}},
+        {"dataset": mag, "model": {**rsage, "edgeFanouts": {"paper__cites__paper": [5]}}},
+        _spec(model={"arch": "rgcn"}),
+        {"dataset": mag},
+        {"dataset": {"pyg": {"path": "g"}, "hetero": {"edgeTypes": ["a__r__b", "b__rev_r__a"]}}},
+        _spec(model={"edgeFanouts": {"a__r__b": [5, 5, 5]}}),
+        _spec(model={"embeddingDim": 64}),
+        {"dataset": mag, "model": {**rsage, "edgeFanouts": {"paper__writes__author": [5, 5]}}},
+        {
+            "dataset": {"ogb": {"path": "m"}, "hetero": {"edgeTypes": ["a__r__b"]}},
+            "model": {**rsage, "edgeFanouts": {"b__r__a": [5, 5]}},
+        },
+    ]
+    messages = []
+    for bad in bad_inputs:
         with pytest.raises(SpecError) as info:
-            parse_spec(bad_inputs[rule.field_path or ""])
-        assert rule.message in str(info.value)
+            parse_spec(bad)
+        messages.append(str(info.value))
+    for _, group in CEL_RULES:
+        for rule in group:
+            assert any(rule.message in m for m in messages), rule.message
 
 
 def test_parse_job_document() -> None:

@@ -17,18 +17,31 @@ from __future__ import annotations
 import copy
 import json
 import re
+import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
+from distgnn_api.edge_types import edge_type_key
+from distgnn_api.mag_shape import mag_edge_types
 from distgnn_api.spec import DistGNNJobSpec
 from distgnn_operator import crd
 
 BASE_SPEC: dict[str, Any] = {"dataset": {"synthetic": {"numNodes": 1000, "numEdges": 4000}}}
+# The valid heterogeneous jobs that cases about heterogeneous fields change.
+MAG_BASE: list[tuple[str, Any]] = [
+    ("spec/dataset", {"syntheticMag": {"scale": 0.01}}),
+    ("spec/model/arch", "rsage"),
+]
+FILES_BASE: list[tuple[str, Any]] = [
+    ("spec/dataset", {"ogb": {"path": "datasets/mag"}, "hetero": {}}),
+    ("spec/model/arch", "rgcn"),
+]
+MAG_KEYS = [edge_type_key(et) for et in mag_edge_types(add_reverse_edges=True)]
 INT_LIMIT = 2**53  # stays exact in JSON on both sides
 ALPHABET = "abcXYZ019-_./: @~!#\t\n"
 
@@ -63,7 +76,7 @@ def manifest(name: str, changes: list[tuple[str, Any]]) -> dict[str, Any]:
         keys = path.split("/")
         for key in keys[:-1]:
             node = node.setdefault(key, {})
-        node[keys[-1]] = value
+        node[keys[-1]] = copy.deepcopy(value)  # later changes must not edit a shared base
     return doc
 
 
@@ -90,6 +103,11 @@ def _not_matching(pattern: str) -> st.SearchStrategy[str]:
     return _text(1, 12).filter(lambda s: rx.fullmatch(s) is None)
 
 
+def _width(bound: float) -> Literal[32, 64]:
+    """32-bit floats where the bound is one (e.g. 0.5), else 64-bit (e.g. 0.001)."""
+    return 32 if struct.unpack("f", struct.pack("f", bound))[0] == bound else 64
+
+
 def _model_rules(node: dict[str, Any], path: str) -> list[st.SearchStrategy[Any]]:
     """Values the schema node's own constraints refuse."""
     kind = node.get("type")
@@ -108,13 +126,17 @@ def _model_rules(node: dict[str, Any], path: str) -> list[st.SearchStrategy[Any]
         out.append(st.one_of(_text(1, 5), st.booleans()))
         if "minimum" in node:
             fmin = float(node["minimum"])
-            below = st.floats(max_value=fmin, allow_nan=False, allow_infinity=False, width=32)
+            below = st.floats(
+                max_value=fmin, allow_nan=False, allow_infinity=False, width=_width(fmin)
+            )
             out.append(
                 below.filter(lambda x: x < fmin or (x == fmin and node.get("exclusiveMinimum")))
             )
         if "maximum" in node:
             fmax = float(node["maximum"])
-            above = st.floats(min_value=fmax, allow_nan=False, allow_infinity=False, width=32)
+            above = st.floats(
+                min_value=fmax, allow_nan=False, allow_infinity=False, width=_width(fmax)
+            )
             out.append(
                 above.filter(lambda x: x > fmax or (x == fmax and node.get("exclusiveMaximum")))
             )
@@ -142,6 +164,20 @@ def _model_rules(node: dict[str, Any], path: str) -> list[st.SearchStrategy[Any]
     return out
 
 
+def _base_of(path: str) -> list[tuple[str, Any]]:
+    """The valid job a field's cases change: a heterogeneous one for the heterogeneous fields."""
+    if path.startswith("spec/dataset/syntheticMag"):
+        return MAG_BASE
+    if path.startswith(("spec/dataset/hetero", "spec/model/edgeFanouts", "spec/model/embedding")):
+        return FILES_BASE
+    return []
+
+
+def _on_base(path: str, values: st.SearchStrategy[Any]) -> st.SearchStrategy[list[tuple[str, Any]]]:
+    base = _base_of(path)
+    return values.map(lambda v: [*base, (path, v)])
+
+
 def model_field_rules() -> list[FieldRule]:
     """A rule per spec field, from the models' schema (as the CRD generator reads it)."""
     schema = crd.model_schema(DistGNNJobSpec)
@@ -156,9 +192,9 @@ def model_field_rules() -> list[FieldRule]:
         if node.get("type") == "object" and "properties" in node:
             # An unknown key inside the object, or the object replaced by a scalar.
             bogus = strategies.pop()
-            rules.append(FieldRule(field, _set(path, bogus)))
+            rules.append(FieldRule(field, _on_base(path, bogus)))
         if strategies:
-            rules.append(FieldRule(field, _set(path, st.one_of(strategies))))
+            rules.append(FieldRule(field, _on_base(path, st.one_of(strategies))))
     return rules
 
 
@@ -500,8 +536,197 @@ def cross_field_rules() -> list[FieldRule]:
     ]
 
 
+# --------------------------------------------------------------------------- heterogeneous
+
+_TYPE_NAME = st.from_regex(r"\A[a-z](_?[a-z0-9]){0,6}\Z")
+_EDGE_KEY = st.tuples(_TYPE_NAME, _TYPE_NAME, _TYPE_NAME).map("__".join)
+_BAD_TYPE_NAME = st.one_of(
+    st.sampled_from(["field__of", "paper_", "_paper", "1paper", "pa per", "paper\n", "a-b", ""]),
+    st.integers(64, 70).map(lambda n: "p" * n),
+)
+_BAD_EDGE_KEY = st.one_of(
+    st.sampled_from(
+        ["author__writes", "a__b__c__d", "author___writes__paper", "a__b__c_", "a__b__", "x"]
+    ),
+    st.tuples(_TYPE_NAME, _BAD_TYPE_NAME.filter(bool), _TYPE_NAME).map("__".join),
+    st.integers(64, 70).map(lambda n: f"a__{'r' * n}__b"),
+)
+
+
+def _fanouts(keys: st.SearchStrategy[str], layers: int) -> st.SearchStrategy[dict[str, Any]]:
+    return st.dictionaries(keys, st.just([5] * layers), min_size=1, max_size=3)
+
+
+def hetero_rules() -> list[FieldRule]:
+    """Heterogeneous datasets: bad type names and keys, and the cross-field (CEL) rules."""
+    files = "spec/dataset"
+    two = [("spec/model/numLayers", 2), ("spec/model/fanout", [5, 5])]
+    return [
+        FieldRule(
+            "spec.dataset.hetero.targetNodeType",
+            _BAD_TYPE_NAME.map(lambda n: [*FILES_BASE, ("spec/dataset/hetero/targetNodeType", n)]),
+        ),
+        FieldRule(
+            "spec.dataset.hetero.nodeTypes",
+            _BAD_TYPE_NAME.map(
+                lambda n: [*FILES_BASE, ("spec/dataset/hetero/nodeTypes", ["paper", n])]
+            ),
+        ),
+        FieldRule(
+            "spec.dataset.hetero.nodeTypes",
+            _TYPE_NAME.map(lambda n: [*FILES_BASE, ("spec/dataset/hetero/nodeTypes", [n, "p", n])]),
+        ),
+        FieldRule(
+            "spec.dataset.hetero.edgeTypes",
+            _BAD_EDGE_KEY.map(lambda k: [*FILES_BASE, ("spec/dataset/hetero/edgeTypes", [k])]),
+        ),
+        FieldRule(
+            "spec.dataset.hetero.targetNodeType",
+            st.tuples(_TYPE_NAME, st.lists(_TYPE_NAME, min_size=1, max_size=3, unique=True))
+            .filter(lambda t: t[0] not in t[1])
+            .map(
+                lambda t: [
+                    *FILES_BASE,
+                    (
+                        files,
+                        {
+                            "pyg": {"path": "g.pt"},
+                            "hetero": {"targetNodeType": t[0], "nodeTypes": t[1]},
+                        },
+                    ),
+                ]
+            ),
+        ),
+        FieldRule(
+            "spec.dataset.hetero.edgeTypes",
+            st.tuples(st.lists(_TYPE_NAME, min_size=1, max_size=3, unique=True), _EDGE_KEY)
+            .filter(lambda t: not {t[1].split("__")[0], t[1].split("__")[2]} <= set(t[0]))
+            .map(
+                lambda t: [
+                    *FILES_BASE,
+                    (
+                        files,
+                        {"ogb": {"path": "m"}, "hetero": {"nodeTypes": t[0], "edgeTypes": [t[1]]}},
+                    ),
+                ]
+            ),
+        ),
+        FieldRule(
+            "spec.dataset.hetero.edgeTypes",
+            _EDGE_KEY.filter(lambda k: k.split("__")[0] != k.split("__")[2]).map(
+                lambda k: [*FILES_BASE, ("spec/dataset/hetero/edgeTypes", [k, _reverse(k)])]
+            ),
+        ),
+        FieldRule(
+            "spec.dataset.hetero",
+            st.sampled_from([{}, {"targetNodeType": "node"}, {"addReverseEdges": False}]).map(
+                lambda h: [*FILES_BASE, (files, {"synthetic": {}, "hetero": h})]
+            ),
+        ),
+        FieldRule(
+            "spec.dataset.hetero",
+            st.sampled_from(
+                [{"nodeTypes": ["paper"]}, {"edgeTypes": ["author__writes__paper"]}]
+            ).map(lambda h: [*MAG_BASE, ("spec/dataset/hetero", h)]),
+        ),
+        FieldRule(
+            "spec.dataset.hetero.targetNodeType",
+            _TYPE_NAME.filter(lambda n: n != "paper").map(
+                lambda n: [*MAG_BASE, ("spec/dataset/hetero", {"targetNodeType": n})]
+            ),
+        ),
+        FieldRule(
+            "spec.dataset.syntheticMag.numClasses",
+            st.floats(0.001, 0.01).map(
+                lambda scale: [
+                    *MAG_BASE,
+                    (
+                        files,
+                        {"syntheticMag": {"scale": scale, "numClasses": int(736389 * scale) + 1}},
+                    ),
+                ]
+            ),
+        ),
+        FieldRule(
+            "spec.model.arch",
+            st.sampled_from(["rsage", "rgcn"]).map(lambda a: [("spec/model/arch", a)]),
+        ),
+        FieldRule(
+            "spec.model.arch",
+            st.tuples(
+                st.sampled_from([MAG_BASE, FILES_BASE]), st.sampled_from(["sage", "gcn", "gat"])
+            ).map(lambda t: [*t[0], ("spec/model/arch", t[1])]),
+        ),
+        FieldRule(
+            "spec.model.edgeFanouts",
+            _fanouts(_EDGE_KEY, 3).map(lambda f: [("spec/model/edgeFanouts", f)]),
+        ),
+        FieldRule(
+            "spec.model.embeddingDim",
+            st.integers(1, 4096).map(lambda d: [("spec/model/embeddingDim", d)]),
+        ),
+        FieldRule(
+            "spec.model.edgeFanouts",
+            st.tuples(st.integers(1, 8), st.integers(1, 8), st.sampled_from(MAG_KEYS))
+            .filter(lambda t: t[0] != t[1])
+            .map(
+                lambda t: [
+                    *MAG_BASE,
+                    ("spec/model/numLayers", t[0]),
+                    ("spec/model/fanout", [5] * t[0]),
+                    ("spec/model/edgeFanouts", {t[2]: [5] * t[1]}),
+                ]
+            ),
+        ),
+        FieldRule(
+            "spec.model.edgeFanouts",
+            _fanouts(_EDGE_KEY.filter(lambda k: k not in MAG_KEYS), 2).map(
+                lambda f: [*MAG_BASE, *two, ("spec/model/edgeFanouts", f)]
+            ),
+        ),
+        FieldRule(
+            "spec.model.edgeFanouts",
+            st.sampled_from([k for k in MAG_KEYS if "__rev_" in k]).map(
+                lambda k: [
+                    *MAG_BASE,
+                    *two,
+                    ("spec/dataset/hetero", {"addReverseEdges": False}),
+                    ("spec/model/edgeFanouts", {k: [5, 5]}),
+                ]
+            ),
+        ),
+        FieldRule(
+            "spec.model.edgeFanouts",
+            st.tuples(
+                st.lists(_EDGE_KEY, min_size=1, max_size=3, unique=True), _EDGE_KEY, st.booleans()
+            )
+            .filter(lambda t: t[1] not in t[0])
+            .filter(lambda t: not t[2] or _reverse(t[1]) not in t[0])
+            .map(
+                lambda t: [
+                    *FILES_BASE,
+                    *two,
+                    ("spec/dataset/hetero", {"edgeTypes": t[0], "addReverseEdges": t[2]}),
+                    ("spec/model/edgeFanouts", {t[1]: [5, 5]}),
+                ]
+            ),
+        ),
+        FieldRule(
+            "spec.model.edgeFanouts",
+            _BAD_EDGE_KEY.map(lambda k: [*FILES_BASE, ("spec/model/edgeFanouts", {k: [5, 5, 5]})]),
+        ),
+    ]
+
+
+def _reverse(key: str) -> str:
+    src, rel, dst = key.split("__")
+    if src == dst:
+        return key
+    return "__".join((dst, rel[4:] if rel.startswith("rev_") else f"rev_{rel}", src))
+
+
 def all_rules() -> list[FieldRule]:
-    return model_field_rules() + kubernetes_rules() + cross_field_rules()
+    return model_field_rules() + kubernetes_rules() + cross_field_rules() + hetero_rules()
 
 
 def draw(strategy: st.SearchStrategy[Any], count: int, seed: int) -> list[Any]:

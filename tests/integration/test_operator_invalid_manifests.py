@@ -25,6 +25,10 @@ BASE: dict[str, Any] = {
 }
 
 
+MAG: dict[str, Any] = {"syntheticMag": {"scale": 0.01}}
+RSAGE: dict[str, Any] = {"arch": "rsage", "numLayers": 2, "fanout": [5, 5]}
+
+
 def with_spec(**fields: Any) -> dict[str, Any]:
     doc = copy.deepcopy(BASE)
     doc["spec"].update(fields)
@@ -92,13 +96,13 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "two-datasets",
         with_spec(dataset={"synthetic": {}, "pyg": {"path": "graphs/g.pt"}}),
         "spec.dataset.synthetic",
-        "exactly one of synthetic, ogb or pyg",
+        "exactly one of synthetic, syntheticMag, ogb or pyg",
     ),
     (
         "empty-dataset",
         with_spec(dataset={}),
         "spec.dataset.synthetic",
-        "exactly one of synthetic, ogb or pyg",
+        "exactly one of synthetic, syntheticMag, ogb or pyg",
     ),
     (
         "partitions-not-multiple",
@@ -204,6 +208,42 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         with_spec(trainers={"replicas": "two"}),
         "spec.trainers.replicas",
         "integer",
+    ),
+    (
+        "relational-arch-on-a-homogeneous-graph",
+        with_spec(model={"arch": "rgcn"}),
+        "spec.model.arch",
+        "rsage and rgcn are relational",
+    ),
+    (
+        "homogeneous-arch-on-a-typed-graph",
+        with_spec(dataset=MAG),
+        "spec.model.arch",
+        "set model.arch to rsage",
+    ),
+    (
+        "fanout-for-an-edge-type-mag-lacks",
+        with_spec(dataset=MAG, model={**RSAGE, "edgeFanouts": {"author__cites__paper": [5, 5]}}),
+        "spec.model.edgeFanouts",
+        "syntheticMag does not have",
+    ),
+    (
+        "edge-fanout-of-the-wrong-length",
+        with_spec(dataset=MAG, model={**RSAGE, "edgeFanouts": {"author__writes__paper": [5]}}),
+        "spec.model.edgeFanouts",
+        "exactly one entry per layer",
+    ),
+    (
+        "malformed-edge-fanout-key",
+        with_spec(dataset=MAG, model={**RSAGE, "edgeFanouts": {"author_writes_paper": [5, 5]}}),
+        "spec.model.edgeFanouts",
+        "src__rel__dst",
+    ),
+    (
+        "target-type-without-labels",
+        with_spec(dataset={**MAG, "hetero": {"targetNodeType": "author"}}, model=RSAGE),
+        "spec.dataset.hetero.targetNodeType",
+        "labels on paper only",
     ),
 ]
 

@@ -5,10 +5,19 @@ the rules refuse only what they should."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from hypothesis import strategies as st
 
-from tests.integration.invalid_cases import Case, FieldRule, draw, manifest, node_term
+from tests.integration.invalid_cases import (
+    MAG_BASE,
+    MAG_KEYS,
+    Case,
+    FieldRule,
+    draw,
+    manifest,
+    node_term,
+)
 
 _DNS = st.from_regex(r"\A[a-z0-9]([-a-z0-9]{0,10}[a-z0-9])?(\.[a-z0-9]{1,5})?\Z")
 _LABEL_VALUE = st.from_regex(r"\A(([A-Za-z0-9][-A-Za-z0-9_.]{0,8})?[A-Za-z0-9])?\Z")
@@ -16,6 +25,111 @@ _KEY = st.from_regex(
     r"\A([a-z0-9]{1,6}(\.[a-z]{2,3})?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,8}[A-Za-z0-9])?\Z"
 )
 _LABELS = st.dictionaries(_KEY, _LABEL_VALUE, max_size=3)
+
+
+_TYPE = st.from_regex(r"\A[A-Za-z](_?[A-Za-z0-9]){0,8}\Z")
+_LONG_TYPE = st.from_regex(r"\A[a-z](_?[a-z0-9]){20,30}\Z").filter(lambda n: len(n) <= 63)
+
+
+def _reverse(key: str) -> str:
+    src, rel, dst = key.split("__")
+    return "__".join((dst, rel[4:] if rel.startswith("rev_") else f"rev_{rel}", src))
+
+
+def hetero_valid_rules() -> list[FieldRule]:
+    """Heterogeneous jobs both sides must accept: typed datasets, fanouts per edge type."""
+
+    def mag_job(t: tuple[int, list[str], str, int]) -> list[tuple[str, Any]]:
+        layers, keys, arch, dim = t
+        return [
+            *MAG_BASE,
+            ("spec/model/arch", arch),
+            ("spec/model/numLayers", layers),
+            ("spec/model/fanout", [10] * layers),
+            ("spec/model/edgeFanouts", {k: [3] * layers for k in keys}),
+            ("spec/model/embeddingDim", dim),
+        ]
+
+    def files_job(t: tuple[list[str], bool, bool, str]) -> list[tuple[str, Any]]:
+        relations, reverse, ogb, target = t
+        nodes = sorted({n for k in relations for n in (k.split("__")[0], k.split("__")[2])})
+        keys = relations + ([_reverse(k) for k in relations] if reverse else [])
+        source = {"ogb": {"path": "datasets/mag"}} if ogb else {"pyg": {"path": "mag.pt"}}
+        hetero = {
+            "targetNodeType": nodes[0] if target == "first" else None,
+            "nodeTypes": nodes,
+            "edgeTypes": relations,
+            "addReverseEdges": reverse,
+        }
+        return [
+            ("spec/dataset", {**source, "hetero": {k: v for k, v in hetero.items() if v}}),
+            ("spec/model/arch", "rsage"),
+            ("spec/model/numLayers", 2),
+            ("spec/model/fanout", [5, 5]),
+            ("spec/model/edgeFanouts", {k: [2, 1] for k in keys}),
+        ]
+
+    relation = st.tuples(_TYPE, _TYPE, _TYPE).map("__".join)
+    return [
+        FieldRule(
+            "spec.model.edgeFanouts",
+            st.tuples(
+                st.integers(1, 8),
+                st.lists(st.sampled_from(MAG_KEYS), max_size=7, unique=True),
+                st.sampled_from(["rsage", "rgcn"]),
+                st.integers(1, 4096),
+            ).map(mag_job),
+        ),
+        FieldRule(
+            "spec.dataset.hetero",
+            st.tuples(
+                st.lists(relation, min_size=1, max_size=4, unique=True),
+                st.booleans(),
+                st.booleans(),
+                st.sampled_from(["first", "unset"]),
+            )
+            .filter(lambda t: not t[1] or not any(_reverse(k) in t[0] for k in t[0]))
+            .map(files_job),
+        ),
+        FieldRule(
+            "spec.dataset.hetero",
+            st.tuples(_LONG_TYPE, _LONG_TYPE).map(
+                lambda t: [
+                    ("spec/dataset", {"pyg": {"path": "g.pt"}, "hetero": {"targetNodeType": t[0]}}),
+                    ("spec/model/arch", "rgcn"),
+                    ("spec/model/edgeFanouts", {f"{t[0]}__{t[1]}__{t[0]}": [1, 2, 3]}),
+                ]
+            ),
+        ),
+        FieldRule(
+            "spec.dataset.hetero.edgeTypes",
+            st.lists(relation, min_size=1, max_size=3, unique=True).map(
+                lambda rels: [
+                    *MAG_BASE,
+                    (
+                        "spec/dataset",
+                        {
+                            "pyg": {"path": "g.pt"},
+                            "hetero": {
+                                "edgeTypes": sorted(set(rels) | {_reverse(k) for k in rels}),
+                                "addReverseEdges": False,
+                            },
+                        },
+                    ),
+                ]
+            ),
+        ),
+        FieldRule(
+            "spec.dataset.syntheticMag",
+            st.tuples(st.floats(0.001, 10.0), st.integers(2, 349)).map(
+                lambda t: [
+                    *MAG_BASE,
+                    ("spec/dataset/syntheticMag", {"scale": t[0], "numClasses": t[1]}),
+                    ("spec/dataset/hetero", {"targetNodeType": "paper", "addReverseEdges": False}),
+                ]
+            ),
+        ),
+    ]
 
 
 def valid_rules() -> list[FieldRule]:
@@ -142,6 +256,7 @@ def valid_rules() -> list[FieldRule]:
                 st.sampled_from(["a", "b.c", "x..y", "..a", "d_e"]), min_size=1, max_size=3
             ).map(lambda p: [("spec/dataset", {"ogb": {"path": "/".join(p)}})]),
         ),
+        *hetero_valid_rules(),
     ]
 
 

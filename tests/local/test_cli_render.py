@@ -10,10 +10,17 @@ from typing import Any
 import pytest
 import yaml
 
-from distgnn_api.contract import ENV_JOB_UID, ENV_NAMESPACE
+from distgnn_api.contract import (
+    CONFIG_FILE_NAME,
+    ENV_JOB_UID,
+    ENV_NAMESPACE,
+    JobConfig,
+    partition_key,
+)
 from distgnn_operator.cli import main
 
 QUICKSTART = Path(__file__).parents[2] / "manifests" / "examples" / "quickstart.yaml"
+QUICKSTART_HETERO = QUICKSTART.with_name("quickstart-hetero.yaml")
 
 
 def _env(sts: dict[str, Any], name: str) -> str:
@@ -37,6 +44,24 @@ def test_render_prints_every_child_in_the_namespace(capsys: pytest.CaptureFixtur
     trainer = docs[-1]
     assert trainer["metadata"]["name"] == "quickstart-trainer"
     assert _env(trainer, ENV_NAMESPACE) == "team-a"
+
+
+def test_render_of_a_heterogeneous_job_carries_its_typed_spec_to_the_pods(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["render", str(QUICKSTART_HETERO)]) == 0
+    docs = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
+    assert [d["kind"] for d in docs].count("StatefulSet") == 2
+    config_map = next(d for d in docs if d["kind"] == "ConfigMap")
+    config = JobConfig.model_validate_json(config_map["data"][CONFIG_FILE_NAME])
+    assert config.spec.dataset.is_hetero
+    assert config.spec.model.arch.value == "rsage"
+    assert config.spec.model.edge_fanouts == {
+        "field_of_study__rev_has_topic__paper": [5, 3],
+        "institution__rev_affiliated_with__author": [2, 2],
+    }
+    assert config.spec.model.embedding_size == 32
+    assert config.partition_key == partition_key(config.spec)
 
 
 def test_render_uid_is_stable_unless_given(capsys: pytest.CaptureFixture[str]) -> None:

@@ -115,3 +115,63 @@ def test_console_script_exit_code(tmp_path: Path) -> None:
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
 def test_examples_are_valid(example: Path) -> None:
     assert main(["validate", str(example)]) == 0
+
+
+HETERO = """\
+apiVersion: distgnn.io/v1alpha1
+kind: DistGNNJob
+metadata:
+  name: mag
+spec:
+  dataset:
+    syntheticMag: {scale: 0.01}
+  model:
+    arch: rsage
+    numLayers: 2
+    fanout: [5, 5]
+    edgeFanouts: {author__writes__paper: [3, 2]}
+"""
+
+
+def test_a_heterogeneous_job_is_valid_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["validate", str(_write(tmp_path, HETERO))]) == 0
+    out = capsys.readouterr().out
+    assert "DistGNNJob mag is valid" in out
+    assert "heterogeneous graph, target paper, model rsage" in out
+    assert main(["validate", str(_write(tmp_path, VALID))]) == 0
+    assert "heterogeneous graph" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "phrase"),
+    [
+        (("[3, 2]", "[3]"), "spec.model.edgeFanouts", "one entry per layer"),
+        (("author__writes__paper", "author__cites__paper"), "spec.model.edgeFanouts", "does not"),
+        (
+            ("author__writes__paper", "author_writes_paper"),
+            "spec.model.edgeFanouts",
+            "src__rel__dst",
+        ),
+        (("arch: rsage", "arch: sage"), "spec.model.arch", "set model.arch to rsage"),
+        (
+            ("{scale: 0.01}", "{scale: 0.01}\n    hetero: {targetNodeType: author}"),
+            "spec.dataset.hetero.targetNodeType",
+            "labels on paper only",
+        ),
+    ],
+)
+def test_a_bad_heterogeneous_job_exits_2_naming_the_field(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    change: tuple[str, str],
+    field: str,
+    phrase: str,
+) -> None:
+    text = HETERO.replace(*change)
+    assert text != HETERO
+    assert main(["validate", str(_write(tmp_path, text))]) == 2
+    err = capsys.readouterr().err
+    assert f"  {field}: " in err
+    assert phrase in err

@@ -79,7 +79,7 @@ def test_defaults_bounds_and_enums(schema: dict[str, Any]) -> None:
     assert spec["samplers"]["properties"]["replicas"]["minimum"] == 0
     assert spec["trainers"]["properties"]["replicas"]["minimum"] == 1
     assert spec["model"]["properties"]["fanout"]["default"] == [15, 10, 5]
-    assert spec["model"]["properties"]["arch"]["enum"] == ["sage", "gcn", "gat"]
+    assert spec["model"]["properties"]["arch"]["enum"] == ["sage", "gcn", "gat", "rsage", "rgcn"]
     lr = spec["training"]["properties"]["learningRate"]
     assert (lr["minimum"], lr["exclusiveMinimum"]) == (0.0, True)
     assert spec["networkPolicy"]["properties"]["monitoringNamespaceSelector"]["default"] == {
