@@ -294,8 +294,8 @@ def hetero_csr_from_edges(
             out[rev] = _csr_from_sorted_keys(keys, ns, nd)
             done.add(rev)
         del keys
-    for rev in [r for r in out if r not in edges]:  # reverses after all given types
-        out[rev] = out.pop(rev)
+    # The given types in their order, then the reverses added.
+    out = {et: out[et] for et in [*given, *(r for r in out if r not in edges)]}
     info: dict[str, Any] = {
         "duplicate_edges_dropped": duplicates,
         "self_loops": self_loops,
