@@ -30,10 +30,10 @@ def test_full_scale_shape_is_ogbn_mag() -> None:
         "field_of_study": 59_965,
     }
     assert cfg.edge_counts() == {
+        AFFILIATED: 1_043_998,
         WRITES: 7_145_660,
         CITES: 5_416_271,
         HAS_TOPIC: 7_505_078,
-        AFFILIATED: 1_043_998,
     }
     assert (cfg.num_classes, cfg.num_features) == (349, 128)
 
@@ -45,14 +45,14 @@ def test_small_scale_sizes_reverse_relations_and_splits() -> None:
     counts = cfg.node_counts()
     assert g.node_counts == counts
     assert counts["paper"] == round(736_389 * 0.003)
-    assert g.edge_types == [
+    assert g.edge_types == [  # PyG's OGB_MAG order, then ToUndirected's reverses
+        AFFILIATED,
         WRITES,
         CITES,
         HAS_TOPIC,
-        AFFILIATED,
+        ("institution", "rev_affiliated_with", "author"),
         REV_WRITES,
         REV_HAS_TOPIC,
-        ("institution", "rev_affiliated_with", "author"),
     ]
     for et, m in cfg.edge_counts().items():
         # Exactly the table's edges per relation, each stored once, cites in both directions.
@@ -68,10 +68,16 @@ def test_small_scale_sizes_reverse_relations_and_splits() -> None:
     assert g.y.min() >= 0
     assert g.y.max() < 349
     n = counts["paper"]
-    assert g.train_mask.sum() == round(0.855 * n)
-    assert g.val_mask.sum() == round(0.088 * n)
+    assert g.train_mask.sum() == round(629_571 / 736_389 * n)
+    assert g.val_mask.sum() == round(64_879 / 736_389 * n)
     assert (g.train_mask | g.val_mask | g.test_mask).all()
     assert not (g.train_mask & g.test_mask).any()
+
+
+def test_without_reverse_relations() -> None:
+    g = generate_mag(SyntheticHeteroConfig(scale=0.002, add_reverse=False))
+    assert g.edge_types == [AFFILIATED, WRITES, CITES, HAS_TOPIC]
+    assert g.num_edges(CITES) == SyntheticHeteroConfig(scale=0.002).edge_counts()[CITES]
 
 
 def _arrays(g: HeteroGraphData) -> list[npt.NDArray[Any]]:

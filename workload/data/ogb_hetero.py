@@ -250,12 +250,13 @@ def load_ogb_hetero(
     *,
     target_node_type: str | None = None,
     num_classes: int | None = None,
+    add_reverse: bool = True,
     progress: ProgressFn | None = None,
 ) -> HeteroGraphData:
     """Load an OGB heterogeneous raw dataset directory.
 
     ``target_node_type`` None takes the only node type with labels; ``num_classes`` None
-    infers it from the labels.
+    infers it from the labels; ``add_reverse`` False keeps each relation as the files hold it.
     """
     root = Path(root)
     report = progress or (lambda _: None)
@@ -300,7 +301,7 @@ def load_ogb_hetero(
     for i, et in enumerate(edge_types):
         edges[et] = _relation_edges(raw, et, counts)
         report(0.4 + 0.4 * (i + 1) / len(edge_types))
-    in_csr, info = hetero_csr_from_edges(edges, counts)
+    in_csr, info = hetero_csr_from_edges(edges, counts, add_reverse=add_reverse)
     del edges
     graph = HeteroGraphData(
         node_counts=counts,

@@ -21,7 +21,8 @@ otherwise random ones; endpoints are drawn in proportion to log-normal expected 
 (skewed, as the real degree distributions are). Duplicate edges and self-loops are
 replaced until each relation has exactly its edge count; reverse relations are then added
 as PyG's ``ToUndirected`` adds them. The train/val/test shares of papers are ogbn-mag's
-time split's (85.5% / 8.8% / 5.7%), drawn at random.
+time split's (85.5% / 8.8% / 5.7%), drawn at random: at scale 1.0 the same
+counts.
 
 Deterministic by seed: each part draws from its own seeded stream, in fixed-size chunks.
 """
@@ -54,16 +55,18 @@ MAG_NODES: Final = {
     "field_of_study": 59_965,
 }
 MAG_EDGES: Final[dict[EdgeType, int]] = {
+    ("author", "affiliated_with", "institution"): 1_043_998,
     ("author", "writes", "paper"): 7_145_660,
     ("paper", "cites", "paper"): 5_416_271,
     ("paper", "has_topic", "field_of_study"): 7_505_078,
-    ("author", "affiliated_with", "institution"): 1_043_998,
 }
+"""Relations and edge counts, in PyG's ``OGB_MAG`` order (reverses follow in the same order)."""
 MAG_CLASSES: Final = 349
 MAG_FEATURES: Final = 128
 TARGET: Final = "paper"
-SPLIT_SHARES: Final = (0.855, 0.088)
-"""Train and validation shares of ogbn-mag's time split; test takes the rest."""
+SPLIT_SHARES: Final = (629_571 / 736_389, 64_879 / 736_389)
+"""Train and validation shares of ogbn-mag's time split (629,571 / 64,879 / 41,939 papers);
+test takes the rest."""
 
 HOMOPHILY: Final[dict[EdgeType, float]] = {
     ("author", "writes", "paper"): 0.75,
@@ -94,6 +97,8 @@ class SyntheticHeteroConfig:
     num_features: int = MAG_FEATURES
     label_noise: float = 0.4
     """Share of papers whose label is a related community, not their own."""
+    add_reverse: bool = True
+    """Add reverse relations as ``ToUndirected`` does (False: each relation as drawn)."""
 
     def node_counts(self) -> dict[str, int]:
         return {t: max(1, round(n * self.scale)) for t, n in MAG_NODES.items()}
@@ -242,7 +247,7 @@ def generate_mag(
         report(0.05 + 0.5 * (i + 1) / len(MAG_EDGES))
     community = tables[TARGET].community
     del tables
-    in_csr, info = hetero_csr_from_edges(edges, counts)
+    in_csr, info = hetero_csr_from_edges(edges, counts, add_reverse=cfg.add_reverse)
     del edges
     report(0.75)
     y = _labels(community, c, cfg.label_noise, r_label)
