@@ -166,5 +166,7 @@ def test_validation_rejects_unlabelled_training_nodes_and_broken_csr() -> None:
     g.target_node_type = "venue"
     with pytest.raises(DatasetError, match="target node type 'venue'"):
         g.validate()
+    with pytest.raises(DatasetError, match=r"a split lists node ids outside \[0, 1\)"):
+        _graph().from_edges(COUNTS, {}, {}, "paper", [0], [3], [], [])
     with pytest.raises(DatasetError, match="features given for node type 'venue'"):
         _graph().from_edges(COUNTS, {}, {"venue": np.zeros((2, 2))}, "paper", [0], [], [], [])

@@ -222,11 +222,14 @@ def _features(
 
 def _bool_mask(value: npt.ArrayLike, n: int) -> npt.NDArray[np.bool_]:
     """A bool mask as given, or one made from an index vector."""
-    arr = np.asarray(value)
+    arr = np.asarray(value).reshape(-1)
     if arr.dtype == np.bool_:
         return arr
+    ids = arr.astype(np.int64)
+    if len(ids) and (ids.min() < 0 or ids.max() >= n):
+        raise DatasetError(f"a split lists node ids outside [0, {n}): give ids of the target type")
     mask = np.zeros(n, dtype=np.bool_)
-    mask[arr.astype(np.int64)] = True
+    mask[ids] = True
     return mask
 
 
