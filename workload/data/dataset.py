@@ -1,13 +1,17 @@
-"""Loading the dataset a job spec names: generated, OGB raw files or a PyG file on the volume."""
+"""Loading the dataset a job spec names: generated, OGB raw files or a PyG file on the volume;
+homogeneous (:class:`GraphData`) or heterogeneous (:class:`HeteroGraphData`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from distgnn_api.edge_types import edge_type_key
 from distgnn_api.spec import DatasetSpec
 from distgnn_workload.data.errors import DatasetError
 from distgnn_workload.data.graph import GraphData
+from distgnn_workload.data.hetero_graph import HeteroGraphData
+from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig
 
 ProgressFn = Callable[[float], None]
 """Called with the share of loading done, from 0 to 1."""
@@ -46,3 +50,108 @@ def load_dataset(
             progress(1.0)
         return graph
     raise DatasetError("set exactly one of synthetic, ogb or pyg", source="spec.dataset")
+
+
+# --------------------------------------------------------------------------- heterogeneous
+
+HETERO_SOURCES = ("synthetic_mag", "ogb", "pyg")
+"""Where a heterogeneous graph comes from: generated, OGB raw files or a PyG HeteroData file."""
+
+
+def load_hetero_dataset(
+    source: str,
+    data_dir: str | Path = ".",
+    *,
+    path: str | Path | None = None,
+    split_scheme: str | None = None,
+    target_node_type: str | None = None,
+    add_reverse: bool = True,
+    synthetic: SyntheticHeteroConfig | None = None,
+    progress: ProgressFn | None = None,
+) -> HeteroGraphData:
+    """The heterogeneous graph of one source kind (one of :data:`HETERO_SOURCES`).
+
+    ``synthetic_mag`` generates ``synthetic`` (default: full-scale ogbn-mag shape); ``ogb``
+    and ``pyg`` read ``path``, relative to the volume at ``data_dir``. ``target_node_type``
+    None takes the only node type with labels; ``add_reverse`` adds reverse relations as
+    PyG's ``ToUndirected`` does.
+    """
+    if source == "synthetic_mag":
+        from dataclasses import replace
+
+        from distgnn_workload.data.synthetic_hetero import generate_mag
+
+        cfg = replace(synthetic or SyntheticHeteroConfig(), add_reverse=add_reverse)
+        graph = generate_mag(cfg, progress=progress)
+        if target_node_type not in (None, graph.target_node_type):
+            raise DatasetError(
+                f"targetNodeType {target_node_type!r}: the MAG-shaped graph has labels on "
+                f"{graph.target_node_type} only",
+                source="spec.dataset.hetero",
+            )
+        return graph
+    if source not in HETERO_SOURCES:
+        raise DatasetError(
+            f"unknown heterogeneous source {source!r}; use one of {', '.join(HETERO_SOURCES)}",
+            source="spec.dataset",
+        )
+    if path is None:
+        raise DatasetError(
+            f"a {source} dataset needs the path of its files on the volume",
+            source=f"spec.dataset.{source}.path",
+        )
+    full = Path(data_dir) / path
+    if source == "ogb":
+        from distgnn_workload.data.ogb_hetero import load_ogb_hetero
+
+        return load_ogb_hetero(
+            full,
+            split_scheme,
+            target_node_type=target_node_type,
+            add_reverse=add_reverse,
+            progress=progress,
+        )
+    from distgnn_workload.data.pyg_hetero import load_pyg_hetero
+
+    graph = load_pyg_hetero(full, target_node_type=target_node_type, add_reverse=add_reverse)
+    if progress:
+        progress(1.0)
+    return graph
+
+
+def check_declared_types(
+    graph: HeteroGraphData,
+    node_types: Sequence[str] | None = None,
+    edge_types: Sequence[str] | None = None,
+    *,
+    field: str = "spec.dataset.hetero",
+) -> None:
+    """Check the node types and relations (``src__rel__dst``, without the reverses the loader
+    added) a spec declares against those of the loaded graph; unset means anything goes."""
+    if node_types is not None:
+        _same(f"{field}.nodeTypes", "node types", list(node_types), graph.node_types)
+    if edge_types is not None:
+        added = set(graph.info.get("reverse_edge_types_added", []))
+        stored = [edge_type_key(et) for et in graph.edge_types]
+        _same(
+            f"{field}.edgeTypes",
+            "relations",
+            list(edge_types),
+            [k for k in stored if k not in added],
+        )
+
+
+def _same(field: str, what: str, declared: list[str], actual: list[str]) -> None:
+    missing = sorted(set(declared) - set(actual))
+    extra = sorted(set(actual) - set(declared))
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"declares {', '.join(missing)}, which the dataset lacks")
+        if extra:
+            parts.append(f"omits {', '.join(extra)}, which the dataset has")
+        raise DatasetError(
+            f"{'; '.join(parts)}: list the dataset's {what} ({', '.join(actual)}) or leave the "
+            "field unset",
+            source=field,
+        )
