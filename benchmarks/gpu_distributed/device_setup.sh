@@ -11,4 +11,3 @@ export PYTHONPATH="/tmp/site:${PWD}/build/devpath" PATH="/tmp/site/bin:${PATH}"
 OUT="${OUT:-results/run}"
 mkdir -p "${OUT}"
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "${OUT}/gpus.txt"
-git rev-parse --short HEAD 2>/dev/null | tee "${OUT}/commit.txt" || true
