@@ -11,6 +11,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from distgnn_workload.sampling import relabel
 from distgnn_workload.sampling.hop_batch import HopBatch
 from distgnn_workload.sampling.uniform_subset import uniform_subset_positions
 
@@ -49,18 +50,6 @@ class _CapturedSample:
     seeds: Tensor
     num_seeds: Tensor
     out: _StaticOut
-
-
-def _table_dtype(device: torch.device) -> torch.dtype:
-    """int32 for the relabel table where ``scatter_reduce_(amin)`` supports it, else int64."""
-    probe = torch.full((2,), -1, dtype=torch.int32, device=device)
-    try:
-        probe.scatter_reduce_(
-            0, torch.zeros(1, dtype=torch.int64, device=device), probe[:1] - 1, reduce="amin"
-        )
-    except RuntimeError:
-        return torch.int64
-    return torch.int32
 
 
 class NeighborSampler:
@@ -134,7 +123,7 @@ class NeighborSampler:
         self.indices = indices_t.to(self.device, index_dtype)
         # global id -> local id of the batch being sampled; -1 = not in the batch
         self._local = torch.full(
-            (self.num_nodes + 1,), -1, dtype=_table_dtype(self.device), device=self.device
+            (self.num_nodes + 1,), -1, dtype=relabel.table_dtype(self.device), device=self.device
         )
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(seed)
@@ -378,22 +367,9 @@ class NeighborSampler:
     def _relabel_static(
         self, neighbours: Tensor, valid: Tensor, next_id: Tensor
     ) -> tuple[Tensor, Tensor]:
-        """``_relabel`` without compaction: returns (first appearance mask, rank among new).
-
-        Padding entries point at the dump node ``num_nodes`` and are never new; its table slot
-        ends up -1 like every other slot of the batch.
-        """
-        table = self._local
-        count = neighbours.numel()
-        current = table[neighbours]
-        unseen = (current < 0) & valid
-        marker = torch.arange(count, dtype=table.dtype, device=self.device) - (count + 1)
-        table.scatter_reduce_(0, neighbours, torch.where(unseen, marker, current), reduce="amin")
-        first = unseen & (table[neighbours] == marker)
-        rank = torch.cumsum(first, 0) - 1
-        new_ids = torch.where(first, next_id + rank, -1).to(table.dtype)
-        table.index_put_((torch.where(first, neighbours, self.num_nodes),), new_ids)
-        return first, rank
+        """``_relabel`` without compaction: (first appearance mask, rank among new); padding
+        entries point at the dump node ``num_nodes`` (:func:`relabel.relabel_static`)."""
+        return relabel.relabel_static(self._local, neighbours, valid, next_id, self.num_nodes)
 
     def _sample_hop(self, frontier: Tensor, fanout: int) -> tuple[Tensor, Tensor, Tensor]:
         """Return (frontier row of each edge, neighbour global id, edges per frontier row).
@@ -421,26 +397,10 @@ class NeighborSampler:
         return rows, self.indices[edge_pos].to(torch.int64), counts
 
     def _relabel(self, neighbours: Tensor, next_id: int) -> tuple[Tensor, Tensor]:
-        """Map neighbour global ids to local ids, numbering unseen ones from ``next_id``.
-
-        Returns (local ids, the new global ids in order of first appearance). Each unseen id
-        gets a marker below -1 through an atomic ``amin`` of its positions, so the smallest
-        position wins; already-numbered ids keep their value.
+        """Map neighbour global ids to local ids, numbering unseen ones from ``next_id``:
+        (local ids, the new global ids in order of first appearance) (:func:`relabel.relabel`).
         """
-        table = self._local
-        count = neighbours.numel()
-        if count > _INT32_MAX - 2:
-            raise ValueError(f"a hop of {count} sampled edges is too large for int32 relabelling")
-        current = table[neighbours]
-        unseen = current < 0
-        marker = torch.arange(count, dtype=table.dtype, device=self.device) - (count + 1)
-        table.scatter_reduce_(0, neighbours, torch.where(unseen, marker, current), reduce="amin")
-        first = unseen & (table[neighbours] == marker)
-        new_nodes = neighbours[first]
-        table[new_nodes] = torch.arange(
-            next_id, next_id + new_nodes.numel(), dtype=table.dtype, device=self.device
-        )
-        return table[neighbours].to(torch.int64), new_nodes
+        return relabel.relabel(self._local, neighbours, next_id)
 
 
 def reset_default_generator(device: torch.device) -> None:
