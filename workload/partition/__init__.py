@@ -35,8 +35,20 @@ The node-to-partition book in new ids is ``offsets`` itself
 (:meth:`PartitionStore.partition_of`). A store is written in a temporary sibling
 directory and published with one rename, so a directory named ``<key>`` is always
 complete; readers still check ``_SUCCESS`` and the format version.
+
+A heterogeneous graph gets a typed store instead (META.json's ``graph_kind`` is ``hetero``):
+:mod:`.hetero_store` draws it; read it with :func:`load_hetero_partition`, write one with
+:func:`write_hetero_partitions`.
 """
 
+from distgnn_workload.partition.hetero_store import (
+    HeteroPartition,
+    HeteroPartitionMeta,
+    HeteroPartitionStore,
+    is_hetero_store,
+    load_hetero_partition,
+)
+from distgnn_workload.partition.hetero_writer import write_hetero_partitions
 from distgnn_workload.partition.store import (
     PartitionData,
     PartitionMeta,
@@ -48,11 +60,17 @@ from distgnn_workload.partition.store import (
 from distgnn_workload.partition.writer import write_partitions
 
 __all__ = [
+    "HeteroPartition",
+    "HeteroPartitionMeta",
+    "HeteroPartitionStore",
     "PartitionData",
     "PartitionMeta",
     "PartitionStats",
     "PartitionStore",
     "StoreError",
     "is_complete",
+    "is_hetero_store",
+    "load_hetero_partition",
+    "write_hetero_partitions",
     "write_partitions",
 ]

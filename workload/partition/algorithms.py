@@ -180,6 +180,26 @@ def metis_assignment(
         graph, balance_train_nodes=balance_train_nodes, balance_edges=balance_edges
     )
     tolerance = [TOLERANCE[name] for name in names]
+    return metis_with_weights(
+        graph, k, weights, names, tolerance, seed=seed, max_metis_edges=max_metis_edges
+    )
+
+
+def metis_with_weights(
+    graph: GraphData,
+    num_partitions: int,
+    weights: npt.NDArray[np.int64],
+    names: list[str],
+    tolerance: list[float],
+    *,
+    seed: int = 0,
+    max_metis_edges: int = METIS_MAX_EDGES,
+) -> Assignment:
+    """METIS k-way balancing the [N, ncon] ``weights`` (constraint ``names``, first the one a
+    nodes-only second try keeps), then :func:`rebalance` within ``tolerance``."""
+    k = num_partitions
+    if k == 1:
+        return np.zeros(graph.num_nodes, dtype=np.int32)
     xadj, adjncy, kept = metis_input(graph, max_metis_edges, seed)
     if kept < 1.0:
         log.info("METIS sees a random %.0f%% of the edges (of %d)", 100 * kept, graph.num_edges)

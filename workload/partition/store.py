@@ -27,6 +27,9 @@ PARTITION_BOOK_FILE = "partition_book.npy"
 FEATURES_FILE = "features.npy"
 LABELS_FILE = "labels.npy"
 MASK_FILES = {"train": "train_mask.npy", "val": "val_mask.npy", "test": "test_mask.npy"}
+GRAPH_KIND_KEY = "graph_kind"
+"""META.json's key telling a typed store (:mod:`.hetero_store`) from this one (absent here)."""
+GRAPH_KIND_HETERO = "hetero"
 
 
 def part_dir_name(p: int) -> str:
@@ -167,6 +170,11 @@ class PartitionStore:
             raise StoreError(
                 f"{path / META_FILE}: format_version {version!r}, this reader needs "
                 f"{PARTITION_FORMAT_VERSION}; repartition with this version"
+            )
+        if data.get(GRAPH_KIND_KEY) == GRAPH_KIND_HETERO:
+            raise StoreError(
+                f"{path} holds a heterogeneous graph's typed partitions; open it with "
+                "HeteroPartitionStore (distgnn_workload.partition.hetero_store)"
             )
         return cls(path, PartitionMeta.from_dict(data))
 

@@ -21,7 +21,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -48,6 +48,8 @@ from distgnn_workload.partition.store import (
 )
 
 log = logging.getLogger(__name__)
+
+StoreT = TypeVar("StoreT")
 
 ProgressFn = Callable[[float], None]
 """Called with the share of the writing done, from 0 to 1."""
@@ -220,8 +222,8 @@ def write_partitions(
         )
         if extra_meta:
             meta.update(extra_meta)
-        _write_json(tmp / META_FILE, meta)
-        _write_json(
+        write_json(tmp / META_FILE, meta)
+        write_json(
             tmp / SUCCESS_MARKER,
             {"key": key, "format_version": PARTITION_FORMAT_VERSION, "finished_at": rfc3339_now()},
         )
@@ -232,7 +234,7 @@ def write_partitions(
         raise
 
 
-def _write_json(path: Path, obj: Mapping[str, Any]) -> None:
+def write_json(path: Path, obj: Mapping[str, Any]) -> None:
     part = path.with_name(path.name + ".part")
     with open(part, "w") as f:
         json.dump(obj, f, indent=2)
@@ -242,13 +244,20 @@ def _write_json(path: Path, obj: Mapping[str, Any]) -> None:
 
 
 def _publish(tmp: Path, out_dir: Path, *, overwrite: bool) -> PartitionStore:
-    """Move the finished temporary directory to ``out_dir`` in one rename."""
+    return publish(tmp, out_dir, overwrite=overwrite, reopen=PartitionStore.open)
+
+
+def publish(
+    tmp: Path, out_dir: Path, *, overwrite: bool, reopen: Callable[[Path], StoreT]
+) -> StoreT:
+    """Move the finished temporary directory to ``out_dir`` in one rename; ``reopen`` opens
+    the published store (or the one another writer completed meanwhile)."""
     parent = out_dir.parent
     if out_dir.exists():
         if is_complete(out_dir) and not overwrite:
             log.info("%s was completed by another writer meanwhile; keeping it", out_dir)
             shutil.rmtree(tmp, ignore_errors=True)
-            return PartitionStore.open(out_dir)
+            return reopen(out_dir)
         # An incomplete leftover (or an overwrite): move it aside, then swap in ours.
         trash = parent / f"{temp_prefix(out_dir)}old-{uuid.uuid4().hex[:8]}"
         os.rename(out_dir, trash)
@@ -262,7 +271,7 @@ def _publish(tmp: Path, out_dir: Path, *, overwrite: bool) -> PartitionStore:
                 raise
             shutil.rmtree(tmp, ignore_errors=True)
     fsync_path(parent)
-    return PartitionStore.open(out_dir)
+    return reopen(out_dir)
 
 
 def _write_store(

@@ -1,0 +1,269 @@
+"""Writer of the typed partition store (the format is drawn in :mod:`.hetero_store`).
+
+Ids keep their dataset values, so nothing is relabelled: the writer copies each edge type's
+in-CSR once, writes the owner of every typed node, and per partition its owned ids and their
+feature, label and split rows. Everything goes into a temporary sibling directory with
+``_SUCCESS`` last and is published with one rename (:func:`.writer.publish`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from distgnn_api.contract import PARTITION_FORMAT_VERSION, SUCCESS_MARKER, rfc3339_now
+from distgnn_api.edge_types import edge_type_key
+from distgnn_api.spec import PartitionSpec
+from distgnn_workload.data.graph import EDGE_CHUNK, index_dtype
+from distgnn_workload.data.hetero_graph import HeteroGraphData
+from distgnn_workload.partition import hetero_algorithms
+from distgnn_workload.partition.hetero_algorithms import HeteroAssignment
+from distgnn_workload.partition.hetero_store import (
+    FEATURES_DIR,
+    NODES_DIR,
+    OWNER_DIR,
+    HeteroPartitionStats,
+    HeteroPartitionStore,
+    npy_name,
+)
+from distgnn_workload.partition.store import (
+    GRAPH_KIND_HETERO,
+    GRAPH_KIND_KEY,
+    INDICES_FILE,
+    INDPTR_FILE,
+    LABELS_FILE,
+    MASK_FILES,
+    META_FILE,
+    TOPOLOGY_DIR,
+    is_complete,
+    part_dir_name,
+)
+from distgnn_workload.partition.writer import (
+    NpyWriter,
+    ProgressFn,
+    balance,
+    fsync_path,
+    publish,
+    row_chunks,
+    save_array,
+    temp_prefix,
+    write_json,
+)
+
+log = logging.getLogger(__name__)
+
+_FEATURE_CHUNK_BYTES = 64 << 20
+
+
+def write_hetero_partitions(
+    out_dir: str | Path,
+    graph: HeteroGraphData,
+    num_partitions: int | None = None,
+    *,
+    assignment: Mapping[str, npt.ArrayLike] | None = None,
+    spec: PartitionSpec | None = None,
+    key: str | None = None,
+    extra_meta: Mapping[str, Any] | None = None,
+    overwrite: bool = False,
+    progress: ProgressFn | None = None,
+) -> HeteroPartitionStore:
+    """Partition ``graph`` and write a complete typed store at ``out_dir``; return it opened.
+
+    Give ``num_partitions`` and ``spec`` chooses the algorithm (default: METIS balancing each
+    node type, train nodes and edges), or give ``assignment`` (per node type, the partition
+    of each type-local id), with ``spec`` when it was computed by that spec. Tests build
+    small stores with e.g. ``write_hetero_partitions(tmp / "p", graph, 2)``.
+    """
+    out_dir = Path(out_dir)
+    if is_complete(out_dir) and not overwrite:
+        raise FileExistsError(f"{out_dir} already holds a complete store; pass overwrite=True")
+    given_spec = spec is not None
+    spec = spec or PartitionSpec()
+    steps: dict[str, float] = {}
+    t0 = time.perf_counter()
+    if assignment is None:
+        if num_partitions is None:
+            raise ValueError("give num_partitions or assignment")
+        parts = hetero_algorithms.assign_hetero(graph, num_partitions, spec)
+        algorithm = spec.algorithm.value
+        steps["assign"] = time.perf_counter() - t0
+    else:
+        parts = {t: np.asarray(a).astype(np.int32, copy=False) for t, a in assignment.items()}
+        if num_partitions is None:
+            num_partitions = 1 + max((int(a.max()) for a in parts.values() if a.size), default=0)
+        algorithm = spec.algorithm.value if given_spec else "given"
+    assert num_partitions is not None
+    hetero_algorithms.check_assignment(graph, parts, num_partitions)
+
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_dir.parent / f"{temp_prefix(out_dir)}{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    try:
+        meta = _write_store(tmp, graph, parts, num_partitions, steps=steps, progress=progress)
+        meta.update(
+            key=key,
+            algorithm=algorithm,
+            partition_spec=(
+                spec.model_dump(mode="json", by_alias=True) if algorithm != "given" else None
+            ),
+            graph_info=graph.info,
+            step_seconds=steps,
+            created_at=rfc3339_now(),
+        )
+        if extra_meta:
+            meta.update(extra_meta)
+        write_json(tmp / META_FILE, meta)
+        write_json(
+            tmp / SUCCESS_MARKER,
+            {"key": key, "format_version": PARTITION_FORMAT_VERSION, "finished_at": rfc3339_now()},
+        )
+        fsync_path(tmp)
+        return publish(tmp, out_dir, overwrite=overwrite, reopen=HeteroPartitionStore.open)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _write_store(
+    root: Path,
+    graph: HeteroGraphData,
+    owner: HeteroAssignment,
+    k: int,
+    *,
+    steps: dict[str, float],
+    progress: ProgressFn | None,
+) -> dict[str, Any]:
+    """Write every array under ``root``; return META.json's graph part."""
+    report = progress or (lambda _: None)
+    target = graph.target_node_type
+    t = time.perf_counter()
+    (root / OWNER_DIR).mkdir()
+    owned: dict[str, list[npt.NDArray[Any]]] = {}
+    for nt, parts in owner.items():
+        save_array(root / OWNER_DIR / npy_name(nt), parts)
+        order = np.argsort(parts, kind="stable").astype(index_dtype(graph.node_counts[nt]))
+        bounds = np.searchsorted(parts[order], np.arange(k + 1), side="left")
+        owned[nt] = [order[bounds[p] : bounds[p + 1]] for p in range(k)]
+    steps["owner"] = time.perf_counter() - t
+
+    # Topology (one copy) and the figures of each edge type's cut.
+    t = time.perf_counter()
+    total_edges = graph.num_edges() or 1
+    done = 0
+    in_edges = {edge_type_key(et): np.zeros(k, dtype=np.int64) for et in graph.edge_types}
+    cut_in = np.zeros(k, dtype=np.int64)
+    cut_by_type: dict[str, int] = {}
+    halo: dict[str, list[npt.NDArray[np.int64]]] = {nt: [] for nt in graph.node_types}
+    (root / TOPOLOGY_DIR).mkdir()
+    for et, (indptr, indices) in graph.in_csr.items():
+        key = edge_type_key(et)
+        src_t, _, dst_t = et
+        edir = root / TOPOLOGY_DIR / key
+        edir.mkdir()
+        save_array(edir / INDPTR_FILE, indptr)
+        save_array(edir / INDICES_FILE, indices)
+        ns = np.int64(graph.node_counts[src_t])
+        deg = np.diff(indptr)
+        cut_e = 0
+        bounds = row_chunks(indptr, 0, len(deg), EDGE_CHUNK)
+        for a, b in itertools.pairwise(bounds):
+            pd = np.repeat(owner[dst_t][a:b], deg[a:b])
+            src = indices[int(indptr[a]) : int(indptr[b])]
+            ps = owner[src_t][src]
+            in_edges[key] += np.bincount(pd, minlength=k)
+            remote = ps != pd
+            cut_in += np.bincount(pd[remote], minlength=k)
+            cut_e += int(np.count_nonzero(remote))
+            # Halo keys (partition, source): kept distinct per chunk, merged at the end.
+            halo[src_t].append(np.unique(pd[remote].astype(np.int64) * ns + src[remote]))
+            done += len(src)
+            report(0.5 * done / total_edges)
+        cut_by_type[key] = cut_e
+    halo_counts: dict[str, npt.NDArray[np.int64]] = {}
+    for nt, keys in halo.items():
+        merged = np.unique(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.int64)
+        halo_counts[nt] = np.bincount(
+            merged // np.int64(max(1, graph.node_counts[nt])), minlength=k
+        ).astype(np.int64)
+    del halo
+    steps["write_topology"] = time.perf_counter() - t
+
+    # Per partition: owned ids, their feature rows, the target type's labels and splits.
+    t = time.perf_counter()
+    stats: list[HeteroPartitionStats] = []
+    for p in range(k):
+        pdir = root / part_dir_name(p)
+        (pdir / NODES_DIR).mkdir(parents=True)
+        (pdir / FEATURES_DIR).mkdir()
+        for nt in graph.node_types:
+            ids = owned[nt][p]
+            save_array(pdir / NODES_DIR / npy_name(nt), ids)
+            x = graph.x.get(nt)
+            if x is not None:
+                rows = max(1, _FEATURE_CHUNK_BYTES // max(1, 4 * x.shape[1]))
+                with NpyWriter(
+                    pdir / FEATURES_DIR / npy_name(nt), np.float32, (len(ids), x.shape[1])
+                ) as fw:
+                    for a in range(0, len(ids), rows):
+                        fw.append(x[ids[a : a + rows]])
+        tids = owned[target][p]
+        save_array(pdir / LABELS_FILE, graph.y[tids])
+        for split, file in MASK_FILES.items():
+            save_array(pdir / file, getattr(graph, f"{split}_mask")[tids])
+        stats.append(
+            HeteroPartitionStats(
+                id=p,
+                num_nodes={nt: len(owned[nt][p]) for nt in graph.node_types},
+                num_in_edges={key: int(v[p]) for key, v in in_edges.items()},
+                num_train=int(np.count_nonzero(graph.train_mask[tids])),
+                num_val=int(np.count_nonzero(graph.val_mask[tids])),
+                num_test=int(np.count_nonzero(graph.test_mask[tids])),
+                num_cut_edges=int(cut_in[p]),
+                num_halo_nodes={nt: int(halo_counts[nt][p]) for nt in graph.node_types},
+            )
+        )
+        report(0.5 + 0.5 * (p + 1) / k)
+    steps["write_partitions"] = time.perf_counter() - t
+
+    edge_cut = sum(cut_by_type.values())
+    stored = graph.num_edges()
+    offsets = hetero_algorithms.type_offsets(graph)
+    owned_edges = np.array([sum(s.num_in_edges.values()) for s in stats])
+    bal = {
+        f"nodes:{nt}": balance(np.array([s.num_nodes[nt] for s in stats]))
+        for nt in graph.node_types
+    }
+    bal["train_nodes"] = balance(np.array([s.num_train for s in stats]))
+    bal["edges"] = balance(owned_edges)
+    return {
+        "format_version": PARTITION_FORMAT_VERSION,
+        GRAPH_KIND_KEY: GRAPH_KIND_HETERO,
+        "name": graph.name,
+        "num_partitions": k,
+        "node_types": graph.node_types,
+        "node_counts": dict(graph.node_counts),
+        "type_offsets": offsets,
+        "edge_types": [edge_type_key(et) for et in graph.edge_types],
+        "edge_counts": {edge_type_key(et): graph.num_edges(et) for et in graph.edge_types},
+        "num_features": {nt: graph.num_features(nt) for nt in graph.node_types},
+        "target_node_type": target,
+        "num_classes": graph.num_classes,
+        "num_train_nodes": int(np.count_nonzero(graph.train_mask)),
+        "num_val_nodes": int(np.count_nonzero(graph.val_mask)),
+        "num_test_nodes": int(np.count_nonzero(graph.test_mask)),
+        "edge_cut": edge_cut,
+        "edge_cut_fraction": edge_cut / stored if stored else 0.0,
+        "edge_cut_by_type": cut_by_type,
+        "partitions": [s.__dict__ for s in stats],
+        "balance": bal,
+    }
