@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from distgnn_api.edge_types import edge_type_key
+from distgnn_api.mag_shape import MAG_NODE_TYPES
 from distgnn_api.spec import DatasetSpec
 from distgnn_workload.data.errors import DatasetError
 from distgnn_workload.data.graph import GraphData
@@ -17,23 +18,38 @@ ProgressFn = Callable[[float], None]
 """Called with the share of loading done, from 0 to 1."""
 
 
+ONE_SOURCE = "set exactly one of synthetic, syntheticMag, ogb or pyg"
+
+
 def dataset_kind(spec: DatasetSpec) -> str:
-    """synthetic, ogb or pyg."""
-    for kind in ("synthetic", "ogb", "pyg"):
+    """synthetic, synthetic_mag, ogb or pyg."""
+    for kind in ("synthetic", "synthetic_mag", "ogb", "pyg"):
         if getattr(spec, kind) is not None:
             return kind
-    raise DatasetError("set exactly one of synthetic, ogb or pyg", source="spec.dataset")
+    raise DatasetError(ONE_SOURCE, source="spec.dataset")
 
 
 def dataset_num_nodes(spec: DatasetSpec) -> int | None:
-    """The node count when the spec alone tells it (synthetic), so checks can run early."""
-    return spec.synthetic.num_nodes if spec.synthetic is not None else None
+    """The node count (all types together) when the spec alone tells it (synthetic,
+    syntheticMag), so checks can run early."""
+    if spec.synthetic is not None:
+        return spec.synthetic.num_nodes
+    if spec.synthetic_mag is not None:
+        return sum(spec.synthetic_mag.num_nodes(t.name) for t in MAG_NODE_TYPES)
+    return None
 
 
 def load_dataset(
     spec: DatasetSpec, data_dir: str | Path, *, progress: ProgressFn | None = None
 ) -> GraphData:
-    """The graph of ``spec``; OGB and PyG paths are relative to the volume at ``data_dir``."""
+    """The graph of ``spec``; OGB and PyG paths are relative to the volume at ``data_dir``.
+    A heterogeneous spec loads with :func:`load_hetero_spec` instead."""
+    if spec.is_hetero:
+        raise DatasetError(
+            "the dataset is heterogeneous (syntheticMag, or hetero is set): load it with "
+            "load_hetero_spec",
+            source="spec.dataset",
+        )
     if spec.synthetic is not None:
         from distgnn_workload.data.synthetic import generate
 
@@ -49,7 +65,7 @@ def load_dataset(
         if progress:
             progress(1.0)
         return graph
-    raise DatasetError("set exactly one of synthetic, ogb or pyg", source="spec.dataset")
+    raise DatasetError(ONE_SOURCE, source="spec.dataset")
 
 
 # --------------------------------------------------------------------------- heterogeneous
@@ -116,6 +132,60 @@ def load_hetero_dataset(
     graph = load_pyg_hetero(full, target_node_type=target_node_type, add_reverse=add_reverse)
     if progress:
         progress(1.0)
+    return graph
+
+
+def load_hetero_spec(
+    spec: DatasetSpec, data_dir: str | Path, *, progress: ProgressFn | None = None
+) -> HeteroGraphData:
+    """The heterogeneous graph of ``spec`` (syntheticMag, or ogb/pyg with hetero), its
+    declared node and edge types checked against what was loaded."""
+    hetero = spec.hetero_section
+    if hetero is None:
+        raise DatasetError(
+            "the dataset is homogeneous: set syntheticMag, or hetero beside ogb or pyg",
+            source="spec.dataset",
+        )
+    if spec.synthetic_mag is not None:
+        mag = spec.synthetic_mag
+        graph = load_hetero_dataset(
+            "synthetic_mag",
+            data_dir,
+            target_node_type=hetero.target_node_type,
+            add_reverse=hetero.add_reverse_edges,
+            synthetic=SyntheticHeteroConfig(
+                scale=mag.scale,
+                seed=mag.seed,
+                num_classes=mag.num_classes,
+                num_features=mag.num_features,
+            ),
+            progress=progress,
+        )
+    elif spec.ogb is not None:
+        graph = load_hetero_dataset(
+            "ogb",
+            data_dir,
+            path=spec.ogb.path,
+            split_scheme=spec.ogb.split_scheme,
+            target_node_type=hetero.target_node_type,
+            add_reverse=hetero.add_reverse_edges,
+            progress=progress,
+        )
+    elif spec.pyg is not None:
+        graph = load_hetero_dataset(
+            "pyg",
+            data_dir,
+            path=spec.pyg.path,
+            target_node_type=hetero.target_node_type,
+            add_reverse=hetero.add_reverse_edges,
+            progress=progress,
+        )
+    else:
+        raise DatasetError(
+            "hetero needs its files: set ogb or pyg beside it, or use syntheticMag",
+            source="spec.dataset.hetero",
+        )
+    check_declared_types(graph, hetero.node_types, hetero.edge_types)
     return graph
 
 

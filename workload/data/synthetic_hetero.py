@@ -1,13 +1,8 @@
 """A synthetic heterogeneous graph shaped like ogbn-mag, at any scale, with labels a
 relational GNN can learn but not trivially.
 
-Node types, feature widths, relations and edge counts are ogbn-mag's (``scale`` 1.0)::
-
-    paper 736,389 x 128 features      author 1,134,649      institution 8,740
-    field_of_study 59,965             (the last three featureless)
-    author-writes-paper 7,145,660     paper-cites-paper 5,416,271
-    paper-has_topic-field_of_study 7,505,078
-    author-affiliated_with-institution 1,043,998
+Node types, feature widths, relations, edge counts, classes and split shares are ogbn-mag's
+at ``scale`` 1.0; :mod:`distgnn_api.mag_shape` holds them (one copy, shared with admission).
 
 Every node has a latent community, one per class, drawn from a skewed (Zipf 0.5)
 distribution; communities form groups of ``GROUP_SIZE`` related ones (fields). A paper's
@@ -38,6 +33,15 @@ import numpy as np
 import numpy.typing as npt
 
 from distgnn_api.edge_types import EdgeType
+from distgnn_api.mag_shape import (
+    MAG_NODE_TYPES,
+    MAG_NUM_CLASSES,
+    MAG_PAPERS,
+    MAG_RELATIONS,
+    MAG_SPLIT,
+    MAG_TARGET_NODE_TYPE,
+    scaled_count,
+)
 from distgnn_workload.data.errors import DatasetError
 from distgnn_workload.data.graph import EDGE_CHUNK, chunks, index_dtype
 from distgnn_workload.data.hetero_graph import (
@@ -48,25 +52,14 @@ from distgnn_workload.data.hetero_graph import (
 
 log = logging.getLogger(__name__)
 
-MAG_NODES: Final = {
-    "paper": 736_389,
-    "author": 1_134_649,
-    "institution": 8_740,
-    "field_of_study": 59_965,
-}
-MAG_EDGES: Final[dict[EdgeType, int]] = {
-    ("author", "affiliated_with", "institution"): 1_043_998,
-    ("author", "writes", "paper"): 7_145_660,
-    ("paper", "cites", "paper"): 5_416_271,
-    ("paper", "has_topic", "field_of_study"): 7_505_078,
-}
+MAG_NODES: Final = {t.name: t.num_nodes for t in MAG_NODE_TYPES}
+MAG_EDGES: Final[dict[EdgeType, int]] = dict(MAG_RELATIONS)
 """Relations and edge counts, in PyG's ``OGB_MAG`` order (reverses follow in the same order)."""
-MAG_CLASSES: Final = 349
-MAG_FEATURES: Final = 128
-TARGET: Final = "paper"
-SPLIT_SHARES: Final = (629_571 / 736_389, 64_879 / 736_389)
-"""Train and validation shares of ogbn-mag's time split (629,571 / 64,879 / 41,939 papers);
-test takes the rest."""
+MAG_CLASSES: Final = MAG_NUM_CLASSES
+TARGET: Final = MAG_TARGET_NODE_TYPE
+MAG_FEATURES: Final = {t.name: t.num_features for t in MAG_NODE_TYPES}[TARGET]
+SPLIT_SHARES: Final = (MAG_SPLIT["train"] / MAG_PAPERS, MAG_SPLIT["valid"] / MAG_PAPERS)
+"""Train and validation shares of ogbn-mag's time split; test takes the rest."""
 
 HOMOPHILY: Final[dict[EdgeType, float]] = {
     ("author", "writes", "paper"): 0.75,
@@ -101,13 +94,13 @@ class SyntheticHeteroConfig:
     """Add reverse relations as ``ToUndirected`` does (False: each relation as drawn)."""
 
     def node_counts(self) -> dict[str, int]:
-        return {t: max(1, round(n * self.scale)) for t, n in MAG_NODES.items()}
+        return {t: scaled_count(n, self.scale) for t, n in MAG_NODES.items()}
 
     def edge_counts(self) -> dict[EdgeType, int]:
-        return {et: max(1, round(m * self.scale)) for et, m in MAG_EDGES.items()}
+        return {et: scaled_count(m, self.scale) for et, m in MAG_EDGES.items()}
 
     def check(self) -> None:
-        where = "spec.dataset.syntheticHetero"
+        where = "spec.dataset.syntheticMag"
         if not self.scale > 0:
             raise DatasetError(f"scale must be positive, got {self.scale}", source=where)
         if self.num_classes < 2 or self.num_features < 1:

@@ -1,5 +1,9 @@
 """The partition Job: load the job's dataset, partition it, write the store, print a summary.
 
+A heterogeneous dataset (syntheticMag, or ogb/pyg with hetero) takes :mod:`.hetero_job`'s
+path and writes the typed store (:mod:`.hetero_store`); the reuse check, the exit codes and
+the figures are shared.
+
 Reads the contract (``WorkloadEnv`` and the job config at ``DISTGNN_CONFIG``) and writes
 ``DISTGNN_PARTITION_DIR``. A complete store already there makes the run a no-op (exit 0).
 Exit codes follow the contract: 2 when the job config or the dataset is invalid (the
@@ -31,7 +35,8 @@ from distgnn_api.contract import (
 from distgnn_api.spec import SpecError
 from distgnn_workload.data.dataset import dataset_kind, dataset_num_nodes, load_dataset
 from distgnn_workload.data.errors import DatasetError
-from distgnn_workload.partition import algorithms
+from distgnn_workload.partition import algorithms, hetero_job
+from distgnn_workload.partition.hetero_store import HeteroPartitionStore
 from distgnn_workload.partition.store import PartitionStore, StoreError, is_complete
 from distgnn_workload.partition.writer import remove_stale_temps, write_partitions
 from distgnn_workload.runtime.bootstrap import RoleProcess
@@ -46,6 +51,8 @@ BAD_INPUT_ERRORS: tuple[type[BaseException], ...] = (
     SpecError,
     ValidationError,
 )
+
+AnyStore = PartitionStore | HeteroPartitionStore
 
 # Share of the partition stage's progress bar given to the assignment (METIS reports none).
 _ASSIGN_SHARE = 0.4
@@ -73,15 +80,18 @@ def run(env: WorkloadEnv, config: JobConfig, out: TextIO = sys.stdout) -> int:
             target,
             config.partition_key,
         )
+    hetero = spec.dataset.is_hetero
     if is_complete(target):
         try:
-            store = PartitionStore.open(target)
+            found: AnyStore = (
+                HeteroPartitionStore.open(target) if hetero else PartitionStore.open(target)
+            )
         except StoreError as err:
             log.warning("replacing an unreadable complete store: %s", err)
         else:
             print(
                 f"partition {config.partition_key} is already complete at {target} "
-                f"({store.meta.num_partitions} partitions): nothing to do",
+                f"({found.meta.num_partitions} partitions): nothing to do",
                 file=out,
             )
             emit_progress(STAGE_PARTITION, 1, 1, stream=out)
@@ -93,6 +103,10 @@ def run(env: WorkloadEnv, config: JobConfig, out: TextIO = sys.stdout) -> int:
     known_nodes = dataset_num_nodes(spec.dataset)
     if known_nodes is not None:
         algorithms.check_num_partitions(known_nodes, k)
+    if hetero:
+        typed, typed_steps = hetero_job.partition_hetero(env, config, out)
+        write_figures(env, typed, typed_steps)
+        return hetero_job.finish(typed, typed_steps, out)
 
     kind = dataset_kind(spec.dataset)
     stage = STAGE_GENERATE if kind == "synthetic" else STAGE_LOAD
@@ -155,7 +169,7 @@ def run(env: WorkloadEnv, config: JobConfig, out: TextIO = sys.stdout) -> int:
     return EXIT_OK
 
 
-def write_figures(env: WorkloadEnv, store: PartitionStore, steps: dict[str, float]) -> None:
+def write_figures(env: WorkloadEnv, store: AnyStore, steps: dict[str, float]) -> None:
     """Leave the figures where ENV_TERMINATION_LOG says: the container's termination message,
     which the operator keeps and exports (this short-lived process is not scraped)."""
     path = env.termination_log

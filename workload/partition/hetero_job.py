@@ -1,0 +1,142 @@
+"""The partition Job's path for a heterogeneous dataset: load it typed, check it against the
+spec, partition it (METIS on the homogeneous view, or random) and write the typed store.
+
+:mod:`.job` calls :func:`partition_hetero` after its reuse check; the exit codes and the
+progress stages are the homogeneous path's.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TextIO
+
+from distgnn_api.contract import (
+    EXIT_OK,
+    STAGE_GENERATE,
+    STAGE_LOAD,
+    STAGE_PARTITION,
+    JobConfig,
+    WorkloadEnv,
+    emit_progress,
+)
+from distgnn_api.hetero_load import HeteroMismatch, resolve_edge_fanouts
+from distgnn_workload.data.dataset import dataset_kind, load_hetero_spec
+from distgnn_workload.data.errors import DatasetError
+from distgnn_workload.data.hetero_graph import HeteroGraphData
+from distgnn_workload.partition import hetero_algorithms
+from distgnn_workload.partition.hetero_store import HeteroPartitionStore
+from distgnn_workload.partition.hetero_writer import write_hetero_partitions
+
+log = logging.getLogger("distgnn_workload.partition")
+
+# Share of the partition stage's progress bar given to the assignment (METIS reports none).
+_ASSIGN_SHARE = 0.4
+
+
+def check_against_spec(graph: HeteroGraphData, config: JobConfig) -> None:
+    """What admission could not check before the files were read: the model's per-edge-type
+    fanouts must name edge types of the loaded graph (reverses included)."""
+    model = config.spec.model
+    try:
+        resolve_edge_fanouts(model.fanout, model.edge_fanouts, graph.edge_types)
+    except HeteroMismatch as err:
+        raise DatasetError(str(err).removeprefix(f"{err.field}: "), source=err.field) from None
+
+
+def partition_hetero(
+    env: WorkloadEnv, config: JobConfig, out: TextIO
+) -> tuple[HeteroPartitionStore, dict[str, float]]:
+    """Load, check, partition and write the typed store; returns it and the step timings."""
+    spec = config.spec
+    kind = dataset_kind(spec.dataset)
+    stage = STAGE_GENERATE if kind == "synthetic_mag" else STAGE_LOAD
+    t0 = time.perf_counter()
+    emit_progress(stage, 0.0, 1.0, stream=out)
+    graph = load_hetero_spec(
+        spec.dataset,
+        env.data_dir,
+        progress=lambda f: emit_progress(stage, round(f, 4), 1.0, stream=out),
+    )
+    check_against_spec(graph, config)
+    load_s = time.perf_counter() - t0
+    log.info(
+        "%s graph %s: %s nodes, %d edges over %d edge types (%.1f s)",
+        kind,
+        graph.name,
+        ", ".join(f"{n:,} {t}" for t, n in graph.node_counts.items()),
+        graph.num_edges(),
+        len(graph.edge_types),
+        load_s,
+    )
+
+    k = spec.num_partitions
+    t1 = time.perf_counter()
+    emit_progress(STAGE_PARTITION, 0.0, 1.0, stream=out)
+    assignment = hetero_algorithms.assign_hetero(graph, k, spec.partition)
+    assign_s = time.perf_counter() - t1
+    emit_progress(STAGE_PARTITION, _ASSIGN_SHARE, 1.0, stream=out)
+
+    t2 = time.perf_counter()
+    store = write_hetero_partitions(
+        env.partition_dir,
+        graph,
+        k,
+        assignment=assignment,
+        spec=spec.partition,
+        key=config.partition_key,
+        extra_meta={
+            "dataset": spec.dataset.model_dump(mode="json", by_alias=True, exclude_none=True),
+            "job": {"name": config.name, "namespace": config.namespace, "uid": config.uid},
+        },
+        progress=lambda f: emit_progress(
+            STAGE_PARTITION, round(_ASSIGN_SHARE + (1 - _ASSIGN_SHARE) * f, 4), 1.0, stream=out
+        ),
+    )
+    steps = {
+        "generate" if kind == "synthetic_mag" else "load": load_s,
+        "partition": assign_s,
+        "write": time.perf_counter() - t2,
+    }
+    return store, steps
+
+
+def hetero_summary(store: HeteroPartitionStore, steps: dict[str, float]) -> str:
+    """A human-readable account of a typed store and the time each step took."""
+    m = store.meta
+    types = list(m.node_types)
+    lines = [
+        f"partitioned {m.name}: "
+        + ", ".join(f"{m.node_counts[t]:,} {t}" for t in types)
+        + f"; {sum(m.edge_counts.values()):,} edges over {len(m.edge_types)} edge types; "
+        f"target {m.target_node_type}, {m.num_classes} classes",
+        f"  store      {store.path}",
+        f"  algorithm  {m.algorithm}, {m.num_partitions} partitions",
+        f"  edge cut   {m.edge_cut:,} ({100 * m.edge_cut_fraction:.1f}% of typed edges)",
+        "  balance    "
+        + ", ".join(f"{name} {value:.3f}" for name, value in m.balance.items())
+        + " (largest / mean)",
+        "  time       " + ", ".join(f"{name} {seconds:.1f}s" for name, seconds in steps.items()),
+        "  part       " + "".join(f"{t:<16}" for t in types) + "train      in-edges",
+    ]
+    for s in m.partitions:
+        lines.append(
+            f"  {s.id:<10} "
+            + "".join(f"{s.num_nodes[t]:<16,}" for t in types)
+            + f"{s.num_train:<10,} {sum(s.num_in_edges.values()):,}"
+        )
+    return "\n".join(lines)
+
+
+def finish(store: HeteroPartitionStore, steps: dict[str, float], out: TextIO) -> int:
+    """The last progress event (with the edge cut) and the summary; the exit code."""
+    emit_progress(
+        STAGE_PARTITION,
+        1.0,
+        1.0,
+        stream=out,
+        edge_cut=float(store.meta.edge_cut),
+        edge_cut_fraction=store.meta.edge_cut_fraction,
+    )
+    print(hetero_summary(store, steps), file=out)
+    return EXIT_OK
