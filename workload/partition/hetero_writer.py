@@ -134,6 +134,32 @@ def write_hetero_partitions(
         raise
 
 
+class _HaloSet:
+    """Distinct (partition, node) pairs of one node type, as keys ``p * n + node``: a bitmap
+    when k * n is small enough, else sorted unique keys merged at the end."""
+
+    BITMAP_MAX = 1 << 28
+
+    def __init__(self, k: int, n: int) -> None:
+        self.k, self.n = k, max(1, n)
+        self.bitmap = np.zeros(k * n, dtype=np.bool_) if k * n <= self.BITMAP_MAX else None
+        self.keys: list[npt.NDArray[np.int64]] = []
+
+    def add(self, keys: npt.NDArray[np.int64]) -> None:
+        if self.bitmap is not None:
+            self.bitmap[keys] = True
+        else:
+            self.keys.append(np.unique(keys))
+
+    def per_partition(self) -> npt.NDArray[np.int64]:
+        """Distinct nodes per partition."""
+        if self.bitmap is not None:
+            found = np.flatnonzero(self.bitmap)
+        else:
+            found = np.unique(np.concatenate(self.keys)) if self.keys else np.zeros(0, np.int64)
+        return np.bincount(found // np.int64(self.n), minlength=self.k).astype(np.int64)
+
+
 def _write_store(
     root: Path,
     graph: HeteroGraphData,
@@ -163,7 +189,7 @@ def _write_store(
     in_edges = {edge_type_key(et): np.zeros(k, dtype=np.int64) for et in graph.edge_types}
     cut_in = np.zeros(k, dtype=np.int64)
     cut_by_type: dict[str, int] = {}
-    halo: dict[str, list[npt.NDArray[np.int64]]] = {nt: [] for nt in graph.node_types}
+    halo = {nt: _HaloSet(k, graph.node_counts[nt]) for nt in graph.node_types}
     (root / TOPOLOGY_DIR).mkdir()
     for et, (indptr, indices) in graph.in_csr.items():
         key = edge_type_key(et)
@@ -175,8 +201,7 @@ def _write_store(
         ns = np.int64(graph.node_counts[src_t])
         deg = np.diff(indptr)
         cut_e = 0
-        bounds = row_chunks(indptr, 0, len(deg), EDGE_CHUNK)
-        for a, b in itertools.pairwise(bounds):
+        for a, b in itertools.pairwise(row_chunks(indptr, 0, len(deg), EDGE_CHUNK)):
             pd = np.repeat(owner[dst_t][a:b], deg[a:b])
             src = indices[int(indptr[a]) : int(indptr[b])]
             ps = owner[src_t][src]
@@ -184,17 +209,11 @@ def _write_store(
             remote = ps != pd
             cut_in += np.bincount(pd[remote], minlength=k)
             cut_e += int(np.count_nonzero(remote))
-            # Halo keys (partition, source): kept distinct per chunk, merged at the end.
-            halo[src_t].append(np.unique(pd[remote].astype(np.int64) * ns + src[remote]))
+            halo[src_t].add(pd[remote].astype(np.int64) * ns + src[remote])
             done += len(src)
             report(0.5 * done / total_edges)
         cut_by_type[key] = cut_e
-    halo_counts: dict[str, npt.NDArray[np.int64]] = {}
-    for nt, keys in halo.items():
-        merged = np.unique(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.int64)
-        halo_counts[nt] = np.bincount(
-            merged // np.int64(max(1, graph.node_counts[nt])), minlength=k
-        ).astype(np.int64)
+    halo_counts = {nt: h.per_partition() for nt, h in halo.items()}
     del halo
     steps["write_topology"] = time.perf_counter() - t
 
