@@ -242,3 +242,29 @@ def test_halo_and_cut_figures_match_a_direct_count(
     for st in store.meta.partitions:
         assert st.num_cut_edges == cut[st.id]
         assert st.num_halo_nodes == {t: len(halo[st.id][t]) for t in mag.node_types}
+
+
+@pytest.mark.parametrize("algorithm", ["metis", "random"])
+def test_a_type_with_fewer_nodes_than_partitions(tmp_path: Path, algorithm: str) -> None:
+    rng = np.random.default_rng(1)
+    graph = HeteroGraphData.from_edges(
+        {"paper": 60, "venue": 2},
+        {
+            ("paper", "cites", "paper"): (rng.integers(0, 60, 150), rng.integers(0, 60, 150)),
+            ("paper", "in", "venue"): (np.arange(60), np.arange(60) % 2),
+        },
+        {"paper": rng.random((60, 3))},
+        "paper",
+        np.arange(60) % 4,
+        np.arange(60) < 40,
+        (np.arange(60) >= 40) & (np.arange(60) < 50),
+        np.arange(60) >= 50,
+    )
+    store = write_hetero_partitions(tmp_path / "s", graph, 3, spec=_spec(algorithm))
+    venues = [store.meta.partitions[p].num_nodes["venue"] for p in range(3)]
+    assert sorted(venues) == [0, 1, 1]
+    empty = venues.index(0)
+    assert len(store.partition(empty).nodes["venue"]) == 0
+    back = store.to_graph()
+    assert np.array_equal(back.x["paper"], graph.x["paper"])
+    assert np.array_equal(back.y, graph.y)
