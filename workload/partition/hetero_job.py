@@ -61,7 +61,7 @@ def partition_hetero(
     check_against_spec(graph, config)
     load_s = time.perf_counter() - t0
     log.info(
-        "%s graph %s: %s nodes, %d edges over %d edge types (%.1f s)",
+        "%s graph %s: %s; %d edges over %d edge types (%.1f s)",
         kind,
         graph.name,
         ", ".join(f"{n:,} {t}" for t, n in graph.node_counts.items()),
