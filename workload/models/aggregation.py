@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+
+Aggregation = Literal["embedding_bag", "segment", "scatter"]
+"""How SAGE averages neighbours: ``embedding_bag`` (fused gather-reduce, PyTorch's backward),
+``segment`` (the same forward, a transposed-CSR backward) or ``scatter`` (gather +
+``index_add_``, PyG's default; kept for comparison)."""
 
 
 def mean_aggregate(x: Tensor, src: Tensor, target_ptr: Tensor) -> Tensor:
@@ -60,3 +65,14 @@ def mean_aggregate_scatter(x: Tensor, src: Tensor, dst: Tensor, num_dst: int) ->
     out.index_add_(0, dst, x.index_select(0, src))
     count = torch.bincount(dst, minlength=num_dst).clamp_(min=1).to(x.dtype)
     return out / count.unsqueeze(1)
+
+
+def aggregate(
+    x: Tensor, src: Tensor, dst: Tensor, target_ptr: Tensor, num_dst: int, how: Aggregation
+) -> Tensor:
+    """The mean of ``x[src]`` per target (``num_dst`` rows) the way ``how`` names."""
+    if how == "embedding_bag":
+        return mean_aggregate(x, src, target_ptr)
+    if how == "segment":
+        return mean_aggregate_segment(x, src, target_ptr, dst)
+    return mean_aggregate_scatter(x, src, dst, num_dst)

@@ -3,25 +3,15 @@
 from __future__ import annotations
 
 import itertools
-from typing import Literal
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from distgnn_workload.models.aggregation import (
-    mean_aggregate,
-    mean_aggregate_scatter,
-    mean_aggregate_segment,
-)
+from distgnn_workload.models.aggregation import Aggregation, aggregate, mean_aggregate
 from distgnn_workload.models.layerwise import NeighbourhoodBlock
 from distgnn_workload.sampling.hop_batch import HopBatch
 from distgnn_workload.sampling.static_hops import StaticHops
-
-Aggregation = Literal["embedding_bag", "segment", "scatter"]
-"""How SAGE averages neighbours: ``embedding_bag`` (fused gather-reduce, PyTorch's backward),
-``segment`` (the same forward, a transposed-CSR backward) or ``scatter`` (gather +
-``index_add_``, PyG's default; kept for comparison)."""
 
 
 class SAGELayer(nn.Module):
@@ -44,12 +34,7 @@ class SAGELayer(nn.Module):
         num_dst: int,
         aggregation: Aggregation = "segment",
     ) -> Tensor:
-        if aggregation == "embedding_bag":
-            agg = mean_aggregate(x, src, target_ptr)
-        elif aggregation == "segment":
-            agg = mean_aggregate_segment(x, src, target_ptr, dst)
-        else:
-            agg = mean_aggregate_scatter(x, src, dst, num_dst)
+        agg = aggregate(x, src, dst, target_ptr, num_dst, aggregation)
         return self.combine(x[:num_dst], agg)
 
     def combine(self, x_dst: Tensor, agg: Tensor) -> Tensor:

@@ -1,0 +1,191 @@
+"""What relational models share: which relations each layer computes, and the layer loop over
+a :class:`HeteroHopBatch` with per-hop trimming.
+
+An L-layer model over a batch sampled around seeds of the target type reads, at layer ``l``
+(0 = first), the nodes of hops ``0..L-l`` and computes the nodes of hops ``0..L-l-1``. The
+node types that can occur at hop ``h`` follow from the graph's metadata alone: the target
+type at hop 0, then the source types of the edge types into the types of hop ``h - 1``. So
+layer ``l`` holds weights only for the edge types into the types of hops ``0..L-l-1`` (the
+last layer: only those into the target type); every parameter takes part in every step,
+as DistributedDataParallel needs. Which relations a layer computes never depends on the
+batch: a relation with no sampled edges still runs (on zero rows).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from distgnn_api.edge_types import EdgeType
+from distgnn_workload.models.aggregation import Aggregation, aggregate
+from distgnn_workload.sampling.hetero_hop_batch import HeteroHopBatch
+from distgnn_workload.sampling.typed_graph import type_key
+
+
+class LayerPlan:
+    """Per layer, the destination types it computes and the edge types it aggregates over.
+
+    ``dst_types[l]`` keeps the order of ``node_types``; ``edge_types[l]`` the order of the
+    given edge types. ``types_at_hop[h]`` are the node types that hop ``h`` may hold.
+    """
+
+    def __init__(
+        self,
+        node_types: Sequence[str],
+        edge_types: Sequence[EdgeType],
+        target_node_type: str,
+        num_layers: int,
+    ) -> None:
+        if num_layers < 1:
+            raise ValueError(f"model.numLayers must be at least 1, got {num_layers}")
+        if target_node_type not in node_types:
+            raise ValueError(
+                f"the target node type {target_node_type!r} is not one of the graph's node "
+                f"types {list(node_types)}"
+            )
+        if not edge_types:
+            raise ValueError("a relational model needs at least one edge type")
+        for et in edge_types:
+            for t in (et[0], et[2]):
+                if t not in node_types:
+                    raise ValueError(
+                        f"edge type {type_key(et)!r} names node type {t!r}, which is not one "
+                        f"of {list(node_types)}"
+                    )
+        if len(set(edge_types)) != len(edge_types):
+            raise ValueError("edge_types lists an edge type twice")
+        self.node_types = list(node_types)
+        self.all_edge_types = list(edge_types)
+        self.target_node_type = target_node_type
+        self.num_layers = num_layers
+        hops = [{target_node_type}]
+        for _ in range(num_layers):
+            hops.append({s for s, _, d in edge_types if d in hops[-1]})
+        self.types_at_hop = [[t for t in node_types if t in h] for h in hops]
+        self.dst_types: list[list[str]] = []
+        self.edge_types: list[list[EdgeType]] = []
+        for layer in range(num_layers):
+            dst = set().union(*hops[: num_layers - layer])
+            self.dst_types.append([t for t in node_types if t in dst])
+            self.edge_types.append([et for et in edge_types if et[2] in dst])
+        if not any(et[2] == target_node_type for et in edge_types):
+            raise ValueError(
+                f"no edge type leads into the target node type {target_node_type!r}: the model "
+                "would never read a neighbour"
+            )
+
+    @property
+    def input_types(self) -> list[str]:
+        """The node types whose inputs layer 0 reads (hops ``0..L``)."""
+        present = set().union(*(set(h) for h in self.types_at_hop))
+        return [t for t in self.node_types if t in present]
+
+    def relations_into(self, layer: int, node_type: str) -> list[EdgeType]:
+        return [et for et in self.edge_types[layer] if et[2] == node_type]
+
+    def dims(
+        self, in_channels: Mapping[str, int], hidden_channels: int, out_channels: int
+    ) -> list[tuple[dict[str, int], int]]:
+        """Per layer: the input width of each node type it reads, and its output width."""
+        missing = [t for t in self.input_types if t not in in_channels]
+        if missing:
+            raise ValueError(
+                f"in_channels has no width for node type(s) {missing}: give the feature width, "
+                "or the embedding size (model.embeddingDim) for types without features"
+            )
+        for t, width in in_channels.items():
+            if width < 1:
+                raise ValueError(f"in_channels[{t!r}] is {width}: widths must be >= 1")
+        widths: dict[str, int] = {t: int(in_channels[t]) for t in self.input_types}
+        out: list[tuple[dict[str, int], int]] = []
+        for layer in range(self.num_layers):
+            last = layer == self.num_layers - 1
+            width = out_channels if last else hidden_channels
+            out.append((widths, width))
+            widths = dict.fromkeys(self.dst_types[layer], width)
+        return out
+
+
+def check_batch(batch: HeteroHopBatch, plan: LayerPlan, x: Mapping[str, Tensor]) -> None:
+    """Raise a clear error when the batch or the inputs do not fit the model."""
+    if batch.num_hops != plan.num_layers:
+        raise ValueError(
+            f"the HeteroHopBatch has {batch.num_hops} hops but the model has "
+            f"{plan.num_layers} layers: sample with one fanout per layer"
+        )
+    if batch.seed_type != plan.target_node_type:
+        raise ValueError(
+            f"the batch's seeds are of type {batch.seed_type!r} but the model predicts "
+            f"{plan.target_node_type!r}"
+        )
+    missing = [et for et in plan.edge_types[0] if et not in batch.edge_index]
+    if missing:
+        raise ValueError(
+            f"the batch has no edges of type(s) {[type_key(et) for et in missing]}: sample the "
+            "graph the model was built for"
+        )
+    counts = batch.num_nodes
+    for t in plan.input_types:
+        need = counts.get(t, 0)
+        if t not in x:
+            raise ValueError(
+                f"x has no entry for node type {t!r} ({need} sampled nodes): give every node "
+                "type's rows, an empty tensor where the batch has none"
+            )
+        if x[t].size(0) < need:
+            raise ValueError(f"x[{t!r}] has {x[t].size(0)} rows but the batch has {need} nodes")
+
+
+class RelationalGNN(nn.Module):
+    """The layer loop of a relational model; subclasses give ``combine``.
+
+    ``combine(layer, x_dst, aggs)`` returns a layer's output per destination type (before
+    the activation) from the rows it computes, ``x_dst[t]``, and, per edge type into ``t``,
+    the mean of their sampled neighbours' inputs (``aggs[t]``, in ``plan.relations_into``
+    order).
+    """
+
+    def __init__(
+        self,
+        plan: LayerPlan,
+        dropout: float = 0.5,
+        aggregation: Aggregation = "segment",
+    ) -> None:
+        super().__init__()
+        self.plan = plan
+        self.num_layers = plan.num_layers
+        self.target_node_type = plan.target_node_type
+        self.dropout = dropout
+        self.aggregation: Aggregation = aggregation
+
+    def combine(
+        self, layer: int, x_dst: Mapping[str, Tensor], aggs: Mapping[str, list[Tensor]]
+    ) -> dict[str, Tensor]:
+        raise NotImplementedError
+
+    def forward(self, x: Mapping[str, Tensor], batch: HeteroHopBatch) -> Tensor:
+        """The logits of the batch's seeds, in seed order."""
+        check_batch(batch, self.plan, x)
+        h: Mapping[str, Tensor] = x
+        for layer in range(self.num_layers):
+            _, num_dst, num_edges = batch.layer_sizes(layer)
+            aggs: dict[str, list[Tensor]] = {t: [] for t in self.plan.dst_types[layer]}
+            for et in self.plan.edge_types[layer]:
+                s, _, d = et
+                edges = batch.edge_index[et][:, : num_edges[et]]
+                src, dst = edges[0], edges[1]
+                ptr = batch.target_ptr[et][: num_dst[d] + 1]
+                if ptr.dtype != src.dtype:
+                    ptr = ptr.to(src.dtype)
+                aggs[d].append(aggregate(h[s], src, dst, ptr, num_dst[d], self.aggregation))
+            x_dst = {t: h[t][: num_dst[t]] for t in self.plan.dst_types[layer]}
+            out = self.combine(layer, x_dst, aggs)
+            if layer < self.num_layers - 1:
+                out = {
+                    t: F.dropout(F.relu(v), p=self.dropout, training=self.training)
+                    for t, v in out.items()
+                }
+            h = out
+        return h[self.target_node_type][: batch.num_seeds]
