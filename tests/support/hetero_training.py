@@ -195,10 +195,10 @@ def train_distgnn(graph: HeteroGraphData, cfg: TrainConfig) -> float:
             model.train()
             for seeds in torch.split(train[torch.randperm(train.numel())], cfg.batch_size):
                 batch = sampler.sample(seeds)
+                opt.zero_grad()
+                sparse.zero_grad()  # before the lookups: it drops the routes of pending ones
                 logits = model(inputs(batch.node_ids), batch)
                 loss = F.cross_entropy(logits, labels[batch.seed_ids])
-                opt.zero_grad()
-                sparse.zero_grad()
                 loss.backward()  # type: ignore[no-untyped-call]
                 opt.step()
                 sparse.step()
