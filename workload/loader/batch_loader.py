@@ -38,6 +38,10 @@ class MiniBatch:
     def num_seeds(self) -> int:
         return self.hop.num_seeds
 
+    @property
+    def num_nodes(self) -> int:
+        return self.hop.num_nodes
+
     def to(self, device: torch.device | str, non_blocking: bool = False) -> MiniBatch:
         return replace(
             self,

@@ -25,7 +25,7 @@ from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
 from distgnn_api.contract import STAGE_EPOCH, STAGE_EVAL, Result, emit_progress, rfc3339_now
-from distgnn_api.spec import DistGNNJobSpec, EvaluationKind
+from distgnn_api.spec import DistGNNJobSpec, EvaluationKind, EvaluationSpec
 from distgnn_workload import evaluation
 from distgnn_workload.loader import MiniBatch, Prefetcher
 from distgnn_workload.models import build_model
@@ -53,11 +53,12 @@ PROGRESS_EVENTS_PER_EPOCH = 20
 
 
 class Pipeline(Protocol):
-    """What the training loop needs from a data pipeline."""
+    """What the training loop needs from a data pipeline (its batches: :class:`MiniBatch`,
+    or what the subclass's step takes)."""
 
     def epoch(
         self, batches: Sequence[Batch], static: StaticLayout | None = None
-    ) -> Prefetcher[MiniBatch]: ...
+    ) -> Prefetcher[Any]: ...
 
 
 class Trainer:
@@ -83,6 +84,7 @@ class Trainer:
         tracker: ProgressTracker | None = None,
         on_epoch: Callable[[], None] | None = None,
         started_at: float | None = None,
+        model: nn.Module | None = None,
     ) -> None:
         self.spec = spec
         self.rank = rank
@@ -103,7 +105,9 @@ class Trainer:
         # Holders keep bf16 features for bf16 training; fp32 training takes fp32 input.
         self.input_dtype = torch.bfloat16 if self.bf16 else torch.float32
         torch.manual_seed(spec.training.seed)
-        self.model: nn.Module = build_model(spec.model, num_features, num_classes).to(device)
+        if model is None:
+            model = build_model(spec.model, num_features, num_classes)
+        self.model: nn.Module = model.to(device)
         self.optimizer = torch.optim.Adam(
             self.model.parameters(),
             lr=spec.training.learning_rate,
@@ -114,7 +118,11 @@ class Trainer:
         self.start_epoch = 0
         self.ddp: nn.Module = self.model
         self.distributed = world_size > 1
-        self.static_layout = graph_layout(spec, self.model, device, num_features, self.input_dtype)
+        self.static_layout = (
+            graph_layout(spec, self.model, device, num_features, self.input_dtype)
+            if isinstance(self.model, GraphSAGE)
+            else None
+        )
         self.graph_step: GraphStep | None = None
         if self.static_layout is not None:
             assert isinstance(self.model, GraphSAGE)
@@ -132,10 +140,11 @@ class Trainer:
 
     # ------------------------------------------------------------------ checkpoints
 
-    def resume(self) -> None:
+    def resume(self) -> int | None:
+        """Load the newest checkpoint; returns the epochs it holds (None: none found)."""
         ckpt = load_latest(self.run_dir, map_location=self.device)
         if ckpt is None:
-            return
+            return None
         try:
             self.model.load_state_dict(ckpt.state["model"])
             self.optimizer.load_state_dict(ckpt.state["optimizer"])
@@ -150,6 +159,7 @@ class Trainer:
             history=list(ckpt.state.get("history", [])),
         )
         log.info("resumed from %s: %d epochs done", ckpt.path.name, ckpt.epoch)
+        return ckpt.epoch
 
     def checkpoint(self, epochs_done: int) -> None:
         if self.rank != 0:
@@ -183,16 +193,7 @@ class Trainer:
                 "CUDA graph after warm-up" if self.graph_step.capture else "eager",
             )
         elif self.distributed:
-            ids = [self.device.index] if self.device.type == "cuda" else None
-            # gradients live in DDP's buckets (no copies in and out each step); every
-            # parameter is used every step, so the graph is static
-            self.ddp = DistributedDataParallel(
-                self.model,
-                device_ids=ids,
-                broadcast_buffers=False,
-                gradient_as_bucket_view=True,
-                static_graph=True,
-            )
+            self.ddp = self._wrap_ddp()
         epochs = self.spec.training.epochs
         every = self.spec.training.eval_every
         last_val: float | None = None
@@ -216,7 +217,7 @@ class Trainer:
                 self.on_epoch()
         # the final figures, full-neighbourhood or sampled as training.evaluation says
         final = evaluation.final_accuracies(
-            self.spec.training.evaluation,
+            self._evaluation_spec,
             sampled=lambda split: self.evaluate(
                 self.val_ids if split == "val" else self.test_ids, split
             ),
@@ -246,6 +247,48 @@ class Trainer:
             )
         return result
 
+    def _wrap_ddp(self) -> nn.Module:
+        ids = [self.device.index] if self.device.type == "cuda" else None
+        # gradients live in DDP's buckets (no copies in and out each step); every
+        # parameter is used every step, so the graph is static
+        return DistributedDataParallel(
+            self.model,
+            device_ids=ids,
+            broadcast_buffers=False,
+            gradient_as_bucket_view=True,
+            static_graph=True,
+        )
+
+    @property
+    def _evaluation_spec(self) -> EvaluationSpec:
+        return self.spec.training.evaluation
+
+    def _loader(self, batches: Sequence[Batch], epoch: int | None) -> Prefetcher[Any]:
+        """The batches of training epoch ``epoch``, or of an evaluation (None)."""
+        if epoch is None:
+            return self.pipeline.epoch(batches)
+        return self.pipeline.epoch(batches, self.static_layout if self.graph_step else None)
+
+    def _train_step(self, batch: Any) -> Tensor:
+        """One optimisation step; returns the loss (on the device)."""
+        if self.graph_step is not None:
+            return self.graph_step.step(batch)
+        with self.autocast():
+            logits = self.ddp(self._input(batch), batch.hop)
+        loss = F.cross_entropy(logits.float(), batch.y)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()  # type: ignore[no-untyped-call]
+        self.optimizer.step()
+        return loss
+
+    def _eval_logits(self, batch: Any) -> Tensor:
+        with self.autocast():
+            logits: Tensor = self.model(self._input(batch), batch.hop)
+        return logits
+
+    def _finish_eval(self, num_batches: int) -> None:
+        """After this rank's evaluation batches (ranks may have different numbers)."""
+
     def _job_seeds_per_second(self) -> float:
         seconds = self.state.train_seconds()
         return self.state.seeds() / seconds if seconds > 0 else 0.0
@@ -269,23 +312,14 @@ class Trainer:
         cuda = self.device.type == "cuda"
         total = len(batches)
         emit_every = max(1, total // PROGRESS_EVENTS_PER_EPOCH)
-        graph_step = self.graph_step
-        loader = self.pipeline.epoch(batches, self.static_layout if graph_step else None)
+        loader = self._loader(batches, epoch)
         profiler = StepProfiler.create(self.rank, epoch == self.start_epoch)
         self._sync()
         start = prev = time.perf_counter()
         for step, batch in enumerate(loader):
             if profiler is not None:
                 profiler.step(step)
-            if graph_step is not None:
-                loss = graph_step.step(batch)
-            else:
-                with self.autocast():
-                    logits = self.ddp(self._input(batch), batch.hop)
-                loss = F.cross_entropy(logits.float(), batch.y)
-                self.optimizer.zero_grad(set_to_none=True)
-                loss.backward()  # type: ignore[no-untyped-call]
-                self.optimizer.step()
+            loss = self._train_step(batch)
             loss_sum += loss.detach()
             now = time.perf_counter()
             wait = loader.wait_s[-1] if loader.wait_s else 0.0
@@ -298,7 +332,7 @@ class Trainer:
                 m.wait.observe(wait)
             m.seeds.inc(n_seeds)
             m.edges.inc(n_edges)
-            m.nodes.inc(batch.hop.num_nodes)
+            m.nodes.inc(batch.num_nodes)
             prev = now
             if self.rank == 0 and ((step + 1) % emit_every == 0 or step + 1 == total):
                 emit_progress(
@@ -355,13 +389,13 @@ class Trainer:
         correct = torch.zeros((), dtype=torch.int64, device=self.device)
         count = 0
         total = len(batches)
-        for i, batch in enumerate(self.pipeline.epoch(batches)):
-            with self.autocast():
-                logits = self.model(self._input(batch), batch.hop)
+        for i, batch in enumerate(self._loader(batches, None)):
+            logits = self._eval_logits(batch)
             correct += (logits.argmax(dim=-1) == batch.y).sum()
             count += batch.num_seeds
             if self.rank == 0 and (i + 1) % 50 == 0:
                 emit_progress(STAGE_EVAL, i + 1, total)
+        self._finish_eval(total)
         self._sync(f"the {split} evaluation")
         got, seen = self._all_reduce([float(correct.item()), float(count)])
         accuracy = got / seen if seen else 0.0
@@ -387,7 +421,7 @@ class Trainer:
     @property
     def _val_kind(self) -> EvaluationKind:
         """The kind of the validation figures: ``training.evaluation.validation``."""
-        return self.spec.training.evaluation.validation
+        return self._evaluation_spec.validation
 
     def _validate(self) -> float:
         """Validation accuracy between epochs, of the kind the spec asks for."""

@@ -1,0 +1,130 @@
+"""What a trainer of a heterogeneous job trains on: typed topology, inputs, labels, seeds.
+
+:class:`HeteroTrainingData` is the trainer's view of a typed graph, whatever wrote it:
+
+- the typed in-CSR the sampler draws from (``in_csr``, global typed ids);
+- the features of the node types that have them (``x``, rows by global typed id);
+- the labels of the target type (``y``, -1 where a node has none);
+- the train, validation and test ids of the target type, grouped by the partition that owns
+  them (the seeds of partition ``p`` are drawn by the ranks that serve it);
+- per featureless node type, the partition that owns each node (``book``): the rows of its
+  learnt embedding live on the ranks that serve that partition.
+
+:func:`from_graph` builds it from a :class:`HeteroGraphData` and an assignment of typed nodes
+to partitions; the partition store's reader builds it from the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import torch
+from torch import Tensor
+
+from distgnn_api.edge_types import EdgeType
+from distgnn_workload.data.hetero_graph import HeteroGraphData
+
+Book = Mapping[str, npt.NDArray[np.integer]]
+"""Per node type: the partition of each node (by type-local id)."""
+
+
+@dataclass
+class HeteroTrainingData:
+    """A typed graph as the training loop uses it (see the module docstring)."""
+
+    node_counts: dict[str, int]
+    in_csr: dict[EdgeType, tuple[Tensor, Tensor]]
+    x: dict[str, Tensor]
+    y: Tensor
+    target_node_type: str
+    num_classes: int
+    train_ids: list[Tensor]
+    val_ids: list[Tensor]
+    test_ids: list[Tensor]
+    book: dict[str, Tensor]
+
+    @property
+    def node_types(self) -> list[str]:
+        return list(self.node_counts)
+
+    @property
+    def edge_types(self) -> list[EdgeType]:
+        return list(self.in_csr)
+
+    @property
+    def featureless_types(self) -> list[str]:
+        return [t for t in self.node_counts if t not in self.x]
+
+    @property
+    def num_partitions(self) -> int:
+        return len(self.train_ids)
+
+    def in_channels(self, embedding_dim: int) -> dict[str, int]:
+        """The input width of every node type: its features, else the embedding size."""
+        return {
+            t: int(self.x[t].shape[1]) if t in self.x else embedding_dim for t in self.node_counts
+        }
+
+    def majority_share(self, split: str = "test") -> float:
+        """The share of the split's most frequent class (what guessing it scores)."""
+        ids = torch.cat(getattr(self, f"{split}_ids"))
+        if ids.numel() == 0:
+            return 0.0
+        counts = torch.bincount(self.y[ids], minlength=self.num_classes)
+        return float(counts.max()) / ids.numel()
+
+
+def _by_partition(ids: npt.NDArray[np.integer], owner: Tensor, k: int) -> list[Tensor]:
+    t = torch.as_tensor(np.asarray(ids, dtype=np.int64))
+    of = owner[t]
+    return [t[of == p] for p in range(k)]
+
+
+def from_graph(graph: HeteroGraphData, book: Book, num_partitions: int) -> HeteroTrainingData:
+    """The whole graph, its seeds split by ``book[target]``; ``book`` covers every type."""
+    missing = sorted(set(graph.node_types) - set(book))
+    if missing:
+        raise ValueError(f"the partition book has no entry for node types {missing}")
+    books: dict[str, Tensor] = {}
+    for t, n in graph.node_counts.items():
+        b = torch.as_tensor(np.asarray(book[t], dtype=np.int64))
+        if b.shape != (n,):
+            raise ValueError(f"the partition book of {t!r} has {tuple(b.shape)} entries, not {n}")
+        if n and (int(b.min()) < 0 or int(b.max()) >= num_partitions):
+            raise ValueError(f"the partition book of {t!r} names partitions outside 0..{num_partitions - 1}")
+        books[t] = b
+    target = graph.target_node_type
+    owner = books[target]
+
+    def split(mask: npt.NDArray[np.bool_]) -> list[Tensor]:
+        return _by_partition(np.flatnonzero(mask), owner, num_partitions)
+
+    return HeteroTrainingData(
+        node_counts=dict(graph.node_counts),
+        in_csr={
+            et: (
+                torch.as_tensor(np.asarray(indptr, dtype=np.int64)),
+                torch.as_tensor(np.asarray(indices, dtype=np.int64)),
+            )
+            for et, (indptr, indices) in graph.in_csr.items()
+        },
+        x={t: torch.as_tensor(np.ascontiguousarray(v, dtype=np.float32)) for t, v in graph.x.items()},
+        y=torch.as_tensor(np.asarray(graph.y, dtype=np.int64)),
+        target_node_type=target,
+        num_classes=graph.num_classes,
+        train_ids=split(graph.train_mask),
+        val_ids=split(graph.val_mask),
+        test_ids=split(graph.test_mask),
+        book=books,
+    )
+
+
+def contiguous_book(node_counts: Mapping[str, int], num_partitions: int) -> dict[str, Tensor]:
+    """Every type's ids cut into ``num_partitions`` contiguous blocks (tests, one trainer)."""
+    return {
+        t: torch.arange(n, dtype=torch.int64) * num_partitions // max(n, 1)
+        for t, n in node_counts.items()
+    }

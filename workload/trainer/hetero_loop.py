@@ -1,0 +1,254 @@
+"""The training loop of one rank of a heterogeneous job.
+
+It is the homogeneous :class:`~distgnn_workload.trainer.loop.Trainer` (epochs, seed shares,
+padding to equal steps, metrics, progress events, checkpoints, the result) with a typed step:
+
+- the batches are target-type seeds sampled per edge type at the resolved fanouts
+  (:class:`~distgnn_workload.trainer.hetero_pipeline.HeteroPipeline`), with the features of
+  the featured types gathered for the sampled nodes;
+- the featureless types' inputs are rows of learnt embeddings sharded over the ranks
+  (:class:`~distgnn_workload.embeddings.ShardedEmbedding`, owned by the ranks that serve
+  the partition holding the node), looked up collectively every step, every table in the
+  same order on every rank, and trained by a row-sparse Adam after the dense optimizer;
+- dense gradients are all-reduced by ``DistributedDataParallel``, as in the homogeneous
+  loop (unused parameters allowed: a relational layer's weights of a node type with no
+  node in a batch's hop get no gradient);
+- evaluation is sampled at the training fanouts (the result says so in its kinds): a full-
+  neighbourhood pass over a typed store is not built. Ranks with fewer evaluation batches
+  join the others' embedding lookups with empty ones, so that the collectives match;
+- checkpoints hold the embedding shards and their optimizer state next to the model's
+  (:mod:`distgnn_workload.embeddings.checkpoint`); every epoch restarts the sampler's and
+  dropout's random streams from (seed, epoch, rank), so that a resumed run goes on as an
+  uninterrupted one would.
+
+Only the training split's seeds are sampled during training; the validation split between
+epochs (``training.evalEvery``) and the test split at the end only.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torch.nn.parallel import DistributedDataParallel
+
+from distgnn_api.edge_types import EdgeType
+from distgnn_api.hetero_load import resolve_edge_fanouts
+from distgnn_api.spec import DistGNNJobSpec, EvaluationKind, EvaluationSpec, ModelSpec
+from distgnn_workload.embeddings import (
+    RowExchange,
+    RowOwnership,
+    RowSparseAdam,
+    ShardedEmbedding,
+    load_shards,
+    save_shards,
+)
+from distgnn_workload.loader import Prefetcher
+from distgnn_workload.runtime.ddp import DDP_TIMEOUT_S, Collectives, single_process
+from distgnn_workload.runtime.seeds import Batch
+from distgnn_workload.runtime.status_server import ProgressTracker
+from distgnn_workload.trainer.epoch_stats import EpochStats
+from distgnn_workload.trainer.hetero_data import HeteroTrainingData
+from distgnn_workload.trainer.hetero_pipeline import HeteroMiniBatch, HeteroPipeline, stream_seed
+from distgnn_workload.trainer.loop import Trainer
+
+log = logging.getLogger(__name__)
+
+SAMPLED_ONLY = EvaluationSpec(test=EvaluationKind.sampled, validation=EvaluationKind.sampled)
+
+
+class ModelBuilder(Protocol):
+    """``build_hetero_model``'s signature."""
+
+    def __call__(
+        self,
+        spec: ModelSpec,
+        node_types: list[str],
+        edge_types: list[EdgeType],
+        in_channels: dict[str, int],
+        out_channels: int,
+        target_node_type: str,
+    ) -> nn.Module: ...
+
+
+def default_builder() -> ModelBuilder:
+    """The relational model of ``distgnn_workload.models``, or the plain R-SAGE fallback."""
+    try:
+        from distgnn_workload.models import build_hetero_model  # type: ignore[attr-defined]
+
+        return build_hetero_model  # type: ignore[no-any-return]
+    except ImportError:
+        from distgnn_workload.trainer.hetero_fallback_model import FallbackRSage
+
+        return FallbackRSage
+
+
+class HeteroTrainer(Trainer):
+    """The training loop of one rank over a typed graph (see the module docstring)."""
+
+    def __init__(
+        self,
+        spec: DistGNNJobSpec,
+        data: HeteroTrainingData,
+        *,
+        rank: int,
+        world_size: int,
+        device: torch.device,
+        ranks_of_holder: list[list[int]],
+        run_dir: Path,
+        job_uid: str,
+        collectives: Collectives | None = None,
+        tracker: ProgressTracker | None = None,
+        on_epoch: Callable[[], None] | None = None,
+        started_at: float | None = None,
+        build_model: ModelBuilder | None = None,
+    ) -> None:
+        collectives = collectives or single_process()
+        bf16 = spec.training.bf16 and device.type == "cuda"
+        dtype = torch.bfloat16 if bf16 else torch.float32
+        fanouts = resolve_edge_fanouts(
+            spec.model.fanout, spec.model.edge_fanouts, data.edge_types
+        )
+        pipeline = HeteroPipeline(
+            data, fanouts, rank=rank, seed=spec.training.seed, device=device, input_dtype=dtype
+        )
+        dim = spec.model.embedding_size
+        torch.manual_seed(spec.training.seed)
+        model = (build_model or default_builder())(
+            spec.model,
+            data.node_types,
+            data.edge_types,
+            data.in_channels(dim),
+            data.num_classes,
+            data.target_node_type,
+        )
+        super().__init__(
+            spec,
+            rank=rank,
+            world_size=world_size,
+            device=device,
+            pipeline=pipeline,
+            collectives=collectives,
+            train_ids=data.train_ids,
+            val_ids=data.val_ids,
+            test_ids=data.test_ids,
+            ranks_of_holder=ranks_of_holder,
+            num_features=0,
+            num_classes=data.num_classes,
+            run_dir=run_dir,
+            job_uid=job_uid,
+            tracker=tracker,
+            on_epoch=on_epoch,
+            started_at=started_at,
+            model=model,
+        )
+        self.data = data
+        self.hetero = pipeline
+        self.tables: list[ShardedEmbedding] = []
+        self.sparse: RowSparseAdam | None = None
+        if data.featureless_types:
+            exchange = RowExchange(
+                rank, world_size, device, host_group=self.collectives.group
+            )
+            self.tables = [
+                ShardedEmbedding(
+                    RowOwnership.from_partition_book(
+                        t, data.book[t], ranks_of_holder, world_size
+                    ),
+                    dim,
+                    exchange,
+                    seed=spec.training.seed,
+                    out_dtype=dtype,
+                )
+                for t in data.featureless_types
+            ]
+            self.sparse = RowSparseAdam(self.tables, lr=spec.training.learning_rate)
+        ev = spec.training.evaluation
+        if (ev.test, ev.validation) != (SAMPLED_ONLY.test, SAMPLED_ONLY.validation):
+            log.info(
+                "heterogeneous jobs evaluate on sampled neighbourhoods: training.evaluation "
+                "(test %s, validation %s) is reported as sampled",
+                ev.test.value,
+                ev.validation.value,
+            )
+
+    # ------------------------------------------------------------------ hooks
+
+    @property
+    def _evaluation_spec(self) -> EvaluationSpec:
+        return SAMPLED_ONLY
+
+    def _wrap_ddp(self) -> nn.Module:
+        ids = [self.device.index] if self.device.type == "cuda" else None
+        return DistributedDataParallel(
+            self.model,
+            device_ids=ids,
+            broadcast_buffers=False,
+            find_unused_parameters=True,
+        )
+
+    def _loader(self, batches: Sequence[Batch], epoch: int | None) -> Prefetcher[Any]:
+        return self.hetero.epoch(batches, epoch=epoch)
+
+    def _inputs(self, batch: HeteroMiniBatch) -> dict[str, Tensor]:
+        """Features of the featured types, embedding rows of the others (collective)."""
+        x = dict(batch.x)
+        for table in self.tables:  # the same order on every rank
+            x[table.node_type] = table.lookup(batch.hop.node_ids[table.node_type])
+        return x
+
+    def _train_step(self, batch: HeteroMiniBatch) -> Tensor:
+        x = self._inputs(batch)
+        with self.autocast():
+            logits = self.ddp(x, batch.hop)
+        loss = F.cross_entropy(logits.float(), batch.y)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()  # type: ignore[no-untyped-call]
+        self.optimizer.step()
+        if self.sparse is not None:
+            self.sparse.step()  # collective: the row gradients go to their owners
+        return loss
+
+    def _eval_logits(self, batch: HeteroMiniBatch) -> Tensor:
+        x = self._inputs(batch)
+        with self.autocast():
+            logits: Tensor = self.model(x, batch.hop)
+        return logits
+
+    def _finish_eval(self, num_batches: int) -> None:
+        if not self.tables:
+            return
+        most = int(self.collectives.all_reduce([float(num_batches)], op=_MAX)[0])
+        empty = torch.zeros(0, dtype=torch.int64, device=self.device)
+        for _ in range(most - num_batches):
+            for table in self.tables:
+                table.lookup(empty)
+
+    def train_epoch(self, epoch: int) -> EpochStats:
+        # dropout's stream restarts per epoch, as the sampler's does: resumes are exact
+        torch.manual_seed(stream_seed(self.spec.training.seed, epoch, self.rank))
+        return super().train_epoch(epoch)
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def checkpoint(self, epochs_done: int) -> None:
+        if self.sparse is not None:
+            save_shards(self.run_dir, epochs_done, self.tables, self.sparse)
+            # every shard is on disk before rank 0 moves latest.json
+            self.collectives.barrier(DDP_TIMEOUT_S, "the embedding checkpoint")
+        super().checkpoint(epochs_done)
+
+    def resume(self) -> int | None:
+        epoch = super().resume()
+        if epoch is not None and self.sparse is not None:
+            path = load_shards(self.run_dir, epoch, self.tables, self.sparse)
+            log.info("embedding shards of epoch %d from %s", epoch, path)
+        return epoch
+
+
+_MAX = torch.distributed.ReduceOp.MAX

@@ -1,0 +1,120 @@
+"""A trainer's heterogeneous mini-batches: typed sampling and the features of the sampled nodes.
+
+Each batch of target-type seeds is sampled with :class:`HeteroNeighborSampler` at the
+resolved per-edge-type fanouts; the features of every featured type are gathered for the
+sampled nodes. The rows of featureless types are not gathered here: they are learnt, and
+the training step looks them up (collectively) in their sharded embeddings.
+
+The sampler's random stream is restarted for every epoch (from the job seed, the epoch and
+the rank) and for every evaluation, so that a run resumed from a checkpoint samples what an
+uninterrupted run would have sampled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from distgnn_api.edge_types import EdgeType
+from distgnn_workload.loader import Prefetcher
+from distgnn_workload.runtime.seeds import Batch
+from distgnn_workload.sampling import StaticLayout
+from distgnn_workload.sampling.hetero_hop_batch import HeteroHopBatch
+from distgnn_workload.sampling.hetero_sampler import HeteroNeighborSampler
+from distgnn_workload.trainer.hetero_data import HeteroTrainingData
+
+PREFETCH_DEPTH = 2
+"""Batches sampled ahead of the training step, on a background thread."""
+EVAL_STREAM = 1_000_000_007
+"""Offset of the evaluation's random streams from the training epochs'."""
+
+
+@dataclass
+class HeteroMiniBatch:
+    """One step's input: the sampled typed subgraph, featured types' inputs, seed labels."""
+
+    hop: HeteroHopBatch
+    x: dict[str, Tensor]
+    y: Tensor
+
+    @property
+    def num_seeds(self) -> int:
+        return self.hop.num_seeds
+
+    @property
+    def num_nodes(self) -> int:
+        return sum(self.hop.num_nodes.values())
+
+
+def stream_seed(seed: int, epoch: int, rank: int) -> int:
+    """The sampler's seed for one rank's epoch (``epoch`` < 0: evaluations)."""
+    return (seed * 1_000_003 + epoch * 7_919 + rank * 104_729) % (2**63 - 1)
+
+
+class HeteroPipeline:
+    """Samples and gathers a rank's batches, :data:`PREFETCH_DEPTH` ahead of the step."""
+
+    def __init__(
+        self,
+        data: HeteroTrainingData,
+        fanouts: Mapping[EdgeType, Sequence[int]],
+        *,
+        rank: int,
+        seed: int,
+        device: torch.device,
+        input_dtype: torch.dtype = torch.float32,
+        depth: int = PREFETCH_DEPTH,
+    ) -> None:
+        self.data = data
+        self.rank = rank
+        self.seed = seed
+        self.device = device
+        self.depth = depth
+        self.sampler = HeteroNeighborSampler(
+            {et: data.in_csr[et] for et in data.edge_types},
+            data.node_counts,
+            {et: list(fanouts[et]) for et in data.edge_types},
+            seed_type=data.target_node_type,
+            device=device,
+            seed=stream_seed(seed, 0, rank),
+        )
+        self.x = {t: v.to(device=device, dtype=input_dtype) for t, v in data.x.items()}
+        self.y = data.y.to(device)
+        self._evaluations = 0
+
+    def prepare(self, batch_size: int) -> None:
+        """Capture the sampler's CUDA graph now (a no-op on CPU)."""
+        self.sampler.prepare(batch_size)
+
+    def epoch(
+        self,
+        batches: Sequence[Batch],
+        static: StaticLayout | None = None,
+        *,
+        epoch: int | None = None,
+    ) -> Prefetcher[HeteroMiniBatch]:
+        """The batches of one training epoch (``epoch`` given) or of one evaluation.
+
+        ``static`` must be None: typed batches have no fixed-shape layout (yet).
+        """
+        if static is not None:
+            raise ValueError("typed batches have no fixed-shape layout")
+        if epoch is None:
+            self._evaluations += 1
+            stream = stream_seed(self.seed + EVAL_STREAM, self._evaluations, self.rank)
+        else:
+            stream = stream_seed(self.seed, epoch, self.rank)
+        self.sampler.reseed(stream)
+
+        def produce(i: int) -> HeteroMiniBatch:
+            return self.batch(batches[i][1])
+
+        return Prefetcher(produce, len(batches), depth=self.depth, device=self.device)
+
+    def batch(self, seeds: Tensor) -> HeteroMiniBatch:
+        hop = self.sampler.sample(seeds.to(self.device))
+        x = {t: feats[hop.node_ids[t]] for t, feats in self.x.items()}
+        return HeteroMiniBatch(hop=hop, x=x, y=self.y[hop.seed_ids])
