@@ -175,6 +175,7 @@ def cmd_crd(args: argparse.Namespace, out: Console) -> int:
 
 def cmd_run(args: argparse.Namespace, out: Console) -> int:
     from distgnn_operator.local.devices import WorkloadMissingError
+    from distgnn_operator.local.job_plan import UnsupportedJobError
     from distgnn_operator.local.loopback import LocalModeError
     from distgnn_operator.local.runner import RunOptions, run_job
 
@@ -194,6 +195,8 @@ def cmd_run(args: argparse.Namespace, out: Console) -> int:
         raise CliError(f"{args.job}: cannot run locally: {err}", EXIT_INTERNAL_ERROR) from None
     except WorkloadMissingError as err:
         raise CliError(str(err), EXIT_INTERNAL_ERROR) from None
+    except UnsupportedJobError as err:
+        raise CliError(f"{args.job}: {err}") from None
 
 
 def build_parser() -> argparse.ArgumentParser:

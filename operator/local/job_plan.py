@@ -22,6 +22,19 @@ from distgnn_operator.local.launch_plan import LaunchPlanner, LocalLayout, Proce
 LOCAL_NAMESPACE = "local"
 
 
+class UnsupportedJobError(ValueError):
+    """A valid job that the workload cannot run yet; the message names the field to change."""
+
+
+def check_supported(spec: DistGNNJobSpec) -> None:
+    """Refuse, before any process starts, a job the workload would refuse at start-up."""
+    if spec.dataset.hetero_section is not None and not spec.worker_mode:
+        raise UnsupportedJobError(
+            "spec.samplers.replicas: heterogeneous jobs run in worker mode for now (the "
+            "trainers sample their own partitions); set samplers.replicas to 0"
+        )
+
+
 @dataclass(frozen=True)
 class RenderedJob:
     """The children local mode runs, from the operator's builders."""

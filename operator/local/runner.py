@@ -35,7 +35,13 @@ from distgnn_api.contract import (
     run_dir,
 )
 from distgnn_api.spec import DistGNNJob, DistGNNJobSpec, EvaluationKind
-from distgnn_operator.local.job_plan import LOCAL_NAMESPACE, JobPlan, plan_job, render_job
+from distgnn_operator.local.job_plan import (
+    LOCAL_NAMESPACE,
+    JobPlan,
+    check_supported,
+    plan_job,
+    render_job,
+)
 from distgnn_operator.local.launch_plan import LocalLayout, ProcessSpec
 from distgnn_operator.local.ports import LOOPBACK
 from distgnn_operator.local.progress_view import ProgressView
@@ -323,5 +329,9 @@ def _duration(seconds: float) -> str:
 
 
 def run_job(job: DistGNNJob, options: RunOptions, console: Console) -> int:
-    """Run a job as local processes; the exit code for the shell."""
+    """Run a job as local processes; the exit code for the shell.
+
+    Raises :class:`UnsupportedJobError` for a job the workload cannot run yet.
+    """
+    check_supported(job.spec)
     return LocalRun(job, options, console).run()

@@ -51,10 +51,11 @@ def test_render_of_a_heterogeneous_job_carries_its_typed_spec_to_the_pods(
 ) -> None:
     assert main(["render", str(QUICKSTART_HETERO)]) == 0
     docs = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
-    assert [d["kind"] for d in docs].count("StatefulSet") == 2
+    assert [d["kind"] for d in docs].count("StatefulSet") == 1  # worker mode: trainers only
     config_map = next(d for d in docs if d["kind"] == "ConfigMap")
     config = JobConfig.model_validate_json(config_map["data"][CONFIG_FILE_NAME])
     assert config.spec.dataset.is_hetero
+    assert config.spec.worker_mode
     assert config.spec.model.arch.value == "rsage"
     assert config.spec.model.edge_fanouts == {
         "field_of_study__rev_has_topic__paper": [5, 3],

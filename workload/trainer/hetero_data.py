@@ -11,7 +11,10 @@
   learnt embedding live on the ranks that serve that partition.
 
 :func:`from_graph` builds it from a :class:`HeteroGraphData` and an assignment of typed nodes
-to partitions; the partition store's reader builds it from the store.
+to partitions; :func:`from_store` from the typed partition store. Both give every trainer
+the whole typed topology (the store replicates it) and the features of every featured node
+(the store's per-partition rows scattered back to their ids): sampling and feature gathers are
+local, and only the learnt embeddings are sharded.
 """
 
 from __future__ import annotations
@@ -26,8 +29,9 @@ from torch import Tensor
 
 from distgnn_api.edge_types import EdgeType
 from distgnn_workload.data.hetero_graph import HeteroGraphData
+from distgnn_workload.partition.hetero_store import HeteroPartitionStore
 
-Book = Mapping[str, npt.NDArray[np.integer]]
+Book = Mapping[str, npt.ArrayLike | Tensor]
 """Per node type: the partition of each node (by type-local id)."""
 
 
@@ -77,7 +81,7 @@ class HeteroTrainingData:
         return float(counts.max()) / ids.numel()
 
 
-def _by_partition(ids: npt.NDArray[np.integer], owner: Tensor, k: int) -> list[Tensor]:
+def _by_partition(ids: npt.ArrayLike, owner: Tensor, k: int) -> list[Tensor]:
     t = torch.as_tensor(np.asarray(ids, dtype=np.int64))
     of = owner[t]
     return [t[of == p] for p in range(k)]
@@ -94,7 +98,9 @@ def from_graph(graph: HeteroGraphData, book: Book, num_partitions: int) -> Heter
         if b.shape != (n,):
             raise ValueError(f"the partition book of {t!r} has {tuple(b.shape)} entries, not {n}")
         if n and (int(b.min()) < 0 or int(b.max()) >= num_partitions):
-            raise ValueError(f"the partition book of {t!r} names partitions outside 0..{num_partitions - 1}")
+            raise ValueError(
+                f"the partition book of {t!r} names partitions outside 0..{num_partitions - 1}"
+            )
         books[t] = b
     target = graph.target_node_type
     owner = books[target]
@@ -111,7 +117,10 @@ def from_graph(graph: HeteroGraphData, book: Book, num_partitions: int) -> Heter
             )
             for et, (indptr, indices) in graph.in_csr.items()
         },
-        x={t: torch.as_tensor(np.ascontiguousarray(v, dtype=np.float32)) for t, v in graph.x.items()},
+        x={
+            t: torch.as_tensor(np.ascontiguousarray(v, dtype=np.float32))
+            for t, v in graph.x.items()
+        },
         y=torch.as_tensor(np.asarray(graph.y, dtype=np.int64)),
         target_node_type=target,
         num_classes=graph.num_classes,
@@ -128,3 +137,38 @@ def contiguous_book(node_counts: Mapping[str, int], num_partitions: int) -> dict
         t: torch.arange(n, dtype=torch.int64) * num_partitions // max(n, 1)
         for t, n in node_counts.items()
     }
+
+
+def _ids(values: npt.ArrayLike) -> Tensor:
+    return torch.from_numpy(np.array(values, dtype=np.int64))
+
+
+def from_store(store: HeteroPartitionStore) -> HeteroTrainingData:
+    """The typed store's graph as every trainer of a worker-mode job reads it."""
+    m = store.meta
+    parts = [store.partition(p) for p in range(store.num_partitions)]
+    x = {
+        t: torch.zeros((m.node_counts[t], m.num_features[t]), dtype=torch.float32)
+        for t in m.node_types
+        if m.num_features[t] > 0
+    }
+    target = m.target_node_type
+    y = torch.full((m.node_counts[target],), -1, dtype=torch.int64)
+    for part in parts:
+        for t, rows in x.items():
+            rows[_ids(part.nodes[t])] = torch.from_numpy(np.array(part.x[t], dtype=np.float32))
+        y[_ids(part.nodes[target])] = torch.from_numpy(np.array(part.y, dtype=np.int64))
+    return HeteroTrainingData(
+        node_counts=dict(m.node_counts),
+        in_csr={
+            et: (_ids(indptr), _ids(indices)) for et, (indptr, indices) in parts[0].in_csr.items()
+        },
+        x=x,
+        y=y,
+        target_node_type=target,
+        num_classes=m.num_classes,
+        train_ids=[_ids(p.split_ids("train")) for p in parts],
+        val_ids=[_ids(p.split_ids("val")) for p in parts],
+        test_ids=[_ids(p.split_ids("test")) for p in parts],
+        book={t: _ids(store.owner(t)) for t in m.node_types},
+    )

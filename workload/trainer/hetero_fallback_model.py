@@ -24,9 +24,7 @@ class _RSageLayer(nn.Module):
             {edge_type_key(et): nn.Linear(dim_in, dim_out, bias=False) for et in edge_types}
         )
 
-    def forward(
-        self, h: dict[str, Tensor], batch: HeteroHopBatch, layer: int
-    ) -> dict[str, Tensor]:
+    def forward(self, h: dict[str, Tensor], batch: HeteroHopBatch, layer: int) -> dict[str, Tensor]:
         _, num_dst, num_edges = batch.layer_sizes(layer)
         out = {t: self.root[t](h[t][: num_dst[t]]) for t in h if num_dst[t] > 0}
         for et in self.edge_types:

@@ -111,9 +111,7 @@ class HeteroTrainer(Trainer):
         collectives = collectives or single_process()
         bf16 = spec.training.bf16 and device.type == "cuda"
         dtype = torch.bfloat16 if bf16 else torch.float32
-        fanouts = resolve_edge_fanouts(
-            spec.model.fanout, spec.model.edge_fanouts, data.edge_types
-        )
+        fanouts = resolve_edge_fanouts(spec.model.fanout, spec.model.edge_fanouts, data.edge_types)
         pipeline = HeteroPipeline(
             data, fanouts, rank=rank, seed=spec.training.seed, device=device, input_dtype=dtype
         )
@@ -149,17 +147,15 @@ class HeteroTrainer(Trainer):
         )
         self.data = data
         self.hetero = pipeline
+        self._epochs_done = 0
+        self._evaluation_key = 0
         self.tables: list[ShardedEmbedding] = []
         self.sparse: RowSparseAdam | None = None
         if data.featureless_types:
-            exchange = RowExchange(
-                rank, world_size, device, host_group=self.collectives.group
-            )
+            exchange = RowExchange(rank, world_size, device, host_group=self.collectives.group)
             self.tables = [
                 ShardedEmbedding(
-                    RowOwnership.from_partition_book(
-                        t, data.book[t], ranks_of_holder, world_size
-                    ),
+                    RowOwnership.from_partition_book(t, data.book[t], ranks_of_holder, world_size),
                     dim,
                     exchange,
                     seed=spec.training.seed,
@@ -193,7 +189,13 @@ class HeteroTrainer(Trainer):
         )
 
     def _loader(self, batches: Sequence[Batch], epoch: int | None) -> Prefetcher[Any]:
-        return self.hetero.epoch(batches, epoch=epoch)
+        return self.hetero.epoch(batches, epoch=epoch, evaluation=self._evaluation_key)
+
+    def evaluate(self, ids_by_holder: list[Tensor], split: str) -> float:
+        # each evaluation samples its own stream, keyed by (epochs done, split): the same
+        # after a resume
+        self._evaluation_key = 2 * self._epochs_done + (split == "test")
+        return super().evaluate(ids_by_holder, split)
 
     def _inputs(self, batch: HeteroMiniBatch) -> dict[str, Tensor]:
         """Features of the featured types, embedding rows of the others (collective)."""
@@ -232,6 +234,7 @@ class HeteroTrainer(Trainer):
     def train_epoch(self, epoch: int) -> EpochStats:
         # dropout's stream restarts per epoch, as the sampler's does: resumes are exact
         torch.manual_seed(stream_seed(self.spec.training.seed, epoch, self.rank))
+        self._epochs_done = epoch + 1
         return super().train_epoch(epoch)
 
     # ------------------------------------------------------------------ checkpoints
@@ -245,6 +248,7 @@ class HeteroTrainer(Trainer):
 
     def resume(self) -> int | None:
         epoch = super().resume()
+        self._epochs_done = self.start_epoch
         if epoch is not None and self.sparse is not None:
             path = load_shards(self.run_dir, epoch, self.tables, self.sparse)
             log.info("embedding shards of epoch %d from %s", epoch, path)

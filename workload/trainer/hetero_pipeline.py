@@ -83,7 +83,6 @@ class HeteroPipeline:
         )
         self.x = {t: v.to(device=device, dtype=input_dtype) for t, v in data.x.items()}
         self.y = data.y.to(device)
-        self._evaluations = 0
 
     def prepare(self, batch_size: int) -> None:
         """Capture the sampler's CUDA graph now (a no-op on CPU)."""
@@ -95,16 +94,17 @@ class HeteroPipeline:
         static: StaticLayout | None = None,
         *,
         epoch: int | None = None,
+        evaluation: int = 0,
     ) -> Prefetcher[HeteroMiniBatch]:
-        """The batches of one training epoch (``epoch`` given) or of one evaluation.
+        """The batches of training epoch ``epoch``, or (None) of the evaluation numbered
+        ``evaluation`` (any number that the same evaluation gets again after a resume).
 
         ``static`` must be None: typed batches have no fixed-shape layout (yet).
         """
         if static is not None:
             raise ValueError("typed batches have no fixed-shape layout")
         if epoch is None:
-            self._evaluations += 1
-            stream = stream_seed(self.seed + EVAL_STREAM, self._evaluations, self.rank)
+            stream = stream_seed(self.seed + EVAL_STREAM, evaluation, self.rank)
         else:
             stream = stream_seed(self.seed, epoch, self.rank)
         self.sampler.reseed(stream)

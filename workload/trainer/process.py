@@ -42,6 +42,12 @@ def run(proc: RoleProcess, *, progress_file: Path | None = None, serve_status: b
     if proc.finished():
         log.info("the job's result exists: training is complete")
         return EXIT_OK
+    if spec.dataset.hetero_section is not None:
+        from distgnn_workload.trainer import hetero_process
+
+        return hetero_process.run(
+            proc, progress_file=progress_file, serve_status=serve_status, started_at=started_at
+        )
     device = proc.pick_device()
     rank, ppp = proc.rank, env.procs_per_pod
     world = env.num_trainers * ppp
@@ -52,10 +58,7 @@ def run(proc: RoleProcess, *, progress_file: Path | None = None, serve_status: b
     num_holders = env.num_trainers if env.worker_mode else env.num_samplers
     holders.check_store(store, spec, num_holders)
     if rank == 0:
-        env.run_dir.mkdir(parents=True, exist_ok=True)
-        copy = env.run_dir / JOB_CONFIG_COPY
-        if not copy.exists():
-            dump_json(copy, proc.config)
+        keep_job_config(proc)
     # a holder loads before the rendezvous, so that a peer's first request finds its data
     state = (
         holders.load(store, spec, env.rank, env.num_trainers, device) if env.worker_mode else None
@@ -119,10 +122,28 @@ def run(proc: RoleProcess, *, progress_file: Path | None = None, serve_status: b
     gc.collect()
     gc.freeze()
     proc.collectives.barrier(env.rendezvous_timeout_s, "start of training")
+    finish(proc, trainer)
+    return EXIT_OK
+
+
+def keep_job_config(proc: RoleProcess) -> None:
+    """Rank 0 keeps the job config in the run directory, once."""
+    proc.env.run_dir.mkdir(parents=True, exist_ok=True)
+    copy = proc.env.run_dir / JOB_CONFIG_COPY
+    if not copy.exists():
+        dump_json(copy, proc.config)
+
+
+def finish(proc: RoleProcess, trainer: Trainer) -> None:
+    """Train to the end; rank 0 writes the per-epoch figures and the result; leave the job."""
     result = trainer.fit()
-    if rank == 0:
-        dump_json(env.run_dir / STATS_FILE, {"world_size": world, "epochs": trainer.state.history})
-        path = write_result(env.run_dir, result)
+    if trainer.rank == 0:
+        run_dir = proc.env.run_dir
+        dump_json(
+            run_dir / STATS_FILE,
+            {"world_size": trainer.world_size, "epochs": trainer.state.history},
+        )
+        path = write_result(run_dir, result)
         log.info(
             "done: test accuracy %.4f, %.0f seeds/s; wrote %s",
             result.test_accuracy,
@@ -130,4 +151,3 @@ def run(proc: RoleProcess, *, progress_file: Path | None = None, serve_status: b
             path,
         )
     proc.leave()
-    return EXIT_OK

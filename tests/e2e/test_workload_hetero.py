@@ -1,0 +1,128 @@
+"""End to end on CPU with gloo: a heterogeneous job's trainers as local processes (worker mode).
+
+The test writes the typed partition store of a small MAG-shaped graph, starts the real
+trainer entry points through the launch plan of ``distgnn run``
+(``tests/e2e/workload_launcher.py``), scrapes their metrics and ``/progress`` while they run,
+and checks ``result.json``; then it resumes a run from its checkpoints (model and embedding
+shards) and checks that the resumed run ends where the uninterrupted one did.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from distgnn_api import contract as c
+from distgnn_api.spec import DistGNNJobSpec, EvaluationKind, parse_spec
+from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig, generate_mag
+from distgnn_workload.partition.hetero_writer import write_hetero_partitions
+from tests.e2e.test_workload_training import TRAINER_SERIES, finish, progress_events, result_of
+from tests.e2e.workload_launcher import LocalWorkload
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(400)]
+
+SCALE, CLASSES = 0.005, 8
+
+
+def hetero_spec(**training: Any) -> DistGNNJobSpec:
+    return parse_spec(
+        {
+            "dataset": {
+                "syntheticMag": {"scale": SCALE, "numClasses": CLASSES, "seed": 3},
+                "hetero": {"targetNodeType": "paper"},
+            },
+            "partition": {"algorithm": "metis", "numPartitions": 2},
+            "samplers": {"replicas": 0},
+            "trainers": {"replicas": 2, "gpusPerPod": 0},
+            "model": {
+                "arch": "rsage",
+                "hiddenChannels": 32,
+                "numLayers": 2,
+                "fanout": [8, 4],
+                "edgeFanouts": {"field_of_study__rev_has_topic__paper": [4, 2]},
+                "embeddingDim": 16,
+                "dropout": 0.2,
+            },
+            "training": {"epochs": 4, "batchSize": 128, "learningRate": 0.01, **training},
+        }
+    )
+
+
+def start(root: Path, spec: DistGNNJobSpec, uid: str | None = None) -> LocalWorkload:
+    job = LocalWorkload(root, spec, **({"uid": uid} if uid else {}))
+    if not (job.partition_dir / c.SUCCESS_MARKER).exists():
+        graph = generate_mag(SyntheticHeteroConfig(scale=SCALE, num_classes=CLASSES, seed=3))
+        write_hetero_partitions(job.partition_dir, graph, 2, spec=spec.partition, key=job.key)
+    job.start_all()
+    return job
+
+
+def majority_share() -> float:
+    g = generate_mag(SyntheticHeteroConfig(scale=SCALE, num_classes=CLASSES, seed=3))
+    return float(np.bincount(g.y[g.test_mask]).max() / g.test_mask.sum())
+
+
+def test_hetero_worker_mode_trains_well_above_the_majority_class(tmp_path: Path) -> None:
+    spec = hetero_spec()
+    job = start(tmp_path, spec)
+    assert set(job.specs) == {(c.Role.trainer, 0), (c.Role.trainer, 1)}
+    seen, progress = finish(job, timeout_s=360)
+
+    result = result_of(job)
+    assert result.job_uid == job.uid
+    assert result.epochs == 4
+    assert result.test_accuracy_kind == EvaluationKind.sampled
+    assert result.val_accuracy_kind == EvaluationKind.sampled
+    baseline = majority_share()
+    assert result.test_accuracy > 2 * baseline, (result.test_accuracy, baseline, job.logs())
+    assert result.seeds_per_second > 0
+
+    for rank in range(2):
+        series = seen[(c.Role.trainer, rank)]
+        missing = [n for n in TRAINER_SERIES if n not in series]
+        assert not missing, f"trainer {rank} never served {missing}"
+        assert series["distgnn_trainer_seeds_total"] > 0
+    assert progress, "trainer 0 never answered /progress"
+    assert {p.epochs for p in progress} == {4}
+
+    events = progress_events(job)
+    assert {int(e.metrics["epoch"]) for e in events if e.stage == c.STAGE_EPOCH} == {1, 2, 3, 4}
+    assert any(e.stage == c.STAGE_EVAL and "test_accuracy" in e.metrics for e in events)
+
+    # every training seed once per epoch (each rank pads its share to the longest one)
+    stats = json.loads((job.run_dir / "training_stats.json").read_text())
+    assert [e["epoch"] for e in stats["epochs"]] == [1, 2, 3, 4]
+    graph = generate_mag(SyntheticHeteroConfig(scale=SCALE, num_classes=CLASSES, seed=3))
+    num_train = int(graph.train_mask.sum())
+    for epoch in stats["epochs"]:
+        assert num_train <= epoch["seeds"] < 1.25 * num_train, epoch
+    shards = job.run_dir / "checkpoints" / "embeddings" / "epoch-4"
+    assert sorted(p.name for p in shards.iterdir()) == ["rank-0-of-2.pt", "rank-1-of-2.pt"]
+
+
+def test_hetero_resume_continues_where_the_checkpoint_left_off(tmp_path: Path) -> None:
+    # An uninterrupted 3-epoch run, and a 2-epoch run resumed to 3 epochs (its checkpoints:
+    # the model, the dense optimizer, the embedding shards and their row-sparse Adam state).
+    straight = start(tmp_path / "a", hetero_spec(epochs=3, evalEvery=0))
+    finish(straight, timeout_s=360)
+    expected = result_of(straight)
+
+    first = start(tmp_path / "b", hetero_spec(epochs=2, evalEvery=0))
+    finish(first, timeout_s=360)
+    (first.run_dir / c.RESULT_FILE).unlink()
+    resumed = start(tmp_path / "b", hetero_spec(epochs=3, evalEvery=0), uid=first.uid)
+    finish(resumed, timeout_s=360)
+    got = result_of(resumed)
+    log = resumed.stdout_of(c.Role.trainer, 0)
+    assert "resumed from epoch-2.pt" in log, log[-3000:]
+    assert "embedding shards of epoch 2" in log, log[-3000:]
+
+    history_a = json.loads((straight.run_dir / "training_stats.json").read_text())["epochs"]
+    history_b = json.loads((resumed.run_dir / "training_stats.json").read_text())["epochs"]
+    assert [h["seeds"] for h in history_b] == [h["seeds"] for h in history_a]
+    assert [h["loss"] for h in history_b] == pytest.approx([h["loss"] for h in history_a], rel=1e-5)
+    assert got.test_accuracy == pytest.approx(expected.test_accuracy, abs=1e-9)
