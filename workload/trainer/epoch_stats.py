@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
+
+from distgnn_api.contract import STAGE_EPOCH, emit_progress
+
+log = logging.getLogger("distgnn_workload.trainer.loop")
 
 
 @dataclass
@@ -43,3 +48,28 @@ class RunState:
 
     def seeds(self) -> int:
         return sum(int(h["seeds"]) for h in self.history)
+
+
+def announce_epoch(stats: EpochStats, *, epochs: int, world_size: int) -> None:
+    """Rank 0's epoch figures: the progress event ``distgnn run`` and the operator read, and
+    the log line."""
+    figures: dict[str, float] = {
+        "epoch": stats.epoch,
+        "epochs": epochs,
+        "seeds_per_second": stats.seeds_per_second,
+        "loss": stats.loss,
+        "data_wait_share": stats.data_wait_seconds / max(stats.seconds, 1e-9),
+    }
+    if stats.val_accuracy is not None:
+        figures["val_accuracy"] = stats.val_accuracy
+    steps = stats.steps // max(world_size, 1)
+    emit_progress(STAGE_EPOCH, steps, steps, None, **figures)
+    log.info(
+        "epoch %d: loss %.4f, %.0f seeds/s, %.0f edges/s, data wait %.1f%%%s",
+        stats.epoch,
+        stats.loss,
+        stats.seeds_per_second,
+        stats.edges / max(stats.seconds, 1e-9),
+        100 * stats.data_wait_seconds / max(stats.seconds, 1e-9),
+        "" if stats.val_accuracy is None else f", val {stats.val_accuracy:.4f}",
+    )

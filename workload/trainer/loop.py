@@ -37,7 +37,7 @@ from distgnn_workload.runtime.seeds import Batch, eval_batches, train_batches
 from distgnn_workload.runtime.status_server import ProgressTracker
 from distgnn_workload.runtime.transfers import wait_for_stream
 from distgnn_workload.sampling import StaticLayout
-from distgnn_workload.trainer.epoch_stats import EpochStats, RunState
+from distgnn_workload.trainer.epoch_stats import EpochStats, RunState, announce_epoch
 from distgnn_workload.trainer.graph_step import GraphStep
 from distgnn_workload.trainer.profiler import StepProfiler
 from distgnn_workload.trainer.step_policy import graph_layout
@@ -118,11 +118,7 @@ class Trainer:
         self.start_epoch = 0
         self.ddp: nn.Module = self.model
         self.distributed = world_size > 1
-        self.static_layout = (
-            graph_layout(spec, self.model, device, num_features, self.input_dtype)
-            if isinstance(self.model, GraphSAGE)
-            else None
-        )
+        self.static_layout = graph_layout(spec, self.model, device, num_features, self.input_dtype)
         self.graph_step: GraphStep | None = None
         if self.static_layout is not None:
             assert isinstance(self.model, GraphSAGE)
@@ -447,26 +443,7 @@ class Trainer:
                 val_accuracy_kind=self._val_kind if stats.val_accuracy is not None else None,
             )
         if self.rank == 0:
-            figures: dict[str, float] = {
-                "epoch": stats.epoch,
-                "epochs": self.spec.training.epochs,
-                "seeds_per_second": stats.seeds_per_second,
-                "loss": stats.loss,
-                "data_wait_share": stats.data_wait_seconds / max(stats.seconds, 1e-9),
-            }
-            if stats.val_accuracy is not None:
-                figures["val_accuracy"] = stats.val_accuracy
-            steps = stats.steps // max(self.world_size, 1)
-            emit_progress(STAGE_EPOCH, steps, steps, None, **figures)
-            log.info(
-                "epoch %d: loss %.4f, %.0f seeds/s, %.0f edges/s, data wait %.1f%%%s",
-                stats.epoch,
-                stats.loss,
-                stats.seeds_per_second,
-                stats.edges / max(stats.seconds, 1e-9),
-                100 * stats.data_wait_seconds / max(stats.seconds, 1e-9),
-                "" if stats.val_accuracy is None else f", val {stats.val_accuracy:.4f}",
-            )
+            announce_epoch(stats, epochs=self.spec.training.epochs, world_size=self.world_size)
 
     def _input(self, batch: MiniBatch) -> Tensor:
         x = batch.x
