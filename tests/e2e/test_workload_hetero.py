@@ -53,7 +53,7 @@ def hetero_spec(**training: Any) -> DistGNNJobSpec:
 
 
 def start(root: Path, spec: DistGNNJobSpec, uid: str | None = None) -> LocalWorkload:
-    job = LocalWorkload(root, spec, **({"uid": uid} if uid else {}))
+    job = LocalWorkload(root, spec) if uid is None else LocalWorkload(root, spec, uid=uid)
     if not (job.partition_dir / c.SUCCESS_MARKER).exists():
         graph = generate_mag(SyntheticHeteroConfig(scale=SCALE, num_classes=CLASSES, seed=3))
         write_hetero_partitions(job.partition_dir, graph, 2, spec=spec.partition, key=job.key)

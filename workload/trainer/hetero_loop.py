@@ -30,16 +30,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
-from distgnn_api.edge_types import EdgeType
 from distgnn_api.hetero_load import resolve_edge_fanouts
-from distgnn_api.spec import DistGNNJobSpec, EvaluationKind, EvaluationSpec, ModelSpec
+from distgnn_api.spec import DistGNNJobSpec, EvaluationKind, EvaluationSpec
 from distgnn_workload.embeddings import (
     RowExchange,
     RowOwnership,
@@ -49,6 +48,7 @@ from distgnn_workload.embeddings import (
     save_shards,
 )
 from distgnn_workload.loader import Prefetcher
+from distgnn_workload.models import build_hetero_model
 from distgnn_workload.runtime.ddp import DDP_TIMEOUT_S, Collectives, single_process
 from distgnn_workload.runtime.seeds import Batch
 from distgnn_workload.runtime.status_server import ProgressTracker
@@ -60,32 +60,6 @@ from distgnn_workload.trainer.loop import Trainer
 log = logging.getLogger(__name__)
 
 SAMPLED_ONLY = EvaluationSpec(test=EvaluationKind.sampled, validation=EvaluationKind.sampled)
-
-
-class ModelBuilder(Protocol):
-    """``build_hetero_model``'s signature."""
-
-    def __call__(
-        self,
-        spec: ModelSpec,
-        node_types: list[str],
-        edge_types: list[EdgeType],
-        in_channels: dict[str, int],
-        out_channels: int,
-        target_node_type: str,
-    ) -> nn.Module: ...
-
-
-def default_builder() -> ModelBuilder:
-    """The relational model of ``distgnn_workload.models``, or the plain R-SAGE fallback."""
-    try:
-        from distgnn_workload.models import build_hetero_model  # type: ignore[attr-defined]
-
-        return build_hetero_model  # type: ignore[no-any-return]
-    except ImportError:
-        from distgnn_workload.trainer.hetero_fallback_model import FallbackRSage
-
-        return FallbackRSage
 
 
 class HeteroTrainer(Trainer):
@@ -106,7 +80,6 @@ class HeteroTrainer(Trainer):
         tracker: ProgressTracker | None = None,
         on_epoch: Callable[[], None] | None = None,
         started_at: float | None = None,
-        build_model: ModelBuilder | None = None,
     ) -> None:
         collectives = collectives or single_process()
         bf16 = spec.training.bf16 and device.type == "cuda"
@@ -117,7 +90,7 @@ class HeteroTrainer(Trainer):
         )
         dim = spec.model.embedding_size
         torch.manual_seed(spec.training.seed)
-        model = (build_model or default_builder())(
+        model = build_hetero_model(
             spec.model,
             data.node_types,
             data.edge_types,
