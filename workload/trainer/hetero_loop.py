@@ -122,6 +122,7 @@ class HeteroTrainer(Trainer):
         self.hetero = pipeline
         self._epochs_done = 0
         self._evaluation_key = 0
+        self._evaluation_steps = 0
         self.tables: list[ShardedEmbedding] = []
         self.sparse: RowSparseAdam | None = None
         if data.featureless_types:
@@ -162,6 +163,10 @@ class HeteroTrainer(Trainer):
         )
 
     def _loader(self, batches: Sequence[Batch], epoch: int | None) -> Prefetcher[Any]:
+        if epoch is None and self.tables:
+            # before any lookup: how many steps the evaluation takes on the busiest rank
+            most = self.collectives.all_reduce([float(len(batches))], op=_MAX)[0]
+            self._evaluation_steps = int(most)
         return self.hetero.epoch(batches, epoch=epoch, evaluation=self._evaluation_key)
 
     def evaluate(self, ids_by_holder: list[Tensor], split: str) -> float:
@@ -196,11 +201,9 @@ class HeteroTrainer(Trainer):
         return logits
 
     def _finish_eval(self, num_batches: int) -> None:
-        if not self.tables:
-            return
-        most = int(self.collectives.all_reduce([float(num_batches)], op=_MAX)[0])
+        # meet the other ranks' remaining lookups with empty ones
         empty = torch.zeros(0, dtype=torch.int64, device=self.device)
-        for _ in range(most - num_batches):
+        for _ in range(self._evaluation_steps - num_batches):
             for table in self.tables:
                 table.lookup(empty)
 
