@@ -48,6 +48,12 @@ class HeteroMiniBatch:
     def num_nodes(self) -> int:
         return sum(self.hop.num_nodes.values())
 
+    def record_stream(self, stream: torch.cuda.Stream) -> None:
+        """Mark every tensor as used by ``stream`` (made on the prefetcher's side stream)."""
+        self.hop.record_stream(stream)
+        for t in (*self.x.values(), self.y):
+            t.record_stream(stream)
+
 
 def stream_seed(seed: int, epoch: int, rank: int) -> int:
     """The sampler's seed for one rank's epoch (``epoch`` < 0: evaluations)."""
@@ -112,7 +118,13 @@ class HeteroPipeline:
         def produce(i: int) -> HeteroMiniBatch:
             return self.batch(batches[i][1])
 
-        return Prefetcher(produce, len(batches), depth=self.depth, device=self.device)
+        return Prefetcher(
+            produce,
+            len(batches),
+            depth=self.depth,
+            device=self.device,
+            record=HeteroMiniBatch.record_stream,
+        )
 
     def batch(self, seeds: Tensor) -> HeteroMiniBatch:
         hop = self.sampler.sample(seeds.to(self.device))
