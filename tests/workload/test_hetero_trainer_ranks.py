@@ -3,11 +3,13 @@
 Partition 0 owns every validation paper and most test papers, so rank 1 has fewer
 evaluation batches than rank 0 (none at all for validation): its embedding lookups must
 still meet rank 0's, step for step, or the collectives would hang or mismatch. Both ranks
-must end with the same figures, and the embedding rows must have been trained.
+must end with the same figures, and the embedding rows must have been trained. Training
+draws its seeds from the training papers only.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -16,11 +18,13 @@ import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+from torch import Tensor
 
 from distgnn_api.spec import parse_spec
 from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig, generate_mag
 from distgnn_workload.embeddings import initial_rows
 from distgnn_workload.runtime.ddp import Collectives
+from distgnn_workload.runtime.seeds import Batch
 from distgnn_workload.trainer.hetero_data import contiguous_book, from_graph
 from distgnn_workload.trainer.hetero_loop import HeteroTrainer
 
@@ -75,6 +79,20 @@ def _worker(rank: int, tmp: str) -> None:
         run_dir=Path(tmp) / "run",
         job_uid="ranks",
     )
+    seeds: dict[str, list[Tensor]] = {"train": [], "eval": []}
+    epoch_of = trainer.hetero.epoch
+
+    def spy(
+        batches: Sequence[Batch],
+        static: Any = None,
+        *,
+        epoch: int | None = None,
+        evaluation: int = 0,
+    ) -> Any:
+        seeds["eval" if epoch is None else "train"].extend(ids for _, ids in batches)
+        return epoch_of(batches, static, epoch=epoch, evaluation=evaluation)
+
+    trainer.hetero.epoch = spy  # type: ignore[method-assign]
     result = trainer.fit()
     torch.save(
         {
@@ -82,6 +100,12 @@ def _worker(rank: int, tmp: str) -> None:
             "val": [v.numel() for v in data.val_ids],
             "tables": {t.node_type: (t.rows.clone(), t.weight.clone()) for t in trainer.tables},
             "history": trainer.state.history,
+            "train_seeds": torch.cat(seeds["train"]),
+            "eval_seeds": torch.cat(seeds["eval"]),
+            "masks": {
+                split: torch.from_numpy(getattr(graph, f"{split}_mask"))
+                for split in ("train", "val", "test")
+            },
         },
         Path(tmp) / f"rank{rank}.pt",
     )
@@ -100,6 +124,11 @@ def test_two_ranks_with_uneven_evaluation_shares_agree(tmp_path: Path) -> None:
         h["val_accuracy"] for h in saved[1]["history"][:1]
     ]
     for s in saved:
+        # training draws training seeds only; the evaluations draw validation and test seeds
+        masks = s["masks"]
+        assert bool(masks["train"][s["train_seeds"]].all())
+        assert not bool(masks["test"][s["train_seeds"]].any())
+        assert bool((masks["val"] | masks["test"])[s["eval_seeds"]].all())
         assert set(s["tables"]) == {"author", "institution", "field_of_study"}
         for node_type, (rows, weight) in s["tables"].items():
             assert rows.numel() > 0, node_type
