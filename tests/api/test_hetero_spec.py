@@ -10,12 +10,10 @@ import pytest
 
 from distgnn_api.contract import job_config_json, partition_key
 from distgnn_api.edge_types import parse_edge_type_key
-from distgnn_api.hetero import DEFAULT_EMBEDDING_DIM, HeteroDataset, SyntheticMagDataset
+from distgnn_api.hetero import DEFAULT_EMBEDDING_DIM, SyntheticMagDataset
 from distgnn_api.hetero_load import (
     HeteroMismatch,
-    check_declared_types,
     resolve_edge_fanouts,
-    resolve_target_node_type,
 )
 from distgnn_api.mag_shape import (
     MAG_NODE_TYPES,
@@ -370,27 +368,6 @@ def test_a_fanout_for_an_edge_type_the_files_lack_names_the_field() -> None:
         resolve_edge_fanouts([10, 5], {"paper__cites__paper": [2, 1]}, LOADED)
     assert info.value.field == "spec.model.edgeFanouts"
     assert "paper__cites__paper is not an edge type of the dataset" in str(info.value)
-
-
-def test_the_target_type_must_have_labels() -> None:
-    assert resolve_target_node_type(HeteroDataset(), ["paper"]) == "paper"
-    with pytest.raises(HeteroMismatch, match="'author' has no labels") as info:
-        resolve_target_node_type(HeteroDataset(target_node_type="author"), ["paper"])
-    assert info.value.field == "spec.dataset.hetero.targetNodeType"
-    with pytest.raises(HeteroMismatch, match="set it to the type"):
-        resolve_target_node_type(HeteroDataset(), ["paper", "author"])
-
-
-def test_declared_types_must_be_the_files_types() -> None:
-    hetero = HeteroDataset.model_validate(OGB_MAG["hetero"])
-    relations = [("author", "writes", "paper"), ("paper", "cites", "paper")]
-    check_declared_types(hetero, ["author", "paper"], relations)
-    with pytest.raises(HeteroMismatch) as info:
-        check_declared_types(hetero, ["author", "paper", "institution"], relations)
-    assert info.value.field == "spec.dataset.hetero.nodeTypes"
-    with pytest.raises(HeteroMismatch) as info:
-        check_declared_types(hetero, ["author", "paper"], relations[:1])
-    assert info.value.field == "spec.dataset.hetero.edgeTypes"
 
 
 def test_unset_hetero_fields_are_left_out_under_either_naming() -> None:

@@ -120,7 +120,8 @@ def _broken(tmp_path: Path, change: Any) -> Path:
         ),
         (
             lambda d: d["author"].__setitem__("y", torch.zeros(6, dtype=torch.long)),
-            r"2 node types have labels y \(paper, author\); name the target node type",
+            r"2 node types have labels \(paper, author\); name the target node type in "
+            r"spec.dataset.hetero.targetNodeType",
         ),
         (
             lambda d: d["paper"].__setitem__("num_nodes", 11),
@@ -153,6 +154,9 @@ def test_not_hetero_and_missing_file(tmp_path: Path) -> None:
 
 def test_target_type_choice(tmp_path: Path) -> None:
     path = _save(tmp_path, _hetero())
-    with pytest.raises(DatasetError, match=r"target node type 'author' has no labels y"):
+    with pytest.raises(
+        DatasetError,
+        match=r"target node type 'author' \(spec.dataset.hetero.targetNodeType\) has no labels",
+    ):
         load_pyg_hetero(path, target_node_type="author")
     assert load_pyg_hetero(path, target_node_type="paper").target_node_type == "paper"

@@ -14,8 +14,9 @@ Duplicate edges are dropped and counted; self-loops are kept, as ``ToUndirected`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, NoReturn
 
 import numpy as np
@@ -404,3 +405,36 @@ def _csr_from_sorted_keys(keys: npt.NDArray[np.int64], num_rows: int, num_cols: 
     for a, b in chunks(len(keys)):
         indices[a:b] = keys[a:b] % np.int64(num_cols)
     return indptr, indices
+
+
+def choose_target_type(
+    node_types: Sequence[str],
+    labelled: Sequence[str],
+    wanted: str | None,
+    source: str | Path | None,
+) -> str:
+    """The target node type: ``wanted`` (spec.dataset.hetero.targetNodeType), which must be a
+    node type with labels, or else the only labelled type. ``source`` names the file for
+    the error."""
+    listed = ", ".join(labelled) or "(none)"
+    if wanted is not None:
+        if wanted not in node_types:
+            raise DatasetError(
+                f"target node type {wanted!r} (spec.dataset.hetero.targetNodeType) is not one "
+                f"of {', '.join(node_types)}",
+                source=source,
+            )
+        if wanted not in labelled:
+            raise DatasetError(
+                f"target node type {wanted!r} (spec.dataset.hetero.targetNodeType) has no "
+                f"labels; labelled types: {listed}",
+                source=source,
+            )
+        return wanted
+    if len(labelled) != 1:
+        raise DatasetError(
+            f"{len(labelled)} node types have labels ({listed}); name the target node type "
+            "in spec.dataset.hetero.targetNodeType",
+            source=source,
+        )
+    return labelled[0]

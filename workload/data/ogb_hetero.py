@@ -34,7 +34,11 @@ import numpy.typing as npt
 from distgnn_api.edge_types import EdgeType, is_type_name
 from distgnn_workload.data.csv_files import find_csv, read_csv
 from distgnn_workload.data.errors import DatasetError
-from distgnn_workload.data.hetero_graph import HeteroGraphData, hetero_csr_from_edges
+from distgnn_workload.data.hetero_graph import (
+    HeteroGraphData,
+    choose_target_type,
+    hetero_csr_from_edges,
+)
 from distgnn_workload.data.ogb import (
     MAX_CLASSES,
     RAW_DIR,
@@ -326,23 +330,6 @@ def _target_type(raw: Path, counts: Mapping[str, int], wanted: str | None) -> st
     if labelled is None:  # no table: the types that have a node-label file
         labelled = sorted(t for t in counts if find_csv(raw / "node-label" / t, "node-label"))
     where = find_csv(raw, "nodetype-has-label") or raw / "node-label"
-    if wanted is not None:
-        if wanted not in counts:
-            raise DatasetError(
-                f"target node type {wanted!r} is not one of {', '.join(counts)}",
-                source=find_csv(raw, "num-node-dict"),
-            )
-        if wanted not in labelled:
-            raise DatasetError(
-                f"target node type {wanted!r} has no labels; labelled types: "
-                f"{', '.join(labelled) or '(none)'}",
-                source=where,
-            )
-        return wanted
-    if len(labelled) != 1:
-        raise DatasetError(
-            f"{len(labelled)} node types have labels ({', '.join(labelled) or 'none'}); "
-            "name the target node type",
-            source=where,
-        )
-    return labelled[0]
+    if wanted is not None and wanted not in counts:
+        where = find_csv(raw, "num-node-dict")
+    return choose_target_type(list(counts), list(labelled), wanted, where)

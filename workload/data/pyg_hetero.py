@@ -19,7 +19,11 @@ import numpy.typing as npt
 
 from distgnn_api.edge_types import EdgeType, edge_type_key
 from distgnn_workload.data.errors import DatasetError
-from distgnn_workload.data.hetero_graph import HeteroGraphData, hetero_csr_from_edges
+from distgnn_workload.data.hetero_graph import (
+    HeteroGraphData,
+    choose_target_type,
+    hetero_csr_from_edges,
+)
 from distgnn_workload.data.pyg import ALIASES, _mask, _numpy
 
 MASKS = {"train": "train_mask", "val": "val_mask", "test": "test_mask"}
@@ -198,26 +202,8 @@ def _edge_index(store: Any, et: EdgeType, path: Path) -> tuple[npt.NDArray[Any],
 
 
 def _target(obj: Any, node_types: list[str], wanted: str | None, path: Path) -> str:
-    labelled = [t for t in obj.node_types if "y" in obj[t]]
-    if wanted is not None:
-        if wanted not in node_types:
-            raise DatasetError(
-                f"target node type {wanted!r} is not one of {', '.join(node_types)}", source=path
-            )
-        if wanted not in labelled:
-            raise DatasetError(
-                f"target node type {wanted!r} has no labels y; labelled types: "
-                f"{', '.join(labelled) or '(none)'}",
-                source=path,
-            )
-        return wanted
-    if len(labelled) != 1:
-        raise DatasetError(
-            f"{len(labelled)} node types have labels y ({', '.join(labelled) or 'none'}); "
-            "name the target node type",
-            source=path,
-        )
-    return str(labelled[0])
+    labelled = [str(t) for t in obj.node_types if "y" in obj[t]]
+    return choose_target_type(node_types, labelled, wanted, path)
 
 
 def to_pyg_hetero(graph: HeteroGraphData) -> Any:
