@@ -234,7 +234,9 @@ def test_target_type_choice(ds: Path) -> None:
         match=r"'author' \(spec.dataset.hetero.targetNodeType\) has no labels; .* paper",
     ):
         load_ogb_hetero(ds, target_node_type="author")
-    with pytest.raises(DatasetError, match=r"'venue' \(spec.dataset.hetero.targetNodeType\) is not one of"):
+    with pytest.raises(
+        DatasetError, match=r"'venue' \(spec.dataset.hetero.targetNodeType\) is not one of"
+    ):
         load_ogb_hetero(ds, target_node_type="venue")
     assert load_ogb_hetero(ds, target_node_type="paper", num_classes=349).num_classes == 349
     with pytest.raises(DatasetError, match=r"line 3: label 2 is not a class: .* 0..1"):

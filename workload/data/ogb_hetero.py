@@ -329,7 +329,7 @@ def _target_type(raw: Path, counts: Mapping[str, int], wanted: str | None) -> st
     labelled = _flags(raw, "nodetype-has-label", counts)
     if labelled is None:  # no table: the types that have a node-label file
         labelled = sorted(t for t in counts if find_csv(raw / "node-label" / t, "node-label"))
-    where = find_csv(raw, "nodetype-has-label") or raw / "node-label"
+    where: Path | None = find_csv(raw, "nodetype-has-label") or raw / "node-label"
     if wanted is not None and wanted not in counts:
         where = find_csv(raw, "num-node-dict")
     return choose_target_type(list(counts), list(labelled), wanted, where)
