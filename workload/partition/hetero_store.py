@@ -38,7 +38,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -55,6 +55,7 @@ from distgnn_workload.partition.store import (
     MASK_FILES,
     META_FILE,
     TOPOLOGY_DIR,
+    MetaRecord,
     StoreError,
     is_complete,
     part_dir_name,
@@ -89,8 +90,10 @@ class HeteroPartitionStats:
 
 
 @dataclass(frozen=True)
-class HeteroPartitionMeta:
+class HeteroPartitionMeta(MetaRecord):
     """META.json of a typed store."""
+
+    STATS: ClassVar[type] = HeteroPartitionStats
 
     format_version: int
     graph_kind: str
@@ -124,28 +127,6 @@ class HeteroPartitionMeta:
     ``edges`` (owned in-edges); 1.0 is perfect."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Everything else in META.json: dataset and partition specs, step timings, graph info."""
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> HeteroPartitionMeta:
-        known = {f for f in cls.__dataclass_fields__ if f not in ("partitions", "extra")}
-        missing = sorted(known - data.keys())
-        if missing:
-            raise StoreError(f"{META_FILE} lacks {', '.join(missing)}")
-        return cls(
-            **{k: data[k] for k in known},
-            partitions=[HeteroPartitionStats(**p) for p in data["partitions"]],
-            extra={k: v for k, v in data.items() if k not in known and k != "partitions"},
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            k: getattr(self, k)
-            for k in self.__dataclass_fields__
-            if k not in ("partitions", "extra")
-        }
-        out["partitions"] = [p.__dict__ for p in self.partitions]
-        out.update(self.extra)
-        return out
 
     @property
     def edge_type_tuples(self) -> list[EdgeType]:

@@ -7,9 +7,9 @@ META.json, and a holder touches the pages of the partitions it serves.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -41,6 +41,33 @@ class StoreError(RuntimeError):
     """A partition store that is missing, incomplete or of another format version."""
 
 
+class MetaRecord:
+    """META.json as a dataclass: its named fields, ``partitions`` (one ``STATS`` record each)
+    and ``extra`` (every other key, kept as it was)."""
+
+    STATS: ClassVar[type]
+    partitions: list[Any]
+    extra: dict[str, Any]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        known = {f.name for f in fields(cls)} - {"partitions", "extra"}  # type: ignore[arg-type]
+        missing = sorted(known - data.keys())
+        if missing:
+            raise StoreError(f"{META_FILE} lacks {', '.join(missing)}")
+        values: dict[str, Any] = {k: data[k] for k in known}
+        values["partitions"] = [cls.STATS(**p) for p in data["partitions"]]
+        values["extra"] = {k: v for k, v in data.items() if k not in known and k != "partitions"}
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        names = {f.name for f in fields(self)} - {"partitions", "extra"}  # type: ignore[arg-type]
+        out: dict[str, Any] = {k: getattr(self, k) for k in names}
+        out["partitions"] = [p.__dict__ for p in self.partitions]
+        out.update(self.extra)
+        return out
+
+
 @dataclass(frozen=True)
 class PartitionStats:
     """Figures of one partition, as kept in META.json."""
@@ -61,8 +88,10 @@ class PartitionStats:
 
 
 @dataclass(frozen=True)
-class PartitionMeta:
+class PartitionMeta(MetaRecord):
     """META.json of a store."""
+
+    STATS: ClassVar[type] = PartitionStats
 
     format_version: int
     key: str | None
@@ -89,28 +118,6 @@ class PartitionMeta:
     """Largest partition over the mean, for nodes, train_nodes and edges (1.0 is perfect)."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Everything else in META.json: dataset and partition specs, step timings, graph info."""
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> PartitionMeta:
-        known = {f for f in cls.__dataclass_fields__ if f not in ("partitions", "extra")}
-        missing = sorted(known - data.keys())
-        if missing:
-            raise StoreError(f"{META_FILE} lacks {', '.join(missing)}")
-        return cls(
-            **{k: data[k] for k in known},
-            partitions=[PartitionStats(**p) for p in data["partitions"]],
-            extra={k: v for k, v in data.items() if k not in known and k != "partitions"},
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            k: getattr(self, k)
-            for k in self.__dataclass_fields__
-            if k not in ("partitions", "extra")
-        }
-        out["partitions"] = [p.__dict__ for p in self.partitions]
-        out.update(self.extra)
-        return out
 
 
 @dataclass(frozen=True)
