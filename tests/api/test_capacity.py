@@ -60,7 +60,8 @@ def test_graph_size_from_the_spec() -> None:
 def test_sampler_pod_memory_by_hand() -> None:
     plan = build_plan(small(), from_spec_or_fail(small()))
     sampler = plan.role("sampler")
-    assert sampler is not None and plan.shapes.replicate
+    assert sampler is not None
+    assert plan.shapes.replicate
     steady = (
         500 * 16 * 4  # owned feature rows (500 of 1000 nodes), float32
         + 1000 * 4  # slot map, int32 per node
@@ -91,7 +92,8 @@ def test_worker_mode_trainer_holds_the_partition_on_its_gpus() -> None:
     spec = small(samplers={"replicas": 0}, trainers={"replicas": 2, "gpusPerPod": 2})
     plan = build_plan(spec, from_spec_or_fail(spec))
     trainer = plan.role("trainer")
-    assert trainer is not None and plan.role("sampler") is None
+    assert trainer is not None
+    assert plan.role("sampler") is None
     assert trainer.processes_per_pod == 2
     # each process loads its pod's 500 nodes onto its own GPU: owned rows and the cache
     gpu_items = {i.what: i.bytes for i in trainer.items if i.where == "gpu"}
@@ -158,7 +160,8 @@ def test_shortfalls_name_role_resource_and_amount() -> None:
     trainer = plan.role("trainer")
     assert trainer is not None
     assert found[0].short == trainer.host_bytes - 512 * 2**20
-    assert "trainer: needs" in found[0].message and "short by" in found[0].message
+    assert "trainer: needs" in found[0].message
+    assert "short by" in found[0].message
 
 
 def test_gpu_and_volume_shortfalls() -> None:
@@ -185,7 +188,8 @@ def test_sizes_from_meta_and_counts(tmp_path: Any) -> None:
     with pytest.raises(GraphSizeError, match="no such file"):
         from_meta(tmp_path / "missing.json")
     products = from_spec(parse_spec({"dataset": {"ogb": {"path": "datasets/ogbn_products"}}}))
-    assert products is not None and products.num_edges == 2 * 61_859_140
+    assert products is not None
+    assert products.num_edges == 2 * 61_859_140
 
 
 def test_seeds_per_second_says_when_it_cannot() -> None:

@@ -42,7 +42,8 @@ def test_plan_every_example(example: Path) -> None:
         [*distgnn_cli(), "plan", str(example)], capture_output=True, text=True, check=False
     )
     assert text.returncode == 0, text.stderr
-    assert "Per pod" in text.stdout and "trainer" in text.stdout
+    assert "Per pod" in text.stdout
+    assert "trainer" in text.stdout
     out = subprocess.run(
         [*distgnn_cli(), "plan", "--json", str(example)],
         capture_output=True,
@@ -52,9 +53,11 @@ def test_plan_every_example(example: Path) -> None:
     assert out.returncode == 0, out.stderr
     plan = json.loads(out.stdout)
     roles = {r["role"]: r for r in plan["roles"]}
-    assert "partition" in roles and "trainer" in roles
+    assert "partition" in roles
+    assert "trainer" in roles
     assert all(r["hostBytesPerPod"] > 0 for r in roles.values())
-    assert plan["volumeBytes"] > 0 and plan["stepsPerEpoch"] >= 1
+    assert plan["volumeBytes"] > 0
+    assert plan["stepsPerEpoch"] >= 1
 
 
 def test_strict_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -71,7 +74,8 @@ def test_strict_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert main(["plan", str(short)]) == 0  # not strict: a report only
     assert main(["plan", "--strict", str(short)]) == EXIT_DOES_NOT_FIT
     out = capsys.readouterr().out
-    assert "trainer: needs" in out and "spec.trainers.resources.limits.memory" in out
+    assert "trainer: needs" in out
+    assert "spec.trainers.resources.limits.memory" in out
 
     assert main(["plan", "--strict", "--json", str(short)]) == EXIT_DOES_NOT_FIT
     found = json.loads(capsys.readouterr().out)["shortfalls"]
@@ -115,4 +119,6 @@ def test_validate_warns_on_a_job_that_does_not_fit(
     )
     assert main(["validate", "--gpu-memory", "0.01", str(short)]) == 0
     out = capsys.readouterr().out
-    assert "is valid" in out and "warning:" in out and "GPU memory per card" in out
+    assert "is valid" in out
+    assert "warning:" in out
+    assert "GPU memory per card" in out
