@@ -28,6 +28,7 @@ from distgnn_api.pod_memory import (
     Shapes,
     Where,
     batch_bytes,
+    expected_hops,
     holder_items,
     hop_caps,
     num_params,
@@ -116,6 +117,7 @@ def shapes(
             f"auto: topology {topo / GIB:.2f} GiB {'<=' if replicate else '>'} half of "
             f"{free / GIB:.1f} GiB on the {'GPU' if holder_gpus else 'host'}"
         )
+    nodes, edges = expected_hops(graph, spec.training.batch_size, list(spec.model.fanout))
     return Shapes(
         holders=h,
         owned_nodes=owned,
@@ -125,6 +127,8 @@ def shapes(
         replicate=replicate,
         replicate_why=why,
         params=num_params(spec, graph),
+        expected_nodes=nodes,
+        expected_edges=edges,
     )
 
 
@@ -172,7 +176,7 @@ def build_plan(
             Item("process runtime", PROCESS_BYTES, "host", "partition_cost.PROCESS_BYTES"),
             Item("graph (GraphData)", cost.graph_bytes, "host", "data/graph.py nbytes"),
             Item(f"METIS on {cost.metis_edges:,} edges", cost.metis_bytes, "host",
-                 "partition/algorithms.py: ~85 B per edge", transient=True),
+                 "partition_cost: measured bytes per edge", transient=True),
             Item("writer id maps", cost.writer_bytes, "host", "partition/writer.py _write_store",
                  transient=True),
             Item("partition store", cost.store_bytes, "disk", "partition/writer.py arrays"),
@@ -189,7 +193,7 @@ def build_plan(
             peers = min(trainer_procs, MAX_PEERS_PER_HOST + 1)
             count = spec.samplers.concurrency + 1
             items.append(Item(f"batch slots for {peers} trainer(s) on the host ({count} each)",
-                              peers * count * batch_bytes(s, graph), sdev,
+                              peers * count * batch_bytes(s, graph, sdev), sdev,
                               "sampler/server.py, runtime/batches.py batch_slot_spec"))  # fmt: skip
         roles.append(
             RolePlan("sampler", spec.samplers.replicas, 1, spec.samplers.gpus_per_pod, tuple(items))

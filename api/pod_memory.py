@@ -7,6 +7,7 @@ Each :class:`Item` names the code it mirrors. Used by :mod:`distgnn_api.capacity
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -68,6 +69,9 @@ class Shapes:
     replicate: bool
     replicate_why: str
     params: int
+    expected_nodes: tuple[float, ...]
+    """Expected new distinct nodes per hop of one mini-batch (:func:`expected_hops`)."""
+    expected_edges: tuple[float, ...]
 
     @property
     def node_cap(self) -> int:
@@ -120,16 +124,47 @@ def topology_bytes(graph: GraphSize) -> int:
     return (graph.num_nodes + 1) * 8 + graph.num_edges * idx
 
 
-def batch_bytes(s: Shapes, graph: GraphSize) -> int:
-    """One mini-batch at its capacities (runtime/batches.py batch_slot_spec): int64 node ids,
-    int32 edges, int64 target ptr, features, int64 labels."""
-    caps = s.hop_caps
-    return (
-        s.node_cap * 8
-        + 2 * sum(caps[1:]) * 4
-        + (sum(caps[:-1]) + 1) * 8
-        + s.node_cap * graph.num_features * s.feature_bytes
-        + caps[0] * 8
+def expected_hops(
+    graph: GraphSize, batch_size: int, fanouts: list[int]
+) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """Expected (new distinct nodes per hop, sampled edges per hop) of one mini-batch.
+
+    Each hop samples min(fanout, mean degree) neighbours of every frontier node; distinct
+    nodes are draws with replacement among N: ``N (1 - exp(-draws/N))`` in all, cumulatively.
+    """
+    n = graph.num_nodes
+    degree = graph.num_edges / n
+    frontier, draws = float(batch_size), float(batch_size)
+    edges: list[float] = []
+    distinct = [float(batch_size)]
+    for f in fanouts:
+        frontier *= min(float(f), degree)
+        edges.append(frontier)
+        draws += frontier
+        distinct.append(max(distinct[-1], n * -math.expm1(-draws / n)))
+    nodes = [distinct[0]] + [b - a for a, b in itertools.pairwise(distinct)]
+    return tuple(nodes), tuple(edges)
+
+
+def hop_sizes(s: Shapes, dev: Where) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """Nodes and edges per hop a buffer on ``dev`` holds: GPU buffers are allocated at the
+    layout's capacities (static shapes, CUDA graphs, slots); host pages count only once
+    touched, so host memory follows the expected batch."""
+    if dev == "gpu":
+        return tuple(float(c) for c in s.hop_caps), tuple(float(c) for c in s.hop_caps[1:])
+    return s.expected_nodes, s.expected_edges
+
+
+def batch_bytes(s: Shapes, graph: GraphSize, dev: Where = "gpu") -> int:
+    """One mini-batch (runtime/batches.py batch_slot_spec): int64 node ids, int32 edges, int64
+    target ptr, features, int64 labels; at capacity on a GPU, as expected on the host."""
+    nodes, edges = hop_sizes(s, dev)
+    return round(
+        sum(nodes) * 8
+        + 2 * sum(edges) * 4
+        + (sum(nodes[:-1]) + 1) * 8
+        + sum(nodes) * graph.num_features * s.feature_bytes
+        + s.hop_caps[0] * 8
     )
 
 
@@ -200,7 +235,7 @@ def holder_items(spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: Where) 
     table_complete = cached >= remote
     if not table_complete and s.holders > 1 and all(k >= 1 for k in spec.model.fanout):
         count = LOOKAHEAD + 2 if spec.worker_mode else spec.samplers.concurrency + 1
-        slot = s.node_cap * f * fb
+        slot = round(sum(hop_sizes(s, dev)[0])) * f * fb
         peers = min(s.holders - 1, MAX_PEERS_PER_HOST)
         items.append(
             Item(
@@ -215,25 +250,29 @@ def holder_items(spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: Where) 
 
 def trainer_items(spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: Where) -> list[Item]:
     """A trainer process: model, optimizer, CUDA-graph inputs, activations, prefetched batches."""
-    caps, layers = s.hop_caps, spec.model.num_layers
+    layers = spec.model.num_layers
     ab = 2 if spec.training.bf16 else 4
-    acts = 0
+    # CUDA-graph steps (GraphSAGE on a GPU) run at the capacities; eager steps at the batch's
+    graph_step = dev == "gpu" and spec.model.arch == Arch.sage
+    nodes, hop_edges = hop_sizes(s, "gpu" if graph_step else "host")
+    acts = 0.0
     for layer, (i, o) in enumerate(layer_widths(spec, graph)):
-        targets = sum(caps[: layers - layer]) + 1
-        edges = sum(caps[1 : layers - layer + 1])
+        targets = sum(nodes[: layers - layer]) + 1
+        edges = sum(hop_edges[: layers - layer])
         acts += ACTIVATION_COPIES * targets * o * ab + edges * 8 + targets * i * ab
     items = [
         Item("parameters, gradients, Adam moments (fp32)", 16 * s.params, dev,
              "trainer/loop.py torch.optim.Adam"),
-        Item("activations (estimate)", acts, dev, f"{ACTIVATION_COPIES} x each layer's output"),
+        Item("activations (estimate)", round(acts), dev,
+             f"{ACTIVATION_COPIES} x each layer's output"),
         Item(f"prefetched batches ({spec.trainers.prefetch})",
-             spec.trainers.prefetch * batch_bytes(s, graph), dev, "trainers.prefetch, batch caps"),
+             spec.trainers.prefetch * batch_bytes(s, graph, dev), dev, "trainers.prefetch"),
     ]  # fmt: skip
     if dev == "gpu" and spec.model.arch == Arch.sage:
         static = (
             (s.node_cap + 1) * graph.num_features * s.feature_bytes
-            + index_sizes(caps) * 8
-            + caps[0] * 8
+            + index_sizes(s.hop_caps) * 8
+            + s.hop_caps[0] * 8
         )
         items.append(Item("CUDA-graph static inputs", static, dev,
                           "trainer/graph_step.py GraphStep x, index, y"))  # fmt: skip

@@ -2,8 +2,7 @@
 
 A mini-batch of B seeds and fanouts f1..fL samples at most ``B f1 ... fh`` nodes at hop h,
 fewer when nodes have fewer neighbours (the mean degree bounds each hop's fanout) and fewer
-distinct ones (a node reached twice is one row). Distinct nodes are estimated as draws with
-replacement from the graph: ``N (1 - exp(-k/N))`` of ``k`` draws. Remote rows are the
+distinct ones (a node reached twice is one row): :func:`distgnn_api.pod_memory.expected_hops`. Remote rows are the
 distinct non-seed nodes owned by another holder: the measured edge-cut share when known
 (META.json, ``--edge-cut``), else ``(H-1)/H`` (a random partition), minus the hot cache's
 share of them (``cacheRatio``; a hotness-ranked cache hits more often, so this is an upper
@@ -19,30 +18,6 @@ from distgnn_api.capacity import Plan
 from distgnn_api.spec import Arch, DistGNNJobSpec
 
 ID_BYTES = 8  # node ids travel as int64 (runtime/features/remote.py, distributed_sampler.py)
-
-
-@dataclass(frozen=True)
-class BatchShape:
-    """Expected sizes of one mini-batch."""
-
-    edges_per_hop: tuple[float, ...]
-    sampled: float
-    """Sampled node slots: seeds plus one per sampled edge."""
-    distinct: float
-    """Distinct nodes among them (the batch's feature rows)."""
-
-
-def batch_shape(spec: DistGNNJobSpec, plan: Plan) -> BatchShape:
-    g = plan.graph
-    degree = g.num_edges / g.num_nodes
-    frontier = float(spec.training.batch_size)
-    edges = []
-    for f in spec.model.fanout:
-        frontier *= min(float(f), degree)
-        edges.append(frontier)
-    sampled = spec.training.batch_size + sum(edges)
-    distinct = g.num_nodes * -math.expm1(-sampled / g.num_nodes)
-    return BatchShape(tuple(edges), sampled, max(distinct, float(spec.training.batch_size)))
 
 
 @dataclass(frozen=True)
@@ -64,7 +39,8 @@ class Traffic:
 
 def traffic(spec: DistGNNJobSpec, plan: Plan) -> Traffic:
     g, s = plan.graph, plan.shapes
-    shape = batch_shape(spec, plan)
+    nodes, hop_edges = s.expected_nodes, s.expected_edges
+    distinct = sum(nodes)
     h = s.holders
     if h == 1:
         share, why = 0.0, "one holder: every node is local"
@@ -73,26 +49,25 @@ def traffic(spec: DistGNNJobSpec, plan: Plan) -> Traffic:
     else:
         share, why = (h - 1) / h, f"(H-1)/H of a random partition, H={h} (an upper bound)"
     miss = 1.0 - spec.samplers.cache_ratio
-    remote_rows = (shape.distinct - spec.training.batch_size) * share * miss
+    remote_rows = (distinct - nodes[0]) * share * miss
     row = g.num_features * s.feature_bytes
     per: dict[str, float] = {
         "remote feature rows": remote_rows * (row + ID_BYTES),
     }
     if not s.replicate and h > 1:
         # hop by hop: the frontier's remote nodes go out, their sampled neighbours come back
-        frontier = [float(spec.training.batch_size), *shape.edges_per_hop[:-1]]
-        fanout = [e / f for e, f in zip(shape.edges_per_hop, frontier, strict=True)]
+        frontier = [float(spec.training.batch_size), *hop_edges[:-1]]
+        fanout = [e / f for e, f in zip(hop_edges, frontier, strict=True)]
         per["sampling requests"] = sum(
             f * share * ID_BYTES * (1 + k) for f, k in zip(frontier, fanout, strict=True)
         )
     if not spec.worker_mode:
         # the trainer asks a sampler for a batch and gets it whole (runtime/batches.py)
-        edges = sum(shape.edges_per_hop)
         per["mini-batches (sampler to trainer)"] = (
             spec.training.batch_size * ID_BYTES
-            + shape.distinct * (ID_BYTES + row)
-            + edges * 2 * 4
-            + (shape.distinct - shape.edges_per_hop[-1] + 1) * 8
+            + distinct * (ID_BYTES + row)
+            + sum(hop_edges) * 2 * 4
+            + (sum(nodes[:-1]) + 1) * 8
             + spec.training.batch_size * 8
         )
     procs = spec.trainers.replicas * max(1, spec.trainers.gpus_per_pod)

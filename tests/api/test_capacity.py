@@ -45,8 +45,13 @@ def small(**changes: Any) -> DistGNNJobSpec:
     return parse_spec(data)
 
 
-# One mini-batch at its capacities: hops of 10, 30, 60 nodes (100 in all).
-BATCH = 100 * 8 + 2 * 90 * 4 + (10 + 30 + 1) * 8 + 100 * 16 * 4 + 10 * 8  # = 8328
+# One mini-batch as expected on the host: 10 seeds, 30 then 60 sampled edges (fanout 3 and 2,
+# the mean degree is 10); distinct nodes among the 10, 40 and 100 draws from 1000 nodes.
+D1 = 1000 * (1 - math.exp(-40 / 1000))
+D2 = 1000 * (1 - math.exp(-100 / 1000))
+BATCH = round(D2 * 8 + 2 * 90 * 4 + (D1 + 1) * 8 + D2 * 16 * 4 + 10 * 8)
+# The same at the layout's capacities (GPU buffers): hops of 10, 30, 60 nodes.
+BATCH_CAPS = 100 * 8 + 2 * 90 * 4 + (10 + 30 + 1) * 8 + 100 * 16 * 4 + 10 * 8
 PARAMS = (2 * 16 * 8 + 8) + (2 * 8 * 4 + 4)  # SAGE: lin_l W + bias, lin_r W; 16->8->4
 
 
@@ -70,7 +75,7 @@ def test_sampler_pod_memory_by_hand() -> None:
         + 500 * 8  # split ids, int64
         + 250 * 16 * 4  # hot cache: 0.5 of the 500 remote rows
         + 1001 * 8 + 10000 * 4  # replicated topology
-        + 1 * 5 * 100 * 16 * 4  # feature slots: 1 peer x (concurrency 4 + 1) x 100 rows
+        + 1 * 5 * round(D2) * 16 * 4  # feature slots: 1 peer x (concurrency 4 + 1), touched rows
         + 2 * 5 * BATCH  # batch slots: 2 trainers x 5
     )  # fmt: skip
     load_staging = 2 * 500 * 16 * 4  # the largest transient: float32 copy + cat
@@ -82,9 +87,11 @@ def test_trainer_pod_memory_by_hand() -> None:
     plan = build_plan(small(), from_spec_or_fail(small()))
     trainer = plan.role("trainer")
     assert trainer is not None
-    # activations: layer 0 has 41 target rows (+1 dump), 90 edges; layer 1 11 rows, 30 edges
-    acts = (4 * 41 * 8 * 4 + 90 * 8 + 41 * 16 * 4) + (4 * 11 * 4 * 4 + 30 * 8 + 11 * 8 * 4)
-    expected = PROCESS_HOST_BYTES + 16 * PARAMS + acts + 4 * BATCH
+    # eager steps on the CPU: layer 0's targets are hops 0 and 1 (+1 dump row), 90 edges;
+    # layer 1's the seeds (+1), 30 edges
+    t0, t1 = D1 + 1, 10 + 1
+    acts = (4 * t0 * 8 * 4 + 90 * 8 + t0 * 16 * 4) + (4 * t1 * 4 * 4 + 30 * 8 + t1 * 8 * 4)
+    expected = PROCESS_HOST_BYTES + 16 * PARAMS + round(acts) + 4 * BATCH
     assert trainer.host_bytes == expected
 
 
@@ -99,6 +106,10 @@ def test_worker_mode_trainer_holds_the_partition_on_its_gpus() -> None:
     gpu_items = {i.what: i.bytes for i in trainer.items if i.where == "gpu"}
     assert gpu_items["owned feature rows"] == 500 * 16 * 4
     assert gpu_items["replicated topology"] == 1001 * 8 + 10000 * 4
+    # GPU buffers are allocated at the layout's capacities
+    assert gpu_items["prefetched batches (4)"] == 4 * BATCH_CAPS
+    # x (100 rows + dump), per layer src/dst/ptr: 2*90 + 40+2, then 2*30 + 10+2; labels
+    assert gpu_items["CUDA-graph static inputs"] == 101 * 16 * 4 + (222 + 72) * 8 + 10 * 8
     assert trainer.host_bytes == 2 * (
         PROCESS_HOST_BYTES
         + 501 * 8 + 5000 * 4 + 500 * 8  # CSR and split ids on the host
@@ -129,10 +140,10 @@ def test_traffic_by_hand() -> None:
     spec = small()
     plan = build_plan(spec, from_spec_or_fail(spec))
     t = traffic(spec, plan)
-    distinct = 1000 * (1 - math.exp(-100 / 1000))  # 100 sampled slots among 1000 nodes
-    remote = (distinct - 10) * 0.5 * 0.5  # random partition of 2, cache 0.5
+    remote = (D2 - 10) * 0.5 * 0.5  # random partition of 2, cache 0.5
     assert t.per_batch["remote feature rows"] == pytest.approx(remote * (16 * 4 + 8))
-    expected_batch = 10 * 8 + distinct * (8 + 64) + 90 * 2 * 4 + (distinct - 60 + 1) * 8 + 80
+    # seeds out; ids and features of every node, int32 edges, the targets' ptr, labels back
+    expected_batch = 10 * 8 + D2 * (8 + 64) + 90 * 2 * 4 + (D1 + 1) * 8 + 80
     assert t.per_batch["mini-batches (sampler to trainer)"] == pytest.approx(expected_batch)
     assert t.per_batch["gradients (ring all-reduce)"] == pytest.approx(2 * 1 / 2 * PARAMS * 4)
     assert "sampling requests" not in t.per_batch  # the topology is replicated
