@@ -22,8 +22,9 @@ from distgnn_api.pod_memory import (
     MAX_PEERS_PER_HOST,
     METIS_EDGE_IMBALANCE,
     METIS_NODE_IMBALANCE,
-    PROCESS_HOST_BYTES,
     REPLICATE_FITS_SHARE,
+    SAMPLER_PROCESS_BYTES,
+    TRAINER_PROCESS_BYTES,
     Item,
     Shapes,
     Where,
@@ -38,7 +39,16 @@ from distgnn_api.pod_memory import (
 )
 from distgnn_api.spec import DistGNNJobSpec, PartitionAlgorithm, ReplicateTopology
 
-__all__ = ["GIB", "PROCESS_HOST_BYTES", "Item", "Plan", "RolePlan", "Shapes", "build_plan"]
+__all__ = [
+    "GIB",
+    "SAMPLER_PROCESS_BYTES",
+    "TRAINER_PROCESS_BYTES",
+    "Item",
+    "Plan",
+    "RolePlan",
+    "Shapes",
+    "build_plan",
+]
 
 
 @dataclass(frozen=True)
@@ -188,7 +198,7 @@ def build_plan(
     trainer_procs = spec.trainers.replicas * max(1, spec.trainers.gpus_per_pod)
     if not spec.worker_mode:
         sdev = _holder_device(spec)
-        items = process_items(sdev) + holder_items(spec, graph, s, sdev)
+        items = process_items(sdev, "sampler") + holder_items(spec, graph, s, sdev)
         if all(k >= 1 for k in spec.model.fanout):
             peers = min(trainer_procs, MAX_PEERS_PER_HOST + 1)
             count = spec.samplers.concurrency + 1
@@ -198,7 +208,7 @@ def build_plan(
         roles.append(
             RolePlan("sampler", spec.samplers.replicas, 1, spec.samplers.gpus_per_pod, tuple(items))
         )
-    titems = process_items(tdev) + trainer_items(spec, graph, s, tdev)
+    titems = process_items(tdev, "trainer") + trainer_items(spec, graph, s, tdev)
     if spec.worker_mode:
         titems += holder_items(spec, graph, s, tdev)
     roles.append(

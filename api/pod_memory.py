@@ -36,8 +36,11 @@ LOOKAHEAD = 2
 MAX_PEERS_PER_HOST = 7
 
 # Estimates, not layouts (to be calibrated: benchmarks/capacity/):
-PROCESS_HOST_BYTES = 1 * GIB
-"""Host memory of one workload process before it loads data: interpreter, torch, RPC agent."""
+SAMPLER_PROCESS_BYTES = 640 << 20
+"""Peak RSS of a sampler process beside its data: interpreter, torch, RPC agent (measured on
+CPU at 1/100 of products scale, benchmarks/capacity/results/runtime-cpu-0.01.json)."""
+TRAINER_PROCESS_BYTES = 928 << 20
+"""The same for a trainer process (gloo, autograd and the optimizer's workspaces too)."""
 CUDA_CONTEXT_BYTES = 600 << 20
 """GPU memory of a CUDA context plus cuBLAS/NCCL workspaces, per process."""
 ACTIVATION_COPIES = 4
@@ -279,8 +282,9 @@ def trainer_items(spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: Where)
     return items
 
 
-def process_items(dev: Where) -> list[Item]:
-    items = [Item("process runtime (estimate)", PROCESS_HOST_BYTES, "host", "interpreter, torch")]
+def process_items(dev: Where, role: str) -> list[Item]:
+    base = TRAINER_PROCESS_BYTES if role == "trainer" else SAMPLER_PROCESS_BYTES
+    items = [Item("process runtime", base, "host", "measured: interpreter, torch, RPC")]
     if dev == "gpu":
         items.append(Item("CUDA context (estimate)", CUDA_CONTEXT_BYTES, "gpu", "per process"))
     return items

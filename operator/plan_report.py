@@ -122,6 +122,8 @@ def plan_json(
         "graph": asdict(plan.graph),
         "notes": plan.notes,
         "replicateTopology": plan.shapes.replicate,
+        "expectedNodesPerHop": list(plan.shapes.expected_nodes),
+        "expectedEdgesPerHop": list(plan.shapes.expected_edges),
         "roles": [
             {
                 "role": r.role,

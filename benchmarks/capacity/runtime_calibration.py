@@ -153,6 +153,8 @@ def run(scale: float, mode: str, batch: int, work: Path) -> dict[str, Any]:
     _, err = proc.communicate()
     if proc.returncode != 0:
         raise SystemExit(f"distgnn run failed ({proc.returncode}): {err[-2000:]}")
+    metas = list((work / "data").glob("partitions/*/META.json"))
+    cut = json.loads(metas[0].read_text())["edge_cut_fraction"] if metas else None
     return {
         "mode": mode,
         "scale": scale,
@@ -161,21 +163,26 @@ def run(scale: float, mode: str, batch: int, work: Path) -> dict[str, Any]:
         "counters": counters,
         "batch": batch,
         "job": manifest,
+        "edge_cut_fraction": cut,
     }
 
 
-def model_plan(manifest: dict[str, Any]) -> dict[str, Any]:
-    """``distgnn plan --json`` of the job, with the model as it is now."""
+def model_plan(manifest: dict[str, Any], edge_cut: float | None) -> dict[str, Any]:
+    """``distgnn plan --json`` of the job with the measured edge cut (as ``--meta`` gives it),
+    with the model as it is now."""
     with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
         f.write(yaml.safe_dump(manifest))
         f.flush()
         cli = str(Path(sys.executable).parent / "distgnn")
-        done = subprocess.run([cli, "plan", "--json", f.name], capture_output=True, text=True)
+        cut = [] if edge_cut is None else ["--edge-cut", str(edge_cut)]
+        done = subprocess.run(
+            [cli, "plan", "--json", *cut, f.name], capture_output=True, text=True, check=True
+        )
     return dict(json.loads(done.stdout))
 
 
 def compare(r: dict[str, Any]) -> dict[str, Any]:
-    plan = model_plan(r["job"])
+    plan = model_plan(r["job"], r.get("edge_cut_fraction"))
     roles = {x["role"]: x for x in plan["roles"]}
     out: dict[str, Any] = {"memory": {}, "bytes": {}}
     for key, measured in r["peak_rss_bytes"].items():
@@ -190,13 +197,24 @@ def compare(r: dict[str, Any]) -> dict[str, Any]:
     for key, c in r["counters"].items():
         if key.startswith("trainer"):
             steps = math.ceil(c.get("distgnn_trainer_seeds_total", 0) / r["batch"])
-            if steps and "remote feature rows" in per_batch:
+            if steps:
                 measured = c.get("distgnn_trainer_remote_feature_bytes_total", 0) / steps
-                # the model counts ids too: compare feature bytes only
-                model = per_batch["remote feature rows"] * row / (row + 8)
-                out["bytes"][f"{key} remote feature bytes/batch"] = {
+                if r["mode"] == "worker":
+                    # rows fetched from other holders; the model counts their ids too
+                    model = per_batch["remote feature rows"] * row / (row + 8)
+                    what = "remote feature bytes/batch"
+                else:
+                    # every feature row of the batches a sampler sent
+                    model = sum(plan["expectedNodesPerHop"]) * row
+                    what = "batch feature bytes/batch"
+                out["bytes"][f"{key} {what}"] = {
                     "measured": measured, "model": model,
                     "error": model / measured - 1 if measured else None}  # fmt: skip
+            if steps:
+                measured = c.get("distgnn_trainer_sampled_nodes_total", 0) / steps
+                model = sum(plan["expectedNodesPerHop"])
+                out["bytes"][f"{key} sampled nodes/batch"] = {
+                    "measured": measured, "model": model, "error": model / measured - 1}  # fmt: skip
             lookups = c.get("distgnn_trainer_feature_cache_lookups_total", 0)
             if lookups:
                 out["bytes"][f"{key} cache hit rate"] = {

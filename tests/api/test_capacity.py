@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from distgnn_api.capacity import GIB, PROCESS_HOST_BYTES, build_plan
+from distgnn_api.capacity import GIB, SAMPLER_PROCESS_BYTES, TRAINER_PROCESS_BYTES, build_plan
 from distgnn_api.capacity_check import check
 from distgnn_api.graph_size import GraphSizeError, from_meta, from_spec, resolve
 from distgnn_api.partition_cost import PROCESS_BYTES
@@ -79,7 +79,7 @@ def test_sampler_pod_memory_by_hand() -> None:
         + 2 * 5 * BATCH  # batch slots: 2 trainers x 5
     )  # fmt: skip
     load_staging = 2 * 500 * 16 * 4  # the largest transient: float32 copy + cat
-    assert sampler.host_bytes == PROCESS_HOST_BYTES + steady + load_staging
+    assert sampler.host_bytes == SAMPLER_PROCESS_BYTES + steady + load_staging
     assert sampler.gpu_bytes == 0
 
 
@@ -91,7 +91,7 @@ def test_trainer_pod_memory_by_hand() -> None:
     # layer 1's the seeds (+1), 30 edges
     t0, t1 = D1 + 1, 10 + 1
     acts = (4 * t0 * 8 * 4 + 90 * 8 + t0 * 16 * 4) + (4 * t1 * 4 * 4 + 30 * 8 + t1 * 8 * 4)
-    expected = PROCESS_HOST_BYTES + 16 * PARAMS + round(acts) + 4 * BATCH
+    expected = TRAINER_PROCESS_BYTES + 16 * PARAMS + round(acts) + 4 * BATCH
     assert trainer.host_bytes == expected
 
 
@@ -111,7 +111,7 @@ def test_worker_mode_trainer_holds_the_partition_on_its_gpus() -> None:
     # x (100 rows + dump), per layer src/dst/ptr: 2*90 + 40+2, then 2*30 + 10+2; labels
     assert gpu_items["CUDA-graph static inputs"] == 101 * 16 * 4 + (222 + 72) * 8 + 10 * 8
     assert trainer.host_bytes == 2 * (
-        PROCESS_HOST_BYTES
+        TRAINER_PROCESS_BYTES
         + 501 * 8 + 5000 * 4 + 500 * 8  # CSR and split ids on the host
         + 2 * 500 * 16 * 4  # load staging; topology staging (48,008) is smaller
     )  # fmt: skip
