@@ -173,7 +173,7 @@ def _capacity_stage(
         return False
     reason, message = CAPACITY_SHORT.format(message=capacity_policy.message(found))
     draft.set(COND_CAPACITY, "False", reason, message)
-    started = prev.phase in (Phase.training, Phase.suspended)
+    started = any(c.type == COND_TRAINING for c in prev.conditions)
     if policy is capacity_policy.CapacityPolicy.fail and not started:
         draft.fail(reason, message)
         return True
