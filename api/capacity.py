@@ -29,6 +29,7 @@ from distgnn_api.pod_memory import (
     Shapes,
     Where,
     batch_bytes,
+    evaluation_items,
     expected_hops,
     holder_items,
     hop_caps,
@@ -209,6 +210,7 @@ def build_plan(
             RolePlan("sampler", spec.samplers.replicas, 1, spec.samplers.gpus_per_pod, tuple(items))
         )
     titems = process_items(tdev, "trainer") + trainer_items(spec, graph, s, tdev)
+    titems += evaluation_items(spec, graph, s, tdev, trainer_procs)
     if spec.worker_mode:
         titems += holder_items(spec, graph, s, tdev)
     roles.append(

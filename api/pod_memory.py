@@ -39,7 +39,7 @@ MAX_PEERS_PER_HOST = 7
 SAMPLER_PROCESS_BYTES = 640 << 20
 """Peak RSS of a sampler process beside its data: interpreter, torch, RPC agent (measured on
 CPU at 1/100 of products scale, benchmarks/capacity/results/runtime-cpu-0.01.json)."""
-TRAINER_PROCESS_BYTES = 928 << 20
+TRAINER_PROCESS_BYTES = 784 << 20
 """The same for a trainer process (gloo, autograd and the optimizer's workspaces too)."""
 CUDA_CONTEXT_BYTES = 600 << 20
 """GPU memory of a CUDA context plus cuBLAS/NCCL workspaces, per process."""
@@ -280,6 +280,44 @@ def trainer_items(spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: Where)
         items.append(Item("CUDA-graph static inputs", static, dev,
                           "trainer/graph_step.py GraphStep x, index, y"))  # fmt: skip
     return items
+
+
+# workload/evaluation/blocks.py DEFAULT_CHUNK_EDGES, DEFAULT_CHUNK_NODES
+EVAL_CHUNK_EDGES = 1 << 21
+EVAL_CHUNK_NODES = 1 << 16
+
+
+def evaluation_items(
+    spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: Where, world: int
+) -> list[Item]:
+    """Full-neighbourhood evaluation (evaluation.test or .validation full), after training:
+    evaluation/inference.py LayerwiseInference, the largest layer at once."""
+    ev = spec.training.evaluation
+    if "full" not in (ev.test.value, ev.validation.value):
+        return []
+    n = graph.num_nodes
+    ab = 2 if spec.training.bf16 else 4
+    chunk_nodes = min(n, EVAL_CHUNK_NODES)
+    chunk_edges = min(graph.num_edges, EVAL_CHUNK_EDGES)
+    block_nodes = min(n, chunk_edges + chunk_nodes)
+    peak = 0
+    for i, o in layer_widths(spec, graph):
+        peak = max(
+            peak,
+            n * i * ab  # every node's rows of the layer below, all-gathered
+            + block_nodes * i * ab  # a chunk's source rows
+            + math.ceil(n / world) * o * ab  # this rank's share of the output
+            + 2 * chunk_nodes * o * ab  # the chunk's aggregate and output
+            + 2 * chunk_edges * 8,  # the chunk's block (int64 sources, local ids)
+        )
+    store_pages = (n + 1) * 8 + graph.num_edges * graph.index_bytes + n * graph.num_features * 4
+    return [
+        Item("full-neighbourhood evaluation (largest layer)", peak, dev,
+             "evaluation/inference.py LayerwiseInference", transient=True),
+        Item("evaluation: topology and features read from the store", store_pages + n * 16,
+             "host", "evaluation/store_rows.py, inference.py store.topology() (mmap)",
+             transient=True),
+    ]  # fmt: skip
 
 
 def process_items(dev: Where, role: str) -> list[Item]:

@@ -91,7 +91,11 @@ def test_trainer_pod_memory_by_hand() -> None:
     # layer 1's the seeds (+1), 30 edges
     t0, t1 = D1 + 1, 10 + 1
     acts = (4 * t0 * 8 * 4 + 90 * 8 + t0 * 16 * 4) + (4 * t1 * 4 * 4 + 30 * 8 + t1 * 8 * 4)
-    expected = TRAINER_PROCESS_BYTES + 16 * PARAMS + round(acts) + 4 * BATCH
+    # full-neighbourhood test evaluation afterwards, its largest layer (the first): all 1000
+    # nodes' 16 features gathered, a chunk's source rows, the rank's 500 x 8 outputs, the
+    # chunk's aggregate and output, its block of 10000 int64 sources and local ids
+    evaluation = 1000 * 16 * 4 * 2 + 500 * 8 * 4 + 2 * 1000 * 8 * 4 + 2 * 10000 * 8
+    expected = TRAINER_PROCESS_BYTES + 16 * PARAMS + round(acts) + 4 * BATCH + evaluation
     assert trainer.host_bytes == expected
 
 
@@ -113,7 +117,9 @@ def test_worker_mode_trainer_holds_the_partition_on_its_gpus() -> None:
     assert trainer.host_bytes == 2 * (
         TRAINER_PROCESS_BYTES
         + 501 * 8 + 5000 * 4 + 500 * 8  # CSR and split ids on the host
-        + 2 * 500 * 16 * 4  # load staging; topology staging (48,008) is smaller
+        # the largest host peak: evaluation reading the store (topology, features, labels and
+        # masks), above load staging (64,000) and topology staging (48,008)
+        + 1001 * 8 + 10000 * 4 + 1000 * 16 * 4 + 1000 * 16
     )  # fmt: skip
 
 
