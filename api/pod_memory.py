@@ -310,11 +310,13 @@ def evaluation_items(
             + 2 * chunk_nodes * o * ab  # the chunk's aggregate and output
             + 2 * chunk_edges * 8,  # the chunk's block (int64 sources, local ids)
         )
-    store_pages = (n + 1) * 8 + graph.num_edges * graph.index_bytes + n * graph.num_features * 4
+    # file pages (reclaimable, but counted in RSS): the topology, this rank's feature rows
+    share = math.ceil(n / world)
+    store_pages = (n + 1) * 8 + graph.num_edges * graph.index_bytes + share * graph.num_features * 4
     return [
         Item("full-neighbourhood evaluation (largest layer)", peak, dev,
              "evaluation/inference.py LayerwiseInference", transient=True),
-        Item("evaluation: topology and features read from the store", store_pages + n * 16,
+        Item("evaluation: topology, features, labels read from the store", store_pages + n * 16,
              "host", "evaluation/store_rows.py, inference.py store.topology() (mmap)",
              transient=True),
     ]  # fmt: skip

@@ -117,9 +117,10 @@ def test_worker_mode_trainer_holds_the_partition_on_its_gpus() -> None:
     assert trainer.host_bytes == 2 * (
         TRAINER_PROCESS_BYTES
         + 501 * 8 + 5000 * 4 + 500 * 8  # CSR and split ids on the host
-        # the largest host peak: evaluation reading the store (topology, features, labels and
-        # masks), above load staging (64,000) and topology staging (48,008)
-        + 1001 * 8 + 10000 * 4 + 1000 * 16 * 4 + 1000 * 16
+        # the largest host peak: evaluation reading the store (topology, this rank's 250
+        # feature rows of 4 processes, labels and masks), above load staging (64,000) and
+        # topology staging (48,008)
+        + 1001 * 8 + 10000 * 4 + 250 * 16 * 4 + 1000 * 16
     )  # fmt: skip
 
 
