@@ -2,7 +2,10 @@
 
 - ``distgnn run JOB.yaml``: the whole job as local processes (the embedded default).
 - ``distgnn render JOB.yaml``: the manifests the operator would create, as a YAML stream.
-- ``distgnn validate JOB.yaml``: check a job with the CRD's own rules, naming each bad field.
+- ``distgnn validate JOB.yaml``: check a job with the CRD's own rules, naming each bad field,
+  and warn when its resources cannot hold its capacity plan.
+- ``distgnn plan JOB.yaml``: memory, GPU memory and disk per pod, the partition Job, bytes
+  between pods and seeds/s; ``--strict`` exits 3 when the resources cannot hold them.
 - ``distgnn crd``: the DistGNNJob CRD, generated from the spec models.
 
 Importing this module imports neither torch nor kopf: the operator image has no torch and
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import signal
 import sys
 import uuid
@@ -24,10 +28,14 @@ import yaml
 from rich.console import Console
 from rich.markup import escape
 
+from distgnn_api.capacity import GIB
+from distgnn_api.capacity_check import spec_shortfalls
 from distgnn_api.contract import EXIT_BAD_INPUT, EXIT_INTERNAL_ERROR, EXIT_OK, partition_key
 from distgnn_api.spec import KIND, DistGNNJob, SpecError, parse_job
 
 DEFAULT_DATA_DIR = Path("distgnn-data")
+DEFAULT_GPU_MEMORY_GIB = 80.0
+EXIT_DOES_NOT_FIT = 3  # distgnn plan --strict: the job's resources cannot hold its plan
 DEFAULT_NAMESPACE = "default"
 
 
@@ -112,9 +120,17 @@ def _graph_summary(job: DistGNNJob) -> str:
     return f"; heterogeneous graph, target {target}, model {job.spec.model.arch.value}"
 
 
+def _gpu_memory(args: argparse.Namespace) -> int:
+    gib = float(args.gpu_memory)
+    if not gib > 0:
+        raise CliError(f"--gpu-memory must be above 0 GiB, got {args.gpu_memory}")
+    return int(gib * GIB)
+
+
 def cmd_validate(args: argparse.Namespace, out: Console) -> int:
     from distgnn_operator.local.runner import job_shape
 
+    gpu_memory = _gpu_memory(args)
     for path in args.jobs:
         for job in load_jobs(path):
             out.print(
@@ -122,7 +138,47 @@ def cmd_validate(args: argparse.Namespace, out: Console) -> int:
                 f"{_graph_summary(job)} (partition key {partition_key(job.spec)})",
                 highlight=False,
             )
+            for short in spec_shortfalls(job.spec, gpu_memory) or []:
+                out.print(
+                    f"[bold yellow]warning:[/] {path}: {KIND} {job.metadata.name}: "
+                    f"{escape(short.message)} (see distgnn plan)",
+                    highlight=False,
+                )
     return EXIT_OK
+
+
+def cmd_plan(args: argparse.Namespace, out: Console) -> int:
+    from distgnn_api.capacity import build_plan
+    from distgnn_api.capacity_check import check
+    from distgnn_api.graph_size import GraphSizeError, resolve
+    from distgnn_api.traffic import seeds_per_second, traffic
+    from distgnn_operator.plan_report import plan_json, print_plan
+
+    job = load_job(args.job)
+    gpu_memory = _gpu_memory(args)
+    try:
+        graph = resolve(
+            job.spec,
+            meta=args.meta,
+            nodes=args.nodes,
+            edges=args.edges,
+            features=args.features,
+            classes=args.classes,
+            train_nodes=args.train_nodes,
+            edge_cut=args.edge_cut,
+        )
+    except GraphSizeError as err:
+        raise CliError(f"{args.job}: {err}") from None
+    plan = build_plan(job.spec, graph, gpu_memory=gpu_memory)
+    moved = traffic(job.spec, plan)
+    rate = seeds_per_second(job.spec, plan)
+    shortfalls = check(job.spec, plan, gpu_memory)
+    if args.json:
+        sys.stdout.write(json.dumps(plan_json(plan, moved, rate, shortfalls), indent=2) + "\n")
+    else:
+        out.print(f"{args.job}: capacity plan of {KIND} {job.metadata.name}")
+        print_plan(out, job.spec, plan, moved, rate, shortfalls, gpu_memory)
+    return EXIT_DOES_NOT_FIT if args.strict and shortfalls else EXIT_OK
 
 
 def _render_uid(job: DistGNNJob, namespace: str, uid: str | None) -> str:
@@ -199,6 +255,16 @@ def cmd_run(args: argparse.Namespace, out: Console) -> int:
         raise CliError(f"{args.job}: {err}") from None
 
 
+def _gpu_memory_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--gpu-memory",
+        type=float,
+        default=DEFAULT_GPU_MEMORY_GIB,
+        metavar="GIB",
+        help="memory of one GPU in GiB (default: %(default)s)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="distgnn",
@@ -268,7 +334,37 @@ def build_parser() -> argparse.ArgumentParser:
         description="Check DistGNNJob files with the same models and rules as the CRD.",
     )
     validate.add_argument("jobs", metavar="JOB.yaml", nargs="+")
+    _gpu_memory_flag(validate)
     validate.set_defaults(func=cmd_validate)
+
+    plan = sub.add_parser(
+        "plan",
+        help="print a job's capacity plan: memory per pod, bytes between pods, seeds/s",
+        description="Print what each pod of a DistGNNJob needs (host memory, GPU memory, the "
+        "shared volume), the partition Job's peak memory and time, the bytes moved between "
+        "pods per mini-batch and per epoch, and the expected seeds/s. The graph's size comes "
+        "from the spec (synthetic datasets, public OGB datasets by name), a partition store's "
+        "META.json (--meta) or the counts given.",
+    )
+    plan.add_argument("job", metavar="JOB.yaml")
+    plan.add_argument("--meta", help="a partition store's META.json (or its directory)")
+    plan.add_argument("--nodes", type=int, help="number of nodes")
+    plan.add_argument("--edges", type=int, help="number of undirected edges")
+    plan.add_argument("--features", type=int, help="node feature dimension")
+    plan.add_argument("--classes", type=int, help="number of label classes")
+    plan.add_argument("--train-nodes", type=int, help="training seeds per epoch")
+    plan.add_argument(
+        "--edge-cut", type=float, help="share of edges the partition cuts (default: as random)"
+    )
+    plan.add_argument("--json", action="store_true", help="print the plan as JSON")
+    plan.add_argument(
+        "--strict",
+        action="store_true",
+        help=f"exit {EXIT_DOES_NOT_FIT} when a memory request or limit, a GPU or the volume "
+        "cannot hold the plan",
+    )
+    _gpu_memory_flag(plan)
+    plan.set_defaults(func=cmd_plan)
 
     crd = sub.add_parser(
         "crd",

@@ -58,6 +58,7 @@ COND_SUSPENDED = "Suspended"  # runPolicy.suspend is set and the pods are gone
 COND_SUCCEEDED = "Succeeded"  # every trainer exited 0
 COND_FAILED = "Failed"  # the job failed; the reason says why
 COND_BLOCKED = "Blocked"  # something keeps a child from being created or from starting
+COND_CAPACITY = "CapacityFits"  # the job's resources hold its capacity plan (False: they do not)
 
 # Conditions that cannot be True together: setting the key True flips the values to False.
 EXCLUSIVE_CONDITIONS: dict[str, frozenset[str]] = {
@@ -160,6 +161,10 @@ UNBLOCKED = Reason("Unblocked", "the job's children are created and their pods c
 CHILD_CONFLICT = Reason(
     "ChildConflict", "{kind} {name} exists and is controlled by another owner; delete or rename it"
 )
+
+# CapacityFits (and Failed, with the operator's capacity policy fail)
+CAPACITY_SHORT = Reason("InsufficientCapacity", "{message}")
+CAPACITY_FITS = Reason("CapacityFits", "the job's requests and limits hold its capacity plan")
 
 # Events that are not condition changes
 TTL_EXPIRED = Reason("TTLExpired", "deleting the job: ttlSecondsAfterFinished ({ttl}s) has passed")

@@ -130,6 +130,8 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
             progress_timeout=ops.progress_timeout,
             operator=operator,
             child_rejection_limit=ops.child_rejection_limit,
+            capacity_policy=ops.capacity_policy,
+            gpu_memory=ops.gpu_memory,
         ),
     )
     if ops.metrics_port:

@@ -13,6 +13,8 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from distgnn_operator.status.capacity_policy import CapacityPolicy
+
 ENV_PREFIX = "DISTGNN_OPERATOR_"
 
 
@@ -76,10 +78,20 @@ class OperatorSettings(BaseSettings):
     child_rejection_limit: int = Field(default=5, ge=1, le=100)
     """Attempts at a child the API server refuses (400, 422, or 403 on a forbidden field)
     before the job is Failed with reason ChildRejected."""
+    capacity_policy: CapacityPolicy = CapacityPolicy.warn
+    """A job whose resources cannot hold its capacity plan: warn (condition CapacityFits=False
+    and a Warning Event), fail (also Failed before training starts) or off."""
+    gpu_memory_gib: float = Field(default=80.0, gt=0, le=4096)
+    """Memory of one GPU of the cluster's nodes in GiB, for the capacity plan."""
     retry_backoff_seconds: float = Field(default=2.0, gt=0)
     """First delay before a failed reconcile is retried; it doubles with each retry."""
     retry_backoff_max_seconds: float = Field(default=60.0, gt=0)
     """Longest delay between retries of a failed reconcile."""
+
+    @property
+    def gpu_memory(self) -> int:
+        """Bytes of one GPU."""
+        return int(self.gpu_memory_gib * (1 << 30))
 
     def retry_delay(self, retry: int) -> float:
         """Seconds before retry number ``retry`` (0 for the first) of a failed reconcile."""

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from distgnn_api.spec import Condition, DistGNNJobStatus
 from distgnn_operator.constants import (
+    CAPACITY_SHORT,
     COND_BLOCKED,
     COND_FAILED,
     EVENT_COMPONENT,
@@ -23,7 +24,7 @@ log = logging.getLogger(__name__)
 
 EventType = Literal["Normal", "Warning"]
 
-_WARNING_REASONS = frozenset({GANG_RESTART.reason, PARTITION_FAILED.reason})
+_WARNING_REASONS = frozenset({GANG_RESTART.reason, PARTITION_FAILED.reason, CAPACITY_SHORT.reason})
 
 
 def event_manifest(

@@ -78,6 +78,8 @@ from distgnn_operator.status import (
     compute_status,
     ttl_after_finished,
 )
+from distgnn_operator.status.capacity_policy import CapacityPolicy
+from distgnn_operator.status.compute import DEFAULT_GPU_MEMORY
 from distgnn_operator.status.conditions import set_condition
 from distgnn_operator.status.timestamps import format_time
 
@@ -94,6 +96,10 @@ class ReconcileOptions:
     operator: OperatorPeer | None = None
     child_rejection_limit: int = 5
     """Refusals of a child by the API server (in a row) before the job is Failed."""
+    capacity_policy: CapacityPolicy = CapacityPolicy.warn
+    """What a job whose resources cannot hold its capacity plan gets: warn, fail or off."""
+    gpu_memory: int = DEFAULT_GPU_MEMORY
+    """Bytes of one GPU, for the capacity plan."""
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
 
 
@@ -148,7 +154,13 @@ def _reconcile(api: KubeApi, job: dict[str, Any], options: ReconcileOptions) -> 
         if ip is not None:
             progress = fetch_progress(ip, spec.metrics_port, options.progress_timeout)
     status = compute_status(
-        spec, to_observed(ctx, children, progress), previous, now, generation=meta.get("generation")
+        spec,
+        to_observed(ctx, children, progress),
+        previous,
+        now,
+        generation=meta.get("generation"),
+        capacity=options.capacity_policy,
+        gpu_memory=options.gpu_memory,
     )
     result.phase = status.phase
     result.restarts = status.restarts

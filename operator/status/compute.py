@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from distgnn_api.capacity import GIB
 from distgnn_api.contract import Role, partition_key
 from distgnn_api.spec import (
     TERMINAL_PHASES,
@@ -20,7 +21,10 @@ from distgnn_api.spec import (
 )
 from distgnn_operator import naming
 from distgnn_operator.constants import (
+    CAPACITY_FITS,
+    CAPACITY_SHORT,
     COND_BLOCKED,
+    COND_CAPACITY,
     COND_FAILED,
     COND_PARTITIONED,
     COND_SUCCEEDED,
@@ -43,6 +47,7 @@ from distgnn_operator.constants import (
 )
 from distgnn_operator.status import (
     active_deadline,
+    capacity_policy,
     failure_policy,
     success_policy,
     suspend_policy,
@@ -50,6 +55,8 @@ from distgnn_operator.status import (
 from distgnn_operator.status.conditions import Status, is_true, set_condition
 from distgnn_operator.status.observed import Observed
 from distgnn_operator.status.timestamps import format_time
+
+DEFAULT_GPU_MEMORY = 80 * GIB
 
 
 @dataclass
@@ -99,8 +106,12 @@ def compute_status(
     now: datetime,
     *,
     generation: int | None = None,
+    capacity: capacity_policy.CapacityPolicy = capacity_policy.CapacityPolicy.warn,
+    gpu_memory: int = DEFAULT_GPU_MEMORY,
 ) -> DistGNNJobStatus:
-    """The status the job should have now. Succeeded and Failed are final."""
+    """The status the job should have now. Succeeded and Failed are final.
+
+    ``capacity`` and ``gpu_memory`` (one GPU's bytes) are the operator's capacity policy."""
     prev = previous or DistGNNJobStatus()
     observed_generation = generation if generation is not None else prev.observed_generation
     if prev.phase in TERMINAL_PHASES:
@@ -139,10 +150,34 @@ def compute_status(
         draft.fail(*DEADLINE_EXCEEDED.format(limit=spec.run_policy.active_deadline_seconds))
         return draft.build()
 
+    if _capacity_stage(spec, prev, draft, capacity, gpu_memory):
+        return draft.build()
     if _partition_stage(spec, observed, prev, draft):
         _training_stage(spec, observed, draft)
     _blocked_stage(observed, prev, draft)
     return draft.build()
+
+
+def _capacity_stage(
+    spec: DistGNNJobSpec,
+    prev: DistGNNJobStatus,
+    draft: _Draft,
+    policy: capacity_policy.CapacityPolicy,
+    gpu_memory: int,
+) -> bool:
+    """The CapacityFits condition; True when the policy fails the job for it."""
+    found = capacity_policy.shortfalls(spec, policy, gpu_memory)
+    if not found:
+        if any(c.type == COND_CAPACITY and c.status == "False" for c in prev.conditions):
+            draft.set_reason(COND_CAPACITY, "True", CAPACITY_FITS)
+        return False
+    reason, message = CAPACITY_SHORT.format(message=capacity_policy.message(found))
+    draft.set(COND_CAPACITY, "False", reason, message)
+    started = any(c.type == COND_TRAINING for c in prev.conditions)
+    if policy is capacity_policy.CapacityPolicy.fail and not started:
+        draft.fail(reason, message)
+        return True
+    return False
 
 
 def _blocked_stage(observed: Observed, prev: DistGNNJobStatus, draft: _Draft) -> None:

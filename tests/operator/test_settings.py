@@ -1,4 +1,5 @@
-"""Operator settings: the retry backoff doubles up to its cap; the rejection limit is bounded."""
+"""Operator settings: the retry backoff doubles up to its cap; the rejection limit is bounded;
+the capacity policy and GPU memory come from the environment."""
 
 from __future__ import annotations
 
@@ -19,5 +20,19 @@ def test_child_rejection_limit_is_read_from_the_environment(
     monkeypatch.setenv("DISTGNN_OPERATOR_CHILD_REJECTION_LIMIT", "7")
     assert OperatorSettings().child_rejection_limit == 7
     monkeypatch.setenv("DISTGNN_OPERATOR_CHILD_REJECTION_LIMIT", "0")
+    with pytest.raises(ValidationError):
+        OperatorSettings()
+
+
+def test_capacity_settings_are_read_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert OperatorSettings().capacity_policy.value == "warn"
+    monkeypatch.setenv("DISTGNN_OPERATOR_CAPACITY_POLICY", "fail")
+    monkeypatch.setenv("DISTGNN_OPERATOR_GPU_MEMORY_GIB", "141")
+    settings = OperatorSettings()
+    assert settings.capacity_policy.value == "fail"
+    assert settings.gpu_memory == 141 * 2**30
+    monkeypatch.setenv("DISTGNN_OPERATOR_CAPACITY_POLICY", "strict")
     with pytest.raises(ValidationError):
         OperatorSettings()

@@ -98,6 +98,10 @@ app.kubernetes.io/managed-by: distgnn-operator
   value: {{ .Values.operator.healthPort | quote }}
 - name: DISTGNN_OPERATOR_LOG_LEVEL
   value: {{ .Values.operator.logLevel | quote }}
+- name: DISTGNN_OPERATOR_CAPACITY_POLICY
+  value: {{ .Values.operator.capacity.policy | quote }}
+- name: DISTGNN_OPERATOR_GPU_MEMORY_GIB
+  value: {{ .Values.operator.capacity.gpuMemoryGiB | quote }}
 - name: DISTGNN_OPERATOR_POD_NAME
   valueFrom:
     fieldRef:

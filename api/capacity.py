@@ -1,0 +1,235 @@
+"""The capacity plan: memory, GPU memory and disk per pod of a job, from its spec and graph size.
+
+Pure arithmetic, torch-free (the operator image has no torch): every figure re-derives the
+layout the workload allocates, and each line names the code it mirrors. Steady figures are
+what a process holds while it trains; ``transient`` figures are peaks on top of them while it
+loads (the plan adds the largest one). Bytes per mini-batch and seeds/s live in
+:mod:`distgnn_api.traffic`; checking a plan against the spec's resources in
+:mod:`distgnn_api.capacity_check`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from distgnn_api.core_types import ResourceRequirements
+from distgnn_api.graph_size import GraphSize
+from distgnn_api.kube import parse_quantity
+from distgnn_api.partition_cost import PROCESS_BYTES, partition_cost
+from distgnn_api.pod_memory import (
+    GIB,
+    MAX_PEERS_PER_HOST,
+    METIS_EDGE_IMBALANCE,
+    METIS_NODE_IMBALANCE,
+    REPLICATE_FITS_SHARE,
+    SAMPLER_PROCESS_BYTES,
+    TRAINER_PROCESS_BYTES,
+    Item,
+    Shapes,
+    Where,
+    batch_bytes,
+    evaluation_items,
+    expected_hops,
+    holder_items,
+    hop_caps,
+    num_params,
+    process_items,
+    topology_bytes,
+    trainer_items,
+)
+from distgnn_api.spec import DistGNNJobSpec, PartitionAlgorithm, ReplicateTopology
+
+__all__ = [
+    "GIB",
+    "SAMPLER_PROCESS_BYTES",
+    "TRAINER_PROCESS_BYTES",
+    "Item",
+    "Plan",
+    "RolePlan",
+    "Shapes",
+    "build_plan",
+]
+
+
+@dataclass(frozen=True)
+class RolePlan:
+    """What one pod of a role needs."""
+
+    role: str
+    pods: int
+    processes_per_pod: int
+    gpus_per_pod: int
+    items: tuple[Item, ...]
+    seconds: float | None = None
+    """Wall time (the partition Job only)."""
+
+    def _sum(self, where: Where) -> int:
+        steady = sum(i.bytes for i in self.items if i.where == where and not i.transient)
+        peak = max((i.bytes for i in self.items if i.where == where and i.transient), default=0)
+        return steady + peak
+
+    @property
+    def host_bytes(self) -> int:
+        """Peak host memory of one pod (every process of it)."""
+        return self._sum("host") * self.processes_per_pod
+
+    @property
+    def gpu_bytes(self) -> int:
+        """Peak memory of one GPU (one process per GPU)."""
+        return self._sum("gpu")
+
+    @property
+    def disk_bytes(self) -> int:
+        return self._sum("disk")
+
+
+@dataclass
+class Plan:
+    """The capacity plan of one job."""
+
+    graph: GraphSize
+    shapes: Shapes
+    roles: list[RolePlan]
+    volume_bytes: int
+    """The partition store and checkpoints on the shared volume."""
+    notes: list[str] = field(default_factory=list)
+
+    def role(self, name: str) -> RolePlan | None:
+        return next((r for r in self.roles if r.role == name), None)
+
+
+def shapes(
+    spec: DistGNNJobSpec, graph: GraphSize, gpu_memory: int, host_free: int | None
+) -> Shapes:
+    """One holder's share, the batch capacities and whether the topology is replicated.
+
+    ``host_free`` stands for a CPU holder's free memory (its memory limit), ``gpu_memory`` for
+    a GPU holder's, in replicateTopology auto's test.
+    """
+    h = spec.num_holders
+    metis = spec.partition.algorithm == PartitionAlgorithm.metis
+    node_imb = METIS_NODE_IMBALANCE if metis else 1.0
+    edge_imb = METIS_EDGE_IMBALANCE if metis else 1.0
+    owned = min(graph.num_nodes, math.ceil(graph.num_nodes / h * node_imb))
+    owned_edges = min(graph.num_edges, math.ceil(graph.num_edges / h * edge_imb))
+    policy = spec.samplers.replicate_topology
+    topo = topology_bytes(graph)
+    holder_gpus = spec.trainers.gpus_per_pod if spec.worker_mode else spec.samplers.gpus_per_pod
+    free = gpu_memory if holder_gpus > 0 else host_free
+    if policy is not ReplicateTopology.auto:
+        replicate = policy is ReplicateTopology.always
+        why = f"replicateTopology {policy.value}"
+    elif free is None:
+        replicate, why = True, "auto: no memory limit on the holders, assumed to fit"
+    else:
+        replicate = topo <= REPLICATE_FITS_SHARE * free
+        why = (
+            f"auto: topology {topo / GIB:.2f} GiB {'<=' if replicate else '>'} half of "
+            f"{free / GIB:.1f} GiB on the {'GPU' if holder_gpus else 'host'}"
+        )
+    nodes, edges = expected_hops(graph, spec.training.batch_size, list(spec.model.fanout))
+    return Shapes(
+        holders=h,
+        owned_nodes=owned,
+        owned_edges=owned_edges,
+        hop_caps=hop_caps(spec.training.batch_size, list(spec.model.fanout)),
+        feature_bytes=2 if spec.training.bf16 else 4,
+        replicate=replicate,
+        replicate_why=why,
+        params=num_params(spec, graph),
+        expected_nodes=nodes,
+        expected_edges=edges,
+    )
+
+
+def _holder_device(spec: DistGNNJobSpec) -> Where:
+    gpus = spec.trainers.gpus_per_pod if spec.worker_mode else spec.samplers.gpus_per_pod
+    return "gpu" if gpus > 0 else "host"
+
+
+def resource_bytes(res: ResourceRequirements, name: str) -> int | None:
+    """A container's limit of ``name`` (else its request) in bytes; None when neither is set."""
+    for values in (res.limits, res.requests):
+        if name in values:
+            q = parse_quantity(values[name])
+            if q is not None:
+                return int(q)
+    return None
+
+
+def _memory_limit(spec: DistGNNJobSpec) -> int | None:
+    """The holder pods' memory limit (else request), for replicateTopology auto on CPU."""
+    res = spec.trainers.resources if spec.worker_mode else spec.samplers.resources
+    return resource_bytes(res, "memory")
+
+
+def build_plan(
+    spec: DistGNNJobSpec,
+    graph: GraphSize,
+    *,
+    gpu_memory: int = 80 * GIB,
+    host_memory: int | None = None,
+) -> Plan:
+    """The plan of ``spec`` on ``graph``: every role's pods, the partition Job, the volume.
+
+    ``gpu_memory`` is the memory of one GPU; ``host_memory`` what a CPU holder may use (its
+    memory limit by default; without one, replicateTopology auto is assumed to replicate).
+    """
+    s = shapes(spec, graph, gpu_memory, host_memory or _memory_limit(spec))
+    cost = partition_cost(spec, graph)
+    partition = RolePlan(
+        role="partition",
+        pods=1,
+        processes_per_pod=1,
+        gpus_per_pod=0,
+        items=(
+            Item("process runtime", PROCESS_BYTES, "host", "partition_cost.PROCESS_BYTES"),
+            Item("graph (GraphData)", cost.graph_bytes, "host", "data/graph.py nbytes"),
+            Item(f"METIS on {cost.metis_edges:,} edges", cost.metis_bytes, "host",
+                 "partition_cost: measured bytes per edge", transient=True),
+            Item("writer id maps", cost.writer_bytes, "host", "partition/writer.py _write_store",
+                 transient=True),
+            Item("partition store", cost.store_bytes, "disk", "partition/writer.py arrays"),
+        ),
+        seconds=cost.seconds,
+    )  # fmt: skip
+    roles = [partition]
+    tdev: Where = "gpu" if spec.trainers.gpus_per_pod > 0 else "host"
+    trainer_procs = spec.trainers.replicas * max(1, spec.trainers.gpus_per_pod)
+    if not spec.worker_mode:
+        sdev = _holder_device(spec)
+        items = process_items(sdev, "sampler") + holder_items(spec, graph, s, sdev)
+        if all(k >= 1 for k in spec.model.fanout):
+            peers = min(trainer_procs, MAX_PEERS_PER_HOST + 1)
+            count = spec.samplers.concurrency + 1
+            items.append(Item(f"batch slots for {peers} trainer(s) on the host ({count} each)",
+                              peers * count * batch_bytes(s, graph, sdev), sdev,
+                              "sampler/server.py, runtime/batches.py batch_slot_spec"))  # fmt: skip
+        roles.append(
+            RolePlan("sampler", spec.samplers.replicas, 1, spec.samplers.gpus_per_pod, tuple(items))
+        )
+    titems = process_items(tdev, "trainer") + trainer_items(spec, graph, s, tdev)
+    titems += evaluation_items(spec, graph, s, tdev, trainer_procs)
+    if spec.worker_mode:
+        titems += holder_items(spec, graph, s, tdev)
+    roles.append(
+        RolePlan(
+            "trainer",
+            spec.trainers.replicas,
+            max(1, spec.trainers.gpus_per_pod),
+            spec.trainers.gpus_per_pod,
+            tuple(titems),
+        )
+    )
+    checkpoints = 2 * 12 * s.params  # params + two Adam moments, fp32; the last and the new one
+    notes = [f"topology {'replicated' if s.replicate else 'partitioned'} ({s.replicate_why})"]
+    if graph.approximate:
+        notes.append(f"approximate: {graph.approximate}")
+    return Plan(
+        graph=graph,
+        shapes=s,
+        roles=roles,
+        volume_bytes=cost.store_bytes + checkpoints,
+        notes=notes,
+    )

@@ -1,0 +1,105 @@
+"""Whether a job's resources hold its capacity plan: each shortfall names the role, the
+resource, the field to change and by how much.
+
+Memory is compared with the container's limit (what the kernel enforces), else its request;
+a role with neither is not checked (the plan still prints its needs). GPU memory is compared
+with the memory of one card; the volume with ``storage.size`` when the operator creates the
+claim.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from distgnn_api.capacity import GIB, Plan, RolePlan, build_plan, resource_bytes
+from distgnn_api.core_types import ResourceRequirements
+from distgnn_api.graph_size import from_spec
+from distgnn_api.kube import parse_quantity
+from distgnn_api.spec import DistGNNJobSpec
+
+
+@dataclass(frozen=True)
+class Shortfall:
+    """One resource that cannot hold what the plan says a pod needs."""
+
+    role: str
+    resource: str
+    """memory, gpu-memory or storage."""
+    field: str
+    """The spec field (or setting) that sets the available amount."""
+    need: int
+    have: int
+
+    @property
+    def short(self) -> int:
+        return self.need - self.have
+
+    @property
+    def message(self) -> str:
+        what = {
+            "memory": "host memory per pod",
+            "gpu-memory": "GPU memory per card",
+            "storage": "space on the shared volume",
+        }[self.resource]
+        return (
+            f"{self.role}: needs {gib(self.need)} of {what}, {self.field} gives "
+            f"{gib(self.have)}: short by {gib(self.short)}"
+        )
+
+
+def gib(n: int) -> str:
+    return f"{n / GIB:.2f} GiB"
+
+
+def _resources(spec: DistGNNJobSpec, role: str) -> tuple[ResourceRequirements, str]:
+    if role == "partition":
+        return spec.partition.resources, "spec.partition.resources"
+    if role == "sampler":
+        return spec.samplers.resources, "spec.samplers.resources"
+    return spec.trainers.resources, "spec.trainers.resources"
+
+
+def _memory_field(res: ResourceRequirements, prefix: str) -> str:
+    return f"{prefix}.{'limits' if 'memory' in res.limits else 'requests'}.memory"
+
+
+def check_role(
+    spec: DistGNNJobSpec, role: RolePlan, gpu_memory: int, gpu_field: str
+) -> list[Shortfall]:
+    out = []
+    res, prefix = _resources(spec, role.role)
+    have = resource_bytes(res, "memory")
+    if have is not None and role.host_bytes > have:
+        out.append(
+            Shortfall(role.role, "memory", _memory_field(res, prefix), role.host_bytes, have)
+        )
+    if role.gpus_per_pod > 0 and role.gpu_bytes > gpu_memory:
+        out.append(Shortfall(role.role, "gpu-memory", gpu_field, role.gpu_bytes, gpu_memory))
+    return out
+
+
+def check(
+    spec: DistGNNJobSpec, plan: Plan, gpu_memory: int, gpu_field: str = "--gpu-memory"
+) -> list[Shortfall]:
+    """Every shortfall of ``plan`` against ``spec``'s resources, partition Job first."""
+    out: list[Shortfall] = []
+    for role in plan.roles:
+        out.extend(check_role(spec, role, gpu_memory, gpu_field))
+    if spec.storage.claim_name is None:
+        size = parse_quantity(spec.storage.size)
+        if size is not None and plan.volume_bytes > int(size):
+            out.append(
+                Shortfall("volume", "storage", "spec.storage.size", plan.volume_bytes, int(size))
+            )
+    return out
+
+
+def spec_shortfalls(
+    spec: DistGNNJobSpec, gpu_memory: int, gpu_field: str = "--gpu-memory"
+) -> list[Shortfall] | None:
+    """The shortfalls of a job whose spec states its graph's size; None when it does not
+    (``ogb``/``pyg`` datasets not named after a public OGB dataset)."""
+    graph = from_spec(spec)
+    if graph is None:
+        return None
+    return check(spec, build_plan(spec, graph, gpu_memory=gpu_memory), gpu_memory, gpu_field)

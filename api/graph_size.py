@@ -1,0 +1,218 @@
+"""The size of a job's graph, as the capacity plan needs it: from the spec, META.json or counts.
+
+A synthetic dataset states its size in the spec. An ``ogb`` or ``pyg`` dataset does not: its
+size comes from counts given on the command line, from a partition store's ``META.json``, or,
+for the public OGB datasets, from their published counts when the dataset directory is named
+after one (``datasets/ogbn_products``). A heterogeneous graph is planned as its homogeneous
+view (every node type in one id space, features of the featureless types counted as their
+learnt embeddings); the plan says so.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from distgnn_api.hetero import DEFAULT_EMBEDDING_DIM
+from distgnn_api.mag_shape import (
+    MAG_NODE_TYPES,
+    MAG_NUM_CLASSES,
+    MAG_RELATIONS,
+    MAG_SPLIT,
+    scaled_count,
+)
+from distgnn_api.spec import DistGNNJobSpec
+
+INT32_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class GraphSize:
+    """The counts the plan is computed from."""
+
+    num_nodes: int
+    num_edges: int
+    """Stored directed edges: each undirected edge twice (``META.json``'s ``num_edges``)."""
+    num_features: int
+    num_classes: int
+    num_train_nodes: int
+    """Seeds of one epoch."""
+    source: str
+    """Where the counts come from, in words."""
+    edge_cut_fraction: float | None = None
+    """Share of undirected edges cut by the partition, when measured (META.json)."""
+    approximate: str = ""
+    """Why the plan is only approximate for this graph ('' when it is not)."""
+
+    @property
+    def index_bytes(self) -> int:
+        """Bytes of a stored node id: int32 below 2^31 nodes (``data.graph.index_dtype``)."""
+        return 4 if self.num_nodes <= INT32_MAX else 8
+
+
+class GraphSizeError(ValueError):
+    """The plan cannot tell the graph's size: the message says which counts to give."""
+
+
+@dataclass(frozen=True)
+class _Published:
+    nodes: int
+    undirected_edges: int
+    features: int
+    classes: int
+    train: int
+
+
+# Published counts of the public OGB node-property datasets (ogb.stanford.edu, dataset pages):
+# nodes, edges as OGB lists them (undirected), feature dimension, classes, training nodes.
+PUBLISHED_OGB: dict[str, _Published] = {
+    "ogbn-arxiv": _Published(169_343, 1_166_243, 128, 40, 90_941),
+    "ogbn-products": _Published(2_449_029, 61_859_140, 100, 47, 196_615),
+    "ogbn-papers100m": _Published(111_059_956, 1_615_685_872, 128, 172, 1_207_179),
+}
+
+
+def _published(path: str) -> tuple[str, _Published] | None:
+    name = PurePosixPath(path).name.lower().replace("_", "-")
+    for key, counts in PUBLISHED_OGB.items():
+        if name == key or name.startswith(key + "-") or name == key.removeprefix("ogbn-"):
+            return key, counts
+    return None
+
+
+def _is_mag(path: str) -> bool:
+    name = PurePosixPath(path).name.lower().replace("_", "-")
+    return name in ("ogbn-mag", "mag")
+
+
+def _mag_size(
+    spec: DistGNNJobSpec, scale: float, features: int, classes: int, source: str
+) -> GraphSize:
+    nodes = {t.name: scaled_count(t.num_nodes, scale) for t in MAG_NODE_TYPES}
+    edges = sum(scaled_count(count, scale) for _, count in MAG_RELATIONS)
+    emb = spec.model.embedding_dim or DEFAULT_EMBEDDING_DIM
+    return GraphSize(
+        num_nodes=sum(nodes.values()),
+        num_edges=2 * edges,
+        # one row width for every node: paper's features, the others' embeddings
+        num_features=max(features, emb),
+        num_classes=classes,
+        num_train_nodes=scaled_count(MAG_SPLIT["train"], scale),
+        source=source,
+        approximate="a heterogeneous graph, planned as its homogeneous view",
+    )
+
+
+def from_spec(spec: DistGNNJobSpec) -> GraphSize | None:
+    """The size the spec states (synthetic datasets, published OGB datasets), else None."""
+    ds = spec.dataset
+    if ds.synthetic is not None:
+        s = ds.synthetic
+        return GraphSize(
+            num_nodes=s.num_nodes,
+            num_edges=2 * s.num_edges,
+            num_features=s.num_features,
+            num_classes=s.num_classes,
+            num_train_nodes=max(1, round(s.train_fraction * s.num_nodes)),
+            source="the spec (dataset.synthetic)",
+        )
+    if ds.synthetic_mag is not None:
+        m = ds.synthetic_mag
+        where = f"syntheticMag at scale {m.scale:g} (ogbn-mag's counts x scale)"
+        return _mag_size(spec, m.scale, m.num_features, m.num_classes, where)
+    if ds.ogb is not None and ds.hetero is not None and _is_mag(ds.ogb.path):
+        where = f"ogbn-mag's published counts (dataset.ogb.path {ds.ogb.path})"
+        return _mag_size(spec, 1.0, MAG_NODE_TYPES[0].num_features, MAG_NUM_CLASSES, where)
+    if ds.ogb is not None and ds.hetero is None:
+        found = _published(ds.ogb.path)
+        if found is not None:
+            name, c = found
+            return GraphSize(
+                num_nodes=c.nodes,
+                num_edges=2 * c.undirected_edges,
+                num_features=c.features,
+                num_classes=c.classes,
+                num_train_nodes=c.train,
+                source=f"{name}'s published counts (dataset.ogb.path {ds.ogb.path})",
+            )
+    return None
+
+
+def from_meta(path: str | Path) -> GraphSize:
+    """The size a partition store's META.json records (the file, or the store directory)."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "META.json"
+    try:
+        meta: dict[str, Any] = json.loads(p.read_text())
+        return GraphSize(
+            num_nodes=int(meta["num_nodes"]),
+            num_edges=int(meta["num_edges"]),
+            num_features=int(meta["num_features"]),
+            num_classes=int(meta["num_classes"]),
+            num_train_nodes=int(meta["num_train_nodes"]),
+            source=f"{p}",
+            edge_cut_fraction=float(meta["edge_cut_fraction"]),
+        )
+    except FileNotFoundError:
+        raise GraphSizeError(f"{p}: no such file; give a partition store's META.json") from None
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise GraphSizeError(f"{p}: not a partition store's META.json ({err!r})") from None
+
+
+def resolve(
+    spec: DistGNNJobSpec,
+    *,
+    meta: str | Path | None = None,
+    nodes: int | None = None,
+    edges: int | None = None,
+    features: int | None = None,
+    classes: int | None = None,
+    train_nodes: int | None = None,
+    edge_cut: float | None = None,
+) -> GraphSize:
+    """The graph's size: META.json or the spec, with any count given overriding it.
+
+    ``edges`` counts undirected edges, as ``dataset.synthetic.numEdges`` and OGB do.
+    """
+    base = from_meta(meta) if meta is not None else from_spec(spec)
+    if base is None:
+        if nodes is None or edges is None or features is None:
+            raise GraphSizeError(
+                "the spec does not state the graph's size (dataset.ogb or dataset.pyg): give "
+                "--nodes, --edges (undirected) and --features, or --meta with a partition "
+                "store's META.json"
+            )
+        base = GraphSize(
+            num_nodes=nodes,
+            num_edges=2 * edges,
+            num_features=features,
+            num_classes=classes or 2,
+            num_train_nodes=train_nodes or nodes,
+            source="counts given on the command line",
+        )
+    overrides: dict[str, Any] = {}
+    for name, value, scale in (
+        ("num_nodes", nodes, 1),
+        ("num_edges", edges, 2),
+        ("num_features", features, 1),
+        ("num_classes", classes, 1),
+        ("num_train_nodes", train_nodes, 1),
+    ):
+        if value is not None:
+            if value < 1:
+                raise GraphSizeError(
+                    f"--{name.removeprefix('num_').replace('_', '-')} must be >= 1"
+                )
+            overrides[name] = value * scale
+    if edge_cut is not None:
+        if not 0.0 <= edge_cut <= 1.0:
+            raise GraphSizeError("--edge-cut must be a share between 0 and 1")
+        overrides["edge_cut_fraction"] = edge_cut
+    if overrides:
+        given = ", ".join(k.removeprefix("num_") for k in overrides)
+        overrides["source"] = f"{base.source}, with {given} given"
+        base = replace(base, **overrides)
+    return base

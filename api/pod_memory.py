@@ -1,0 +1,330 @@
+"""What one workload process holds, line by line: the layouts of the holder (its partitions,
+feature table, cache, shared slots) and of the trainer (model, CUDA-graph inputs, batches).
+
+Each :class:`Item` names the code it mirrors. Used by :mod:`distgnn_api.capacity`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from distgnn_api.graph_size import INT32_MAX, GraphSize
+from distgnn_api.spec import Arch, DistGNNJobSpec
+
+GIB = 1 << 30
+Where = Literal["host", "gpu", "disk"]
+
+# Balance the partitioner guarantees (workload/partition/algorithms.py TOLERANCE, enforced by
+# partition/balance.py): the largest METIS partition holds at most 3% more nodes and 10% more
+# edges than the mean. Random assignment deals nodes round-robin (within one node).
+METIS_NODE_IMBALANCE = 1.03
+METIS_EDGE_IMBALANCE = 1.10
+
+# runtime/distributed_sampler.py FITS_SHARE: replicateTopology auto replicates the topology
+# when it takes at most half of the device's free memory.
+REPLICATE_FITS_SHARE = 0.5
+# runtime/holder.py SLOT_MEMORY_SHARE: shared slots for one peer take at most 5% of the device.
+SLOT_MEMORY_SHARE = 0.05
+# runtime/batches.py LOOKAHEAD; worker-mode feature slots per peer are LOOKAHEAD + 2
+# (trainer/pipelines.py), server-client slots concurrency + 1 (sampler/server.py).
+LOOKAHEAD = 2
+# Peers that can share a host (and so map each other's slots): at most the other GPUs of an
+# 8-GPU node. Pods on other nodes get their rows over RPC and cost no slot.
+MAX_PEERS_PER_HOST = 7
+
+# Estimates, not layouts (to be calibrated: benchmarks/capacity/):
+SAMPLER_PROCESS_BYTES = 640 << 20
+"""Peak RSS of a sampler process beside its data: interpreter, torch, RPC agent (measured on
+CPU at 1/100 of products scale, benchmarks/capacity/results/runtime-cpu-0.01.json)."""
+TRAINER_PROCESS_BYTES = 784 << 20
+"""The same for a trainer process (gloo, autograd and the optimizer's workspaces too)."""
+CUDA_CONTEXT_BYTES = 600 << 20
+"""GPU memory of a CUDA context plus cuBLAS/NCCL workspaces, per process."""
+ACTIVATION_COPIES = 4
+"""Tensors of a layer's output size autograd keeps per layer (input, aggregate, output, grad)."""
+
+
+@dataclass(frozen=True)
+class Item:
+    """One line of a pod's budget: bytes per process (``per_pod`` False) or per pod."""
+
+    what: str
+    bytes: int
+    where: Where
+    source: str
+    """The code (or measurement) the figure comes from."""
+    transient: bool = False
+
+
+@dataclass(frozen=True)
+class Shapes:
+    """Sizes the roles share: one holder's share and one mini-batch's capacities."""
+
+    holders: int
+    owned_nodes: int
+    owned_edges: int
+    hop_caps: tuple[int, ...]
+    feature_bytes: int
+    """Bytes of one feature value on a holder: 2 with bf16 (holder.load), else 4."""
+    replicate: bool
+    replicate_why: str
+    params: int
+    expected_nodes: tuple[float, ...]
+    """Expected new distinct nodes per hop of one mini-batch (:func:`expected_hops`)."""
+    expected_edges: tuple[float, ...]
+
+    @property
+    def node_cap(self) -> int:
+        """StaticLayout.node_cap: B + B f1 + B f1 f2 + ..."""
+        return sum(self.hop_caps)
+
+
+def hop_caps(batch_size: int, fanouts: list[int]) -> tuple[int, ...]:
+    """sampling/static_hops.py StaticLayout.hop_caps: B, B f1, B f1 f2, ..."""
+    caps = [batch_size]
+    for k in fanouts:
+        caps.append(caps[-1] * k)
+    return tuple(caps)
+
+
+def index_sizes(caps: tuple[int, ...]) -> int:
+    """Elements of StaticLayout.index_sizes(): per layer src + dst (edge_cap) and ptr."""
+    layers = len(caps) - 1
+    total = 0
+    for layer in range(layers):
+        edges = sum(caps[1 : layers - layer + 1])
+        total += 2 * edges + sum(caps[: layers - layer]) + 2
+    return total
+
+
+def layer_widths(spec: DistGNNJobSpec, graph: GraphSize) -> list[tuple[int, int]]:
+    """(in, out) of each layer: features -> hidden -> ... -> classes."""
+    hidden, layers = spec.model.hidden_channels, spec.model.num_layers
+    dims = [graph.num_features] + [hidden] * (layers - 1) + [graph.num_classes]
+    return list(itertools.pairwise(dims))
+
+
+def num_params(spec: DistGNNJobSpec, graph: GraphSize) -> int:
+    """Trainable parameters: SAGELayer (models/sage.py) has lin_l (W + bias) and lin_r (W);
+    PyG's GCNConv W + bias; GATConv W + att_src + att_dst + bias."""
+    total = 0
+    for i, o in layer_widths(spec, graph):
+        if spec.model.arch == Arch.gcn:
+            total += i * o + o
+        elif spec.model.arch == Arch.gat:
+            total += i * o + 3 * o
+        else:
+            total += 2 * i * o + o
+    return total
+
+
+def topology_bytes(graph: GraphSize) -> int:
+    """The replicated CSR (distributed_sampler.replicated_factory): int64 indptr, int32 ids."""
+    idx = 4 if graph.num_nodes <= INT32_MAX else 8
+    return (graph.num_nodes + 1) * 8 + graph.num_edges * idx
+
+
+def expected_hops(
+    graph: GraphSize, batch_size: int, fanouts: list[int]
+) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """Expected (new distinct nodes per hop, sampled edges per hop) of one mini-batch.
+
+    Each hop samples min(fanout, mean degree) neighbours of every frontier node; distinct
+    nodes are draws with replacement among N: ``N (1 - exp(-draws/N))`` in all, cumulatively.
+    """
+    n = graph.num_nodes
+    degree = graph.num_edges / n
+    frontier, draws = float(batch_size), float(batch_size)
+    edges: list[float] = []
+    distinct = [float(batch_size)]
+    for f in fanouts:
+        frontier *= min(float(f), degree)
+        edges.append(frontier)
+        draws += frontier
+        distinct.append(max(distinct[-1], n * -math.expm1(-draws / n)))
+    nodes = [distinct[0]] + [b - a for a, b in itertools.pairwise(distinct)]
+    return tuple(nodes), tuple(edges)
+
+
+def hop_sizes(s: Shapes, dev: Where) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """Nodes and edges per hop a buffer on ``dev`` holds: GPU buffers are allocated at the
+    layout's capacities (static shapes, CUDA graphs, slots); host pages count only once
+    touched, so host memory follows the expected batch."""
+    if dev == "gpu":
+        return tuple(float(c) for c in s.hop_caps), tuple(float(c) for c in s.hop_caps[1:])
+    return s.expected_nodes, s.expected_edges
+
+
+def batch_bytes(s: Shapes, graph: GraphSize, dev: Where = "gpu") -> int:
+    """One mini-batch (runtime/batches.py batch_slot_spec): int64 node ids, int32 edges, int64
+    target ptr, features, int64 labels; at capacity on a GPU, as expected on the host."""
+    nodes, edges = hop_sizes(s, dev)
+    return round(
+        sum(nodes) * 8
+        + 2 * sum(edges) * 4
+        + (sum(nodes[:-1]) + 1) * 8
+        + sum(nodes) * graph.num_features * s.feature_bytes
+        + s.hop_caps[0] * 8
+    )
+
+
+def holder_items(spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: Where) -> list[Item]:
+    """A holder process (sampler, or trainer in worker mode): runtime/holder.py load/connect."""
+    n, f, fb = graph.num_nodes, graph.num_features, s.feature_bytes
+    own, remote = s.owned_nodes, graph.num_nodes - s.owned_nodes
+    cached = round(spec.samplers.cache_ratio * remote)
+    idx = graph.index_bytes
+    items = [
+        Item("owned feature rows", own * f * fb, dev, "features/layout.py load_holder"),
+        Item("load staging (float32 copy + cat)", 2 * own * f * 4, "host",
+             "features/layout.py load_holder: np.array copy, torch.cat", transient=True),
+        Item("feature slot map (int32 per node)", n * 4, dev, "features/table.py FeatureTable.slot"),
+        Item("labels (int64 per node)", n * 8, dev, "features/layout.py load_labels"),
+        Item("owned CSR (int64 indptr, ids)", (own + 1) * 8 + s.owned_edges * idx, "host",
+             "features/layout.py HolderData.indptr/indices"),
+        Item("split ids (int64)", own * 8, "host", "features/layout.py load_holder ids()"),
+    ]  # fmt: skip
+    if cached:
+        items.append(
+            Item(
+                f"hot cache ({spec.samplers.cache_ratio:g} of remote rows)",
+                cached * f * fb,
+                dev,
+                "holder.connect budget, features/table.py reserve",
+            )
+        )
+        items.append(
+            Item(
+                "cache reserve (torch.cat of the table)",
+                (own + cached) * f * fb,
+                dev,
+                "features/table.py FeatureTable.reserve",
+                transient=True,
+            )
+        )
+        if cached < remote:
+            items.append(
+                Item(
+                    "hotness pre-sampling (counts, scores, degrees)",
+                    n * 25,
+                    "host",
+                    "features/cache_policy.py presample_counts, select_hot",
+                    transient=True,
+                )
+            )
+    if s.replicate:
+        topo = topology_bytes(graph)
+        items.append(
+            Item(
+                "replicated topology",
+                topo,
+                dev,
+                "runtime/distributed_sampler.py replicated_factory",
+            )
+        )
+        if dev == "gpu":
+            items.append(
+                Item(
+                    "topology staging (host copy)",
+                    topo,
+                    "host",
+                    "replicated_factory np.array copy",
+                    transient=True,
+                )
+            )
+    table_complete = cached >= remote
+    if not table_complete and s.holders > 1 and all(k >= 1 for k in spec.model.fanout):
+        count = LOOKAHEAD + 2 if spec.worker_mode else spec.samplers.concurrency + 1
+        slot = round(sum(hop_sizes(s, dev)[0])) * f * fb
+        peers = min(s.holders - 1, MAX_PEERS_PER_HOST)
+        items.append(
+            Item(
+                f"feature slots for {peers} peer(s) on the host ({count} each)",
+                peers * count * slot,
+                dev,
+                "holder.attach_feature_slots, shared_slots.SlotOwner",
+            )
+        )
+    return items  # fmt: skip
+
+
+def trainer_items(spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: Where) -> list[Item]:
+    """A trainer process: model, optimizer, CUDA-graph inputs, activations, prefetched batches."""
+    layers = spec.model.num_layers
+    ab = 2 if spec.training.bf16 else 4
+    # CUDA-graph steps (GraphSAGE on a GPU) run at the capacities; eager steps at the batch's
+    graph_step = dev == "gpu" and spec.model.arch == Arch.sage
+    nodes, hop_edges = hop_sizes(s, "gpu" if graph_step else "host")
+    acts = 0.0
+    for layer, (i, o) in enumerate(layer_widths(spec, graph)):
+        targets = sum(nodes[: layers - layer]) + 1
+        edges = sum(hop_edges[: layers - layer])
+        acts += ACTIVATION_COPIES * targets * o * ab + edges * 8 + targets * i * ab
+    items = [
+        Item("parameters, gradients, Adam moments (fp32)", 16 * s.params, dev,
+             "trainer/loop.py torch.optim.Adam"),
+        Item("activations (estimate)", round(acts), dev,
+             f"{ACTIVATION_COPIES} x each layer's output"),
+        Item(f"prefetched batches ({spec.trainers.prefetch})",
+             spec.trainers.prefetch * batch_bytes(s, graph, dev), dev, "trainers.prefetch"),
+    ]  # fmt: skip
+    if dev == "gpu" and spec.model.arch == Arch.sage:
+        static = (
+            (s.node_cap + 1) * graph.num_features * s.feature_bytes
+            + index_sizes(s.hop_caps) * 8
+            + s.hop_caps[0] * 8
+        )
+        items.append(Item("CUDA-graph static inputs", static, dev,
+                          "trainer/graph_step.py GraphStep x, index, y"))  # fmt: skip
+    return items
+
+
+# workload/evaluation/blocks.py DEFAULT_CHUNK_EDGES, DEFAULT_CHUNK_NODES
+EVAL_CHUNK_EDGES = 1 << 21
+EVAL_CHUNK_NODES = 1 << 16
+
+
+def evaluation_items(
+    spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: Where, world: int
+) -> list[Item]:
+    """Full-neighbourhood evaluation (evaluation.test or .validation full), after training:
+    evaluation/inference.py LayerwiseInference, the largest layer at once."""
+    ev = spec.training.evaluation
+    if "full" not in (ev.test.value, ev.validation.value):
+        return []
+    n = graph.num_nodes
+    ab = 2 if spec.training.bf16 else 4
+    chunk_nodes = min(n, EVAL_CHUNK_NODES)
+    chunk_edges = min(graph.num_edges, EVAL_CHUNK_EDGES)
+    block_nodes = min(n, chunk_edges + chunk_nodes)
+    peak = 0
+    for i, o in layer_widths(spec, graph):
+        peak = max(
+            peak,
+            n * i * ab  # every node's rows of the layer below, all-gathered
+            + block_nodes * i * ab  # a chunk's source rows
+            + math.ceil(n / world) * o * ab  # this rank's share of the output
+            + 2 * chunk_nodes * o * ab  # the chunk's aggregate and output
+            + 2 * chunk_edges * 8,  # the chunk's block (int64 sources, local ids)
+        )
+    # file pages (reclaimable, but counted in RSS): the topology, this rank's feature rows
+    share = math.ceil(n / world)
+    store_pages = (n + 1) * 8 + graph.num_edges * graph.index_bytes + share * graph.num_features * 4
+    return [
+        Item("full-neighbourhood evaluation (largest layer)", peak, dev,
+             "evaluation/inference.py LayerwiseInference", transient=True),
+        Item("evaluation: topology, features, labels read from the store", store_pages + n * 16,
+             "host", "evaluation/store_rows.py, inference.py store.topology() (mmap)",
+             transient=True),
+    ]  # fmt: skip
+
+
+def process_items(dev: Where, role: str) -> list[Item]:
+    base = TRAINER_PROCESS_BYTES if role == "trainer" else SAMPLER_PROCESS_BYTES
+    items = [Item("process runtime", base, "host", "measured: interpreter, torch, RPC")]
+    if dev == "gpu":
+        items.append(Item("CUDA context (estimate)", CUDA_CONTEXT_BYTES, "gpu", "per process"))
+    return items

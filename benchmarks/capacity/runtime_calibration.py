@@ -1,0 +1,270 @@
+"""Calibration of the capacity plan's memory and byte figures against a real ``distgnn run``.
+
+Runs a products-shaped synthetic job at a fraction of products scale on CPU (gloo), in worker
+mode and in server-client mode, one epoch, 3-layer GraphSAGE, hidden 256, fanout 15/10/5.
+While it runs it reads every workload process's peak RSS (VmHWM, by role and rank from its
+contract environment) and scrapes its /metrics: the trainers' remote feature bytes and
+sampled nodes, the samplers' bytes sent and requests. Evaluation is full-neighbourhood only
+(``evalEvery: 0``, ``evaluation: full``), so every sampled mini-batch is a training one.
+It prints the model's figures (``distgnn plan --json``) beside the measured ones.
+
+    python benchmarks/capacity/runtime_calibration.py --scale 0.01 \\
+        --out benchmarks/capacity/results/runtime-cpu-0.01.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+PRODUCTS_NODES = 2_449_029
+PRODUCTS_EDGES = 61_859_140
+METRICS = (
+    "distgnn_trainer_remote_feature_bytes_total",
+    "distgnn_trainer_sampled_nodes_total",
+    "distgnn_trainer_seeds_total",
+    "distgnn_trainer_feature_cache_hits_total",
+    "distgnn_trainer_feature_cache_lookups_total",
+    "distgnn_sampler_bytes_sent_total",
+    "distgnn_sampler_requests_total",
+)
+_LINE = re.compile(r"^(?P<name>[a-z_]+)(?:\{(?P<labels>[^}]*)\})? (?P<value>\S+)$")
+
+
+def job(scale: float, mode: str, batch: int) -> dict[str, Any]:
+    server = mode == "server"
+    return {
+        "apiVersion": "distgnn.io/v1alpha1",
+        "kind": "DistGNNJob",
+        "metadata": {"name": f"calibrate-{mode}"},
+        "spec": {
+            "dataset": {
+                "synthetic": {
+                    "numNodes": round(PRODUCTS_NODES * scale),
+                    "numEdges": round(PRODUCTS_EDGES * scale),
+                }
+            },
+            "partition": {"algorithm": "metis", "numPartitions": 2},
+            "samplers": {"replicas": 2 if server else 0, "gpusPerPod": 0, "workers": 1},
+            "trainers": {"replicas": 2, "gpusPerPod": 0, "prefetch": 2},
+            "model": {"arch": "sage", "hiddenChannels": 256, "numLayers": 3, "fanout": [15, 10, 5]},
+            "training": {
+                "epochs": 1,
+                "batchSize": batch,
+                "evalEvery": 0,
+                "evaluation": {"test": "full", "validation": "full"},
+            },
+            "storage": {"size": "50Gi"},
+        },
+    }
+
+
+def descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        for child in children.get(pid, []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def contract_of(pid: int) -> tuple[str, str, str] | None:
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    env = dict(x.decode(errors="replace").split("=", 1) for x in raw if b"=" in x)
+    if "DISTGNN_ROLE" not in env:
+        return None
+    return env["DISTGNN_ROLE"], env.get("DISTGNN_RANK", "0"), env.get("DISTGNN_METRICS_PORT", "")
+
+
+def vm_hwm(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def scrape(port: str) -> dict[str, float]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=0.5) as r:
+            text = r.read().decode()
+    except OSError:
+        return {}
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        m = _LINE.match(line)
+        if m and m["name"] in METRICS:
+            key = m["name"] + (f"{{{m['labels']}}}" if "kind" in (m["labels"] or "") else "")
+            out[key] = out.get(key, 0.0) + float(m["value"])
+    return out
+
+
+def run(scale: float, mode: str, batch: int, work: Path) -> dict[str, Any]:
+    manifest = job(scale, mode, batch)
+    path = work / f"{mode}.yaml"
+    path.write_text(yaml.safe_dump(manifest))
+    cli = str(Path(sys.executable).parent / "distgnn")
+    proc = subprocess.Popen(
+        [cli, "run", str(path), "--data-dir", str(work / "data"), "--gpus", "0"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    peak: dict[str, int] = {}
+    counters: dict[str, dict[str, float]] = {}
+    started = time.monotonic()
+    while proc.poll() is None:
+        for pid in descendants(proc.pid):
+            who = contract_of(pid)
+            if who is None:
+                continue
+            role, rank, port = who
+            key = f"{role}-{rank}"
+            peak[key] = max(peak.get(key, 0), vm_hwm(pid))
+            if port and role != "partition":
+                got = scrape(port)
+                if got:
+                    counters[key] = got
+        time.sleep(0.5)
+    _, err = proc.communicate()
+    if proc.returncode != 0:
+        raise SystemExit(f"distgnn run failed ({proc.returncode}): {err[-2000:]}")
+    metas = list((work / "data").glob("partitions/*/META.json"))
+    cut = json.loads(metas[0].read_text())["edge_cut_fraction"] if metas else None
+    return {
+        "mode": mode,
+        "scale": scale,
+        "wall_s": time.monotonic() - started,
+        "peak_rss_bytes": peak,
+        "counters": counters,
+        "batch": batch,
+        "job": manifest,
+        "edge_cut_fraction": cut,
+    }
+
+
+def model_plan(manifest: dict[str, Any], edge_cut: float | None) -> dict[str, Any]:
+    """``distgnn plan --json`` of the job with the measured edge cut (as ``--meta`` gives it),
+    with the model as it is now."""
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
+        f.write(yaml.safe_dump(manifest))
+        f.flush()
+        cli = str(Path(sys.executable).parent / "distgnn")
+        cut = [] if edge_cut is None else ["--edge-cut", str(edge_cut)]
+        done = subprocess.run(
+            [cli, "plan", "--json", *cut, f.name], capture_output=True, text=True, check=True
+        )
+    return dict(json.loads(done.stdout))
+
+
+def compare(r: dict[str, Any]) -> dict[str, Any]:
+    plan = model_plan(r["job"], r.get("edge_cut_fraction"))
+    roles = {x["role"]: x for x in plan["roles"]}
+    out: dict[str, Any] = {"memory": {}, "bytes": {}}
+    for key, measured in r["peak_rss_bytes"].items():
+        role = key.split("-")[0]
+        if role in roles:
+            model = roles[role]["hostBytesPerPod"]
+            out["memory"][key] = {"measured": measured, "model": model,
+                                  "error": model / measured - 1}  # fmt: skip
+    per_batch = plan["bytesPerBatch"]
+    g = plan["graph"]
+    row = g["num_features"] * 4
+    for key, c in r["counters"].items():
+        if key.startswith("trainer"):
+            steps = math.ceil(c.get("distgnn_trainer_seeds_total", 0) / r["batch"])
+            if steps:
+                measured = c.get("distgnn_trainer_remote_feature_bytes_total", 0) / steps
+                if r["mode"] == "worker":
+                    # rows fetched from other holders; the model counts their ids too
+                    model = per_batch["remote feature rows"] * row / (row + 8)
+                    what = "remote feature bytes/batch"
+                else:
+                    # every feature row of the batches a sampler sent
+                    model = sum(plan["expectedNodesPerHop"]) * row
+                    what = "batch feature bytes/batch"
+                out["bytes"][f"{key} {what}"] = {
+                    "measured": measured, "model": model,
+                    "error": model / measured - 1 if measured else None}  # fmt: skip
+            if steps:
+                measured = c.get("distgnn_trainer_sampled_nodes_total", 0) / steps
+                model = sum(plan["expectedNodesPerHop"])
+                out["bytes"][f"{key} sampled nodes/batch"] = {
+                    "measured": measured, "model": model, "error": model / measured - 1}  # fmt: skip
+            lookups = c.get("distgnn_trainer_feature_cache_lookups_total", 0)
+            if lookups:
+                out["bytes"][f"{key} cache hit rate"] = {
+                    "measured": c.get("distgnn_trainer_feature_cache_hits_total", 0) / lookups
+                }
+        if key.startswith("sampler"):
+            # batches and the feature rows other samplers fetch share one counter
+            reqs = sum(v for k, v in c.items() if 'kind="batch"' in k)
+            if reqs:
+                measured = c.get("distgnn_sampler_bytes_sent_total", 0) / reqs
+                model = per_batch["mini-batches (sampler to trainer)"] + per_batch.get(
+                    "remote feature rows", 0.0
+                ) * row / (row + 8)
+                out["bytes"][f"{key} bytes sent/mini-batch"] = {
+                    "measured": measured, "model": model, "error": model / measured - 1}  # fmt: skip
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=float, default=0.01)
+    parser.add_argument(
+        "--batch",
+        type=int,
+        help="seeds per batch (default: 1024 x scale, so that a batch draws the same share "
+        "of the graph as 1024 seeds of products)",
+    )
+    parser.add_argument("--modes", nargs="+", default=["worker", "server"])
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--measured", type=Path, help="recompare the runs of an earlier --out")
+    args = parser.parse_args()
+    results = []
+    if args.measured:
+        results = json.loads(args.measured.read_text())
+    else:
+        with tempfile.TemporaryDirectory(prefix="capacity-runtime-") as tmp:
+            for mode in args.modes:
+                batch = args.batch or max(1, round(1024 * args.scale))
+                results.append(run(args.scale, mode, batch, Path(tmp)))
+    for r in results:
+        r["comparison"] = compare(r)
+        for kind, rows in r["comparison"].items():
+            for key, v in rows.items():
+                err = v.get("error")
+                print(f"{r['mode']:7} {kind:7} {key:40} measured {v['measured']:>14,.1f} "
+                      f"model {v.get('model', float('nan')):>14,.1f} "
+                      f"error {'' if err is None else f'{err:+.0%}'}")  # fmt: skip
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,227 @@
+"""The capacity plan against figures worked out by hand for a small job.
+
+The expected numbers are written out from the layouts the workload allocates (each line says
+which array), not taken from the model: a change in either shows up here.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from distgnn_api.capacity import GIB, SAMPLER_PROCESS_BYTES, TRAINER_PROCESS_BYTES, build_plan
+from distgnn_api.capacity_check import check
+from distgnn_api.graph_size import GraphSizeError, from_meta, from_spec, resolve
+from distgnn_api.partition_cost import PROCESS_BYTES
+from distgnn_api.spec import DistGNNJobSpec, parse_spec
+from distgnn_api.traffic import seeds_per_second, traffic
+
+# 1000 nodes, 5000 undirected edges (10000 stored), 16 features, 4 classes, 100 train nodes;
+# 2 CPU samplers holding one random partition each, 2 CPU trainers, batch 10, fanout [3, 2].
+SMALL: dict[str, Any] = {
+    "dataset": {
+        "synthetic": {
+            "numNodes": 1000,
+            "numEdges": 5000,
+            "numFeatures": 16,
+            "numClasses": 4,
+            "trainFraction": 0.1,
+        }
+    },
+    "partition": {"algorithm": "random"},
+    "samplers": {"replicas": 2, "cacheRatio": 0.5},
+    "trainers": {"replicas": 2, "gpusPerPod": 0},
+    "model": {"hiddenChannels": 8, "numLayers": 2, "fanout": [3, 2]},
+    "training": {"batchSize": 10},
+}
+
+
+def small(**changes: Any) -> DistGNNJobSpec:
+    data = {k: dict(v) for k, v in SMALL.items()}
+    for key, value in changes.items():
+        data[key] = {**data.get(key, {}), **value}
+    return parse_spec(data)
+
+
+# One mini-batch as expected on the host: 10 seeds, 30 then 60 sampled edges (fanout 3 and 2,
+# the mean degree is 10); distinct nodes among the 10, 40 and 100 draws from 1000 nodes.
+D1 = 1000 * (1 - math.exp(-40 / 1000))
+D2 = 1000 * (1 - math.exp(-100 / 1000))
+BATCH = round(D2 * 8 + 2 * 90 * 4 + (D1 + 1) * 8 + D2 * 16 * 4 + 10 * 8)
+# The same at the layout's capacities (GPU buffers): hops of 10, 30, 60 nodes.
+BATCH_CAPS = 100 * 8 + 2 * 90 * 4 + (10 + 30 + 1) * 8 + 100 * 16 * 4 + 10 * 8
+PARAMS = (2 * 16 * 8 + 8) + (2 * 8 * 4 + 4)  # SAGE: lin_l W + bias, lin_r W; 16->8->4
+
+
+def test_graph_size_from_the_spec() -> None:
+    g = from_spec(small())
+    assert g is not None
+    assert (g.num_nodes, g.num_edges, g.num_features, g.num_train_nodes) == (1000, 10000, 16, 100)
+    assert g.index_bytes == 4
+
+
+def test_sampler_pod_memory_by_hand() -> None:
+    plan = build_plan(small(), from_spec_or_fail(small()))
+    sampler = plan.role("sampler")
+    assert sampler is not None
+    assert plan.shapes.replicate
+    steady = (
+        500 * 16 * 4  # owned feature rows (500 of 1000 nodes), float32
+        + 1000 * 4  # slot map, int32 per node
+        + 1000 * 8  # labels, int64 per node
+        + 501 * 8 + 5000 * 4  # owned CSR: int64 indptr, int32 ids
+        + 500 * 8  # split ids, int64
+        + 250 * 16 * 4  # hot cache: 0.5 of the 500 remote rows
+        + 1001 * 8 + 10000 * 4  # replicated topology
+        + 1 * 5 * round(D2) * 16 * 4  # feature slots: 1 peer x (concurrency 4 + 1), touched rows
+        + 2 * 5 * BATCH  # batch slots: 2 trainers x 5
+    )  # fmt: skip
+    load_staging = 2 * 500 * 16 * 4  # the largest transient: float32 copy + cat
+    assert sampler.host_bytes == SAMPLER_PROCESS_BYTES + steady + load_staging
+    assert sampler.gpu_bytes == 0
+
+
+def test_trainer_pod_memory_by_hand() -> None:
+    plan = build_plan(small(), from_spec_or_fail(small()))
+    trainer = plan.role("trainer")
+    assert trainer is not None
+    # eager steps on the CPU: layer 0's targets are hops 0 and 1 (+1 dump row), 90 edges;
+    # layer 1's the seeds (+1), 30 edges
+    t0, t1 = D1 + 1, 10 + 1
+    acts = (4 * t0 * 8 * 4 + 90 * 8 + t0 * 16 * 4) + (4 * t1 * 4 * 4 + 30 * 8 + t1 * 8 * 4)
+    # full-neighbourhood test evaluation afterwards, its largest layer (the first): all 1000
+    # nodes' 16 features gathered, a chunk's source rows, the rank's 500 x 8 outputs, the
+    # chunk's aggregate and output, its block of 10000 int64 sources and local ids
+    evaluation = 1000 * 16 * 4 * 2 + 500 * 8 * 4 + 2 * 1000 * 8 * 4 + 2 * 10000 * 8
+    expected = TRAINER_PROCESS_BYTES + 16 * PARAMS + round(acts) + 4 * BATCH + evaluation
+    assert trainer.host_bytes == expected
+
+
+def test_worker_mode_trainer_holds_the_partition_on_its_gpus() -> None:
+    spec = small(samplers={"replicas": 0}, trainers={"replicas": 2, "gpusPerPod": 2})
+    plan = build_plan(spec, from_spec_or_fail(spec))
+    trainer = plan.role("trainer")
+    assert trainer is not None
+    assert plan.role("sampler") is None
+    assert trainer.processes_per_pod == 2
+    # each process loads its pod's 500 nodes onto its own GPU: owned rows and the cache
+    gpu_items = {i.what: i.bytes for i in trainer.items if i.where == "gpu"}
+    assert gpu_items["owned feature rows"] == 500 * 16 * 4
+    assert gpu_items["replicated topology"] == 1001 * 8 + 10000 * 4
+    # GPU buffers are allocated at the layout's capacities
+    assert gpu_items["prefetched batches (4)"] == 4 * BATCH_CAPS
+    # x (100 rows + dump), per layer src/dst/ptr: 2*90 + 40+2, then 2*30 + 10+2; labels
+    assert gpu_items["CUDA-graph static inputs"] == 101 * 16 * 4 + (222 + 72) * 8 + 10 * 8
+    assert trainer.host_bytes == 2 * (
+        TRAINER_PROCESS_BYTES
+        + 501 * 8 + 5000 * 4 + 500 * 8  # CSR and split ids on the host
+        # the largest host peak: evaluation reading the store (topology, this rank's 250
+        # feature rows of 4 processes, labels and masks), above load staging (64,000) and
+        # topology staging (48,008)
+        + 1001 * 8 + 10000 * 4 + 250 * 16 * 4 + 1000 * 16
+    )  # fmt: skip
+
+
+def test_partition_job_and_volume_by_hand() -> None:
+    spec = small()
+    plan = build_plan(spec, from_spec_or_fail(spec))
+    part = plan.role("partition")
+    assert part is not None
+    graph = 1001 * 8 + 10000 * 4 + 1000 * (16 * 4 + 8 + 3)  # GraphData arrays
+    writer = 1000 * (4 + 4 + 4 + 8 + 1)  # id maps, partition of each node, indptr, halo
+    assert part.host_bytes == PROCESS_BYTES + graph + writer
+    store = (
+        1001 * 8 + 10000 * 4  # topology/
+        + 2 * 1000 * 4 + 1000 * 4  # orig_ids, new_ids, partition_book
+        + (1000 + 2) * 8 + 10000 * 4  # part-*/indptr.npy, indices.npy
+        + 1000 * (16 * 4 + 8 + 3 + 4)  # features, labels, 3 masks, orig_ids
+        + (5 + 2 * 8) * 128  # .npy headers
+    )  # fmt: skip
+    assert part.disk_bytes == store
+    assert plan.volume_bytes == store + 2 * 12 * PARAMS
+
+
+def test_traffic_by_hand() -> None:
+    spec = small()
+    plan = build_plan(spec, from_spec_or_fail(spec))
+    t = traffic(spec, plan)
+    remote = (D2 - 10) * 0.5 * 0.5  # random partition of 2, cache 0.5
+    assert t.per_batch["remote feature rows"] == pytest.approx(remote * (16 * 4 + 8))
+    # seeds out; ids and features of every node, int32 edges, the targets' ptr, labels back
+    expected_batch = 10 * 8 + D2 * (8 + 64) + 90 * 2 * 4 + (D1 + 1) * 8 + 80
+    assert t.per_batch["mini-batches (sampler to trainer)"] == pytest.approx(expected_batch)
+    assert t.per_batch["gradients (ring all-reduce)"] == pytest.approx(2 * 1 / 2 * PARAMS * 4)
+    assert "sampling requests" not in t.per_batch  # the topology is replicated
+    assert t.steps_per_epoch == 5  # 100 seeds / (10 x 2 trainers)
+    assert t.per_epoch["gradients (ring all-reduce)"] == pytest.approx(10 * PARAMS * 4)
+
+
+def test_hop_by_hop_sampling_requests() -> None:
+    spec = small(samplers={"replicateTopology": "never"})
+    plan = build_plan(spec, from_spec_or_fail(spec))
+    t = traffic(spec, plan)
+    # frontiers of 10 and 30 nodes, half remote: ids out, 3 and 2 neighbours each back
+    assert t.per_batch["sampling requests"] == pytest.approx(
+        10 * 0.5 * 8 * (1 + 3) + 30 * 0.5 * 8 * (1 + 2)
+    )
+
+
+def test_shortfalls_name_role_resource_and_amount() -> None:
+    spec = small(trainers={"resources": {"limits": {"memory": "512Mi"}}})
+    plan = build_plan(spec, from_spec_or_fail(spec))
+    found = check(spec, plan, 80 * GIB)
+    assert [(s.role, s.resource, s.field) for s in found] == [
+        ("trainer", "memory", "spec.trainers.resources.limits.memory")
+    ]
+    trainer = plan.role("trainer")
+    assert trainer is not None
+    assert found[0].short == trainer.host_bytes - 512 * 2**20
+    assert "trainer: needs" in found[0].message
+    assert "short by" in found[0].message
+
+
+def test_gpu_and_volume_shortfalls() -> None:
+    spec = small(trainers={"gpusPerPod": 1}, storage={"size": "100Ki"})
+    plan = build_plan(spec, from_spec_or_fail(spec), gpu_memory=1 << 20)
+    found = {(s.role, s.resource) for s in check(spec, plan, 1 << 20)}
+    assert found == {("trainer", "gpu-memory"), ("volume", "storage")}
+
+
+def test_sizes_from_meta_and_counts(tmp_path: Any) -> None:
+    ogb = parse_spec({"dataset": {"ogb": {"path": "datasets/mine"}}})
+    assert from_spec(ogb) is None
+    with pytest.raises(GraphSizeError, match="--nodes, --edges"):
+        resolve(ogb)
+    g = resolve(ogb, nodes=10, edges=20, features=3)
+    assert (g.num_nodes, g.num_edges, g.num_features) == (10, 40, 3)
+    meta = tmp_path / "META.json"
+    meta.write_text(
+        '{"num_nodes": 7, "num_edges": 12, "num_features": 5, "num_classes": 3, '
+        '"num_train_nodes": 2, "edge_cut_fraction": 0.25}'
+    )
+    g = from_meta(tmp_path)
+    assert (g.num_nodes, g.num_edges, g.edge_cut_fraction) == (7, 12, 0.25)
+    with pytest.raises(GraphSizeError, match="no such file"):
+        from_meta(tmp_path / "missing.json")
+    products = from_spec(parse_spec({"dataset": {"ogb": {"path": "datasets/ogbn_products"}}}))
+    assert products is not None
+    assert products.num_edges == 2 * 61_859_140
+
+
+def test_seeds_per_second_says_when_it_cannot() -> None:
+    spec = small()
+    assert isinstance(seeds_per_second(spec, build_plan(spec, from_spec_or_fail(spec))), str)
+    gpu = small(trainers={"gpusPerPod": 1}, samplers={"cacheRatio": 1.0})
+    rate = seeds_per_second(gpu, build_plan(gpu, from_spec_or_fail(gpu)))
+    assert not isinstance(rate, str)
+    # server mode on 2 GPUs, 194k/GPU at fanout 15/10/5 (915 edges a seed), fp32; here 3 + 6
+    assert rate.per_gpu == pytest.approx(194_000 * 191 / 265 / (9 / 915))
+    assert "extrapolated" in rate.basis
+
+
+def from_spec_or_fail(spec: DistGNNJobSpec) -> Any:
+    g = from_spec(spec)
+    assert g is not None
+    return g

@@ -1,0 +1,83 @@
+"""A job whose resources cannot hold its capacity plan, on the real control plane: the
+operator sets CapacityFits=False and posts a Warning Event naming the role, the resource and
+the shortfall; with the capacity policy fail it fails the job before any child starts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from distgnn_operator.reconcile.kube_api import JOB
+from tests.operator.harness import Cluster, install_crd, job_manifest, run_operator, wait_for
+from tests.support.controlplane import ControlPlane
+
+pytestmark = pytest.mark.integration
+
+REASON = "InsufficientCapacity"
+# CPU trainers limited to 256Mi: a workload process alone needs more (distgnn plan).
+SHORT: dict[str, Any] = {"trainers": {"replicas": 2, "gpusPerPod": 0,
+                                      "resources": {"limits": {"memory": "256Mi"}}}}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def crd(control_plane: ControlPlane) -> None:
+    install_crd(control_plane)
+
+
+@pytest.fixture
+def cluster(control_plane: ControlPlane, crd: None) -> Iterator[Cluster]:
+    namespace = control_plane.create_namespace("capacity")
+    try:
+        yield Cluster(control_plane, namespace)
+    finally:
+        control_plane.delete_namespace(namespace)
+
+
+def capacity_warnings(cluster: Cluster, name: str) -> list[str]:
+    return [
+        e["message"]
+        for e in cluster.events(name)
+        if e["type"] == "Warning" and e["reason"] == REASON
+    ]
+
+
+def test_warn_flags_the_job_and_lets_it_go_on(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DISTGNN_OPERATOR_CAPACITY_POLICY", "warn")
+    with run_operator(cluster.plane, cluster.ns):
+        cluster.apply(job_manifest("short", **SHORT))
+        cluster.apply(job_manifest("fits", trainers={"replicas": 2, "gpusPerPod": 0}))
+
+        def short_flagged() -> dict[str, Any] | None:
+            cond = cluster.condition("short", "CapacityFits")
+            return cond if cond is not None and cond["status"] == "False" else None
+
+        cond = wait_for("CapacityFits=False on short", short_flagged)
+        assert cond["reason"] == REASON
+        assert "trainer: needs" in cond["message"]
+        assert "spec.trainers.resources.limits.memory" in cond["message"]
+        messages = wait_for("the Warning Event", lambda: capacity_warnings(cluster, "short"))
+        assert "short by" in messages[0]
+        # warn only: the job goes on to its partition Job
+        wait_for("the partition Job", lambda: cluster.owned(JOB, "short"))
+        assert cluster.phase("short") != "Failed"
+        wait_for("the other job's partition Job", lambda: cluster.owned(JOB, "fits"))
+        assert cluster.condition("fits", "CapacityFits") is None
+        assert not capacity_warnings(cluster, "fits")
+
+
+def test_fail_fails_the_job_before_any_child(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DISTGNN_OPERATOR_CAPACITY_POLICY", "fail")
+    with run_operator(cluster.plane, cluster.ns):
+        cluster.apply(job_manifest("short", **SHORT))
+        status = cluster.wait_phase("short", "Failed")
+        failed = next(c for c in status["conditions"] if c["type"] == "Failed")
+        assert failed["reason"] == REASON
+        assert "trainer: needs" in failed["message"]
+        assert wait_for("the Warning Event", lambda: capacity_warnings(cluster, "short"))
+        assert cluster.owned(JOB, "short") == []
