@@ -3,17 +3,14 @@
 Ids keep their dataset values, so nothing is relabelled: the writer copies each edge type's
 in-CSR once, writes the owner of every typed node, and per partition its owned ids and their
 feature, label and split rows. Everything goes into a temporary sibling directory with
-``_SUCCESS`` last and is published with one rename (:func:`.writer.publish`).
+``_SUCCESS`` last and is published with one rename (:func:`.publish.stage_store`).
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-import os
-import shutil
 import time
-import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -21,7 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from distgnn_api.contract import PARTITION_FORMAT_VERSION, SUCCESS_MARKER, rfc3339_now
+from distgnn_api.contract import PARTITION_FORMAT_VERSION
 from distgnn_api.edge_types import edge_type_key
 from distgnn_api.spec import PartitionSpec
 from distgnn_workload.data.graph import EDGE_CHUNK, index_dtype
@@ -36,6 +33,7 @@ from distgnn_workload.partition.hetero_store import (
     HeteroPartitionStore,
     npy_name,
 )
+from distgnn_workload.partition.publish import stage_store
 from distgnn_workload.partition.store import (
     GRAPH_KIND_HETERO,
     GRAPH_KIND_KEY,
@@ -43,7 +41,6 @@ from distgnn_workload.partition.store import (
     INDPTR_FILE,
     LABELS_FILE,
     MASK_FILES,
-    META_FILE,
     TOPOLOGY_DIR,
     is_complete,
     part_dir_name,
@@ -52,12 +49,8 @@ from distgnn_workload.partition.writer import (
     NpyWriter,
     ProgressFn,
     balance,
-    fsync_path,
-    publish,
     row_chunks,
     save_array,
-    temp_prefix,
-    write_json,
 )
 
 log = logging.getLogger(__name__)
@@ -105,33 +98,20 @@ def write_hetero_partitions(
     assert num_partitions is not None
     hetero_algorithms.check_assignment(graph, parts, num_partitions)
 
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_dir.parent / f"{temp_prefix(out_dir)}{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    tmp.mkdir()
-    try:
-        meta = _write_store(tmp, graph, parts, num_partitions, steps=steps, progress=progress)
-        meta.update(
-            key=key,
-            algorithm=algorithm,
-            partition_spec=(
-                spec.model_dump(mode="json", by_alias=True) if algorithm != "given" else None
-            ),
-            graph_info=graph.info,
-            step_seconds=steps,
-            created_at=rfc3339_now(),
-        )
-        if extra_meta:
-            meta.update(extra_meta)
-        write_json(tmp / META_FILE, meta)
-        write_json(
-            tmp / SUCCESS_MARKER,
-            {"key": key, "format_version": PARTITION_FORMAT_VERSION, "finished_at": rfc3339_now()},
-        )
-        fsync_path(tmp)
-        return publish(tmp, out_dir, overwrite=overwrite, reopen=HeteroPartitionStore.open)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    return stage_store(
+        out_dir,
+        lambda tmp: _write_store(tmp, graph, parts, num_partitions, steps=steps, progress=progress),
+        key=key,
+        algorithm=algorithm,
+        partition_spec=(
+            spec.model_dump(mode="json", by_alias=True) if algorithm != "given" else None
+        ),
+        graph_info=graph.info,
+        steps=steps,
+        extra_meta=extra_meta,
+        overwrite=overwrite,
+        reopen=HeteroPartitionStore.open,
+    )
 
 
 class _HaloSet:

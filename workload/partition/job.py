@@ -37,8 +37,9 @@ from distgnn_workload.data.dataset import dataset_kind, dataset_num_nodes, load_
 from distgnn_workload.data.errors import DatasetError
 from distgnn_workload.partition import algorithms, hetero_job
 from distgnn_workload.partition.hetero_store import HeteroPartitionStore
+from distgnn_workload.partition.publish import remove_stale_temps
 from distgnn_workload.partition.store import PartitionStore, StoreError, is_complete
-from distgnn_workload.partition.writer import remove_stale_temps, write_partitions
+from distgnn_workload.partition.writer import write_partitions
 from distgnn_workload.runtime.bootstrap import RoleProcess
 
 log = logging.getLogger("distgnn_workload.partition")

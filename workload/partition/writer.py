@@ -12,31 +12,30 @@ directory that looks complete.
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import os
-import shutil
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any, BinaryIO, TypeVar
+from typing import Any, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
 
-from distgnn_api.contract import PARTITION_FORMAT_VERSION, SUCCESS_MARKER, rfc3339_now
+from distgnn_api.contract import PARTITION_FORMAT_VERSION
 from distgnn_api.spec import PartitionSpec
 from distgnn_workload.data.graph import EDGE_CHUNK, GraphData, index_dtype
 from distgnn_workload.partition import algorithms
+from distgnn_workload.partition.publish import (
+    stage_store,
+)
 from distgnn_workload.partition.store import (
     FEATURES_FILE,
     INDICES_FILE,
     INDPTR_FILE,
     LABELS_FILE,
     MASK_FILES,
-    META_FILE,
     NEW_IDS_FILE,
     ORIG_IDS_FILE,
     PARTITION_BOOK_FILE,
@@ -49,41 +48,11 @@ from distgnn_workload.partition.store import (
 
 log = logging.getLogger(__name__)
 
-StoreT = TypeVar("StoreT")
-
 ProgressFn = Callable[[float], None]
 """Called with the share of the writing done, from 0 to 1."""
 
 # Bytes of feature rows copied per step.
 _FEATURE_CHUNK_BYTES = 64 << 20
-
-
-def temp_prefix(out_dir: Path) -> str:
-    """Name prefix of the temporary directories a writer of ``out_dir`` creates beside it."""
-    return f".{out_dir.name}.tmp-"
-
-
-def remove_stale_temps(out_dir: str | Path) -> list[Path]:
-    """Delete temporary directories left beside ``out_dir`` by killed writers.
-
-    Only one partitioner may write a key at a time (the operator runs one Job per key).
-    """
-    out_dir = Path(out_dir)
-    removed = []
-    if out_dir.parent.is_dir():
-        for entry in out_dir.parent.iterdir():
-            if entry.name.startswith(temp_prefix(out_dir)) and entry.is_dir():
-                shutil.rmtree(entry, ignore_errors=True)
-                removed.append(entry)
-    return removed
-
-
-def fsync_path(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class NpyWriter:
@@ -205,73 +174,20 @@ def write_partitions(
     assert num_partitions is not None
     parts: npt.NDArray[np.int32] = assignment.astype(np.int32, copy=False)
 
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_dir.parent / f"{temp_prefix(out_dir)}{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    tmp.mkdir()
-    try:
-        meta = _write_store(tmp, graph, parts, num_partitions, steps=steps, progress=progress)
-        meta.update(
-            key=key,
-            algorithm=algorithm,
-            partition_spec=(
-                spec.model_dump(mode="json", by_alias=True) if algorithm != "given" else None
-            ),
-            graph_info=graph.info,
-            step_seconds=steps,
-            created_at=rfc3339_now(),
-        )
-        if extra_meta:
-            meta.update(extra_meta)
-        write_json(tmp / META_FILE, meta)
-        write_json(
-            tmp / SUCCESS_MARKER,
-            {"key": key, "format_version": PARTITION_FORMAT_VERSION, "finished_at": rfc3339_now()},
-        )
-        fsync_path(tmp)
-        return _publish(tmp, out_dir, overwrite=overwrite)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
-def write_json(path: Path, obj: Mapping[str, Any]) -> None:
-    part = path.with_name(path.name + ".part")
-    with open(part, "w") as f:
-        json.dump(obj, f, indent=2)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(part, path)
-
-
-def _publish(tmp: Path, out_dir: Path, *, overwrite: bool) -> PartitionStore:
-    return publish(tmp, out_dir, overwrite=overwrite, reopen=PartitionStore.open)
-
-
-def publish(
-    tmp: Path, out_dir: Path, *, overwrite: bool, reopen: Callable[[Path], StoreT]
-) -> StoreT:
-    """Move the finished temporary directory to ``out_dir`` in one rename; ``reopen`` opens
-    the published store (or the one another writer completed meanwhile)."""
-    parent = out_dir.parent
-    if out_dir.exists():
-        if is_complete(out_dir) and not overwrite:
-            log.info("%s was completed by another writer meanwhile; keeping it", out_dir)
-            shutil.rmtree(tmp, ignore_errors=True)
-            return reopen(out_dir)
-        # An incomplete leftover (or an overwrite): move it aside, then swap in ours.
-        trash = parent / f"{temp_prefix(out_dir)}old-{uuid.uuid4().hex[:8]}"
-        os.rename(out_dir, trash)
-        os.rename(tmp, out_dir)
-        shutil.rmtree(trash, ignore_errors=True)
-    else:
-        try:
-            os.rename(tmp, out_dir)
-        except OSError:
-            if not is_complete(out_dir):
-                raise
-            shutil.rmtree(tmp, ignore_errors=True)
-    fsync_path(parent)
-    return reopen(out_dir)
+    return stage_store(
+        out_dir,
+        lambda tmp: _write_store(tmp, graph, parts, num_partitions, steps=steps, progress=progress),
+        key=key,
+        partition_spec=(
+            spec.model_dump(mode="json", by_alias=True) if algorithm != "given" else None
+        ),
+        algorithm=algorithm,
+        graph_info=graph.info,
+        steps=steps,
+        extra_meta=extra_meta,
+        overwrite=overwrite,
+        reopen=PartitionStore.open,
+    )
 
 
 def _write_store(
