@@ -8,13 +8,10 @@ progress stages are the homogeneous path's.
 from __future__ import annotations
 
 import logging
-import time
 from typing import TextIO
 
 from distgnn_api.contract import (
     EXIT_OK,
-    STAGE_GENERATE,
-    STAGE_LOAD,
     STAGE_PARTITION,
     JobConfig,
     WorkloadEnv,
@@ -24,14 +21,11 @@ from distgnn_api.hetero_load import HeteroMismatch, resolve_edge_fanouts
 from distgnn_workload.data.dataset import dataset_kind, load_hetero_spec
 from distgnn_workload.data.errors import DatasetError
 from distgnn_workload.data.hetero_graph import HeteroGraphData
-from distgnn_workload.partition import hetero_algorithms
+from distgnn_workload.partition import hetero_algorithms, stages
 from distgnn_workload.partition.hetero_store import HeteroPartitionStore
 from distgnn_workload.partition.hetero_writer import write_hetero_partitions
 
 log = logging.getLogger("distgnn_workload.partition")
-
-# Share of the partition stage's progress bar given to the assignment (METIS reports none).
-_ASSIGN_SHARE = 0.4
 
 
 def check_against_spec(graph: HeteroGraphData, config: JobConfig) -> None:
@@ -50,16 +44,12 @@ def partition_hetero(
     """Load, check, partition and write the typed store; returns it and the step timings."""
     spec = config.spec
     kind = dataset_kind(spec.dataset)
-    stage = STAGE_GENERATE if kind == "synthetic_mag" else STAGE_LOAD
-    t0 = time.perf_counter()
-    emit_progress(stage, 0.0, 1.0, stream=out)
-    graph = load_hetero_spec(
-        spec.dataset,
-        env.data_dir,
-        progress=lambda f: emit_progress(stage, round(f, 4), 1.0, stream=out),
+    graph, load_s = stages.load_stage(
+        kind == "synthetic_mag",
+        lambda progress: load_hetero_spec(spec.dataset, env.data_dir, progress=progress),
+        out,
     )
     check_against_spec(graph, config)
-    load_s = time.perf_counter() - t0
     log.info(
         "%s graph %s: %s; %d edges over %d edge types (%.1f s)",
         kind,
@@ -69,34 +59,25 @@ def partition_hetero(
         len(graph.edge_types),
         load_s,
     )
-
     k = spec.num_partitions
-    t1 = time.perf_counter()
-    emit_progress(STAGE_PARTITION, 0.0, 1.0, stream=out)
-    assignment = hetero_algorithms.assign_hetero(graph, k, spec.partition)
-    assign_s = time.perf_counter() - t1
-    emit_progress(STAGE_PARTITION, _ASSIGN_SHARE, 1.0, stream=out)
-
-    t2 = time.perf_counter()
-    store = write_hetero_partitions(
-        env.partition_dir,
-        graph,
-        k,
-        assignment=assignment,
-        spec=spec.partition,
-        key=config.partition_key,
-        extra_meta={
-            "dataset": spec.dataset.model_dump(mode="json", by_alias=True, exclude_none=True),
-            "job": {"name": config.name, "namespace": config.namespace, "uid": config.uid},
-        },
-        progress=lambda f: emit_progress(
-            STAGE_PARTITION, round(_ASSIGN_SHARE + (1 - _ASSIGN_SHARE) * f, 4), 1.0, stream=out
+    store, assign_s, write_s = stages.partition_stage(
+        lambda: hetero_algorithms.assign_hetero(graph, k, spec.partition),
+        lambda assignment, progress: write_hetero_partitions(
+            env.partition_dir,
+            graph,
+            k,
+            assignment=assignment,
+            spec=spec.partition,
+            key=config.partition_key,
+            extra_meta=stages.store_meta(config),
+            progress=progress,
         ),
+        out,
     )
     steps = {
         "generate" if kind == "synthetic_mag" else "load": load_s,
         "partition": assign_s,
-        "write": time.perf_counter() - t2,
+        "write": write_s,
     }
     return store, steps
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import sys
-import time
 from typing import TextIO
 
 from pydantic import ValidationError
@@ -22,8 +21,6 @@ from pydantic import ValidationError
 from distgnn_api.contract import (
     ENV_TERMINATION_LOG,
     EXIT_OK,
-    STAGE_GENERATE,
-    STAGE_LOAD,
     STAGE_PARTITION,
     ContractError,
     JobConfig,
@@ -35,7 +32,7 @@ from distgnn_api.contract import (
 from distgnn_api.spec import SpecError
 from distgnn_workload.data.dataset import dataset_kind, dataset_num_nodes, load_dataset
 from distgnn_workload.data.errors import DatasetError
-from distgnn_workload.partition import algorithms, hetero_job
+from distgnn_workload.partition import algorithms, hetero_job, stages
 from distgnn_workload.partition.hetero_store import HeteroPartitionStore
 from distgnn_workload.partition.publish import remove_stale_temps
 from distgnn_workload.partition.store import PartitionStore, StoreError, is_complete
@@ -54,9 +51,6 @@ BAD_INPUT_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 AnyStore = PartitionStore | HeteroPartitionStore
-
-# Share of the partition stage's progress bar given to the assignment (METIS reports none).
-_ASSIGN_SHARE = 0.4
 
 
 def _config(env: WorkloadEnv) -> JobConfig:
@@ -110,15 +104,11 @@ def run(env: WorkloadEnv, config: JobConfig, out: TextIO = sys.stdout) -> int:
         return hetero_job.finish(typed, typed_steps, out)
 
     kind = dataset_kind(spec.dataset)
-    stage = STAGE_GENERATE if kind == "synthetic" else STAGE_LOAD
-    t0 = time.perf_counter()
-    emit_progress(stage, 0.0, 1.0, stream=out)
-    graph = load_dataset(
-        spec.dataset,
-        env.data_dir,
-        progress=lambda f: emit_progress(stage, round(f, 4), 1.0, stream=out),
+    graph, load_s = stages.load_stage(
+        kind == "synthetic",
+        lambda progress: load_dataset(spec.dataset, env.data_dir, progress=progress),
+        out,
     )
-    load_s = time.perf_counter() - t0
     log.info(
         "%s graph: %d nodes, %d edges, %d features, %d classes (%.1f s)",
         kind,
@@ -128,30 +118,20 @@ def run(env: WorkloadEnv, config: JobConfig, out: TextIO = sys.stdout) -> int:
         graph.num_classes,
         load_s,
     )
-
-    t1 = time.perf_counter()
-    emit_progress(STAGE_PARTITION, 0.0, 1.0, stream=out)
-    assignment = algorithms.assign(graph, k, spec.partition)
-    assign_s = time.perf_counter() - t1
-    emit_progress(STAGE_PARTITION, _ASSIGN_SHARE, 1.0, stream=out)
-
-    t2 = time.perf_counter()
-    store = write_partitions(
-        target,
-        graph,
-        k,
-        assignment=assignment,
-        spec=spec.partition,
-        key=config.partition_key,
-        extra_meta={
-            "dataset": spec.dataset.model_dump(mode="json", by_alias=True, exclude_none=True),
-            "job": {"name": config.name, "namespace": config.namespace, "uid": config.uid},
-        },
-        progress=lambda f: emit_progress(
-            STAGE_PARTITION, round(_ASSIGN_SHARE + (1 - _ASSIGN_SHARE) * f, 4), 1.0, stream=out
+    store, assign_s, write_s = stages.partition_stage(
+        lambda: algorithms.assign(graph, k, spec.partition),
+        lambda assignment, progress: write_partitions(
+            target,
+            graph,
+            k,
+            assignment=assignment,
+            spec=spec.partition,
+            key=config.partition_key,
+            extra_meta=stages.store_meta(config),
+            progress=progress,
         ),
+        out,
     )
-    write_s = time.perf_counter() - t2
     steps = {
         "generate" if kind == "synthetic" else "load": load_s,
         "partition": assign_s,

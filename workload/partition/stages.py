@@ -1,0 +1,64 @@
+"""The partition Job's timed stages with their progress events, shared by the homogeneous
+and the typed paths: load (or generate) the graph, then assign its nodes and write the store.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, TextIO, TypeVar
+
+from distgnn_api.contract import (
+    STAGE_GENERATE,
+    STAGE_LOAD,
+    STAGE_PARTITION,
+    JobConfig,
+    emit_progress,
+)
+
+G = TypeVar("G")
+A = TypeVar("A")
+S = TypeVar("S")
+
+ProgressFn = Callable[[float], None]
+
+ASSIGN_SHARE = 0.4
+"""Share of the partition stage's progress bar given to the assignment (METIS reports none)."""
+
+
+def load_stage(generated: bool, load: Callable[[ProgressFn], G], out: TextIO) -> tuple[G, float]:
+    """``load(progress)`` under the generate or load stage; returns the graph and seconds."""
+    stage = STAGE_GENERATE if generated else STAGE_LOAD
+    t0 = time.perf_counter()
+    emit_progress(stage, 0.0, 1.0, stream=out)
+    graph = load(lambda f: emit_progress(stage, round(f, 4), 1.0, stream=out))
+    return graph, time.perf_counter() - t0
+
+
+def partition_stage(
+    assign: Callable[[], A], write: Callable[[A, ProgressFn], S], out: TextIO
+) -> tuple[S, float, float]:
+    """``assign()`` then ``write(assignment, progress)`` under the partition stage; returns
+    the store and the seconds of each."""
+    t1 = time.perf_counter()
+    emit_progress(STAGE_PARTITION, 0.0, 1.0, stream=out)
+    assignment = assign()
+    assign_s = time.perf_counter() - t1
+    emit_progress(STAGE_PARTITION, ASSIGN_SHARE, 1.0, stream=out)
+    t2 = time.perf_counter()
+    store = write(
+        assignment,
+        lambda f: emit_progress(
+            STAGE_PARTITION, round(ASSIGN_SHARE + (1 - ASSIGN_SHARE) * f, 4), 1.0, stream=out
+        ),
+    )
+    return store, assign_s, time.perf_counter() - t2
+
+
+def store_meta(config: JobConfig) -> dict[str, Any]:
+    """What a store's META.json records of the job that wrote it."""
+    spec = config.spec
+    return {
+        "dataset": spec.dataset.model_dump(mode="json", by_alias=True, exclude_none=True),
+        "job": {"name": config.name, "namespace": config.namespace, "uid": config.uid},
+    }
