@@ -23,8 +23,6 @@ ALIASES = {"val_mask": ("val_mask", "valid_mask")}
 
 
 def _load(path: Path) -> Any:
-    import torch
-
     safe: list[Any] = []
     try:
         from torch_geometric.data import Data
@@ -34,13 +32,21 @@ def _load(path: Path) -> Any:
         safe = [Data, DataEdgeAttr, DataTensorAttr, GlobalStorage]
     except ImportError:
         pass
+    return load_safely(path, safe, "a torch_geometric.data.Data (or a dict of tensors)")
+
+
+def load_safely(path: Path, safe: list[Any], what: str) -> Any:
+    """``torch.load(weights_only=True)`` allowing the ``safe`` classes; a file it cannot load
+    is a DatasetError that says to save ``what`` with torch.save."""
+    import torch
+
     try:
         with torch.serialization.safe_globals(safe):
             return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # torch raises many types for a bad file
         raise DatasetError(
             f"cannot be loaded with torch.load(weights_only=True): {str(err).splitlines()[0]}; "
-            "save a torch_geometric.data.Data (or a dict of tensors) with torch.save",
+            f"save {what} with torch.save",
             source=path,
         ) from None
 

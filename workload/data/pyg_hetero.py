@@ -24,14 +24,12 @@ from distgnn_workload.data.hetero_graph import (
     choose_target_type,
     hetero_csr_from_edges,
 )
-from distgnn_workload.data.pyg import ALIASES, _mask, _numpy
+from distgnn_workload.data.pyg import ALIASES, _mask, _numpy, load_safely
 
 MASKS = {"train": "train_mask", "val": "val_mask", "test": "test_mask"}
 
 
 def _load(path: Path) -> Any:
-    import torch
-
     safe: list[Any] = []
     try:
         from torch_geometric.data import Data, HeteroData
@@ -47,15 +45,7 @@ def _load(path: Path) -> Any:
         safe += [Data, DataEdgeAttr, DataTensorAttr]  # to say that a Data is not hetero
     except ImportError:
         pass
-    try:
-        with torch.serialization.safe_globals(safe):
-            return torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as err:  # torch raises many types for a bad file
-        raise DatasetError(
-            f"cannot be loaded with torch.load(weights_only=True): {str(err).splitlines()[0]}; "
-            "save a torch_geometric.data.HeteroData with torch.save",
-            source=path,
-        ) from None
+    return load_safely(path, safe, "a torch_geometric.data.HeteroData")
 
 
 def _get(store: Any, name: str) -> Any:
