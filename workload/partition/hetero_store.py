@@ -43,7 +43,6 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from distgnn_api.contract import PARTITION_FORMAT_VERSION, SUCCESS_MARKER
 from distgnn_api.edge_types import EdgeType, edge_type_key, parse_edge_type_key
 from distgnn_workload.data.hetero_graph import CSR, HeteroGraphData
 from distgnn_workload.partition.store import (
@@ -59,6 +58,7 @@ from distgnn_workload.partition.store import (
     StoreError,
     is_complete,
     part_dir_name,
+    read_meta,
 )
 
 OWNER_DIR = "owner"
@@ -222,29 +222,7 @@ class HeteroPartitionStore:
         """Open a store, refusing one that is incomplete, of another format version or of a
         homogeneous graph."""
         path = Path(path)
-        if not path.is_dir():
-            raise StoreError(f"no partition store at {path}: the partition step has not run")
-        if not is_complete(path):
-            raise StoreError(
-                f"partition store {path} has no {SUCCESS_MARKER} marker: it is incomplete "
-                "(a partitioner crashed or is still writing); rerun the partition step"
-            )
-        try:
-            data = json.loads((path / META_FILE).read_text())
-        except (OSError, ValueError) as err:
-            raise StoreError(f"{path / META_FILE} is unreadable: {err}") from None
-        version = data.get("format_version")
-        if version != PARTITION_FORMAT_VERSION:
-            raise StoreError(
-                f"{path / META_FILE}: format_version {version!r}, this reader needs "
-                f"{PARTITION_FORMAT_VERSION}; repartition with this version"
-            )
-        if data.get(GRAPH_KIND_KEY) != GRAPH_KIND_HETERO:
-            raise StoreError(
-                f"{path} holds a homogeneous graph's partitions, not a heterogeneous one's; "
-                "open it with PartitionStore"
-            )
-        return cls(path, HeteroPartitionMeta.from_dict(data))
+        return cls(path, HeteroPartitionMeta.from_dict(read_meta(path, hetero=True)))
 
     @property
     def num_partitions(self) -> int:

@@ -41,6 +41,40 @@ class StoreError(RuntimeError):
     """A partition store that is missing, incomplete or of another format version."""
 
 
+def read_meta(path: Path, *, hetero: bool) -> dict[str, Any]:
+    """A complete store's META.json, refusing a missing or incomplete store, another format
+    version, or a store of the other kind of graph (typed or not)."""
+    if not path.is_dir():
+        raise StoreError(f"no partition store at {path}: the partition step has not run")
+    if not is_complete(path):
+        raise StoreError(
+            f"partition store {path} has no {SUCCESS_MARKER} marker: it is incomplete "
+            "(a partitioner crashed or is still writing); rerun the partition step"
+        )
+    try:
+        data: dict[str, Any] = json.loads((path / META_FILE).read_text())
+    except (OSError, ValueError) as err:
+        raise StoreError(f"{path / META_FILE} is unreadable: {err}") from None
+    version = data.get("format_version")
+    if version != PARTITION_FORMAT_VERSION:
+        raise StoreError(
+            f"{path / META_FILE}: format_version {version!r}, this reader needs "
+            f"{PARTITION_FORMAT_VERSION}; repartition with this version"
+        )
+    typed = data.get(GRAPH_KIND_KEY) == GRAPH_KIND_HETERO
+    if typed and not hetero:
+        raise StoreError(
+            f"{path} holds a heterogeneous graph's typed partitions; open it with "
+            "HeteroPartitionStore (distgnn_workload.partition.hetero_store)"
+        )
+    if hetero and not typed:
+        raise StoreError(
+            f"{path} holds a homogeneous graph's partitions, not a heterogeneous one's; "
+            "open it with PartitionStore"
+        )
+    return data
+
+
 class MetaRecord:
     """META.json as a dataclass: its named fields, ``partitions`` (one ``STATS`` record each)
     and ``extra`` (every other key, kept as it was)."""
@@ -161,29 +195,7 @@ class PartitionStore:
     def open(cls, path: str | Path) -> PartitionStore:
         """Open a store, refusing one that is incomplete or of another format version."""
         path = Path(path)
-        if not path.is_dir():
-            raise StoreError(f"no partition store at {path}: the partition step has not run")
-        if not is_complete(path):
-            raise StoreError(
-                f"partition store {path} has no {SUCCESS_MARKER} marker: it is incomplete "
-                "(a partitioner crashed or is still writing); rerun the partition step"
-            )
-        try:
-            data = json.loads((path / META_FILE).read_text())
-        except (OSError, ValueError) as err:
-            raise StoreError(f"{path / META_FILE} is unreadable: {err}") from None
-        version = data.get("format_version")
-        if version != PARTITION_FORMAT_VERSION:
-            raise StoreError(
-                f"{path / META_FILE}: format_version {version!r}, this reader needs "
-                f"{PARTITION_FORMAT_VERSION}; repartition with this version"
-            )
-        if data.get(GRAPH_KIND_KEY) == GRAPH_KIND_HETERO:
-            raise StoreError(
-                f"{path} holds a heterogeneous graph's typed partitions; open it with "
-                "HeteroPartitionStore (distgnn_workload.partition.hetero_store)"
-            )
-        return cls(path, PartitionMeta.from_dict(data))
+        return cls(path, PartitionMeta.from_dict(read_meta(path, hetero=False)))
 
     @property
     def num_partitions(self) -> int:
