@@ -15,6 +15,7 @@ from distgnn_api.edge_types import EdgeType
 from distgnn_workload.sampling.hetero_hop_batch import HeteroHopBatch
 from distgnn_workload.sampling.hetero_static import StaticOut, sample_static
 from distgnn_workload.sampling.neighbor_sampler import CUDA_GRAPH_LOCK, reset_default_generator
+from distgnn_workload.sampling.random_stream import RandomStream
 from distgnn_workload.sampling.relabel import relabel, table_dtype
 from distgnn_workload.sampling.typed_graph import Fanouts, TypedCSR, type_key
 from distgnn_workload.sampling.uniform_subset import uniform_subset_positions
@@ -40,7 +41,7 @@ class _CapturedSample:
     out: StaticOut
 
 
-class HeteroNeighborSampler:
+class HeteroNeighborSampler(RandomStream):
     """Samples L-hop neighbourhoods of a typed graph around seeds of one node type.
 
     Per hop ``h`` and edge type ``(s, r, d)``, every node of type ``d`` first reached at hop
@@ -90,9 +91,7 @@ class HeteroNeighborSampler:
             t: torch.full((n + 1,), -1, dtype=dtype, device=self.device)
             for t, n in self.graph.num_nodes.items()
         }
-        self.generator = torch.Generator(device=self.device)
-        self.generator.manual_seed(seed)
-        self._seed = seed
+        self._start_stream(seed)
         self._graphs: dict[tuple[str, int], _CapturedSample] = {}
         self._capacity: dict[str, int] = {}
 
@@ -103,23 +102,6 @@ class HeteroNeighborSampler:
     @property
     def edge_types(self) -> list[EdgeType]:
         return self.graph.edge_types
-
-    def __getstate__(self) -> dict[str, object]:
-        state = dict(self.__dict__)
-        state["generator"] = self.generator.get_state()
-        state["_graphs"] = {}
-        return state
-
-    def __setstate__(self, state: dict[str, object]) -> None:
-        generator_state = state.pop("generator")
-        self.__dict__.update(state)
-        self.generator = torch.Generator(device=self.device)
-        self.generator.set_state(generator_state)  # type: ignore[arg-type]
-
-    def reseed(self, seed: int) -> None:
-        """Restart the random stream (e.g. per data-loader worker or per rank)."""
-        self._seed = seed
-        self.generator.manual_seed(seed)
 
     def _resolve(self, seed_type: str | None) -> str:
         seed_type = seed_type or self.seed_type
@@ -317,8 +299,7 @@ class HeteroNeighborSampler:
         self._graphs.clear()
         for table in self._local.values():
             table.fill_(-1)
-        self.generator = torch.Generator(device=self.device)
-        self.generator.manual_seed(self._seed + 1_000_003)
+        self._restart_after_failed_capture()
         if self.device.type == "cuda":
             reset_default_generator(self.device)
 

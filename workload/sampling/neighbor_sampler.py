@@ -13,6 +13,7 @@ from torch import Tensor
 
 from distgnn_workload.sampling import relabel
 from distgnn_workload.sampling.hop_batch import HopBatch
+from distgnn_workload.sampling.random_stream import RandomStream
 from distgnn_workload.sampling.uniform_subset import uniform_subset_positions
 
 _INT32_MAX = 2**31 - 1
@@ -52,7 +53,7 @@ class _CapturedSample:
     out: _StaticOut
 
 
-class NeighborSampler:
+class NeighborSampler(RandomStream):
     """Samples L-hop neighbourhoods: per hop, ``fanout`` neighbours of every frontier node.
 
     A node of degree > fanout gets a uniformly random subset of ``fanout`` distinct neighbour
@@ -125,9 +126,7 @@ class NeighborSampler:
         self._local = torch.full(
             (self.num_nodes + 1,), -1, dtype=relabel.table_dtype(self.device), device=self.device
         )
-        self.generator = torch.Generator(device=self.device)
-        self.generator.manual_seed(seed)
-        self._seed = seed
+        self._start_stream(seed)
         if static_shapes is None:
             static_shapes = self.device.type == "cuda" and all(k > 0 for k in fanouts)
         if static_shapes and any(k < 0 for k in fanouts):
@@ -136,23 +135,6 @@ class NeighborSampler:
         self.cuda_graph = cuda_graph and static_shapes and self.device.type == "cuda"
         self._graphs: dict[int, _CapturedSample] = {}
         self._capacity = 0
-
-    def __getstate__(self) -> dict[str, object]:
-        state = dict(self.__dict__)
-        state["generator"] = self.generator.get_state()
-        state["_graphs"] = {}
-        return state
-
-    def __setstate__(self, state: dict[str, object]) -> None:
-        generator_state = state.pop("generator")
-        self.__dict__.update(state)
-        self.generator = torch.Generator(device=self.device)
-        self.generator.set_state(generator_state)  # type: ignore[arg-type]
-
-    def reseed(self, seed: int) -> None:
-        """Restart the random stream (e.g. per data-loader worker or per rank)."""
-        self._seed = seed
-        self.generator.manual_seed(seed)
 
     def prepare(self, batch_size: int) -> None:
         """Get ready for batches of up to ``batch_size`` seeds: on CUDA, capture their graph now.
@@ -263,8 +245,7 @@ class NeighborSampler:
         self.cuda_graph = self.static_shapes = False
         self._graphs.clear()
         self._local.fill_(-1)
-        self.generator = torch.Generator(device=self.device)
-        self.generator.manual_seed(self._seed + 1_000_003)
+        self._restart_after_failed_capture()
         if self.device.type == "cuda":
             reset_default_generator(self.device)
 
