@@ -215,6 +215,10 @@ def main(proc: RoleProcess) -> int:
         raise BadInputError(
             "a sampler was started for a job in worker mode (samplers.replicas is 0)"
         )
+    if spec.dataset.hetero_section is not None:
+        from distgnn_workload.sampler import hetero_server
+
+        return hetero_server.main(proc)
     torch.set_num_threads(spec.samplers.workers)
     device = proc.pick_device()
     proc.serve_status()

@@ -14,13 +14,16 @@
 to partitions; :func:`from_store` from the typed partition store. Both give every trainer
 the whole typed topology (the store replicates it) and the features of every featured node
 (the store's per-partition rows scattered back to their ids): sampling and feature gathers are
-local, and only the learnt embeddings are sharded.
+local, and only the learnt embeddings are sharded. In server-client mode the sampler servers
+read it so, and the trainers read it without topology and rows (``graph=False``).
+:func:`open_typed_store` opens the store for a job's holders, with a clear error.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -30,6 +33,8 @@ from torch import Tensor
 from distgnn_api.edge_types import EdgeType
 from distgnn_workload.data.hetero_graph import HeteroGraphData
 from distgnn_workload.partition.hetero_store import HeteroPartitionStore
+from distgnn_workload.partition.store import StoreError
+from distgnn_workload.runtime.lifecycle import BadInputError
 
 Book = Mapping[str, npt.ArrayLike | Tensor]
 """Per node type: the partition of each node (by type-local id)."""
@@ -143,25 +148,32 @@ def _ids(values: npt.ArrayLike) -> Tensor:
     return torch.from_numpy(np.array(values, dtype=np.int64))
 
 
-def from_store(store: HeteroPartitionStore) -> HeteroTrainingData:
-    """The typed store's graph as every trainer of a worker-mode job reads it."""
+def from_store(store: HeteroPartitionStore, *, graph: bool = True) -> HeteroTrainingData:
+    """The typed store's graph as a worker-mode trainer or a sampler server reads it.
+
+    ``graph=False`` is a server-client trainer's view: no topology and no feature rows (the
+    sampler servers sample and gather them), only every edge type with an empty CSR, every
+    featured type with its width and no rows, the labels, the splits and the book.
+    """
     m = store.meta
     parts = [store.partition(p) for p in range(store.num_partitions)]
     x = {
-        t: torch.zeros((m.node_counts[t], m.num_features[t]), dtype=torch.float32)
+        t: torch.zeros((m.node_counts[t] if graph else 0, m.num_features[t]), dtype=torch.float32)
         for t in m.node_types
         if m.num_features[t] > 0
     }
     target = m.target_node_type
     y = torch.full((m.node_counts[target],), -1, dtype=torch.int64)
     for part in parts:
-        for t, rows in x.items():
+        for t, rows in x.items() if graph else ():
             rows[_ids(part.nodes[t])] = torch.from_numpy(np.array(part.x[t], dtype=np.float32))
         y[_ids(part.nodes[target])] = torch.from_numpy(np.array(part.y, dtype=np.int64))
+    empty = torch.zeros(0, dtype=torch.int64)
     return HeteroTrainingData(
         node_counts=dict(m.node_counts),
         in_csr={
-            et: (_ids(indptr), _ids(indices)) for et, (indptr, indices) in parts[0].in_csr.items()
+            et: (_ids(indptr), _ids(indices)) if graph else (empty, empty)
+            for et, (indptr, indices) in parts[0].in_csr.items()
         },
         x=x,
         y=y,
@@ -172,3 +184,25 @@ def from_store(store: HeteroPartitionStore) -> HeteroTrainingData:
         test_ids=[_ids(p.split_ids("test")) for p in parts],
         book={t: _ids(store.owner(t)) for t in m.node_types},
     )
+
+
+def open_typed_store(path: Path, num_holders: int, *, worker_mode: bool) -> HeteroPartitionStore:
+    """The typed store of a job whose ``num_holders`` holders each serve one partition:
+    the trainer pods in worker mode, the sampler servers in server-client mode."""
+    try:
+        store = HeteroPartitionStore.open(path)
+    except StoreError as err:
+        raise BadInputError(str(err)) from None
+    if store.num_partitions != num_holders:
+        holders = (
+            "trainer pods; in worker mode spec.partition.numPartitions must equal "
+            "spec.trainers.replicas"
+            if worker_mode
+            else "sampler servers; in server-client mode spec.partition.numPartitions must "
+            "equal spec.samplers.replicas"
+        )
+        raise BadInputError(
+            f"the typed store at {path} has {store.num_partitions} partitions but the job has "
+            f"{num_holders} {holders}"
+        )
+    return store

@@ -3,9 +3,11 @@
 It is the homogeneous :class:`~distgnn_workload.trainer.loop.Trainer` (epochs, seed shares,
 padding to equal steps, metrics, progress events, checkpoints, the result) with a typed step:
 
-- the batches are target-type seeds sampled per edge type at the resolved fanouts
-  (:class:`~distgnn_workload.trainer.hetero_pipeline.HeteroPipeline`), with the features of
-  the featured types gathered for the sampled nodes;
+- the batches are target-type seeds sampled per edge type at the resolved fanouts, with the
+  features of the featured types gathered for the sampled nodes: here
+  (:class:`~distgnn_workload.trainer.hetero_pipeline.HeteroPipeline`, worker mode) or by
+  the sampler servers (``batches``: a
+  :class:`~distgnn_workload.trainer.hetero_remote.HeteroRemotePipeline`);
 - the featureless types' inputs are rows of learnt embeddings sharded over the ranks
   (:class:`~distgnn_workload.embeddings.ShardedEmbedding`, owned by the ranks that serve
   the partition holding the node), looked up collectively every step, every table in the
@@ -54,7 +56,12 @@ from distgnn_workload.runtime.seeds import Batch
 from distgnn_workload.runtime.status_server import ProgressTracker
 from distgnn_workload.trainer.epoch_stats import EpochStats
 from distgnn_workload.trainer.hetero_data import HeteroTrainingData
-from distgnn_workload.trainer.hetero_pipeline import HeteroMiniBatch, HeteroPipeline, stream_seed
+from distgnn_workload.trainer.hetero_pipeline import (
+    HeteroBatches,
+    HeteroMiniBatch,
+    HeteroPipeline,
+    stream_seed,
+)
 from distgnn_workload.trainer.loop import Trainer
 
 log = logging.getLogger(__name__)
@@ -80,14 +87,19 @@ class HeteroTrainer(Trainer):
         tracker: ProgressTracker | None = None,
         on_epoch: Callable[[], None] | None = None,
         started_at: float | None = None,
+        batches: HeteroBatches | None = None,
     ) -> None:
         collectives = collectives or single_process()
         bf16 = spec.training.bf16 and device.type == "cuda"
         dtype = torch.bfloat16 if bf16 else torch.float32
-        fanouts = resolve_edge_fanouts(spec.model.fanout, spec.model.edge_fanouts, data.edge_types)
-        pipeline = HeteroPipeline(
-            data, fanouts, rank=rank, seed=spec.training.seed, device=device, input_dtype=dtype
-        )
+        pipeline = batches
+        if pipeline is None:
+            fanouts = resolve_edge_fanouts(
+                spec.model.fanout, spec.model.edge_fanouts, data.edge_types
+            )
+            pipeline = HeteroPipeline(
+                data, fanouts, rank=rank, seed=spec.training.seed, device=device, input_dtype=dtype
+            )
         dim = spec.model.embedding_size
         torch.manual_seed(spec.training.seed)
         model = build_hetero_model(

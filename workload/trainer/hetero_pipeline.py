@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 from torch import Tensor
@@ -53,6 +54,23 @@ class HeteroMiniBatch:
         self.hop.record_stream(stream)
         for t in (*self.x.values(), self.y):
             t.record_stream(stream)
+
+
+class HeteroBatches(Protocol):
+    """Where a heterogeneous trainer's batches come from: sampled here (worker mode,
+    :class:`HeteroPipeline`) or by sampler servers (server-client mode,
+    :class:`~distgnn_workload.trainer.hetero_remote.HeteroRemotePipeline`)."""
+
+    def prepare(self, batch_size: int) -> None: ...
+
+    def epoch(
+        self,
+        batches: Sequence[Batch],
+        static: StaticLayout | None = None,
+        *,
+        epoch: int | None = None,
+        evaluation: int = 0,
+    ) -> Prefetcher[HeteroMiniBatch]: ...
 
 
 def stream_seed(seed: int, epoch: int, rank: int) -> int:

@@ -1,0 +1,214 @@
+"""The sampler server of a heterogeneous job: typed mini-batches for the seeds a trainer sends.
+
+Sampler ``h`` holds partition ``h`` of the typed store: the trainers drawing from it send
+the target-type seeds that partition owns. As in worker mode, every sampler reads the
+store's whole typed topology (replicated, memory-mapped) and the rows of every featured
+node, so sampling and gathering are local. A request carries the seeds and a random-stream
+seed; the server restarts a sampler of its pool on that stream, samples the typed
+neighbourhood at the resolved per-edge-type fanouts with :class:`HeteroNeighborSampler`,
+gathers the featured types' rows and the seeds' labels and returns a
+:data:`~distgnn_workload.runtime.hetero_batches.HeteroWireBatch` (plain RPC tensors, no
+shared slots). The same seeds on the same stream give the same batch, whichever thread
+serves it and whichever sampler: a resumed run samples what an uninterrupted one did.
+
+Embedding rows are not served here: the trainers own the learnt rows of featureless types
+(:mod:`distgnn_workload.embeddings`) and look them up by the batch's node ids.
+
+Requests run on ``samplers.concurrency`` threads, each taking a sampler from the pool
+(an instance is not thread-safe); the RPC thread returns at once with a future. A failed
+request completes its future with a :class:`~distgnn_workload.runtime.rpc.RemoteError`
+naming this sampler, which the trainer raises. Start-up and the bounded shutdown are the
+homogeneous server's (:func:`distgnn_workload.sampler.server.main`).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.distributed.rpc as rpc
+from torch import Tensor
+from torch.futures import Future
+
+from distgnn_api.contract import EXIT_OK
+from distgnn_api.hetero_load import resolve_edge_fanouts
+from distgnn_api.spec import DistGNNJobSpec
+from distgnn_workload import metrics
+from distgnn_workload.runtime import rpc as rpc_runtime
+from distgnn_workload.runtime import rpc_targets
+from distgnn_workload.runtime.bootstrap import RoleProcess
+from distgnn_workload.runtime.hetero_batches import (
+    HeteroWireBatch,
+    hetero_wire_bytes,
+    pack_hetero,
+)
+from distgnn_workload.runtime.rpc_targets import Target
+from distgnn_workload.runtime.transfers import to_host
+from distgnn_workload.sampling.hetero_sampler import HeteroNeighborSampler
+from distgnn_workload.trainer.hetero_data import HeteroTrainingData, from_store, open_typed_store
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Slot:
+    """One sampler of the pool and the CUDA stream its requests run on."""
+
+    sampler: HeteroNeighborSampler
+    stream: torch.cuda.Stream | None
+
+
+class HeteroSamplerServer:
+    """Serves typed mini-batch requests from a pool of sampling threads."""
+
+    def __init__(
+        self,
+        data: HeteroTrainingData,
+        spec: DistGNNJobSpec,
+        *,
+        rank: int,
+        device: torch.device,
+        concurrency: int,
+        wire: Callable[[Tensor], Tensor] | None = None,
+        cuda_wire: bool = False,
+    ) -> None:
+        self.rank = rank
+        self.name = f"sampler-{rank}"
+        self.device = device
+        self.seed_type = data.target_node_type
+        self.cuda_wire = cuda_wire
+        self._wire = wire or to_host
+        fanouts = resolve_edge_fanouts(spec.model.fanout, spec.model.edge_fanouts, data.edge_types)
+        # bf16 rows halve the bytes; admission allows bf16 only for GPU trainers
+        dtype = torch.bfloat16 if spec.training.bf16 else torch.float32
+        self.x = {t: v.to(device=device, dtype=dtype) for t, v in data.x.items()}
+        self.y = data.y.to(device)
+        self._slots: queue.SimpleQueue[_Slot] = queue.SimpleQueue()
+        concurrency = max(1, concurrency)
+        for _ in range(concurrency):
+            sampler = HeteroNeighborSampler(
+                {et: data.in_csr[et] for et in data.edge_types},
+                data.node_counts,
+                {et: list(fanouts[et]) for et in data.edge_types},
+                seed_type=self.seed_type,
+                device=device,
+            )
+            stream = None
+            if device.type == "cuda":
+                stream = torch.cuda.Stream(device)  # type: ignore[no-untyped-call]
+                with torch.cuda.stream(stream):
+                    sampler.prepare(spec.training.batch_size)
+                stream.synchronize()
+            self._slots.put(_Slot(sampler, stream))
+        self.executor = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="sample")
+        self._lock = threading.Lock()
+        self.served = 0
+        self.seeds_served = 0
+        label = str(rank)
+        self._requests = metrics.SAMPLER_REQUESTS.labels(label, "batch")
+        self._seconds = metrics.SAMPLER_REQUEST_SECONDS.labels(label, "batch")
+        self._bytes = metrics.SAMPLER_BYTES_SENT.labels(label)
+
+    def submit(self, seeds: Tensor, stream_seed: int) -> Future[HeteroWireBatch]:
+        """The typed mini-batch of ``seeds`` sampled on the stream ``stream_seed``."""
+        devices: list[int | str | torch.device] | None = [self.device] if self.cuda_wire else None
+        fut: Future[HeteroWireBatch] = Future(devices=devices)
+        self.executor.submit(self._run, seeds, stream_seed, fut, time.perf_counter())
+        return fut
+
+    def sample(self, seeds: Tensor, stream_seed: int) -> HeteroWireBatch:
+        """Sample and gather one batch now, on this thread (what a request runs)."""
+        slot = self._slots.get()
+        try:
+            if slot.stream is not None:
+                torch.cuda.set_device(self.device)
+            ctx: AbstractContextManager[Any] = (
+                torch.cuda.stream(slot.stream) if slot.stream is not None else nullcontext()
+            )
+            with ctx:
+                slot.sampler.reseed(stream_seed)
+                hop = slot.sampler.sample(seeds.to(self.device))
+                x = {t: rows[hop.node_ids[t]] for t, rows in self.x.items()}
+                wire = pack_hetero(hop, x, self.y[hop.seed_ids], self._wire)
+                if slot.stream is not None:
+                    slot.stream.synchronize()  # done before the RPC agent reads it
+            return wire
+        finally:
+            self._slots.put(slot)
+
+    def _run(self, seeds: Tensor, stream_seed: int, fut: Future[Any], t0: float) -> None:
+        try:
+            wire = self.sample(seeds, stream_seed)
+            fut.set_result(wire)
+        except BaseException as err:
+            log.exception("typed mini-batch request failed")
+            if not fut.done():
+                # an exception set on the future would reach the trainer as a plain value
+                fut.set_result(rpc_runtime.RemoteError.of(err, self.name))
+            return
+        self._requests.inc()
+        self._seconds.observe(time.perf_counter() - t0)
+        self._bytes.inc(hetero_wire_bytes(wire))
+        with self._lock:
+            self.served += 1
+            self.seeds_served += int(seeds.numel())
+
+
+HETERO_SAMPLER_SERVER = Target[HeteroSamplerServer]("typed sampler server")
+
+
+@rpc.functions.async_execution  # type: ignore[untyped-decorator]
+def serve_hetero_batch(seeds: Tensor, stream_seed: int) -> Future[HeteroWireBatch]:
+    """RPC target: the typed mini-batch of ``seeds`` on the stream ``stream_seed``."""
+    server = rpc_targets.get(HETERO_SAMPLER_SERVER)
+    if server.device.type == "cuda":
+        torch.cuda.set_device(server.device)  # not GPU 0, where a new RPC thread starts
+    return server.submit(seeds, stream_seed)
+
+
+def main(proc: RoleProcess) -> int:
+    """A typed sampler pod's body: read the store, serve until every trainer finished."""
+    env, spec = proc.env, proc.spec
+    torch.set_num_threads(spec.samplers.workers)
+    device = proc.pick_device()
+    proc.serve_status()
+    store = open_typed_store(env.partition_dir, env.num_samplers, worker_mode=False)
+    t0 = time.perf_counter()
+    data = from_store(store)
+    log.info(
+        "typed graph: %s nodes, %d edge types; read in %.1f s",
+        data.node_counts,
+        len(data.edge_types),
+        time.perf_counter() - t0,
+    )
+    proc.join(rpc_threads=max(16, 2 * spec.samplers.concurrency + 8))
+    assert proc.rpc is not None
+    server = HeteroSamplerServer(
+        data,
+        spec,
+        rank=env.rank,
+        device=device,
+        concurrency=spec.samplers.concurrency,
+        wire=proc.rpc.wire,
+        cuda_wire=proc.rpc.cuda,
+    )
+    rpc_targets.register(HETERO_SAMPLER_SERVER, server)
+    proc.serving()
+    log.info("typed sampler %d serving on %s", env.rank, device)
+    proc.serve_until_trainers_finish()
+    proc.leave()
+    log.info(
+        "trainers finished; typed sampler %d served %d batches (%d seeds) and exits",
+        env.rank,
+        server.served,
+        server.seeds_served,
+    )
+    return EXIT_OK

@@ -1,0 +1,121 @@
+"""A heterogeneous trainer's batches in server-client mode: typed batches from sampler servers.
+
+Each batch of the epoch's plan (``(sampler, seeds)``, :mod:`distgnn_workload.runtime.seeds`)
+is requested from that sampler with a random-stream seed of its own, derived from the job
+seed, the epoch (or the evaluation's key), this rank and the batch's index: a resumed run
+asks for what an uninterrupted one did, and the batch does not depend on which sampler
+thread serves it. ``samplers.concurrency`` requests are kept in flight and a background
+thread (:class:`~distgnn_workload.loader.Prefetcher`) keeps ``trainers.prefetch`` finished
+batches ahead of the step. A sampler's failure is raised with its name and traceback.
+The samplers this rank draws from are those of the homogeneous locality rules
+(:func:`~distgnn_workload.runtime.seeds.local_ranks`): its GPU's, else its node's.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+
+import torch
+import torch.distributed.rpc as rpc
+from torch import Tensor
+from torch.futures import Future
+
+from distgnn_workload.loader import Prefetcher
+from distgnn_workload.runtime.hetero_batches import HeteroWireBatch, feature_bytes, unpack_hetero
+from distgnn_workload.runtime.rpc import wait_remote
+from distgnn_workload.runtime.seeds import Batch
+from distgnn_workload.sampler.hetero_server import serve_hetero_batch
+from distgnn_workload.sampling import StaticLayout
+from distgnn_workload.trainer.hetero_pipeline import EVAL_STREAM, HeteroMiniBatch, stream_seed
+
+log = logging.getLogger(__name__)
+
+HeteroRequest = Callable[[int, Tensor, int], Future[HeteroWireBatch]]
+"""Ask sampler ``h`` for the typed batch of ``seeds`` on the random stream ``stream``."""
+
+
+def batch_stream(seed: int, epoch: int | None, evaluation: int, rank: int, index: int) -> int:
+    """The random stream of batch ``index`` of a rank's epoch (None: of an evaluation)."""
+    if epoch is None:
+        base = stream_seed(seed + EVAL_STREAM, evaluation, rank)
+    else:
+        base = stream_seed(seed, epoch, rank)
+    return stream_seed(base, index, 0)
+
+
+def rpc_request(holder: int, seeds: Tensor, stream: int) -> Future[HeteroWireBatch]:
+    fut: Future[HeteroWireBatch] = rpc.rpc_async(
+        f"sampler-{holder}", serve_hetero_batch, args=(seeds, stream)
+    )
+    return fut
+
+
+class HeteroRemotePipeline:
+    """Typed batches from the sampler servers (see the module docstring)."""
+
+    def __init__(
+        self,
+        request: HeteroRequest,
+        *,
+        rank: int,
+        seed: int,
+        device: torch.device,
+        prefetch: int,
+        concurrency: int,
+        on_batch: Callable[[HeteroWireBatch], None] | None = None,
+    ) -> None:
+        self.request = request
+        self.rank = rank
+        self.seed = seed
+        self.device = device
+        self.prefetch = prefetch
+        self.concurrency = max(1, concurrency)
+        self.on_batch = on_batch
+        self._lock = threading.Lock()
+        self.received = 0
+        """Batches received from the sampler servers so far."""
+        self.bytes_received = 0
+        """Bytes of featured rows received so far."""
+
+    def prepare(self, batch_size: int) -> None:
+        """Nothing to capture here: the samplers sample."""
+
+    def epoch(
+        self,
+        batches: Sequence[Batch],
+        static: StaticLayout | None = None,
+        *,
+        epoch: int | None = None,
+        evaluation: int = 0,
+    ) -> Prefetcher[HeteroMiniBatch]:
+        """The batches of training epoch ``epoch``, or (None) of evaluation ``evaluation``."""
+        if static is not None:
+            raise ValueError("typed batches have no fixed-shape layout")
+        in_flight: dict[int, Future[HeteroWireBatch]] = {}
+        submitted = 0
+
+        def produce(i: int) -> HeteroMiniBatch:
+            nonlocal submitted
+            while submitted < len(batches) and submitted < i + self.concurrency:
+                holder, seeds = batches[submitted]
+                stream = batch_stream(self.seed, epoch, evaluation, self.rank, submitted)
+                in_flight[submitted] = self.request(holder, seeds.cpu(), stream)
+                submitted += 1
+            value = wait_remote(in_flight.pop(i), f"sampler-{batches[i][0]}")
+            with self._lock:
+                self.received += 1
+                self.bytes_received += feature_bytes(value)
+            if self.on_batch is not None:
+                self.on_batch(value)
+            hop, x, y = unpack_hetero(value, self.device)
+            return HeteroMiniBatch(hop=hop, x=x, y=y)
+
+        return Prefetcher(
+            produce,
+            len(batches),
+            depth=max(1, self.prefetch),
+            device=self.device,
+            record=HeteroMiniBatch.record_stream,
+        )
