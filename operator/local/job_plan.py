@@ -28,10 +28,15 @@ class UnsupportedJobError(ValueError):
 
 def check_supported(spec: DistGNNJobSpec) -> None:
     """Refuse, before any process starts, a job the workload would refuse at start-up."""
-    if spec.dataset.hetero_section is not None and not spec.worker_mode:
+    if spec.dataset.hetero_section is None:
+        return
+    holders = "trainers.replicas" if spec.worker_mode else "samplers.replicas"
+    count = spec.trainers.replicas if spec.worker_mode else spec.samplers.replicas
+    if spec.num_partitions != count:
         raise UnsupportedJobError(
-            "spec.samplers.replicas: heterogeneous jobs run in worker mode for now (the "
-            "trainers sample their own partitions); set samplers.replicas to 0"
+            f"spec.partition.numPartitions: a heterogeneous job has one partition per holder "
+            f"({count}, spec.{holders}), not {spec.num_partitions}; leave numPartitions unset "
+            f"or set it to spec.{holders}"
         )
 
 

@@ -1,13 +1,16 @@
 """`distgnn run` of a heterogeneous job end to end: the real CLI, partition Job and trainers.
 
 A reduced quickstart-hetero (the example, with a smaller MAG-shaped graph, fewer classes and
-epochs) runs through the console script as a subprocess, in worker mode with two trainers
-on gloo. A heterogeneous job with sampler servers is refused before any process starts.
+epochs) runs through the console script as a subprocess on gloo: in worker mode with two
+trainers, and in server-client mode with two typed sampler servers and two trainers. A
+heterogeneous job whose partitions are not one per holder is refused before any process
+starts.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -61,10 +64,73 @@ def test_quickstart_hetero_runs_end_to_end(tmp_path: Path) -> None:
     assert f"test accuracy {result.test_accuracy:.4f} (sampled" in out
 
 
-def test_a_hetero_job_with_sampler_servers_is_refused(tmp_path: Path) -> None:
-    job = _reduced(samplers={"replicas": 1, "gpusPerPod": 0})
+def test_quickstart_hetero_runs_with_sampler_servers(tmp_path: Path) -> None:
+    # server-client mode: two typed sampler servers, two trainers drawing from both
+    job = _reduced(samplers={"replicas": 2, "gpusPerPod": 0, "concurrency": 2})
+    run = _run(_write(tmp_path / "job.yaml", job), tmp_path / "data", tmp_path / "run")
+    assert run.proc.returncode == 0, run.output
+    assert processes_with_env(ENV_JOB_UID, run.uid) == []
+
+    result = Result.model_validate_json((run.run_dir / RESULT_FILE).read_text())
+    assert result.epochs == EPOCHS
+    seed = parse_job(job).spec.dataset.synthetic_mag
+    assert seed is not None
+    graph = generate_mag(SyntheticHeteroConfig(scale=SCALE, num_classes=CLASSES, seed=seed.seed))
+    majority = float(np.bincount(graph.y[graph.test_mask]).max() / graph.test_mask.sum())
+    assert result.test_accuracy > 2 * majority, (result, majority)
+
+    logs = run.run_dir / "logs"
+    assert sorted(p.name for p in logs.glob("*.log")) == [
+        "partition-0.log",
+        "sampler-0.log",
+        "sampler-1.log",
+        "trainer-0.log",
+        "trainer-1.log",
+    ]
+    stats = json.loads((run.run_dir / "training_stats.json").read_text())
+    epochs = stats["epochs"]
+    assert [e["epoch"] for e in epochs] == list(range(1, EPOCHS + 1))
+    num_train = int(graph.train_mask.sum())
+    assert all(num_train <= e["seeds"] < 1.25 * num_train for e in epochs), epochs
+
+    # Every batch a trainer stepped on came from a sampler server: the samplers served as
+    # many batches as the trainers received, and exactly the seeds the trainers counted
+    # (training steps, then each validation and the final test once).
+    served = [_served(logs / f"sampler-{h}.log") for h in range(2)]
+    assert all(batches > 0 for batches, _ in served), served
+    received = [_received(logs / f"trainer-{r}.log") for r in range(2)]
+    assert sum(b for b, _ in served) == sum(received)
+    assert sum(received) >= sum(e["steps"] for e in epochs)
+    validations = sum(e.get("val_accuracy") is not None for e in epochs) + 1
+    expected = (
+        sum(e["seeds"] for e in epochs)
+        + validations * int(graph.val_mask.sum())
+        + int(graph.test_mask.sum())
+    )
+    assert sum(s for _, s in served) == expected, (served, epochs)
+    assert "typed sampler 0 serving" in (logs / "sampler-0.log").read_text()
+
+
+def _served(log: Path) -> tuple[int, int]:
+    """(batches, seeds) a typed sampler server logged at its exit."""
+    found = re.search(r"served (\d+) batches \((\d+) seeds\)", log.read_text())
+    assert found, log.read_text()[-3000:]
+    return int(found[1]), int(found[2])
+
+
+def _received(log: Path) -> int:
+    found = re.search(r"received (\d+) typed batches from sampler servers", log.read_text())
+    assert found, log.read_text()[-3000:]
+    return int(found[1])
+
+
+def test_a_hetero_job_with_more_partitions_than_samplers_is_refused(tmp_path: Path) -> None:
+    job = _reduced(
+        samplers={"replicas": 1, "gpusPerPod": 0},
+        partition={"algorithm": "metis", "numPartitions": 2},
+    )
     run = _run(_write(tmp_path / "job.yaml", job), tmp_path / "data", tmp_path / "run")
     assert run.proc.returncode == EXIT_BAD_INPUT, run.output
+    assert "spec.partition.numPartitions" in run.output
     assert "spec.samplers.replicas" in run.output
-    assert "worker mode" in run.output
     assert not (tmp_path / "data").exists() or not any((tmp_path / "data").rglob("*.npy"))

@@ -1,9 +1,16 @@
 """One training process of a heterogeneous job, wired: the typed store, the loop, the result.
 
-Worker mode only, for now: trainer pod ``p`` serves partition ``p`` of the typed store (its
-seeds, and the rows of the learnt embeddings of the nodes it owns). Every trainer reads the
-store's whole typed topology and the features of every featured node, so sampling and
-feature gathers are local; the embeddings are the only state sharded over the ranks.
+Worker mode: trainer pod ``p`` serves partition ``p`` of the typed store (its seeds, and the
+rows of the learnt embeddings of the nodes it owns). Every trainer reads the store's whole
+typed topology and the features of every featured node, so sampling and feature gathers
+are local; the embeddings are the only state sharded over the ranks.
+
+Server-client mode: sampler ``h`` serves partition ``h``
+(:mod:`distgnn_workload.sampler.hetero_server`); a trainer reads only the store's splits,
+labels and partition book, and draws typed batches from the samplers of its GPU, else of its
+node (:class:`~distgnn_workload.trainer.hetero_remote.HeteroRemotePipeline`). The learnt
+embeddings stay with the trainers: the rows of partition ``h`` belong to the trainers that
+draw from sampler ``h``.
 """
 
 from __future__ import annotations
@@ -14,43 +21,18 @@ import time
 from pathlib import Path
 
 from distgnn_api.contract import EXIT_OK
-from distgnn_api.spec import DistGNNJobSpec
-from distgnn_workload.partition.hetero_store import HeteroPartitionStore
-from distgnn_workload.partition.store import StoreError
 from distgnn_workload.runtime.bootstrap import RoleProcess
-from distgnn_workload.runtime.lifecycle import BadInputError
+from distgnn_workload.runtime.hetero_batches import feature_bytes
 from distgnn_workload.runtime.seeds import holder_ranks
 from distgnn_workload.runtime.status_server import ProgressTracker
-from distgnn_workload.trainer.hetero_data import from_store
+from distgnn_workload.trainer.hetero_data import from_store, open_typed_store
 from distgnn_workload.trainer.hetero_loop import HeteroTrainer
+from distgnn_workload.trainer.hetero_remote import HeteroRemotePipeline, rpc_request
+from distgnn_workload.trainer.pipelines import place
 from distgnn_workload.trainer.process import finish, keep_job_config
+from distgnn_workload.trainer.trainer_metrics import TrainerMetrics
 
 log = logging.getLogger(__name__)
-
-WORKER_MODE_ONLY = (
-    "spec.samplers.replicas: heterogeneous jobs run in worker mode for now (the trainers "
-    "sample their own partitions); set samplers.replicas to 0"
-)
-
-
-def check_mode(spec: DistGNNJobSpec) -> None:
-    """A heterogeneous job with sampler servers is refused, naming the field to change."""
-    if spec.dataset.hetero_section is not None and not spec.worker_mode:
-        raise BadInputError(WORKER_MODE_ONLY)
-
-
-def open_store(path: Path, num_trainers: int) -> HeteroPartitionStore:
-    try:
-        store = HeteroPartitionStore.open(path)
-    except StoreError as err:
-        raise BadInputError(str(err)) from None
-    if store.num_partitions != num_trainers:
-        raise BadInputError(
-            f"the typed store at {path} has {store.num_partitions} partitions but the job has "
-            f"{num_trainers} trainer pods; in worker mode spec.partition.numPartitions must "
-            "equal spec.trainers.replicas"
-        )
-    return store
 
 
 def run(
@@ -63,18 +45,19 @@ def run(
     """Run one training process of a heterogeneous job to completion; the exit code."""
     started_at = started_at or time.time()
     env, spec = proc.env, proc.spec
-    check_mode(spec)
     device = proc.pick_device()
     rank, ppp = proc.rank, env.procs_per_pod
     world = env.num_trainers * ppp
+    worker = env.worker_mode
     tracker = ProgressTracker(spec.training.epochs, mirror=progress_file)
     if serve_status:
         proc.serve_status(progress=tracker)
-    store = open_store(env.partition_dir, env.num_trainers)
+    num_holders = env.num_trainers if worker else env.num_samplers
+    store = open_typed_store(env.partition_dir, num_holders, worker_mode=worker)
     if rank == 0:
         keep_job_config(proc)
     t0 = time.perf_counter()
-    data = from_store(store)
+    data = from_store(store, graph=worker)
     log.info(
         "typed graph: %s nodes, %d edge types, target %s (%d classes); read in %.1f s",
         data.node_counts,
@@ -83,8 +66,29 @@ def run(
         data.num_classes,
         time.perf_counter() - t0,
     )
-    proc.join(rpc_threads=4)
-    ranks_of = holder_ranks(env.num_trainers, world, worker_mode=True, procs_per_pod=ppp)
+    group = proc.join(rpc_threads=4 if worker else 16)
+    ranks_of = holder_ranks(
+        num_holders,
+        world,
+        worker_mode=worker,
+        procs_per_pod=ppp,
+        sampler_places=[place(group, m.name) for m in group.samplers],
+        trainer_places=[place(group, m.name) for m in group.trainers],
+    )
+    remote: HeteroRemotePipeline | None = None
+    if not worker:
+        samplers = [h for h, ranks in enumerate(ranks_of) if rank in ranks]
+        log.info("drawing typed batches from %s", ", ".join(f"sampler-{h}" for h in samplers))
+        metrics = TrainerMetrics(rank)
+        remote = HeteroRemotePipeline(
+            rpc_request,
+            rank=rank,
+            seed=spec.training.seed,
+            device=device,
+            prefetch=spec.trainers.prefetch,
+            concurrency=spec.samplers.concurrency,
+            on_batch=lambda wire: metrics.remote_bytes.inc(feature_bytes(wire)),
+        )
     proc.serving()
     trainer = HeteroTrainer(
         spec,
@@ -98,6 +102,7 @@ def run(
         job_uid=env.job_uid,
         tracker=tracker,
         started_at=started_at,
+        batches=remote,
     )
     trainer.resume()
     trainer.hetero.prepare(spec.training.batch_size)
@@ -105,4 +110,6 @@ def run(
     gc.freeze()
     proc.collectives.barrier(env.rendezvous_timeout_s, "start of training")
     finish(proc, trainer)
+    if remote is not None:
+        log.info("trainer %d received %d typed batches from sampler servers", rank, remote.received)
     return EXIT_OK
