@@ -1,10 +1,11 @@
-"""End to end on CPU with gloo: a heterogeneous job's trainers as local processes (worker mode).
+"""End to end on CPU with gloo: a heterogeneous job's processes as local processes, in worker
+mode (two trainers) and in server-client mode (two typed sampler servers, two trainers).
 
 The test writes the typed partition store of a small MAG-shaped graph, starts the real
 trainer entry points through the launch plan of ``distgnn run``
 (``tests/e2e/workload_launcher.py``), scrapes their metrics and ``/progress`` while they run,
 and checks ``result.json``; then it resumes a run from its checkpoints (model and embedding
-shards) and checks that the resumed run ends where the uninterrupted one did.
+shards) and checks that the resumed run ends where the uninterrupted one did, in both modes.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(400)]
 SCALE, CLASSES = 0.005, 8
 
 
-def hetero_spec(**training: Any) -> DistGNNJobSpec:
+def hetero_spec(samplers: int = 0, **training: Any) -> DistGNNJobSpec:
     return parse_spec(
         {
             "dataset": {
@@ -36,7 +37,7 @@ def hetero_spec(**training: Any) -> DistGNNJobSpec:
                 "hetero": {"targetNodeType": "paper"},
             },
             "partition": {"algorithm": "metis", "numPartitions": 2},
-            "samplers": {"replicas": 0},
+            "samplers": {"replicas": samplers, "gpusPerPod": 0, "concurrency": 2},
             "trainers": {"replicas": 2, "gpusPerPod": 0},
             "model": {
                 "arch": "rsage",
@@ -104,17 +105,61 @@ def test_hetero_worker_mode_trains_well_above_the_majority_class(tmp_path: Path)
     assert sorted(p.name for p in shards.iterdir()) == ["rank-0-of-2.pt", "rank-1-of-2.pt"]
 
 
-def test_hetero_resume_continues_where_the_checkpoint_left_off(tmp_path: Path) -> None:
+def test_hetero_server_client_mode_trains_from_the_sampler_servers(tmp_path: Path) -> None:
+    job = start(tmp_path, hetero_spec(samplers=2))
+    assert set(job.specs) == {
+        (c.Role.sampler, 0),
+        (c.Role.sampler, 1),
+        (c.Role.trainer, 0),
+        (c.Role.trainer, 1),
+    }
+    seen, progress = finish(job, timeout_s=360)
+
+    result = result_of(job)
+    assert result.epochs == 4
+    assert result.test_accuracy_kind == EvaluationKind.sampled
+    baseline = majority_share()
+    assert result.test_accuracy > 2 * baseline, (result.test_accuracy, baseline, job.logs())
+    for rank in range(2):
+        series = seen[(c.Role.trainer, rank)]
+        missing = [n for n in TRAINER_SERIES if n not in series]
+        assert not missing, f"trainer {rank} never served {missing}"
+        assert series["distgnn_trainer_seeds_total"] > 0
+        # the featured rows came from the samplers
+        assert series["distgnn_trainer_remote_feature_bytes_total"] > 0
+        series = seen[(c.Role.sampler, rank)]
+        for name in ("distgnn_sampler_requests_total", "distgnn_sampler_bytes_sent_total"):
+            assert series.get(name, 0) > 0, f"sampler {rank}: {name} {series}"
+    assert progress, "trainer 0 never answered /progress"
+    assert {p.epochs for p in progress} == {4}
+    stats = json.loads((job.run_dir / "training_stats.json").read_text())
+    graph = generate_mag(SyntheticHeteroConfig(scale=SCALE, num_classes=CLASSES, seed=3))
+    num_train = int(graph.train_mask.sum())
+    for epoch in stats["epochs"]:
+        assert num_train <= epoch["seeds"] < 1.25 * num_train, epoch
+    # the embeddings stay with the trainers: one shard per trainer rank, none on a sampler
+    shards = job.run_dir / "checkpoints" / "embeddings" / "epoch-4"
+    assert sorted(p.name for p in shards.iterdir()) == ["rank-0-of-2.pt", "rank-1-of-2.pt"]
+    for rank in range(2):
+        assert "typed sampler" in job.stdout_of(c.Role.sampler, rank)
+        assert "received" in job.stdout_of(c.Role.trainer, rank)
+
+
+@pytest.mark.parametrize("samplers", [0, 2], ids=["worker-mode", "server-client"])
+def test_hetero_resume_continues_where_the_checkpoint_left_off(
+    tmp_path: Path, samplers: int
+) -> None:
     # An uninterrupted 3-epoch run, and a 2-epoch run resumed to 3 epochs (its checkpoints:
     # the model, the dense optimizer, the embedding shards and their row-sparse Adam state).
-    straight = start(tmp_path / "a", hetero_spec(epochs=3, evalEvery=0))
+    # In server-client mode every batch is sampled on a stream of its own: the same too.
+    straight = start(tmp_path / "a", hetero_spec(samplers, epochs=3, evalEvery=0))
     finish(straight, timeout_s=360)
     expected = result_of(straight)
 
-    first = start(tmp_path / "b", hetero_spec(epochs=2, evalEvery=0))
+    first = start(tmp_path / "b", hetero_spec(samplers, epochs=2, evalEvery=0))
     finish(first, timeout_s=360)
     (first.run_dir / c.RESULT_FILE).unlink()
-    resumed = start(tmp_path / "b", hetero_spec(epochs=3, evalEvery=0), uid=first.uid)
+    resumed = start(tmp_path / "b", hetero_spec(samplers, epochs=3, evalEvery=0), uid=first.uid)
     finish(resumed, timeout_s=360)
     got = result_of(resumed)
     log = resumed.stdout_of(c.Role.trainer, 0)

@@ -1,4 +1,5 @@
-"""A heterogeneous trainer's start-up refusals: they exit 2 and say what is wrong."""
+"""Start-up refusals of a heterogeneous job's trainers and samplers: they exit 2 and say
+what is wrong."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from distgnn_workload.runtime.bootstrap import RoleProcess
 from distgnn_workload.runtime.lifecycle import exit_code
 
 
-def _start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, samplers: int) -> int:
+def _start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, samplers: int, role: c.Role = c.Role.trainer
+) -> int:
     spec = parse_spec(
         {
             "dataset": {"syntheticMag": {"scale": 0.001, "numClasses": 4}},
@@ -24,7 +27,7 @@ def _start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, samplers: int) -> in
     config = tmp_path / "job.json"
     config.write_text(c.job_config_json("job", "ns", "uid-1", spec))
     environ = {
-        c.ENV_ROLE: "trainer",
+        c.ENV_ROLE: role.value,
         c.ENV_RANK: "0",
         c.ENV_NUM_TRAINERS: "2",
         c.ENV_NUM_SAMPLERS: str(samplers),
@@ -40,6 +43,10 @@ def _start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, samplers: int) -> in
     }
     for key, value in environ.items():
         monkeypatch.setenv(key, value)
+    if role is c.Role.sampler:
+        from distgnn_workload.sampler.server import main as sampler_main
+
+        return exit_code(lambda: sampler_main(RoleProcess(c.Role.sampler)), "sampler")
     from distgnn_workload.trainer.supervisor import main
 
     return exit_code(lambda: main(RoleProcess(c.Role.trainer)), "trainer")
@@ -53,5 +60,13 @@ def test_a_missing_typed_store_is_bad_input(
     samplers: int,
 ) -> None:
     assert _start(tmp_path, monkeypatch, samplers=samplers) == c.EXIT_BAD_INPUT
+    out = capsys.readouterr()
+    assert "no partition store" in out.out + out.err
+
+
+def test_a_typed_sampler_without_its_store_is_bad_input(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _start(tmp_path, monkeypatch, samplers=1, role=c.Role.sampler) == c.EXIT_BAD_INPUT
     out = capsys.readouterr()
     assert "no partition store" in out.out + out.err
