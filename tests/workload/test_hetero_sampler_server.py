@@ -185,3 +185,11 @@ def test_a_store_with_other_partitions_than_samplers_names_the_field(tmp_path: P
         open_typed_store(tmp_path / "store", 3, worker_mode=False)
     with pytest.raises(BadInputError, match=r"spec\.trainers\.replicas"):
         open_typed_store(tmp_path / "store", 1, worker_mode=True)
+
+
+def test_the_pool_shares_one_copy_of_the_neighbour_lists(data: HeteroTrainingData) -> None:
+    server = _server(data)
+    samplers = [server._slots.get().sampler for _ in range(3)]
+    for et in data.edge_types:
+        pointers = {s.graph.indices[et].data_ptr() for s in samplers}
+        assert len(pointers) == 1, et

@@ -39,6 +39,7 @@ from torch import Tensor
 from torch.futures import Future
 
 from distgnn_api.contract import EXIT_OK
+from distgnn_api.edge_types import EdgeType
 from distgnn_api.hetero_load import resolve_edge_fanouts
 from distgnn_api.spec import DistGNNJobSpec
 from distgnn_workload import metrics
@@ -57,6 +58,9 @@ from distgnn_workload.trainer.hetero_data import HeteroTrainingData, from_store,
 
 log = logging.getLogger(__name__)
 
+CSR = tuple[Tensor, Tensor]
+_INT32_MAX = 2**31 - 1
+
 
 @dataclass
 class _Slot:
@@ -64,6 +68,17 @@ class _Slot:
 
     sampler: HeteroNeighborSampler
     stream: torch.cuda.Stream | None
+
+
+def shared_topology(data: HeteroTrainingData, device: torch.device) -> dict[EdgeType, CSR]:
+    """The typed in-CSR on ``device``, the neighbour lists in the dtype the sampler keeps,
+    so that the samplers of a pool share one copy of them (only ``indptr`` is per sampler)."""
+    out: dict[EdgeType, CSR] = {}
+    for et in data.edge_types:
+        indptr, indices = data.in_csr[et]
+        dtype = torch.int32 if data.node_counts[et[0]] <= _INT32_MAX else torch.int64
+        out[et] = (indptr.to(device), indices.to(device, dtype))
+    return out
 
 
 class HeteroSamplerServer:
@@ -93,9 +108,10 @@ class HeteroSamplerServer:
         self.y = data.y.to(device)
         self._slots: queue.SimpleQueue[_Slot] = queue.SimpleQueue()
         concurrency = max(1, concurrency)
+        in_csr = shared_topology(data, device)
         for _ in range(concurrency):
             sampler = HeteroNeighborSampler(
-                {et: data.in_csr[et] for et in data.edge_types},
+                in_csr,
                 data.node_counts,
                 {et: list(fanouts[et]) for et in data.edge_types},
                 seed_type=self.seed_type,
@@ -147,19 +163,19 @@ class HeteroSamplerServer:
     def _run(self, seeds: Tensor, stream_seed: int, fut: Future[Any], t0: float) -> None:
         try:
             wire = self.sample(seeds, stream_seed)
-            fut.set_result(wire)
         except BaseException as err:
             log.exception("typed mini-batch request failed")
-            if not fut.done():
-                # an exception set on the future would reach the trainer as a plain value
-                fut.set_result(rpc_runtime.RemoteError.of(err, self.name))
+            # an exception set on the future would reach the trainer as a plain value
+            fut.set_result(rpc_runtime.RemoteError.of(err, self.name))
             return
+        # counted before the trainer can see the batch
         self._requests.inc()
         self._seconds.observe(time.perf_counter() - t0)
         self._bytes.inc(hetero_wire_bytes(wire))
         with self._lock:
             self.served += 1
             self.seeds_served += int(seeds.numel())
+        fut.set_result(wire)
 
 
 HETERO_SAMPLER_SERVER = Target[HeteroSamplerServer]("typed sampler server")
