@@ -70,6 +70,9 @@ def _worker(rank: int, store_dir: str, out_dir: str) -> None:
     for overlap in (True, False):
         params = _train(rank, overlap)
         torch.save(params, f"{out_dir}/rank{rank}-{int(overlap)}.pt")
+    # both ranks done with every collective before either tears gloo down: a rank that
+    # destroys its group while the peer's last all-reduce is still in flight aborts
+    dist.barrier()
     dist.destroy_process_group()
 
 
