@@ -1,0 +1,131 @@
+"""A heterogeneous job (syntheticMag, worker mode) through the operator's lifecycle against the
+real control plane: the typed spec in the config the partition Job and the trainers mount, the
+partition Job, the trainers' StatefulSet and no sampler one, progress and the printer columns,
+trainers exiting 0, Succeeded. As in the homogeneous tests, kwok plays the kubelet: no
+workload process runs here (the local and e2e tiers run them)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from distgnn_api import contract
+from distgnn_api.contract import CONFIG_FILE_NAME, JobConfig, partition_key
+from distgnn_api.spec import Progress
+from distgnn_operator.local.ports import free_ports
+from distgnn_operator.reconcile.kube_api import CONFIG_MAP, JOB, PVC, STATEFULSET
+from tests.operator.harness import (
+    Cluster,
+    env_of,
+    install_crd,
+    job_manifest,
+    progress_server,
+    run_operator,
+    wait_for,
+)
+from tests.support.controlplane import ControlPlane
+
+pytestmark = pytest.mark.integration
+
+EDGE_FANOUTS = {"field_of_study__rev_has_topic__paper": [5, 3]}
+
+
+@pytest.fixture(scope="module")
+def crd(control_plane: ControlPlane) -> None:
+    install_crd(control_plane)
+
+
+def _hetero_manifest(name: str, port: int) -> dict[str, Any]:
+    manifest = job_manifest(
+        name,
+        samplers={"replicas": 0},
+        trainers={"replicas": 2, "gpusPerPod": 1},
+        partition={"algorithm": "metis", "numPartitions": 2},
+        model={
+            "arch": "rsage",
+            "hiddenChannels": 64,
+            "numLayers": 2,
+            "fanout": [10, 5],
+            "edgeFanouts": EDGE_FANOUTS,
+            "embeddingDim": 32,
+        },
+        training={"epochs": 10, "batchSize": 512},
+        metricsPort=port,
+    )
+    manifest["spec"]["dataset"] = {
+        "syntheticMag": {"scale": 0.01, "seed": 3},
+        "hetero": {"targetNodeType": "paper", "addReverseEdges": True},
+    }
+    return manifest
+
+
+def _config(cluster: Cluster, name: str) -> JobConfig:
+    cm = cluster.get(CONFIG_MAP, f"{name}-config")
+    assert cm is not None
+    return JobConfig.model_validate_json(cm["data"][CONFIG_FILE_NAME])
+
+
+def test_hetero_job_lifecycle(control_plane: ControlPlane, namespace: str, crd: None) -> None:
+    cluster = Cluster(control_plane, namespace)
+    cluster.volume_for_created_claim("mag")
+    (port,) = free_ports(1, host="0.0.0.0")
+    with run_operator(control_plane, namespace):
+        cluster.apply(_hetero_manifest("mag", port))
+
+        # The partition Job mounts the config, which holds the typed spec as admitted.
+        part = wait_for("the partition Job", lambda: cluster.get(JOB, "mag-partition"))
+        assert env_of(part)[contract.ENV_ROLE] == "partition"
+        config = _config(cluster, "mag")
+        spec = config.spec
+        assert spec.dataset.synthetic_mag is not None
+        assert (spec.dataset.synthetic_mag.scale, spec.dataset.synthetic_mag.seed) == (0.01, 3)
+        hetero = spec.dataset.hetero_section
+        assert hetero is not None
+        assert (hetero.target_node_type, hetero.add_reverse_edges) == ("paper", True)
+        assert spec.model.arch.value == "rsage"
+        assert spec.model.edge_fanouts == EDGE_FANOUTS
+        assert spec.model.embedding_size == 32
+        assert spec.worker_mode
+        assert config.partition_key == partition_key(spec)
+
+        # Training: kwok completes the partition pod; worker mode builds no sampler StatefulSet.
+        status = cluster.wait_phase("mag", "Training")
+        assert status["partition"]["numPartitions"] == 2
+        assert status["partition"]["key"] == config.partition_key
+        assert status["partition"]["reused"] is False
+        trainers = cluster.running_pods("mag", "trainer", 2)
+        assert cluster.get(STATEFULSET, "mag-sampler") is None
+        assert cluster.pods("mag", "sampler") == []
+        env = env_of(cluster.get(STATEFULSET, "mag-trainer") or {})
+        assert env[contract.ENV_ROLE] == "trainer"
+        assert env[contract.ENV_NUM_SAMPLERS] == "0"
+        assert env[contract.ENV_NUM_TRAINERS] == "2"
+        # The trainers mount the same config: one typed spec for every pod of the job.
+        assert _config(cluster, "mag") == config
+
+        # Progress from trainer 0 and the printer columns, as for a homogeneous job.
+        progress = Progress(epoch=4, epochs=10, seeds_per_second=1234.5, loss=2.5)
+        with progress_server(trainers[0]["status"]["podIP"], port, progress):
+            wait_for(
+                "progress in the status",
+                lambda: cluster.status("mag").get("progress", {}).get("epoch") == 4,
+            )
+        lines = control_plane.kubectl("get", "dgj", "mag", "-n", namespace).stdout.split("\n")
+        assert lines[0].split() == ["NAME", "PHASE", "PARTITIONS", "EPOCH", "SEEDS/S", "AGE"]
+        assert lines[1].split()[:5] == ["mag", "Training", "2", "4", "1234.5"]
+
+        cluster.exit_pods(trainers, 0)
+        status = cluster.wait_phase("mag", "Succeeded")
+        cluster.wait_replicas("mag-trainer", 0)
+
+    conditions = {c["type"]: c for c in status["conditions"]}
+    assert conditions["Partitioned"]["reason"] == "PartitionJobSucceeded"
+    assert conditions["Succeeded"]["reason"] == "TrainersSucceeded"
+    claim = cluster.get(PVC, "mag-data")
+    assert claim is not None
+    assert claim["metadata"]["annotations"][f"partitions.distgnn.io/{config.partition_key}"] == (
+        "complete"
+    )
+    row = control_plane.kubectl("get", "dgj", "mag", "-n", namespace, "--no-headers").stdout
+    assert row.split()[:3] == ["mag", "Succeeded", "2"]
