@@ -13,6 +13,7 @@ import subprocess
 import time
 import uuid
 from pathlib import Path
+
 import pytest
 import yaml
 

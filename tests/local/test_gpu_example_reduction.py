@@ -42,7 +42,8 @@ def test_reduced_example_is_a_runnable_job(example: Path, gpus: int, tmp_path: P
         assert (mag.scale, mag.num_classes, mag.seed) == (MAG["scale"], MAG["numClasses"], 0)
         assert spec.dataset.ogb is None
         hetero, was = spec.dataset.hetero_section, before.dataset.hetero_section
-        assert hetero is not None and was is not None
+        assert hetero is not None
+        assert was is not None
         assert hetero.target_node_type == was.target_node_type
         assert hetero.add_reverse_edges == was.add_reverse_edges
     elif before.dataset.ogb is not None:
