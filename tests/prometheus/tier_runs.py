@@ -1,5 +1,5 @@
-"""The prometheus tier's runs: ``distgnn run`` in each mode and the operator against the real
-control plane, all scraped by one Prometheus under the chart's monitor relabelling.
+"""The prometheus tier's runs: ``distgnn run`` in each mode, a heterogeneous job (worker mode),
+and the operator against the real control plane, all scraped by one Prometheus under the chart's monitor relabelling.
 
 Local processes are found through /proc (their env names job, role, rank and metrics port)
 and given to Prometheus as file_sd targets with the labels Kubernetes discovery would give
@@ -35,8 +35,9 @@ from tests.prometheus.server import Prometheus
 from tests.support.controlplane import ControlPlane
 
 RELEASE, RELEASE_NS = "dg", "distgnn-system"
-WORKER_JOB, SERVER_JOB = "tier-worker", "tier-server"
+WORKER_JOB, SERVER_JOB, HETERO_JOB = "tier-worker", "tier-server", "tier-hetero"
 RUN_TIMEOUT_S = 300
+QUICKSTART_HETERO = Path(__file__).parents[2] / "manifests" / "examples" / "quickstart-hetero.yaml"
 
 
 def _job_doc(name: str, samplers: int) -> dict[str, Any]:
@@ -63,6 +64,16 @@ def _job_doc(name: str, samplers: int) -> dict[str, Any]:
             "training": {"epochs": 8, "batchSize": 64},
         },
     }
+
+
+def _hetero_doc(name: str) -> dict[str, Any]:
+    """quickstart-hetero (worker mode) on a smaller MAG-shaped graph, long enough to scrape."""
+    doc: dict[str, Any] = yaml.safe_load(QUICKSTART_HETERO.read_text())
+    doc["metadata"]["name"] = name
+    spec = doc["spec"]
+    spec["dataset"]["syntheticMag"].update({"scale": 0.005, "numClasses": 8})
+    spec["training"].update({"epochs": 6, "batchSize": 128})
+    return doc
 
 
 def _cli() -> list[str]:
@@ -149,15 +160,14 @@ class TierRun:
 
 
 def run_local(
-    scrapes: Scrapes, work: Path, name: str, samplers: int, uids: dict[str, str]
+    scrapes: Scrapes, work: Path, name: str, doc: dict[str, Any], uids: dict[str, str]
 ) -> c.Result:
-    doc = _job_doc(name, samplers)
     job_file = work / f"{name}.yaml"
     job_file.write_text(yaml.safe_dump(doc))
     job = parse_job(doc)
     uid = str(uuid.uuid4())
     for role in (c.Role.sampler, c.Role.trainer):
-        if role is c.Role.sampler and samplers == 0:
+        if role is c.Role.sampler and job.spec.worker_mode:
             continue
         ctx = JobContext(name=name, namespace=LOCAL_NAMESPACE, uid=uid, spec=job.spec)
         scrapes.pod_labels[(name, role)] = build_statefulset(ctx, role)["spec"]["template"][
@@ -308,8 +318,9 @@ def run_tier(
     start = time.time()
     uids: dict[str, str] = {}
     results = {
-        WORKER_JOB: run_local(scrapes, work, WORKER_JOB, 0, uids),
-        SERVER_JOB: run_local(scrapes, work, SERVER_JOB, 2, uids),
+        WORKER_JOB: run_local(scrapes, work, WORKER_JOB, _job_doc(WORKER_JOB, 0), uids),
+        SERVER_JOB: run_local(scrapes, work, SERVER_JOB, _job_doc(SERVER_JOB, 2), uids),
+        HETERO_JOB: run_local(scrapes, work, HETERO_JOB, _hetero_doc(HETERO_JOB), uids),
     }
     figures_file = work / "runs" / WORKER_JOB / "logs" / "partition-0.termination"
     assert figures_file.exists(), "the local partition step left no termination message"
