@@ -1,20 +1,39 @@
 """A heterogeneous job (syntheticMag, worker mode) through the operator's lifecycle against the
 real control plane: the typed spec in the config the partition Job and the trainers mount, the
 partition Job, the trainers' StatefulSet and no sampler one, progress and the printer columns,
-trainers exiting 0, Succeeded. As in the homogeneous tests, kwok plays the kubelet: no
-workload process runs here (the local and e2e tiers run them)."""
+trainers exiting 0, Succeeded.
+
+As in the homogeneous tests, kwok plays the kubelet and no trainer runs here (the local and
+e2e tiers run them). The partition step does run, as a real process on the partition Job's
+own environment and the config the operator wrote: its typed store is checked, and its
+figures, as the pod's termination message, reach the claim and the operator's metrics."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 
 from distgnn_api import contract
-from distgnn_api.contract import CONFIG_FILE_NAME, JobConfig, partition_key
+from distgnn_api.contract import (
+    CONFIG_FILE_NAME,
+    JobConfig,
+    PartitionFigures,
+    Role,
+    partition_dir,
+    partition_key,
+    role_module,
+)
 from distgnn_api.spec import Progress
+from distgnn_operator import naming
 from distgnn_operator.local.ports import free_ports
 from distgnn_operator.reconcile.kube_api import CONFIG_MAP, JOB, PVC, STATEFULSET
+from distgnn_workload.partition import HeteroPartitionStore
 from tests.operator.harness import (
     Cluster,
     env_of,
@@ -66,7 +85,41 @@ def _config(cluster: Cluster, name: str) -> JobConfig:
     return JobConfig.model_validate_json(cm["data"][CONFIG_FILE_NAME])
 
 
-def test_hetero_job_lifecycle(control_plane: ControlPlane, namespace: str, crd: None) -> None:
+def _partition(part: dict[str, Any], config: str, tmp: Path) -> tuple[Path, PartitionFigures]:
+    """The partition step as a real process, on the Job's env with local paths: the store's
+    folder and the figures it leaves as its termination message."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DISTGNN_")}
+    env.update({k: v for k, v in env_of(part).items() if isinstance(v, str)})
+    job = JobConfig.model_validate_json(config)
+    data, log = tmp / "data", tmp / "termination-log"
+    (tmp / CONFIG_FILE_NAME).write_text(config)
+    env.update(
+        {
+            contract.ENV_DATA_DIR: str(data),
+            contract.ENV_PARTITION_DIR: str(partition_dir(data, job.partition_key)),
+            contract.ENV_RUN_DIR: str(contract.run_dir(data, job.uid)),
+            contract.ENV_CONFIG: str(tmp / CONFIG_FILE_NAME),
+            contract.ENV_TERMINATION_LOG: str(log),
+            contract.ENV_METRICS_PORT: "0",
+        }
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", role_module(Role.partitioner)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return partition_dir(data, job.partition_key), PartitionFigures.model_validate_json(
+        log.read_text()
+    )
+
+
+def test_hetero_job_lifecycle(
+    control_plane: ControlPlane, namespace: str, crd: None, tmp_path: Path
+) -> None:
     cluster = Cluster(control_plane, namespace)
     cluster.volume_for_created_claim("mag")
     (port,) = free_ports(1, host="0.0.0.0")
@@ -89,11 +142,41 @@ def test_hetero_job_lifecycle(control_plane: ControlPlane, namespace: str, crd: 
         assert spec.worker_mode
         assert config.partition_key == partition_key(spec)
 
+        # The real partition step on that config writes a typed store and leaves its figures
+        # for the operator, as the kubelet would from its termination message.
+        cm = cluster.get(CONFIG_MAP, "mag-config") or {}
+        store, figures = _partition(part, cm["data"][CONFIG_FILE_NAME], tmp_path)
+        meta = HeteroPartitionStore.open(store).meta
+        assert (meta.key, meta.target_node_type) == (config.partition_key, "paper")
+        assert set(meta.node_types) == {"paper", "author", "institution", "field_of_study"}
+        assert set(EDGE_FANOUTS) <= set(meta.edge_types)
+        assert (figures.num_partitions, figures.algorithm) == (2, "metis")
+        assert figures.edge_cut > 0
+        cluster.finish_partition_pod("mag", figures.model_dump_json(by_alias=True))
+
         # Training: kwok completes the partition pod; worker mode builds no sampler StatefulSet.
         status = cluster.wait_phase("mag", "Training")
         assert status["partition"]["numPartitions"] == 2
         assert status["partition"]["key"] == config.partition_key
         assert status["partition"]["reused"] is False
+        # The figures of the real partition, kept on the claim and exported by the operator.
+        annotation = naming.partition_figures_annotation(config.partition_key)
+        kept = wait_for(
+            "the partition figures on the claim",
+            lambda: ((cluster.get(PVC, "mag-data") or {})["metadata"].get("annotations") or {}).get(
+                annotation
+            ),
+        )
+        assert PartitionFigures.model_validate_json(kept) == figures
+        wait_for(
+            "the edge cut among the operator's metrics",
+            lambda: (
+                REGISTRY.get_sample_value(
+                    "distgnn_partition_edge_cut", {"namespace": namespace, "job": "mag"}
+                )
+                == figures.edge_cut
+            ),
+        )
         trainers = cluster.running_pods("mag", "trainer", 2)
         assert cluster.get(STATEFULSET, "mag-sampler") is None
         assert cluster.pods("mag", "sampler") == []

@@ -8,7 +8,6 @@ their pods, taken from the operator's own pod templates.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -27,7 +26,7 @@ from distgnn_api.spec import parse_job
 from distgnn_operator.builders import JobContext, build_statefulset
 from distgnn_operator.local.job_plan import LOCAL_NAMESPACE
 from distgnn_operator.local.ports import LOOPBACK, free_ports
-from distgnn_operator.reconcile.kube_api import POD, PVC
+from distgnn_operator.reconcile.kube_api import PVC
 from tests.local.process_table import processes_with_env
 from tests.operator.harness import Cluster, install_crd, job_manifest, wait_for
 from tests.prometheus.monitors import endpoint_target, pod_target
@@ -236,25 +235,6 @@ def _stop(proc: Any) -> None:
             proc.wait(timeout=10)
 
 
-def _finish_partition_pod(cluster: Cluster, job: str, message: str) -> None:
-    """Play the kubelet: the succeeded partition container's termination message."""
-    selector = {"batch.kubernetes.io/job-name": f"{job}-partition"}
-
-    def succeeded() -> dict[str, Any] | None:
-        pods = cluster.api.list(POD, cluster.ns, selector)
-        done = [p for p in pods if (p.get("status") or {}).get("phase") == "Succeeded"]
-        return done[0] if done else None
-
-    pod = wait_for(f"the succeeded partition pod of {job}", succeeded)
-    statuses = pod["status"]["containerStatuses"]
-    for status in statuses:
-        status["state"]["terminated"]["message"] = message
-    cluster.plane.kubectl(
-        "patch", "pod", "-n", cluster.ns, pod["metadata"]["name"], "--subresource=status",
-        "--type=merge", "-p", json.dumps({"status": {"containerStatuses": statuses}}),
-    )  # fmt: skip
-
-
 def run_operator_jobs(
     control_plane: ControlPlane, namespace: str, scrapes: Scrapes, work: Path, figures: str
 ) -> None:
@@ -277,7 +257,7 @@ def run_operator_jobs(
         scrapes.refresh({})
         storage = {"claimName": "shared"}
         cluster.apply(job_manifest("first", storage=storage))
-        _finish_partition_pod(cluster, "first", figures)
+        cluster.finish_partition_pod("first", figures)
         cluster.wait_phase("first", "Training")
         wait_for(
             "the partition figures on the claim",
