@@ -1,8 +1,8 @@
 """Every panel of the Grafana dashboard against a real Prometheus scraping real processes.
 
 A Prometheus (Debian's package) on loopback scrapes, under the chart's PodMonitor and
-ServiceMonitor relabelling: a ``distgnn run`` job in worker mode, one in server-client
-mode and a heterogeneous one (worker mode; CPU, gloo), and the operator running against the real control plane, where a job
+ServiceMonitor relabelling: ``distgnn run`` of a homogeneous and of a heterogeneous job in
+worker mode and in server-client mode (CPU, gloo), and the operator running against the real control plane, where a job
 partitions and a second one reuses that partition. Then every dashboard expression is
 evaluated with its variables substituted, every endpoint's exposition goes through
 ``promtool check metrics``, and the chart's alert rules load and evaluate without error.
@@ -23,7 +23,14 @@ import pytest
 from distgnn_operator.local.job_plan import LOCAL_NAMESPACE
 from tests.prometheus import dashboard as dash
 from tests.prometheus.server import Prometheus, promtool
-from tests.prometheus.tier_runs import HETERO_JOB, RELEASE, SERVER_JOB, WORKER_JOB, TierRun
+from tests.prometheus.tier_runs import (
+    HETERO_JOB,
+    HETERO_SERVER_JOB,
+    RELEASE,
+    SERVER_JOB,
+    WORKER_JOB,
+    TierRun,
+)
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.timeout(900)]
 
@@ -75,9 +82,9 @@ def _legend(metric_json: str) -> str:
 
 def test_panels_per_mode(prom: Prometheus, tier: TierRun) -> None:
     """Per job: the sampler panels are empty only in worker mode; the embedding panels have
-    data for the heterogeneous job only, the feature-cache panel none for it (its trainers
-    hold every feature); every other workload panel has data for every local job; the
-    partition panels for the operator's jobs, reused too."""
+    data for the heterogeneous jobs only, the feature-cache panel none for them (their
+    trainers or samplers hold every featured row); every other workload panel has data for
+    every local job; the partition panels for the operator's jobs, reused too."""
     problems = []
     for q in dash.queries(dash.load()):
         if q.panel_id in OPERATOR_PANELS:
@@ -86,6 +93,7 @@ def test_panels_per_mode(prom: Prometheus, tier: TierRun) -> None:
             (WORKER_JOB, LOCAL_NAMESPACE),
             (SERVER_JOB, LOCAL_NAMESPACE),
             (HETERO_JOB, LOCAL_NAMESPACE),
+            (HETERO_SERVER_JOB, LOCAL_NAMESPACE),
             ("first", tier.operator_namespace),
             ("second", tier.operator_namespace),
         ):
@@ -97,15 +105,15 @@ def test_panels_per_mode(prom: Prometheus, tier: TierRun) -> None:
             if (q.panel_id, q.ref) in MAY_BE_EMPTY:
                 continue
             if q.panel_id in SERVER_CLIENT_ONLY:
-                want = job == SERVER_JOB
+                want = job in (SERVER_JOB, HETERO_SERVER_JOB)
             elif q.panel_id in HETERO_ONLY:
-                want = job == HETERO_JOB
+                want = job in (HETERO_JOB, HETERO_SERVER_JOB)
             elif q.panel_id == 15 and q.ref == "A":
-                want = job == SERVER_JOB  # the samplers' cache
+                want = job == SERVER_JOB  # the samplers' cache (typed samplers hold every row)
             elif q.panel_id == 15 and q.ref == "B":
                 want = job == WORKER_JOB  # the trainers' cache
             elif q.panel_id == 16 and q.ref == "A":
-                want = job == SERVER_JOB  # bytes the samplers sent
+                want = job in (SERVER_JOB, HETERO_SERVER_JOB)  # bytes the samplers sent
             else:
                 want = True
             if has != want:
@@ -120,7 +128,7 @@ def test_variables_list_the_jobs(prom: Prometheus, tier: TierRun) -> None:
     selector, label = dash.label_values_query(
         dash.substitute(queries["job"], namespace=LOCAL_NAMESPACE)
     )
-    assert {WORKER_JOB, SERVER_JOB, HETERO_JOB} <= prom.label_values(
+    assert {WORKER_JOB, SERVER_JOB, HETERO_JOB, HETERO_SERVER_JOB} <= prom.label_values(
         label, selector, tier.start, tier.end
     )
 
@@ -140,7 +148,7 @@ def test_no_false_zeros(prom: Prometheus, tier: TierRun) -> None:
     assert not series("distgnn_sampler_cache_hit_ratio == 0 and distgnn_sampler_cache_hit_ratio")
     # The test accuracy is set by the final evaluation, just before the trainer exits: a
     # scrape may miss it, but it never exists from the trainer's start.
-    for job in (WORKER_JOB, SERVER_JOB, HETERO_JOB):
+    for job in (WORKER_JOB, SERVER_JOB, HETERO_JOB, HETERO_SERVER_JOB):
         for rank in ("0", "1"):
             sel = f'job="{job}", rank="{rank}"'
             seeds = series(f"distgnn_trainer_seeds_total{{{sel}}}")
@@ -170,14 +178,17 @@ def test_no_false_zeros(prom: Prometheus, tier: TierRun) -> None:
     # The server-client and heterogeneous trainers never look up a feature cache: no 0/0
     # series of theirs. Only the heterogeneous job has embedding series, one per
     # featureless node type.
-    for job in (SERVER_JOB, HETERO_JOB):
+    for job in (SERVER_JOB, HETERO_JOB, HETERO_SERVER_JOB):
         assert not series(f'distgnn_trainer_feature_cache_lookups_total{{job="{job}"}}')
-    assert not series(f'distgnn_trainer_embedding_rows_total{{job!="{HETERO_JOB}"}}')
-    types = {
-        s["metric"]["node_type"]
-        for s in series(f'distgnn_trainer_embedding_rows_total{{job="{HETERO_JOB}"}}')
-    }
-    assert types == {"author", "field_of_study", "institution"}, types
+    assert not series(f'distgnn_sampler_cache_hit_ratio{{job="{HETERO_SERVER_JOB}"}}')
+    hetero = f"{HETERO_JOB}|{HETERO_SERVER_JOB}"
+    assert not series(f'distgnn_trainer_embedding_rows_total{{job!~"{hetero}"}}')
+    for job in (HETERO_JOB, HETERO_SERVER_JOB):
+        types = {
+            s["metric"]["node_type"]
+            for s in series(f'distgnn_trainer_embedding_rows_total{{job="{job}"}}')
+        }
+        assert types == {"author", "field_of_study", "institution"}, (job, types)
 
 
 def test_local_runs_listen_on_loopback(tier: TierRun) -> None:
@@ -188,6 +199,7 @@ def test_every_endpoint_passes_promtool(tier: TierRun) -> None:
     expositions = tier.scrapes.expositions
     roles = {name.split("/")[1].rsplit("-", 1)[0] for name in expositions}
     want = {f"{WORKER_JOB}-trainer", f"{SERVER_JOB}-sampler", f"{HETERO_JOB}-trainer"}
+    want |= {f"{HETERO_SERVER_JOB}-sampler", f"{HETERO_SERVER_JOB}-trainer"}
     assert want | {f"{RELEASE}-distgnn"} <= roles, roles
     failures = []
     for name, text in sorted(expositions.items()):

@@ -1,5 +1,5 @@
-"""The prometheus tier's runs: ``distgnn run`` in each mode, a heterogeneous job (worker mode),
-and the operator against the real control plane, all scraped by one Prometheus under the chart's monitor relabelling.
+"""The prometheus tier's runs: ``distgnn run`` of a homogeneous and a heterogeneous job in each
+mode, and the operator against the real control plane, all scraped by one Prometheus under the chart's monitor relabelling.
 
 Local processes are found through /proc (their env names job, role, rank and metrics port)
 and given to Prometheus as file_sd targets with the labels Kubernetes discovery would give
@@ -34,7 +34,8 @@ from tests.prometheus.server import Prometheus
 from tests.support.controlplane import ControlPlane
 
 RELEASE, RELEASE_NS = "dg", "distgnn-system"
-WORKER_JOB, SERVER_JOB, HETERO_JOB = "tier-worker", "tier-server", "tier-hetero"
+WORKER_JOB, SERVER_JOB = "tier-worker", "tier-server"
+HETERO_JOB, HETERO_SERVER_JOB = "tier-hetero", "tier-hetero-server"
 RUN_TIMEOUT_S = 300
 QUICKSTART_HETERO = Path(__file__).parents[2] / "manifests" / "examples" / "quickstart-hetero.yaml"
 
@@ -65,11 +66,12 @@ def _job_doc(name: str, samplers: int) -> dict[str, Any]:
     }
 
 
-def _hetero_doc(name: str) -> dict[str, Any]:
-    """quickstart-hetero (worker mode) on a smaller MAG-shaped graph, long enough to scrape."""
+def _hetero_doc(name: str, samplers: int) -> dict[str, Any]:
+    """quickstart-hetero on a smaller MAG-shaped graph, long enough to scrape."""
     doc: dict[str, Any] = yaml.safe_load(QUICKSTART_HETERO.read_text())
     doc["metadata"]["name"] = name
     spec = doc["spec"]
+    spec["samplers"] = {"replicas": samplers}
     spec["dataset"]["syntheticMag"].update({"scale": 0.005, "numClasses": 8})
     spec["training"].update({"epochs": 6, "batchSize": 128})
     return doc
@@ -300,7 +302,10 @@ def run_tier(
     results = {
         WORKER_JOB: run_local(scrapes, work, WORKER_JOB, _job_doc(WORKER_JOB, 0), uids),
         SERVER_JOB: run_local(scrapes, work, SERVER_JOB, _job_doc(SERVER_JOB, 2), uids),
-        HETERO_JOB: run_local(scrapes, work, HETERO_JOB, _hetero_doc(HETERO_JOB), uids),
+        HETERO_JOB: run_local(scrapes, work, HETERO_JOB, _hetero_doc(HETERO_JOB, 0), uids),
+        HETERO_SERVER_JOB: run_local(
+            scrapes, work, HETERO_SERVER_JOB, _hetero_doc(HETERO_SERVER_JOB, 2), uids
+        ),
     }
     figures_file = work / "runs" / WORKER_JOB / "logs" / "partition-0.termination"
     assert figures_file.exists(), "the local partition step left no termination message"
