@@ -1,7 +1,7 @@
-"""A heterogeneous job (syntheticMag, worker mode) through the operator's lifecycle against the
-real control plane: the typed spec in the config the partition Job and the trainers mount, the
-partition Job, the trainers' StatefulSet and no sampler one, progress and the printer columns,
-trainers exiting 0, Succeeded.
+"""A heterogeneous job (syntheticMag) through the operator's lifecycle against the real control
+plane, in worker mode and in server-client mode: the typed spec in the config the partition Job
+and the trainers mount, the partition Job, the trainers' StatefulSet and the samplers' (none in
+worker mode), progress and the printer columns, trainers exiting 0, Succeeded.
 
 As in the homogeneous tests, kwok plays the kubelet and no trainer runs here (the local and
 e2e tiers run them). The partition step does run, as a real process on the partition Job's
@@ -55,10 +55,10 @@ def crd(control_plane: ControlPlane) -> None:
     install_crd(control_plane)
 
 
-def _hetero_manifest(name: str, port: int) -> dict[str, Any]:
+def _hetero_manifest(name: str, port: int, samplers: int) -> dict[str, Any]:
     manifest = job_manifest(
         name,
-        samplers={"replicas": 0},
+        samplers={"replicas": samplers, "gpusPerPod": 0},
         trainers={"replicas": 2, "gpusPerPod": 1},
         partition={"algorithm": "metis", "numPartitions": 2},
         model={
@@ -117,14 +117,15 @@ def _partition(part: dict[str, Any], config: str, tmp: Path) -> tuple[Path, Part
     )
 
 
+@pytest.mark.parametrize("samplers", [0, 2], ids=["worker", "server-client"])
 def test_hetero_job_lifecycle(
-    control_plane: ControlPlane, namespace: str, crd: None, tmp_path: Path
+    control_plane: ControlPlane, namespace: str, crd: None, tmp_path: Path, samplers: int
 ) -> None:
     cluster = Cluster(control_plane, namespace)
     cluster.volume_for_created_claim("mag")
     (port,) = free_ports(1, host="0.0.0.0")
     with run_operator(control_plane, namespace):
-        cluster.apply(_hetero_manifest("mag", port))
+        cluster.apply(_hetero_manifest("mag", port, samplers))
 
         # The partition Job mounts the config, which holds the typed spec as admitted.
         part = wait_for("the partition Job", lambda: cluster.get(JOB, "mag-partition"))
@@ -139,7 +140,7 @@ def test_hetero_job_lifecycle(
         assert spec.model.arch.value == "rsage"
         assert spec.model.edge_fanouts == EDGE_FANOUTS
         assert spec.model.embedding_size == 32
-        assert spec.worker_mode
+        assert spec.worker_mode is (samplers == 0)
         assert config.partition_key == partition_key(spec)
 
         # The real partition step on that config writes a typed store and leaves its figures
@@ -178,11 +179,16 @@ def test_hetero_job_lifecycle(
             ),
         )
         trainers = cluster.running_pods("mag", "trainer", 2)
-        assert cluster.get(STATEFULSET, "mag-sampler") is None
-        assert cluster.pods("mag", "sampler") == []
+        if samplers:
+            cluster.running_pods("mag", "sampler", samplers)
+            sampler_env = env_of(cluster.wait_get(STATEFULSET, "mag-sampler"))
+            assert sampler_env[contract.ENV_ROLE] == "sampler"
+        else:
+            assert cluster.get(STATEFULSET, "mag-sampler") is None
+            assert cluster.pods("mag", "sampler") == []
         env = env_of(cluster.get(STATEFULSET, "mag-trainer") or {})
         assert env[contract.ENV_ROLE] == "trainer"
-        assert env[contract.ENV_NUM_SAMPLERS] == "0"
+        assert env[contract.ENV_NUM_SAMPLERS] == str(samplers)
         assert env[contract.ENV_NUM_TRAINERS] == "2"
         # The trainers mount the same config: one typed spec for every pod of the job.
         assert _config(cluster, "mag") == config
@@ -201,6 +207,8 @@ def test_hetero_job_lifecycle(
         cluster.exit_pods(trainers, 0)
         status = cluster.wait_phase("mag", "Succeeded")
         cluster.wait_replicas("mag-trainer", 0)
+        if samplers:
+            cluster.wait_replicas("mag-sampler", 0)
 
     conditions = {c["type"]: c for c in status["conditions"]}
     assert conditions["Partitioned"]["reason"] == "PartitionJobSucceeded"
