@@ -3,7 +3,8 @@
 - ``distgnn run JOB.yaml``: the whole job as local processes (the embedded default).
 - ``distgnn render JOB.yaml``: the manifests the operator would create, as a YAML stream.
 - ``distgnn validate JOB.yaml``: check a job with the CRD's own rules, naming each bad field,
-  and warn when its resources cannot hold its capacity plan.
+  refuse what ``distgnn run`` and the workload would refuse at start-up, and warn when its
+  resources cannot hold its capacity plan.
 - ``distgnn plan JOB.yaml``: memory, GPU memory and disk per pod, the partition Job, bytes
   between pods and seeds/s; ``--strict`` exits 3 when the resources cannot hold them.
 - ``distgnn crd``: the DistGNNJob CRD, generated from the spec models.
@@ -128,11 +129,20 @@ def _gpu_memory(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace, out: Console) -> int:
+    from distgnn_operator.local.job_plan import UnsupportedJobError, check_supported
     from distgnn_operator.local.runner import job_shape
 
     gpu_memory = _gpu_memory(args)
     for path in args.jobs:
         for job in load_jobs(path):
+            try:
+                # what `distgnn run` and the workload refuse at start-up, admitted or not
+                check_supported(job.spec)
+            except UnsupportedJobError as err:
+                raise CliError(
+                    f"{path}: {KIND} {job.metadata.name} passes the CRD's rules, but the "
+                    f"workload refuses it at start-up (and so does distgnn run): {err}"
+                ) from None
             out.print(
                 f"{path}: {KIND} {job.metadata.name} is valid: {job_shape(job.spec)}"
                 f"{_graph_summary(job)} (partition key {partition_key(job.spec)})",
@@ -331,7 +341,10 @@ def build_parser() -> argparse.ArgumentParser:
     validate = sub.add_parser(
         "validate",
         help="check job files with the CRD's rules",
-        description="Check DistGNNJob files with the same models and rules as the CRD.",
+        description=(
+            "Check DistGNNJob files with the same models and rules as the CRD, and refuse "
+            "what distgnn run and the workload refuse at start-up."
+        ),
     )
     validate.add_argument("jobs", metavar="JOB.yaml", nargs="+")
     _gpu_memory_flag(validate)

@@ -58,6 +58,17 @@ TRAINER_CACHE_HITS = Counter(
 TRAINER_CACHE_LOOKUPS = Counter(
     "distgnn_trainer_feature_cache_lookups_total", "Remote feature look-ups.", ["rank"]
 )
+# heterogeneous jobs: the learnt embeddings of featureless node types (label node_type)
+TRAINER_EMBEDDING_ROWS = Counter(
+    "distgnn_trainer_embedding_rows_total",
+    "Distinct embedding rows looked up by training steps, per featureless node type.",
+    ["rank", "node_type"],
+)
+TRAINER_EMBEDDING_REMOTE_ROWS = Counter(
+    "distgnn_trainer_embedding_remote_rows_total",
+    "Embedding rows of training steps' lookups that other trainers sent, per node type.",
+    ["rank", "node_type"],
+)
 
 # ---- sampler server (label rank: the sampler pod ordinal)
 SAMPLER_REQUESTS = Counter(

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from distgnn_operator.cli import main
+from distgnn_operator.cli import load_job, main
+from distgnn_operator.local.job_plan import check_supported
 
 EXAMPLES = sorted((Path(__file__).parents[2] / "manifests" / "examples").glob("*.yaml"))
 
@@ -115,6 +116,8 @@ def test_console_script_exit_code(tmp_path: Path) -> None:
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
 def test_examples_are_valid(example: Path) -> None:
     assert main(["validate", str(example)]) == 0
+    # what distgnn run checks before it starts anything
+    check_supported(load_job(str(example)).spec)
 
 
 HETERO = """\
@@ -125,6 +128,7 @@ metadata:
 spec:
   dataset:
     syntheticMag: {scale: 0.01}
+  samplers: {replicas: 0}
   model:
     arch: rsage
     numLayers: 2
@@ -175,3 +179,26 @@ def test_a_bad_heterogeneous_job_exits_2_naming_the_field(
     err = capsys.readouterr().err
     assert f"  {field}: " in err
     assert phrase in err
+
+
+def test_validate_refuses_what_run_refuses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A job the API server admits but the workload refuses at start-up: both commands exit 2
+    with the same field and fix, and run starts nothing."""
+    text = HETERO.replace(
+        "samplers: {replicas: 0}", "samplers: {replicas: 0}\n  partition: {numPartitions: 4}"
+    )
+    assert text != HETERO
+    path = _write(tmp_path, text)
+    assert main(["validate", str(path)]) == 2
+    refused = capsys.readouterr().err
+    assert "passes the CRD's rules" in refused
+    assert "spec.partition.numPartitions" in refused
+    assert "one partition per holder" in refused
+    data = tmp_path / "data"
+    assert main(["run", str(path), "--data-dir", str(data)]) == 2
+    ran = capsys.readouterr().err
+    assert "spec.partition.numPartitions" in ran
+    assert "one partition per holder" in ran
+    assert not data.exists()

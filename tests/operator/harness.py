@@ -46,7 +46,18 @@ OPERATOR_ENV = {
 def install_crd(plane: ControlPlane) -> None:
     """Apply the generated CRD and wait until it is served."""
     plane.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(REPO / crd.CRD_PATH))
-    plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{crd.CRD_NAME}")
+    # Polled, not `kubectl wait`: that fails at once on a CRD whose status has no conditions
+    # yet ("<nil> is of the type <nil>"), which a fresh API server can still show.
+    established = '{.status.conditions[?(@.type=="Established")].status}'
+    wait_for(
+        f"the CRD {crd.CRD_NAME} to be established",
+        lambda: (
+            plane.kubectl(
+                "get", f"crd/{crd.CRD_NAME}", "-o", f"jsonpath={established}", check=False
+            ).stdout.strip()
+            == "True"
+        ),
+    )
     wait_for_watch_cache(plane, f"/apis/{GROUP}/{VERSION}/{PLURAL}")
 
 
@@ -200,6 +211,25 @@ class Cluster:
             f"{EXIT_CODE_ANNOTATION}={code}",
             "--overwrite",
         )
+
+    def finish_partition_pod(self, job: str, message: str) -> None:
+        """Play the kubelet: the succeeded partition container's termination message (the
+        figures a real partition process leaves there)."""
+        selector = {"batch.kubernetes.io/job-name": f"{job}-partition"}
+
+        def succeeded() -> dict[str, Any] | None:
+            pods = self.api.list(POD, self.ns, selector)
+            done = [p for p in pods if (p.get("status") or {}).get("phase") == "Succeeded"]
+            return done[0] if done else None
+
+        pod = wait_for(f"the succeeded partition pod of {job}", succeeded)
+        statuses = pod["status"]["containerStatuses"]
+        for status in statuses:
+            status["state"]["terminated"]["message"] = message
+        self.plane.kubectl(
+            "patch", "pod", "-n", self.ns, pod["metadata"]["name"], "--subresource=status",
+            "--type=merge", "-p", json.dumps({"status": {"containerStatuses": statuses}}),
+        )  # fmt: skip
 
     def events(self, name: str) -> list[dict[str, Any]]:
         items = self.api.list(EVENT, self.ns, {})

@@ -1,8 +1,8 @@
 """Every panel of the Grafana dashboard against a real Prometheus scraping real processes.
 
 A Prometheus (Debian's package) on loopback scrapes, under the chart's PodMonitor and
-ServiceMonitor relabelling: a ``distgnn run`` job in worker mode and one in server-client
-mode (CPU, gloo), and the operator running against the real control plane, where a job
+ServiceMonitor relabelling: ``distgnn run`` of a homogeneous and of a heterogeneous job in
+worker mode and in server-client mode (CPU, gloo), and the operator running against the real control plane, where a job
 partitions and a second one reuses that partition. Then every dashboard expression is
 evaluated with its variables substituted, every endpoint's exposition goes through
 ``promtool check metrics``, and the chart's alert rules load and evaluate without error.
@@ -23,13 +23,21 @@ import pytest
 from distgnn_operator.local.job_plan import LOCAL_NAMESPACE
 from tests.prometheus import dashboard as dash
 from tests.prometheus.server import Prometheus, promtool
-from tests.prometheus.tier_runs import RELEASE, SERVER_JOB, WORKER_JOB, TierRun
+from tests.prometheus.tier_runs import (
+    HETERO_JOB,
+    HETERO_SERVER_JOB,
+    RELEASE,
+    SERVER_JOB,
+    WORKER_JOB,
+    TierRun,
+)
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.timeout(900)]
 
 
 # Panels (by id) that only one mode fills; the rest must have data for every job.
 SERVER_CLIENT_ONLY = {13, 14}  # sampler requests/s and latency
+HETERO_ONLY = {29, 30}  # embedding rows of featureless node types
 PARTITION_PANELS = {18, 19, 26}  # exported by the operator, for the jobs it runs
 OPERATOR_PANELS = {21, 22, 23, 27, 28}
 # Targets that are rightly empty in a healthy run (their panel has another target with data).
@@ -73,8 +81,10 @@ def _legend(metric_json: str) -> str:
 
 
 def test_panels_per_mode(prom: Prometheus, tier: TierRun) -> None:
-    """Per job: the sampler panels are empty only in worker mode; every other workload panel
-    has data for both local jobs; the partition panels for the operator's jobs, reused too."""
+    """Per job: the sampler panels are empty only in worker mode; the embedding panels have
+    data for the heterogeneous jobs only, the feature-cache panel none for them (their
+    trainers or samplers hold every featured row); every other workload panel has data for
+    every local job; the partition panels for the operator's jobs, reused too."""
     problems = []
     for q in dash.queries(dash.load()):
         if q.panel_id in OPERATOR_PANELS:
@@ -82,6 +92,8 @@ def test_panels_per_mode(prom: Prometheus, tier: TierRun) -> None:
         for job, namespace in (
             (WORKER_JOB, LOCAL_NAMESPACE),
             (SERVER_JOB, LOCAL_NAMESPACE),
+            (HETERO_JOB, LOCAL_NAMESPACE),
+            (HETERO_SERVER_JOB, LOCAL_NAMESPACE),
             ("first", tier.operator_namespace),
             ("second", tier.operator_namespace),
         ):
@@ -93,13 +105,15 @@ def test_panels_per_mode(prom: Prometheus, tier: TierRun) -> None:
             if (q.panel_id, q.ref) in MAY_BE_EMPTY:
                 continue
             if q.panel_id in SERVER_CLIENT_ONLY:
-                want = job == SERVER_JOB
+                want = job in (SERVER_JOB, HETERO_SERVER_JOB)
+            elif q.panel_id in HETERO_ONLY:
+                want = job in (HETERO_JOB, HETERO_SERVER_JOB)
             elif q.panel_id == 15 and q.ref == "A":
-                want = job == SERVER_JOB  # the samplers' cache
+                want = job == SERVER_JOB  # the samplers' cache (typed samplers hold every row)
             elif q.panel_id == 15 and q.ref == "B":
                 want = job == WORKER_JOB  # the trainers' cache
             elif q.panel_id == 16 and q.ref == "A":
-                want = job == SERVER_JOB  # bytes the samplers sent
+                want = job in (SERVER_JOB, HETERO_SERVER_JOB)  # bytes the samplers sent
             else:
                 want = True
             if has != want:
@@ -114,7 +128,9 @@ def test_variables_list_the_jobs(prom: Prometheus, tier: TierRun) -> None:
     selector, label = dash.label_values_query(
         dash.substitute(queries["job"], namespace=LOCAL_NAMESPACE)
     )
-    assert {WORKER_JOB, SERVER_JOB} <= prom.label_values(label, selector, tier.start, tier.end)
+    assert {WORKER_JOB, SERVER_JOB, HETERO_JOB, HETERO_SERVER_JOB} <= prom.label_values(
+        label, selector, tier.start, tier.end
+    )
 
 
 def test_no_false_zeros(prom: Prometheus, tier: TierRun) -> None:
@@ -132,7 +148,7 @@ def test_no_false_zeros(prom: Prometheus, tier: TierRun) -> None:
     assert not series("distgnn_sampler_cache_hit_ratio == 0 and distgnn_sampler_cache_hit_ratio")
     # The test accuracy is set by the final evaluation, just before the trainer exits: a
     # scrape may miss it, but it never exists from the trainer's start.
-    for job in (WORKER_JOB, SERVER_JOB):
+    for job in (WORKER_JOB, SERVER_JOB, HETERO_JOB, HETERO_SERVER_JOB):
         for rank in ("0", "1"):
             sel = f'job="{job}", rank="{rank}"'
             seeds = series(f"distgnn_trainer_seeds_total{{{sel}}}")
@@ -159,8 +175,20 @@ def test_no_false_zeros(prom: Prometheus, tier: TierRun) -> None:
                     assert epoch_at.get(first, 0.0) >= 1, (
                         f"{job} rank {rank}: {metric} {split} appeared at the trainer's start"
                     )
-    # The server-client trainers never look up a feature cache: no 0/0 series of theirs.
-    assert not series(f'distgnn_trainer_feature_cache_lookups_total{{job="{SERVER_JOB}"}}')
+    # The server-client and heterogeneous trainers never look up a feature cache: no 0/0
+    # series of theirs. Only the heterogeneous job has embedding series, one per
+    # featureless node type.
+    for job in (SERVER_JOB, HETERO_JOB, HETERO_SERVER_JOB):
+        assert not series(f'distgnn_trainer_feature_cache_lookups_total{{job="{job}"}}')
+    assert not series(f'distgnn_sampler_cache_hit_ratio{{job="{HETERO_SERVER_JOB}"}}')
+    hetero = f"{HETERO_JOB}|{HETERO_SERVER_JOB}"
+    assert not series(f'distgnn_trainer_embedding_rows_total{{job!~"{hetero}"}}')
+    for job in (HETERO_JOB, HETERO_SERVER_JOB):
+        types = {
+            s["metric"]["node_type"]
+            for s in series(f'distgnn_trainer_embedding_rows_total{{job="{job}"}}')
+        }
+        assert types == {"author", "field_of_study", "institution"}, (job, types)
 
 
 def test_local_runs_listen_on_loopback(tier: TierRun) -> None:
@@ -170,7 +198,9 @@ def test_local_runs_listen_on_loopback(tier: TierRun) -> None:
 def test_every_endpoint_passes_promtool(tier: TierRun) -> None:
     expositions = tier.scrapes.expositions
     roles = {name.split("/")[1].rsplit("-", 1)[0] for name in expositions}
-    assert {f"{WORKER_JOB}-trainer", f"{SERVER_JOB}-sampler", f"{RELEASE}-distgnn"} <= roles, roles
+    want = {f"{WORKER_JOB}-trainer", f"{SERVER_JOB}-sampler", f"{HETERO_JOB}-trainer"}
+    want |= {f"{HETERO_SERVER_JOB}-sampler", f"{HETERO_SERVER_JOB}-trainer"}
+    assert want | {f"{RELEASE}-distgnn"} <= roles, roles
     failures = []
     for name, text in sorted(expositions.items()):
         result = promtool("check", "metrics", input=text)

@@ -1,5 +1,5 @@
-"""The prometheus tier's runs: ``distgnn run`` in each mode and the operator against the real
-control plane, all scraped by one Prometheus under the chart's monitor relabelling.
+"""The prometheus tier's runs: ``distgnn run`` of a homogeneous and a heterogeneous job in each
+mode, and the operator against the real control plane, all scraped by one Prometheus under the chart's monitor relabelling.
 
 Local processes are found through /proc (their env names job, role, rank and metrics port)
 and given to Prometheus as file_sd targets with the labels Kubernetes discovery would give
@@ -8,7 +8,6 @@ their pods, taken from the operator's own pod templates.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -27,7 +26,7 @@ from distgnn_api.spec import parse_job
 from distgnn_operator.builders import JobContext, build_statefulset
 from distgnn_operator.local.job_plan import LOCAL_NAMESPACE
 from distgnn_operator.local.ports import LOOPBACK, free_ports
-from distgnn_operator.reconcile.kube_api import POD, PVC
+from distgnn_operator.reconcile.kube_api import PVC
 from tests.local.process_table import processes_with_env
 from tests.operator.harness import Cluster, install_crd, job_manifest, wait_for
 from tests.prometheus.monitors import endpoint_target, pod_target
@@ -36,7 +35,9 @@ from tests.support.controlplane import ControlPlane
 
 RELEASE, RELEASE_NS = "dg", "distgnn-system"
 WORKER_JOB, SERVER_JOB = "tier-worker", "tier-server"
+HETERO_JOB, HETERO_SERVER_JOB = "tier-hetero", "tier-hetero-server"
 RUN_TIMEOUT_S = 300
+QUICKSTART_HETERO = Path(__file__).parents[2] / "manifests" / "examples" / "quickstart-hetero.yaml"
 
 
 def _job_doc(name: str, samplers: int) -> dict[str, Any]:
@@ -63,6 +64,17 @@ def _job_doc(name: str, samplers: int) -> dict[str, Any]:
             "training": {"epochs": 8, "batchSize": 64},
         },
     }
+
+
+def _hetero_doc(name: str, samplers: int) -> dict[str, Any]:
+    """quickstart-hetero on a smaller MAG-shaped graph, long enough to scrape."""
+    doc: dict[str, Any] = yaml.safe_load(QUICKSTART_HETERO.read_text())
+    doc["metadata"]["name"] = name
+    spec = doc["spec"]
+    spec["samplers"] = {"replicas": samplers}
+    spec["dataset"]["syntheticMag"].update({"scale": 0.005, "numClasses": 8})
+    spec["training"].update({"epochs": 6, "batchSize": 128})
+    return doc
 
 
 def _cli() -> list[str]:
@@ -149,15 +161,14 @@ class TierRun:
 
 
 def run_local(
-    scrapes: Scrapes, work: Path, name: str, samplers: int, uids: dict[str, str]
+    scrapes: Scrapes, work: Path, name: str, doc: dict[str, Any], uids: dict[str, str]
 ) -> c.Result:
-    doc = _job_doc(name, samplers)
     job_file = work / f"{name}.yaml"
     job_file.write_text(yaml.safe_dump(doc))
     job = parse_job(doc)
     uid = str(uuid.uuid4())
     for role in (c.Role.sampler, c.Role.trainer):
-        if role is c.Role.sampler and samplers == 0:
+        if role is c.Role.sampler and job.spec.worker_mode:
             continue
         ctx = JobContext(name=name, namespace=LOCAL_NAMESPACE, uid=uid, spec=job.spec)
         scrapes.pod_labels[(name, role)] = build_statefulset(ctx, role)["spec"]["template"][
@@ -226,25 +237,6 @@ def _stop(proc: Any) -> None:
             proc.wait(timeout=10)
 
 
-def _finish_partition_pod(cluster: Cluster, job: str, message: str) -> None:
-    """Play the kubelet: the succeeded partition container's termination message."""
-    selector = {"batch.kubernetes.io/job-name": f"{job}-partition"}
-
-    def succeeded() -> dict[str, Any] | None:
-        pods = cluster.api.list(POD, cluster.ns, selector)
-        done = [p for p in pods if (p.get("status") or {}).get("phase") == "Succeeded"]
-        return done[0] if done else None
-
-    pod = wait_for(f"the succeeded partition pod of {job}", succeeded)
-    statuses = pod["status"]["containerStatuses"]
-    for status in statuses:
-        status["state"]["terminated"]["message"] = message
-    cluster.plane.kubectl(
-        "patch", "pod", "-n", cluster.ns, pod["metadata"]["name"], "--subresource=status",
-        "--type=merge", "-p", json.dumps({"status": {"containerStatuses": statuses}}),
-    )  # fmt: skip
-
-
 def run_operator_jobs(
     control_plane: ControlPlane, namespace: str, scrapes: Scrapes, work: Path, figures: str
 ) -> None:
@@ -267,7 +259,7 @@ def run_operator_jobs(
         scrapes.refresh({})
         storage = {"claimName": "shared"}
         cluster.apply(job_manifest("first", storage=storage))
-        _finish_partition_pod(cluster, "first", figures)
+        cluster.finish_partition_pod("first", figures)
         cluster.wait_phase("first", "Training")
         wait_for(
             "the partition figures on the claim",
@@ -308,8 +300,12 @@ def run_tier(
     start = time.time()
     uids: dict[str, str] = {}
     results = {
-        WORKER_JOB: run_local(scrapes, work, WORKER_JOB, 0, uids),
-        SERVER_JOB: run_local(scrapes, work, SERVER_JOB, 2, uids),
+        WORKER_JOB: run_local(scrapes, work, WORKER_JOB, _job_doc(WORKER_JOB, 0), uids),
+        SERVER_JOB: run_local(scrapes, work, SERVER_JOB, _job_doc(SERVER_JOB, 2), uids),
+        HETERO_JOB: run_local(scrapes, work, HETERO_JOB, _hetero_doc(HETERO_JOB, 0), uids),
+        HETERO_SERVER_JOB: run_local(
+            scrapes, work, HETERO_SERVER_JOB, _hetero_doc(HETERO_SERVER_JOB, 2), uids
+        ),
     }
     figures_file = work / "runs" / WORKER_JOB / "logs" / "partition-0.termination"
     assert figures_file.exists(), "the local partition step left no termination message"

@@ -99,10 +99,16 @@ def _train(
     per_step = []
     for step in steps:
         tables[0].stats.reset()
+        before = {t.node_type: (t.rows_looked_up, t.rows_received) for t in tables}
         rows = {t.node_type: t.lookup(ids_of(t.node_type, step, rank)) for t in tables}
         loss_of(rows, step, rank).backward()  # type: ignore[no-untyped-call]
         opt.step()
-        per_step.append(tables[0].stats.as_dict())
+        stats = tables[0].stats.as_dict()
+        for t in tables:  # the per-table counters of this step (the trainer's metrics)
+            looked_up, received = before[t.node_type]
+            stats[f"{t.node_type}:rows_looked_up"] = t.rows_looked_up - looked_up
+            stats[f"{t.node_type}:rows_received"] = t.rows_received - received
+        per_step.append(stats)
     return per_step
 
 
@@ -258,7 +264,8 @@ def check_untouched_rows_keep_their_initial_values(ranks: list[Saved]) -> None:
 
 
 def check_only_touched_rows_are_sent_read_and_updated(ranks: list[Saved]) -> None:
-    """Recount, from the lookups and the ownership alone, what each rank had to send."""
+    """Recount, from the lookups and the ownership alone, what each rank had to send, and
+    per table the distinct rows it looked up and those other ranks sent it."""
     owners = {t: ownership(t).owner for t in SIZES}
     for step in range(STEPS):
         distinct = {(t, r): torch.unique(ids_of(t, step, r)) for t in SIZES for r in range(WORLD)}
@@ -273,6 +280,8 @@ def check_only_touched_rows_are_sent_read_and_updated(ranks: list[Saved]) -> Non
                     int((owners[t][distinct[(t, r)]] == me).sum()) for r in range(WORLD) if r != me
                 )
                 union = torch.unique(torch.cat([distinct[(t, r)] for r in range(WORLD)]))
+                want[f"{t}:rows_looked_up"] = mine.numel()
+                want[f"{t}:rows_received"] = asked
                 want["ids_sent"] += asked
                 want["rows_sent"] += served
                 want["grad_rows_sent"] += asked

@@ -124,6 +124,10 @@ class ShardedEmbedding:
         self._local = to_device(ownership.local, self.device)
         self._anchor = torch.empty(0, device=self.device, requires_grad=True)
         self._routes: list[_Route] = []
+        self.rows_looked_up = 0
+        """Distinct rows of this table that this rank's lookups asked for, all owners."""
+        self.rows_received = 0
+        """Of those, the rows that came from other ranks."""
 
     @property
     def num_rows(self) -> int:
@@ -174,6 +178,8 @@ class ShardedEmbedding:
         s.ids_sent += remote_ids
         s.rows_sent += remote_rows
         s.bytes_sent += remote_ids * 8 + remote_rows * self.dim * block.element_size()
+        self.rows_looked_up += distinct.numel()
+        self.rows_received += remote_ids
         if not torch.is_grad_enabled():
             return rows[inverse].reshape(*ids.shape, self.dim)
         route = _Route(inverse, perm, counts.send, counts.recv, served)

@@ -195,7 +195,12 @@ class HeteroTrainer(Trainer):
         return x
 
     def _train_step(self, batch: HeteroMiniBatch) -> Tensor:
+        before = [(t.rows_looked_up, t.rows_received) for t in self.tables]
         x = self._inputs(batch)
+        for table, (rows, remote) in zip(self.tables, before, strict=True):
+            self.metrics.embedding_rows(
+                table.node_type, table.rows_looked_up - rows, table.rows_received - remote
+            )
         with self.autocast():
             logits = self.ddp(x, batch.hop)
         loss = F.cross_entropy(logits.float(), batch.y)

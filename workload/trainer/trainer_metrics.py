@@ -9,7 +9,8 @@ from distgnn_workload import metrics
 
 class TrainerMetrics:
     """The trainer's Prometheus series for one rank. Counters start at a true 0; the loss,
-    each split's accuracy and the feature-cache counters appear once they have a value."""
+    each split's accuracy, the feature-cache and the embedding counters appear once they
+    have a value."""
 
     def __init__(self, rank: int) -> None:
         label = self.label = str(rank)
@@ -37,3 +38,9 @@ class TrainerMetrics:
         if lookups:
             metrics.TRAINER_CACHE_LOOKUPS.labels(self.label).inc(lookups)
             metrics.TRAINER_CACHE_HITS.labels(self.label).inc(hits)
+
+    def embedding_rows(self, node_type: str, rows: int, remote: int) -> None:
+        """Count a training step's embedding lookup of ``node_type``: distinct rows, and
+        those other trainers sent."""
+        metrics.TRAINER_EMBEDDING_ROWS.labels(self.label, node_type).inc(rows)
+        metrics.TRAINER_EMBEDDING_REMOTE_ROWS.labels(self.label, node_type).inc(remote)
