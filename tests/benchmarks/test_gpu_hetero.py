@@ -1,0 +1,191 @@
+"""benchmarks/gpu_hetero at toy scale on CPU: bench.py (the job's partition step and one
+trainer started through distgnn run's launch plan), pyg_hetero.py on the store it kept
+(NodeLoader over our sampler: torch-sparse is not installed here) and the ratio table.
+
+The scripts run as they do on the GPU machine, each as its own process. What is checked is
+the records' shape and that the edges-per-seed comparison is computed; no timing.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+pytestmark = [pytest.mark.benchmark, pytest.mark.timeout(300)]
+
+HETERO_BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_hetero"
+BATCH = 128
+FANOUT = ["5", "3"]
+EDGE_TYPES = {
+    "author__affiliated_with__institution",
+    "author__writes__paper",
+    "paper__cites__paper",
+    "paper__has_topic__field_of_study",
+    "institution__rev_affiliated_with__author",
+    "paper__rev_writes__author",
+    "field_of_study__rev_has_topic__paper",
+}
+
+
+def _run(cmd: list[str], timeout: float) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+
+
+def _read(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    tmp = tmp_path_factory.mktemp("hetero")
+    work, ours, pyg = tmp / "work", tmp / "hetero.jsonl", tmp / "pyg-hetero.jsonl"
+    _run(
+        [
+            sys.executable,
+            "-P",
+            str(HETERO_BENCH / "bench.py"),
+            "--device=cpu",
+            "--scale=0.002",
+            "--runs",
+            "worker-1-fp32",
+            "server-1-fp32",
+            "--epochs=2",
+            "--fanout",
+            *FANOUT,
+            "--hidden=16",
+            "--embedding-dim=8",
+            f"--batch-size={BATCH}",
+            "--keep",
+            f"--work-dir={work}",
+            f"--out={ours}",
+        ],
+        timeout=200,
+    )
+    store = next((work / "data" / "partitions").iterdir())
+    _run(
+        [
+            sys.executable,
+            "-P",
+            str(HETERO_BENCH / "pyg_hetero.py"),
+            "--device=cpu",
+            "--sampler=distgnn",
+            "--setup=best",
+            f"--store={store}",
+            "--workers=0",
+            "--precision=fp32",
+            "--fanout",
+            *FANOUT,
+            "--hidden=16",
+            "--embedding-dim=8",
+            f"--batch-size={BATCH}",
+            "--warmup=1",
+            "--batches=3",
+            "--repeats=2",
+            f"--out={pyg}",
+        ],
+        timeout=150,
+    )
+    return {"ours": _read(ours), "pyg": _read(pyg)}
+
+
+def _of(records: list[dict[str, Any]], bench: str) -> list[dict[str, Any]]:
+    return [r for r in records if r["bench"] == bench]
+
+
+def test_bench_partitions_trains_and_reports(results: dict[str, Any]) -> None:
+    records = results["ours"]
+    (env,) = _of(records, "hetero_env")
+    assert (env["model"], env["layers"], env["fanout"], env["partitions"]) == ("rsage", 2, [5, 3], 1)
+    (data,) = _of(records, "hetero_data")
+    assert data["status"] == "ok"
+    assert data["node_counts"]["paper"] == 1473  # ogbn-mag's 736,389 papers times 0.002
+    assert set(data["edge_counts"]) == EDGE_TYPES
+
+    runs = _of(records, "dist_run")
+    worker = [r for r in runs if r["run"] == "worker-1-fp32"]
+    assert len(worker) == 1 and worker[0]["status"] == "ok", worker
+    rec = worker[0]
+    assert rec["graph"] == "syntheticMag" and rec["epochs_measured"] == 1
+    assert rec["seeds_per_s_per_gpu"] == rec["seeds_per_s"] > 0
+    assert 0.0 <= rec["data_wait_share"] <= 1.0
+    assert 0.0 <= rec["test_accuracy"] <= 1.0 and rec["test_accuracy_kind"] == "sampled"
+    # server-client: refused by the launch plan (recorded with its reason) or run
+    server = [r for r in runs if r["run"] == "server-1-fp32"]
+    assert len(server) == 1
+    assert "spec.samplers.replicas" in server[0].get("skipped", "") or server[0]["status"] == "ok"
+
+    (summary,) = [s for s in _of(records, "dist_summary") if s["run"] == "worker-1-fp32"]
+    assert summary["ok"] == summary["repeats"] == 1
+    assert summary["seeds_per_s_per_gpu_median"] == rec["seeds_per_s_per_gpu"]
+
+
+def test_our_edges_per_seed_cover_every_training_seed(results: dict[str, Any]) -> None:
+    (edges,) = _of(results["ours"], "hetero_edges_per_seed")
+    (data,) = _of(results["ours"], "hetero_data")
+    (run,) = [r for r in _of(results["ours"], "dist_run") if r["run"] == "worker-1-fp32"]
+    train = round(0.855 * data["node_counts"]["paper"])  # ogbn-mag's train share
+    assert abs(edges["seeds"] - train) <= 1
+    assert edges["batches"] == math.ceil(edges["seeds"] / BATCH)
+    assert set(edges["edges_per_seed"]) == EDGE_TYPES
+    # 2 hops from papers: institutions are reached at hop 2 only, never sampled from
+    assert edges["edges_per_seed"]["author__affiliated_with__institution"] == 0.0
+    assert edges["edges_per_seed_total"] == pytest.approx(sum(edges["edges_per_seed"].values()))
+    # at most 5 per type into a seed, then 3 per type into each hop-1 node
+    assert 0 < edges["edges_per_seed_total"] <= 3 * 5 + 3 * 5 * (3 * 3)
+    # the trainer's own figure (all edge types, its own shuffles) is close
+    assert run["sampled_edges_per_seed"] == pytest.approx(edges["edges_per_seed_total"], rel=0.1)
+
+
+def test_pyg_records_edges_per_seed_per_edge_type(results: dict[str, Any]) -> None:
+    (env,) = _of(results["pyg"], "pyg_hetero_env")
+    assert env["setup"] == "best" and set(env["edge_types"]) == EDGE_TYPES
+    (train,) = _of(results["pyg"], "pyg_hetero_train")
+    assert (train["workers"], train["precision"], train["timing"]) == (0, "fp32", "batches")
+    assert train["repeats"] == len(train["runs"]) == 2
+    assert all(run["batches"] == 3 for run in train["runs"])
+    assert train["seeds_per_s_min"] <= train["seeds_per_s"] <= train["seeds_per_s_max"]
+    assert train["seeds_counted"] == 2 * 3 * BATCH
+    assert set(train["edges_per_seed"]) == EDGE_TYPES
+    assert train["edges_per_seed_total"] == pytest.approx(sum(train["edges_per_seed"].values()))
+
+
+def _ratios() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("hetero_ratios", HETERO_BENCH / "ratios.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_ratio_table_compares_edges_per_seed(results: dict[str, Any]) -> None:
+    ratios = _ratios()
+    out = ratios.compute(results["ours"] + results["pyg"])
+    (ours,) = _of(results["ours"], "hetero_edges_per_seed")
+    (theirs,) = _of(results["pyg"], "pyg_hetero_train")
+    pooled, single = out["edges"]  # all PyG configurations pooled, then each
+    for e in (pooled, single):
+        assert set(e["relative_difference"]) == EDGE_TYPES
+        for key, d in e["relative_difference"].items():
+            a, b = ours["edges_per_seed"][key], theirs["edges_per_seed"][key]
+            assert d == pytest.approx(abs(a - b) / b if b else 0.0)
+        assert e["max_relative_difference"] == max(e["relative_difference"].values())
+    assert out["targets"]["edges_per_seed"] == (
+        pooled["max_relative_difference"] <= ratios.EDGES_TOLERANCE
+    )
+    (run,) = out["runs"]
+    assert (run["mode"], run["gpus"], run["precision"]) == ("worker", 1, "fp32")
+    assert run["pyg_best"] == theirs["seeds_per_s"]
+    assert run["times_pyg"] == pytest.approx(run["per_gpu"] / theirs["seeds_per_s"])
+    assert out["scaling"] == []  # one GPU count only
+    assert out["targets"]["speed"] is None and out["targets"]["scaling"] is None  # no bf16
+    text = ratios.render(out)
+    assert "edges/seed vs PyG" in text and "paper__cites__paper" in text
