@@ -43,7 +43,11 @@ import torch
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 # This folder's modules and those of gpu_distributed and gpu (also under python -P).
-sys.path[:0] = [str(HERE), str(REPO / "benchmarks" / "gpu_distributed"), str(REPO / "benchmarks" / "gpu")]
+sys.path[:0] = [
+    str(HERE),
+    str(REPO / "benchmarks" / "gpu_distributed"),
+    str(REPO / "benchmarks" / "gpu"),
+]
 
 from gpu_monitor import GpuMonitor, stacks  # noqa: E402
 from hetero_run import job_spec, partition_plan, plan, refusal  # noqa: E402

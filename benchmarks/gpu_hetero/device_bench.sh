@@ -4,8 +4,8 @@
 # edges per seed per edge type, then REPEATS runs of each configuration in worker mode and,
 # where the launch plan accepts it, server-client mode, on 1 and 2 GPUs, bf16 then fp32, with
 # evaluation every epoch and a profile of worker-1-bf16), keeping the store; then PyG in the
-# same call on that store: the stock hetero NeighborLoader (12 workers, CPU features) and the
-# best-effort one (features and embeddings on the GPU, ids only from persistent workers,
+# same call on that store: the stock hetero NeighborLoader (6 workers, as PyG's
+# to_hetero_mag example; CPU features) and the best-effort one (features and embeddings on the GPU, ids only from persistent workers,
 # pinned memory, prefetch 4) over a sweep of worker counts; then the ratio table. Each step
 # has its own time limit (BENCH_S, PYG_STOCK_S, PYG_BEST_S; their sum stays under ~9 minutes
 # with the set-up). FANOUT, HIDDEN, REPEATS, BEST_WORKERS and BEST_PRECISION can be set.
@@ -27,7 +27,7 @@ tail -n 12 "${OUT}/hetero.log"
 STORE="$(ls -d "${WORK}"/data/partitions/*/ 2>/dev/null | head -n 1)"
 if [ -z "${STORE}" ]; then echo "no typed store under ${WORK}: PyG not run"; exit 1; fi
 # shellcheck disable=SC2086
-timeout "${PYG_STOCK_S}" python benchmarks/gpu_hetero/pyg_hetero.py --setup stock --workers 12 \
+timeout "${PYG_STOCK_S}" python benchmarks/gpu_hetero/pyg_hetero.py --setup stock --workers 6 \
   --fanout ${FANOUT} --hidden "${HIDDEN}" --repeats 2 --batches 30 \
   --budget "$((PYG_STOCK_S - 5))" --store "${STORE}" --out "${OUT}/pyg-hetero.jsonl" 2>&1 \
   | grep -v -i warn | tail -n 3

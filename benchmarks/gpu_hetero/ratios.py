@@ -104,9 +104,7 @@ def compute(rows: list[dict[str, Any]]) -> dict[str, Any]:
         one = ours.get((mode, 1, precision))
         if gpus > 1 and one is not None:
             speedup = m["total"] / one["total"]
-            scaling.append(
-                {"mode": mode, "precision": precision, "gpus": gpus, "speedup": speedup}
-            )
+            scaling.append({"mode": mode, "precision": precision, "gpus": gpus, "speedup": speedup})
     our_edges = next((r for r in rows if r.get("bench") == "hetero_edges_per_seed"), None)
     edges = []
     if our_edges is not None and pyg:
@@ -159,7 +157,9 @@ def render(result: dict[str, Any]) -> str:
     for config, rate in pyg.items():
         lines.append(f"best-effort PyG: {rate:,.0f} seeds/s ({config})")
     for s in result["scaling"]:
-        lines.append(f"scaling {s['mode']} {s['precision']} 1 -> {s['gpus']} GPUs: {s['speedup']:.2f}x")
+        lines.append(
+            f"scaling {s['mode']} {s['precision']} 1 -> {s['gpus']} GPUs: {s['speedup']:.2f}x"
+        )
     for i, e in enumerate(result["edges"]):
         worst = max(e["relative_difference"], key=lambda k: e["relative_difference"][k])
         lines.append(

@@ -104,7 +104,12 @@ def _of(records: list[dict[str, Any]], bench: str) -> list[dict[str, Any]]:
 def test_bench_partitions_trains_and_reports(results: dict[str, Any]) -> None:
     records = results["ours"]
     (env,) = _of(records, "hetero_env")
-    assert (env["model"], env["layers"], env["fanout"], env["partitions"]) == ("rsage", 2, [5, 3], 1)
+    assert (env["model"], env["layers"], env["fanout"], env["partitions"]) == (
+        "rsage",
+        2,
+        [5, 3],
+        1,
+    )
     (data,) = _of(records, "hetero_data")
     assert data["status"] == "ok"
     assert data["node_counts"]["paper"] == 1473  # ogbn-mag's 736,389 papers times 0.002
@@ -112,12 +117,14 @@ def test_bench_partitions_trains_and_reports(results: dict[str, Any]) -> None:
 
     runs = _of(records, "dist_run")
     worker = [r for r in runs if r["run"] == "worker-1-fp32"]
-    assert len(worker) == 1 and worker[0]["status"] == "ok", worker
-    rec = worker[0]
-    assert rec["graph"] == "syntheticMag" and rec["epochs_measured"] == 1
+    (rec,) = worker
+    assert rec["status"] == "ok", rec
+    assert rec["graph"] == "syntheticMag"
+    assert rec["epochs_measured"] == 1
     assert rec["seeds_per_s_per_gpu"] == rec["seeds_per_s"] > 0
     assert 0.0 <= rec["data_wait_share"] <= 1.0
-    assert 0.0 <= rec["test_accuracy"] <= 1.0 and rec["test_accuracy_kind"] == "sampled"
+    assert 0.0 <= rec["test_accuracy"] <= 1.0
+    assert rec["test_accuracy_kind"] == "sampled"
     # server-client: refused by the launch plan (recorded with its reason) or run
     server = [r for r in runs if r["run"] == "server-1-fp32"]
     assert len(server) == 1
@@ -147,7 +154,8 @@ def test_our_edges_per_seed_cover_every_training_seed(results: dict[str, Any]) -
 
 def test_pyg_records_edges_per_seed_per_edge_type(results: dict[str, Any]) -> None:
     (env,) = _of(results["pyg"], "pyg_hetero_env")
-    assert env["setup"] == "best" and set(env["edge_types"]) == EDGE_TYPES
+    assert env["setup"] == "best"
+    assert set(env["edge_types"]) == EDGE_TYPES
     (train,) = _of(results["pyg"], "pyg_hetero_train")
     assert (train["workers"], train["precision"], train["timing"]) == (0, "fp32", "batches")
     assert train["repeats"] == len(train["runs"]) == 2
@@ -160,7 +168,8 @@ def test_pyg_records_edges_per_seed_per_edge_type(results: dict[str, Any]) -> No
 
 def _ratios() -> ModuleType:
     spec = importlib.util.spec_from_file_location("hetero_ratios", HETERO_BENCH / "ratios.py")
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -186,6 +195,8 @@ def test_ratio_table_compares_edges_per_seed(results: dict[str, Any]) -> None:
     assert run["pyg_best"] == theirs["seeds_per_s"]
     assert run["times_pyg"] == pytest.approx(run["per_gpu"] / theirs["seeds_per_s"])
     assert out["scaling"] == []  # one GPU count only
-    assert out["targets"]["speed"] is None and out["targets"]["scaling"] is None  # no bf16
+    assert out["targets"]["speed"] is None
+    assert out["targets"]["scaling"] is None
     text = ratios.render(out)
-    assert "edges/seed vs PyG" in text and "paper__cites__paper" in text
+    assert "edges/seed vs PyG" in text
+    assert "paper__cites__paper" in text
