@@ -5,8 +5,9 @@
 # where the launch plan accepts it, server-client mode, on 1 and 2 GPUs, bf16 then fp32, with
 # evaluation every epoch and a profile of worker-1-bf16), keeping the store; then PyG in the
 # same call on that store: the stock hetero NeighborLoader (6 workers, as PyG's
-# to_hetero_mag example; CPU features) and the best-effort one (features and embeddings on the GPU, ids only from persistent workers,
-# pinned memory, prefetch 4) over a sweep of worker counts; then the ratio table. Each step
+# to_hetero_mag example; CPU features) and the best-effort one (features and embeddings on
+# the GPU, ids only from persistent workers, pinned memory, prefetch 4) over a sweep of
+# worker counts; then the ratio table. Each step
 # has its own time limit (BENCH_S, PYG_STOCK_S, PYG_BEST_S; their sum stays under ~9 minutes
 # with the set-up). FANOUT, HIDDEN, REPEATS, BEST_WORKERS and BEST_PRECISION can be set.
 #   OUT=<dir> bash benchmarks/gpu_hetero/device_bench.sh

@@ -200,3 +200,66 @@ def test_ratio_table_compares_edges_per_seed(results: dict[str, Any]) -> None:
     text = ratios.render(out)
     assert "edges/seed vs PyG" in text
     assert "paper__cites__paper" in text
+
+
+def _run_record(mode: str, gpus: int, precision: str, per_gpu: float) -> dict[str, Any]:
+    return {
+        "bench": "dist_run",
+        "graph": "syntheticMag",
+        "status": "ok",
+        "mode": mode,
+        "gpus": gpus,
+        "precision": precision,
+        "seeds_per_s_per_gpu": per_gpu,
+        "seeds_per_s": per_gpu * gpus,
+        "sampled_edges_per_seed": 100.0,
+        "test_accuracy": 0.5,
+    }
+
+
+def _pyg_record(setup: str, workers: int, precision: str, rate: float) -> dict[str, Any]:
+    return {
+        "bench": "pyg_hetero_train",
+        "setup": setup,
+        "workers": workers,
+        "precision": precision,
+        "seeds_per_s": rate,
+        "seeds_counted": 1000,
+        "edges_per_seed": {"a__r__b": 10.0},
+        "edges_per_seed_total": 10.0,
+    }
+
+
+def test_ratio_targets_use_the_fastest_best_effort_pyg_and_medians() -> None:
+    """The targets' arithmetic on hand-made records: medians over repeats, the fastest
+    best-effort configuration of the same precision, scaling of the totals."""
+    ratios = _ratios()
+    rows = [
+        *(_run_record("worker", 1, "bf16", r) for r in (90.0, 100.0, 120.0)),
+        *(_run_record("worker", 2, "bf16", r) for r in (85.0, 95.0)),
+        {**_run_record("worker", 1, "fp32", 1e9), "status": "hung"},  # not counted
+        _pyg_record("best", 24, "bf16", 10.0),
+        _pyg_record("best", 16, "bf16", 8.0),
+        _pyg_record("best", 24, "fp32", 50.0),  # another precision: not bf16's reference
+        _pyg_record("stock", 6, "fp32", 99.0),  # stock: never the reference
+        {
+            "bench": "hetero_edges_per_seed",
+            "edges_per_seed": {"a__r__b": 10.15},
+            "edges_per_seed_total": 10.15,
+        },
+    ]
+    out = ratios.compute(rows)
+    one, two = out["runs"]
+    assert (one["gpus"], one["per_gpu"], one["min"], one["max"]) == (1, 100.0, 90.0, 120.0)
+    assert one["pyg_best"] == 10.0
+    assert one["times_pyg"] == pytest.approx(10.0)
+    assert two["per_gpu"] == pytest.approx(90.0)
+    (scaling,) = out["scaling"]
+    assert scaling["speedup"] == pytest.approx(180.0 / 100.0)
+    assert out["edges"][0]["max_relative_difference"] == pytest.approx(0.015)
+    assert out["targets"] == {"speed": True, "scaling": True, "edges_per_seed": True}
+    rows[-1] = {**rows[-1], "edges_per_seed": {"a__r__b": 10.3}}
+    rows[1] = _run_record("worker", 1, "bf16", 50.0)  # median 90: 9x
+    rows[3] = _run_record("worker", 2, "bf16", 40.0)  # total median 135: 1.5x
+    missed = ratios.compute(rows)["targets"]
+    assert missed == {"speed": False, "scaling": False, "edges_per_seed": False}
