@@ -5,15 +5,16 @@ The job's own partition step (``python -m distgnn_workload.partition``, from the
 plan) generates ``syntheticMag`` at ``--scale`` (1.0: ogbn-mag's size; 736,389 papers with
 128 features and 349 classes, 1,134,649 authors, 8,740 institutions and 59,965 fields of
 study without features, four relations plus their ``rev_`` reverses) and writes one typed
-store with random partitions, as many as the least common multiple of the runs' GPU counts;
-every run reuses it. Each run of ``--runs`` (``mode-gpus-precision``, as in
+store with random partitions, one per GPU (a heterogeneous job has one partition per holder:
+per trainer in worker mode, per sampler in server-client mode), so one store per GPU count
+of ``--runs``, the partition steps running side by side; every run of that count reuses it. Each run of ``--runs`` (``mode-gpus-precision``, as in
 ``benchmarks/gpu_distributed``) renders the job with the operator's builders and starts its
 pods through the launch plan of ``distgnn run`` (``distgnn_operator.local.job_plan``), one
 trainer per GPU with NCCL: 2-layer R-SAGE (``to_hetero(GraphSAGE)`` semantics), hidden
 ``--hidden``, learnt ``--embedding-dim`` embeddings for the featureless types, ``--fanout``
 for every edge type, batch ``--batch-size`` per GPU, ``--epochs`` epochs of which the first is
-warm-up, evaluation every ``--eval-every`` epochs. A run the launch plan refuses (server-client
-mode, until heterogeneous jobs take sampler servers) is recorded as ``skipped`` with the
+warm-up, evaluation every ``--eval-every`` epochs; in server-client mode one sampler per GPU
+beside its trainer. A run the launch plan refuses is recorded as ``skipped`` with the
 refusal. ``--repeats N`` runs each configuration N times; the summary gives the median and
 min-max of seeds/s per GPU and the 1 -> N GPU scaling (``benchmarks/gpu_distributed/summary.py``).
 
@@ -53,7 +54,7 @@ from gpu_monitor import GpuMonitor, stacks  # noqa: E402
 from hetero_run import job_spec, partition_plan, plan, refusal  # noqa: E402
 from ours_edges import sampled_edges_per_seed  # noqa: E402
 from records import emit  # noqa: E402
-from run_config import RunConfig, num_partitions, parse_run  # noqa: E402
+from run_config import RunConfig, parse_run  # noqa: E402
 from summary import summarise, table  # noqa: E402
 
 from distgnn_api import contract as c  # noqa: E402
@@ -135,45 +136,64 @@ def _log_tail(path: Path, lines: int = 25) -> str:
     return "\n".join(keep)
 
 
-def build_store(args: argparse.Namespace, partitions: int, configs: list[RunConfig]) -> Path:
-    """Run the job's partition step (as ``distgnn run`` does) unless the store is complete."""
-    spec = job_spec(configs[0], args, args.device == "cuda", partitions)
-    store = c.partition_dir(args.work_dir / "data", c.partition_key(spec))
-    if (store / c.SUCCESS_MARKER).exists():
-        emit(args.out, {"bench": "hetero_data", "store": str(store), "reused": True})
-        return store
-    job = partition_plan(spec, args, args.work_dir / "partition-run")
+def build_stores(args: argparse.Namespace, configs: list[RunConfig]) -> dict[int, Path]:
+    """The typed store of each GPU count (a heterogeneous job has one partition per holder:
+    per GPU), each written by the job's own partition step as ``distgnn run`` starts it; the
+    missing ones are built at the same time. A complete store is reused."""
+    cuda = args.device == "cuda"
+    stores: dict[int, Path] = {}
+    pending = []
+    for gpus in sorted({r.gpus for r in configs}):
+        spec = job_spec(next(r for r in configs if r.gpus == gpus), args, cuda, gpus)
+        stores[gpus] = c.partition_dir(args.work_dir / "data", c.partition_key(spec))
+        if (stores[gpus] / c.SUCCESS_MARKER).exists():
+            emit(args.out, {"bench": "hetero_data", "store": str(stores[gpus]), "reused": True})
+        else:
+            pending.append((gpus, partition_plan(spec, args, args.work_dir / f"partition-{gpus}")))
     t0 = time.perf_counter()
-    with Supervisor(grace_period_s=5) as sup:
-        for s in job.partition:
-            sup.start(s)
-        status = _wait(sup, [s.name for s in job.partition], args.partition_timeout)
-    record: dict[str, Any] = {
-        "bench": "hetero_data",
-        "store": str(store),
-        "status": status,
-        "partitions": partitions,
-        "scale": args.scale,
-        "partition_step_s": round(time.perf_counter() - t0, 1),
-    }
-    if status != "ok":
-        record["log_tail"] = {s.name: _log_tail(s.log_path) for s in job.partition}
+    # one supervisor per step: the steps' processes have the same names
+    sups = [Supervisor(grace_period_s=5) for _ in pending]
+    status = "ok"
+    try:
+        for sup, (_, job) in zip(sups, pending, strict=True):
+            for s in job.partition:
+                sup.start(s)
+        for sup, (_, job) in zip(sups, pending, strict=True):
+            left = args.partition_timeout - (time.perf_counter() - t0)
+            status = _wait(sup, [s.name for s in job.partition], max(left, 0.0))
+            if status != "ok":
+                break
+    finally:
+        for sup in sups:
+            sup.stop()
+    for gpus, job in pending:
+        record: dict[str, Any] = {
+            "bench": "hetero_data",
+            "store": str(stores[gpus]),
+            "status": status,
+            "partitions": gpus,
+            "scale": args.scale,
+            "partition_steps_in_parallel": len(pending),
+            "partition_step_s": round(time.perf_counter() - t0, 1),
+        }
+        if status != "ok":
+            record["log_tail"] = {s.name: _log_tail(s.log_path) for s in job.partition}
+            emit(args.out, record)
+            raise SystemExit(f"the partition step {status}; see {args.out or 'the record above'}")
+        meta = json.loads((stores[gpus] / "META.json").read_text())
+        record["node_counts"] = meta.get("node_counts")
+        record["edge_counts"] = meta.get("edge_counts")
         emit(args.out, record)
-        raise SystemExit(f"the partition step {status}; see {args.out or 'the record above'}")
-    meta = json.loads((store / "META.json").read_text())
-    record["node_counts"] = meta.get("node_counts")
-    record["edge_counts"] = meta.get("edge_counts")
-    emit(args.out, record)
-    return store
+    return stores
 
 
 def run_one(
-    cfg: RunConfig, args: argparse.Namespace, partitions: int, *, repeat: int, timeout: float
+    cfg: RunConfig, args: argparse.Namespace, *, repeat: int, timeout: float
 ) -> dict[str, Any]:
     root = args.work_dir / "runs" / f"{cfg.name}-{repeat}"
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
-    job = plan(cfg, args, partitions, root, profile=repeat == 0 and cfg.name in args.profile)
+    job = plan(cfg, args, cfg.gpus, root, profile=repeat == 0 and cfg.name in args.profile)
     names = [s.name for s in job.workload]
     logs = {s.name: s.log_path for s in job.workload}
     monitor = GpuMonitor().start() if args.device == "cuda" else None
@@ -263,7 +283,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.device == "cuda" and torch.cuda.device_count() < gpus:
         print(f"need {gpus} GPUs, have {torch.cuda.device_count()}", file=sys.stderr)
         return 2
-    partitions = num_partitions(configs)
     emit(
         args.out,
         {
@@ -283,13 +302,13 @@ def main(argv: list[str] | None = None) -> int:
             "epochs": args.epochs,
             "eval_every": args.eval_every,
             "repeats": args.repeats,
-            "partitions": partitions,
+            "partitions": {r.name: r.gpus for r in configs},
         },
     )
     args.work_dir.mkdir(parents=True, exist_ok=True)
-    store = build_store(args, partitions, configs)
+    stores = build_stores(args, configs)
     edges = sampled_edges_per_seed(
-        store,
+        stores[min(stores)],
         fanout=args.fanout,
         batch_size=args.batch_size,
         device=torch.device(args.device),
@@ -300,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
         torch.cuda.empty_cache()
     records: list[dict[str, Any]] = []
     for cfg in configs:
-        refused = refusal(job_spec(cfg, args, args.device == "cuda", partitions))
+        refused = refusal(job_spec(cfg, args, args.device == "cuda", cfg.gpus))
         if refused is not None:
             emit(args.out, {"bench": "dist_run", "run": cfg.name, "skipped": refused})
             continue
@@ -312,9 +331,7 @@ def main(argv: list[str] | None = None) -> int:
                     {"bench": "dist_run", "run": cfg.name, "repeat": repeat, "skipped": "budget"},
                 )
                 break
-            record = run_one(
-                cfg, args, partitions, repeat=repeat, timeout=min(args.run_timeout, left)
-            )
+            record = run_one(cfg, args, repeat=repeat, timeout=min(args.run_timeout, left))
             emit(args.out, record)
             records.append(record)
     table(summarise(args, records))

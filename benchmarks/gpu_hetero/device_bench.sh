@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # On the device machine (2 GPUs), one call (under 10 minutes): the heterogeneous benchmark on
-# the full-scale MAG-shaped graph. First distgnn (bench.py: the job's partition step, our
-# edges per seed per edge type, then REPEATS runs of each configuration in worker mode and,
-# where the launch plan accepts it, server-client mode, on 1 and 2 GPUs, bf16 then fp32, with
+# the full-scale MAG-shaped graph. First distgnn (bench.py: the job's partition steps, one
+# store per GPU count, side by side; our edges per seed per edge type; then REPEATS runs of
+# each configuration in worker and server-client mode on 1 and 2 GPUs, bf16 then fp32, with
 # evaluation every epoch and a profile of worker-1-bf16), keeping the store; then PyG in the
 # same call on that store: the stock hetero NeighborLoader (6 workers, as PyG's
 # to_hetero_mag example; CPU features) and the best-effort one (features and embeddings on
 # the GPU, ids only from persistent workers, pinned memory, prefetch 4) over a sweep of
 # worker counts; then the ratio table. Each step
 # has its own time limit (BENCH_S, PYG_STOCK_S, PYG_BEST_S; their sum stays under ~9 minutes
-# with the set-up). FANOUT, HIDDEN, REPEATS, BEST_WORKERS and BEST_PRECISION can be set.
+# with the set-up). RUNS, FANOUT, HIDDEN, REPEATS, BEST_WORKERS and BEST_PRECISION can be set.
 #   OUT=<dir> bash benchmarks/gpu_hetero/device_bench.sh
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -18,7 +18,7 @@ BENCH_S="${BENCH_S:-350}" PYG_STOCK_S="${PYG_STOCK_S:-55}" PYG_BEST_S="${PYG_BES
 REPEATS="${REPEATS:-2}" FANOUT="${FANOUT:-25 20}" HIDDEN="${HIDDEN:-128}"
 BEST_WORKERS="${BEST_WORKERS:-24 16 8}" BEST_PRECISION="${BEST_PRECISION:-bf16}"
 WORK=/tmp/distgnn-hetero-bench
-runs=(worker-1-bf16 worker-2-bf16 server-1-bf16 server-2-bf16 worker-1-fp32 worker-2-fp32)
+read -ra runs <<< "${RUNS:-worker-1-bf16 worker-2-bf16 server-1-bf16 server-2-bf16 worker-1-fp32 worker-2-fp32}"
 # shellcheck disable=SC2086  # FANOUT and the worker lists are word lists
 timeout "${BENCH_S}" python benchmarks/gpu_hetero/bench.py --repeats "${REPEATS}" \
   --eval-every 1 --fanout ${FANOUT} --hidden "${HIDDEN}" --run-timeout 120 \

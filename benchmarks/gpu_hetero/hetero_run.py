@@ -2,9 +2,9 @@
 planned as ``distgnn run`` plans them.
 
 Runs are named as in ``benchmarks/gpu_distributed`` (``mode-gpus-precision``, parsed by its
-``run_config.parse_run``). A run the launch plan refuses (``check_supported``: heterogeneous
-jobs with sampler servers, until server-client mode takes them) is reported as skipped with
-the refusal's text.
+``run_config.parse_run``). One partition per GPU: a heterogeneous job has one partition per
+holder (trainers in worker mode, samplers in server-client mode). A run that ``distgnn run``
+would refuse (``check_supported``) is reported as skipped with the refusal's text.
 """
 
 from __future__ import annotations
