@@ -7,10 +7,10 @@ The same graph as ``bench.py`` (``--store``: its kept typed store; else ``synthe
 and embedding size. Per worker count of ``--workers`` (one loader each, over one sampler) and
 precision of ``--precision``: ``--warmup`` batches, then ``--repeats`` timed windows of
 ``--batches`` mini-batches from an endless stream of epochs (``--epochs N``: N whole epochs
-per run instead, after one warm-up epoch). Each configuration's JSON line
-(``bench: pyg_hetero_train``) holds every run, the median seeds/s with min-max, the data-wait
-share, and the sampled edges per seed per edge type over its timed batches (what
-``summary.py`` compares with ours). ``--budget`` skips what would not end in time
+per run instead). Each configuration's JSON line (``bench: pyg_hetero_train``) holds every
+run, the median seeds/s with min-max, the data-wait share, and the sampled edges per seed per
+edge type over its timed batches, PyG's and, after the timing, our typed sampler's over the
+same seed batches (``edges_per_seed_distgnn_same_seeds``): what ``ratios.py`` compares. ``--budget`` skips what would not end in time
 (``pyg_skipped``).
 
     python benchmarks/gpu_hetero/pyg_hetero.py --setup stock --workers 12 --store <dir>
@@ -97,6 +97,8 @@ class Sweep:
         self.common = {"setup": args.setup, "sampler": args.sampler, "backend": backend}
         self.tables = {"fp32": g.x, "bf16": g.x.bfloat16() if args.setup == "best" else g.x}
         self.summaries: list[dict[str, Any]] = []
+        self.ours: Any = None  # our sampler over the same graph, built on first use
+        self.seeds: list[torch.Tensor] = []  # the seeds of the configuration's timed batches
 
     def skipped(self, what: dict[str, Any], estimate: float | None) -> None:
         rec = {"bench": "pyg_skipped", "reason": "time budget", **self.common, **what}
@@ -144,6 +146,7 @@ class Sweep:
                 for _ in range(a.warmup):
                     trainer.step(prepare(self.g, next(stream), self.device, table))
                 counts = SampledEdgesPerSeed()
+                self.seeds = []
                 runs: list[Run] = []
                 for _ in range(a.repeats):
                     if not self.budget.fits(estimate):
@@ -166,11 +169,38 @@ class Sweep:
                     edges_per_seed_total=counts.total_per_seed(),
                     seeds_counted=counts.seeds,
                 )
+                same = self.ours_on_same_seeds()
+                rec.update(
+                    edges_per_seed_distgnn_same_seeds=same.per_seed(),
+                    edges_per_seed_distgnn_same_seeds_total=same.total_per_seed(),
+                )
                 emit(a.out, rec)
                 self.summaries.append(rec)
             return estimate
         finally:
             close_loader(loader)
+
+    def ours_on_same_seeds(self) -> SampledEdgesPerSeed:
+        """Our typed sampler's edges per seed over the seeds of the timed batches, in the same
+        batches: the pair that the 2% target compares, with no seed-set noise between them."""
+        if self.ours is None:
+            from distgnn_api.hetero_load import resolve_edge_fanouts
+            from distgnn_workload.sampling.hetero_pyg_adapter import hetero_csr
+            from distgnn_workload.sampling.hetero_sampler import HeteroNeighborSampler
+
+            csr, _ = hetero_csr(self.g.data)
+            self.ours = HeteroNeighborSampler(
+                csr,
+                self.g.node_counts,
+                resolve_edge_fanouts(self.args.fanout, None, list(csr)),
+                seed_type=self.g.target,
+                device=self.device,
+                seed=self.args.seed,
+            )
+        counts = SampledEdgesPerSeed()
+        for seeds in self.seeds:
+            counts.add_batch(self.ours.sample(seeds.to(self.device)))
+        return counts
 
     def timed(
         self,
@@ -197,6 +227,8 @@ class Sweep:
                     break
                 loss = trainer.step(prepare(self.g, batch, self.device, table))
                 counts.add_pyg(batch, self.g.target)
+                bs = int(batch[self.g.target].batch_size)
+                self.seeds.append(batch[self.g.target].n_id[:bs].clone())
                 n += 1
                 seeds += int(batch[self.g.target].batch_size)
                 edges += sum(int(e.size(1)) for e in batch.edge_index_dict.values())

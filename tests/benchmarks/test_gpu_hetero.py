@@ -163,6 +163,14 @@ def test_pyg_records_edges_per_seed_per_edge_type(results: dict[str, Any]) -> No
     assert train["seeds_counted"] == 2 * 3 * BATCH
     assert set(train["edges_per_seed"]) == EDGE_TYPES
     assert train["edges_per_seed_total"] == pytest.approx(sum(train["edges_per_seed"].values()))
+    # our typed sampler over the same seed batches, after the timing
+    ours = train["edges_per_seed_distgnn_same_seeds"]
+    assert set(ours) == EDGE_TYPES
+    assert train["edges_per_seed_distgnn_same_seeds_total"] == pytest.approx(sum(ours.values()))
+    assert ours["author__affiliated_with__institution"] == 0.0
+    assert train["edges_per_seed_distgnn_same_seeds_total"] == pytest.approx(
+        train["edges_per_seed_total"], rel=0.1
+    )
 
 
 def _ratios() -> ModuleType:
@@ -179,15 +187,22 @@ def test_ratio_table_compares_edges_per_seed(results: dict[str, Any]) -> None:
     out = ratios.compute(results["ours"] + results["pyg"])
     (ours,) = _of(results["ours"], "hetero_edges_per_seed")
     (theirs,) = _of(results["pyg"], "pyg_hetero_train")
-    pooled, single = out["edges"]  # all PyG configurations pooled, then each
-    for e in (pooled, single):
+    # ours on PyG's seed batches (the target's), ours over every training seed, each config
+    paired, every_seed, single = out["edges"]
+    assert paired["ours"] == theirs["edges_per_seed_distgnn_same_seeds"]
+    assert paired["ours_seeds"] == paired["seeds"] == theirs["seeds_counted"]
+    assert every_seed["ours"] == ours["edges_per_seed"]
+    assert every_seed["ours_seeds"] == ours["seeds"]
+    assert single["ours"] == paired["ours"]
+    for e in (paired, every_seed, single):
+        assert e["theirs"] == theirs["edges_per_seed"]
         assert set(e["relative_difference"]) == EDGE_TYPES
         for key, d in e["relative_difference"].items():
-            a, b = ours["edges_per_seed"][key], theirs["edges_per_seed"][key]
+            a, b = e["ours"][key], e["theirs"][key]
             assert d == pytest.approx(abs(a - b) / b if b else 0.0)
         assert e["max_relative_difference"] == max(e["relative_difference"].values())
     assert out["targets"]["edges_per_seed"] == (
-        pooled["max_relative_difference"] <= ratios.EDGES_TOLERANCE
+        paired["max_relative_difference"] <= ratios.EDGES_TOLERANCE
     )
     assert [(r["mode"], r["gpus"], r["precision"]) for r in out["runs"]] == [
         ("server", 1, "fp32"),
@@ -246,6 +261,7 @@ def test_ratio_targets_use_the_fastest_best_effort_pyg_and_medians() -> None:
         _pyg_record("stock", 6, "fp32", 99.0),  # stock: never the reference
         {
             "bench": "hetero_edges_per_seed",
+            "seeds": 5000,
             "edges_per_seed": {"a__r__b": 10.15},
             "edges_per_seed_total": 10.15,
         },
@@ -265,3 +281,33 @@ def test_ratio_targets_use_the_fastest_best_effort_pyg_and_medians() -> None:
     rows[3] = _run_record("worker", 2, "bf16", 40.0)  # total median 135: 1.5x
     missed = ratios.compute(rows)["targets"]
     assert missed == {"speed": False, "scaling": False, "edges_per_seed": False}
+
+
+def test_edges_target_pairs_ours_with_pyg_on_the_same_seeds() -> None:
+    """With our sampler's figures on PyG's own seed batches, the target compares those (seeds
+    weighted over configurations), not ours over every training seed."""
+    ratios = _ratios()
+    same = {"a__r__b": 10.1}
+    rows = [
+        {**_pyg_record("best", 24, "bf16", 10.0), "edges_per_seed_distgnn_same_seeds": same},
+        {
+            **_pyg_record("stock", 6, "fp32", 5.0),
+            "seeds_counted": 3000,
+            "edges_per_seed": {"a__r__b": 12.0},
+            "edges_per_seed_distgnn_same_seeds": {"a__r__b": 12.1},
+        },
+        {
+            "bench": "hetero_edges_per_seed",
+            "seeds": 5000,
+            "edges_per_seed": {"a__r__b": 20.0},  # far off: not the target's pair
+            "edges_per_seed_total": 20.0,
+        },
+    ]
+    out = ratios.compute(rows)
+    paired = out["edges"][0]
+    assert paired["seeds"] == paired["ours_seeds"] == 4000
+    assert paired["theirs"]["a__r__b"] == pytest.approx((10.0 * 1000 + 12.0 * 3000) / 4000)
+    assert paired["ours"]["a__r__b"] == pytest.approx((10.1 * 1000 + 12.1 * 3000) / 4000)
+    assert paired["max_relative_difference"] == pytest.approx(0.1 / 11.5)
+    assert out["edges"][1]["max_relative_difference"] == pytest.approx(20.0 / 11.5 - 1)
+    assert out["targets"]["edges_per_seed"] is True
