@@ -239,6 +239,8 @@ def run_one(
     if table_path.exists() and args.out is not None:
         shutil.copyfile(table_path, args.out.parent / f"profile-hetero-{cfg.name}.txt")
         record["profile"] = f"profile-hetero-{cfg.name}.txt"
+    # the checkpoint holds every embedding row and its Adam state (GBs at full scale)
+    shutil.rmtree(root, ignore_errors=True)
     return record
 
 

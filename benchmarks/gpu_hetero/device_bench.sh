@@ -9,19 +9,23 @@
 # the GPU, ids only from persistent workers, pinned memory, prefetch 4) over a sweep of
 # worker counts; then the ratio table. Each step
 # has its own time limit (BENCH_S, PYG_STOCK_S, PYG_BEST_S; their sum stays under ~9 minutes
-# with the set-up). RUNS, FANOUT, HIDDEN, REPEATS, BEST_WORKERS and BEST_PRECISION can be set.
+# with the set-up). RUNS, REPEATS, EPOCHS (default 2: one warm-up, one measured), RUN_TIMEOUT,
+# FANOUT, HIDDEN, BEST_WORKERS and BEST_PRECISION can be set. The stores stay in
+# /tmp/distgnn-hetero-bench: a later call on the same warm machine reuses them.
 #   OUT=<dir> bash benchmarks/gpu_hetero/device_bench.sh
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 source benchmarks/gpu_distributed/device_setup.sh
 BENCH_S="${BENCH_S:-350}" PYG_STOCK_S="${PYG_STOCK_S:-55}" PYG_BEST_S="${PYG_BEST_S:-115}"
-REPEATS="${REPEATS:-2}" FANOUT="${FANOUT:-25 20}" HIDDEN="${HIDDEN:-128}"
+REPEATS="${REPEATS:-2}" EPOCHS="${EPOCHS:-2}" RUN_TIMEOUT="${RUN_TIMEOUT:-200}"
+FANOUT="${FANOUT:-25 20}" HIDDEN="${HIDDEN:-128}"
 BEST_WORKERS="${BEST_WORKERS:-24 16 8}" BEST_PRECISION="${BEST_PRECISION:-bf16}"
 WORK=/tmp/distgnn-hetero-bench
 read -ra runs <<< "${RUNS:-worker-1-bf16 worker-2-bf16 server-1-bf16 server-2-bf16 worker-1-fp32 worker-2-fp32}"
 # shellcheck disable=SC2086  # FANOUT and the worker lists are word lists
 timeout "${BENCH_S}" python benchmarks/gpu_hetero/bench.py --repeats "${REPEATS}" \
-  --eval-every 1 --fanout ${FANOUT} --hidden "${HIDDEN}" --run-timeout 120 \
+  --epochs "${EPOCHS}" --eval-every 1 --fanout ${FANOUT} --hidden "${HIDDEN}" \
+  --run-timeout "${RUN_TIMEOUT}" \
   --budget "$((BENCH_S - 10))" --keep --work-dir "${WORK}" --profile worker-1-bf16 \
   --runs "${runs[@]}" --out "${OUT}/hetero.jsonl" 2>&1 | grep -v Warning > "${OUT}/hetero.log"
 tail -n 12 "${OUT}/hetero.log"
