@@ -58,6 +58,22 @@ TRAINER_CACHE_HITS = Counter(
 TRAINER_CACHE_LOOKUPS = Counter(
     "distgnn_trainer_feature_cache_lookups_total", "Remote feature look-ups.", ["rank"]
 )
+# heterogeneous jobs in worker mode: other partitions' featured rows (label node_type)
+TRAINER_TYPED_FEATURE_LOOKUPS = Counter(
+    "distgnn_trainer_typed_feature_lookups_total",
+    "Look-ups of featured rows that other partitions own, per node type.",
+    ["rank", "node_type"],
+)
+TRAINER_TYPED_FEATURE_CACHE_HITS = Counter(
+    "distgnn_trainer_typed_feature_cache_hits_total",
+    "Look-ups of other partitions' featured rows served by the hot cache, per node type.",
+    ["rank", "node_type"],
+)
+TRAINER_TYPED_FEATURE_CACHE_HIT_RATIO = Gauge(
+    "distgnn_trainer_typed_feature_cache_hit_ratio",
+    "Hit ratio of the hot-feature cache in the last epoch, per node type.",
+    ["rank", "node_type"],
+)
 # heterogeneous jobs: the learnt embeddings of featureless node types (label node_type)
 TRAINER_EMBEDDING_ROWS = Counter(
     "distgnn_trainer_embedding_rows_total",

@@ -12,9 +12,11 @@
 
 :func:`from_graph` builds it from a :class:`HeteroGraphData` and an assignment of typed nodes
 to partitions; :func:`from_store` from the typed partition store. Both give every trainer
-the whole typed topology (the store replicates it) and the features of every featured node
-(the store's per-partition rows scattered back to their ids): sampling and feature gathers are
-local, and only the learnt embeddings are sharded. In server-client mode the sampler servers
+the whole typed topology (the store replicates it) and, unless told otherwise, the features of
+every featured node (the store's per-partition rows scattered back to their ids). A worker-mode
+trainer with a partial hot cache reads no rows here: it holds its partition's rows and a hot
+cache per type, and fetches the rest from their owners
+(:mod:`distgnn_workload.runtime.features.typed_source`). In server-client mode the sampler servers
 read it so, and the trainers read it without topology and rows (``graph=False``).
 :func:`open_typed_store` opens the store for a job's holders, with a clear error.
 """
@@ -148,24 +150,29 @@ def _ids(values: npt.ArrayLike) -> Tensor:
     return torch.from_numpy(np.array(values, dtype=np.int64))
 
 
-def from_store(store: HeteroPartitionStore, *, graph: bool = True) -> HeteroTrainingData:
+def from_store(
+    store: HeteroPartitionStore, *, graph: bool = True, features: bool = True
+) -> HeteroTrainingData:
     """The typed store's graph as a worker-mode trainer or a sampler server reads it.
 
     ``graph=False`` is a server-client trainer's view: no topology and no feature rows (the
     sampler servers sample and gather them), only every edge type with an empty CSR, every
     featured type with its width and no rows, the labels, the splits and the book.
+    ``features=False`` keeps the topology but reads no feature rows either (a worker-mode
+    trainer whose rows come from its partition, its hot cache and their owners).
     """
+    rows_too = graph and features
     m = store.meta
     parts = [store.partition(p) for p in range(store.num_partitions)]
     x = {
-        t: torch.zeros((m.node_counts[t] if graph else 0, m.num_features[t]), dtype=torch.float32)
+        t: torch.zeros((m.node_counts[t] if rows_too else 0, m.num_features[t]), dtype=torch.float32)
         for t in m.node_types
         if m.num_features[t] > 0
     }
     target = m.target_node_type
     y = torch.full((m.node_counts[target],), -1, dtype=torch.int64)
     for part in parts:
-        for t, rows in x.items() if graph else ():
+        for t, rows in x.items() if rows_too else ():
             rows[_ids(part.nodes[t])] = torch.from_numpy(np.array(part.x[t], dtype=np.float32))
         y[_ids(part.nodes[target])] = torch.from_numpy(np.array(part.y, dtype=np.int64))
     empty = torch.zeros(0, dtype=torch.int64)

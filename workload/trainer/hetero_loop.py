@@ -60,6 +60,7 @@ from distgnn_workload.trainer.hetero_pipeline import (
     HeteroBatches,
     HeteroMiniBatch,
     HeteroPipeline,
+    TypedFeatures,
     stream_seed,
 )
 from distgnn_workload.trainer.loop import Trainer
@@ -88,6 +89,7 @@ class HeteroTrainer(Trainer):
         on_epoch: Callable[[], None] | None = None,
         started_at: float | None = None,
         batches: HeteroBatches | None = None,
+        features: TypedFeatures | None = None,
     ) -> None:
         collectives = collectives or single_process()
         bf16 = spec.training.bf16 and device.type == "cuda"
@@ -98,7 +100,13 @@ class HeteroTrainer(Trainer):
                 spec.model.fanout, spec.model.edge_fanouts, data.edge_types
             )
             pipeline = HeteroPipeline(
-                data, fanouts, rank=rank, seed=spec.training.seed, device=device, input_dtype=dtype
+                data,
+                fanouts,
+                rank=rank,
+                seed=spec.training.seed,
+                device=device,
+                input_dtype=dtype,
+                features=features,
             )
         dim = spec.model.embedding_size
         torch.manual_seed(spec.training.seed)

@@ -2,7 +2,9 @@
 
 Each batch of target-type seeds is sampled with :class:`HeteroNeighborSampler` at the
 resolved per-edge-type fanouts; the features of every featured type are gathered for the
-sampled nodes. The rows of featureless types are not gathered here: they are learnt, and
+sampled nodes: from the trainer's whole copy of them, or (``features``, a
+:class:`~distgnn_workload.runtime.features.typed_source.TypedFeatureSource`) from its own
+partition's rows, its hot cache and, for the rest, their owners. The rows of featureless types are not gathered here: they are learnt, and
 the training step looks them up (collectively) in their sharded embeddings.
 
 The sampler's random stream is restarted for every epoch (from the job seed, the epoch and
@@ -56,6 +58,12 @@ class HeteroMiniBatch:
             t.record_stream(stream)
 
 
+class TypedFeatures(Protocol):
+    """Where a worker-mode trainer's featured rows come from."""
+
+    def gather(self, node_type: str, ids: Tensor) -> Tensor: ...
+
+
 class HeteroBatches(Protocol):
     """Where a heterogeneous trainer's batches come from: sampled here (worker mode,
     :class:`HeteroPipeline`) or by sampler servers (server-client mode,
@@ -91,6 +99,7 @@ class HeteroPipeline:
         device: torch.device,
         input_dtype: torch.dtype = torch.float32,
         depth: int = PREFETCH_DEPTH,
+        features: TypedFeatures | None = None,
     ) -> None:
         self.data = data
         self.rank = rank
@@ -105,7 +114,13 @@ class HeteroPipeline:
             device=device,
             seed=stream_seed(seed, 0, rank),
         )
-        self.x = {t: v.to(device=device, dtype=input_dtype) for t, v in data.x.items()}
+        self.input_dtype = input_dtype
+        self.features = features
+        self.x = (
+            {t: v.to(device=device, dtype=input_dtype) for t, v in data.x.items()}
+            if features is None
+            else {}
+        )
         self.y = data.y.to(device)
 
     def prepare(self, batch_size: int) -> None:
@@ -146,5 +161,11 @@ class HeteroPipeline:
 
     def batch(self, seeds: Tensor) -> HeteroMiniBatch:
         hop = self.sampler.sample(seeds.to(self.device))
-        x = {t: feats[hop.node_ids[t]] for t, feats in self.x.items()}
+        if self.features is None:
+            x = {t: feats[hop.node_ids[t]] for t, feats in self.x.items()}
+        else:
+            x = {
+                t: self.features.gather(t, hop.node_ids[t]).to(self.device, self.input_dtype)
+                for t in self.data.x
+            }
         return HeteroMiniBatch(hop=hop, x=x, y=self.y[hop.seed_ids])

@@ -1,9 +1,10 @@
 """One training process of a heterogeneous job, wired: the typed store, the loop, the result.
 
-Worker mode: trainer pod ``p`` serves partition ``p`` of the typed store (its seeds, and the
-rows of the learnt embeddings of the nodes it owns). Every trainer reads the store's whole
-typed topology and the features of every featured node, so sampling and feature gathers
-are local; the embeddings are the only state sharded over the ranks.
+Worker mode: trainer pod ``p`` serves partition ``p`` of the typed store (its seeds, the
+featured rows and the rows of the learnt embeddings of the nodes it owns). Every trainer
+reads the store's whole typed topology, so sampling is local; per featured node type it holds
+its partition's rows plus a hot cache of ``samplers.cacheRatio`` of the others' rows, and
+fetches the rest of a batch's rows from their owners over RPC (none with a ratio of 1).
 
 Server-client mode: sampler ``h`` serves partition ``h``
 (:mod:`distgnn_workload.sampler.hetero_server`); a trainer reads only the store's splits,
@@ -18,10 +19,19 @@ from __future__ import annotations
 import gc
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
+
+import torch
 
 from distgnn_api.contract import EXIT_OK
 from distgnn_workload.runtime.bootstrap import RoleProcess
+from distgnn_workload.runtime.features.typed_source import (
+    TypedFeatureSource,
+    load_typed_tables,
+    rpc_typed_fetch,
+)
+from distgnn_workload.runtime.features.typed_table import serve_typed_tables
 from distgnn_workload.runtime.hetero_batches import feature_bytes
 from distgnn_workload.runtime.seeds import holder_ranks
 from distgnn_workload.runtime.status_server import ProgressTracker
@@ -57,7 +67,20 @@ def run(
     if rank == 0:
         keep_job_config(proc)
     t0 = time.perf_counter()
-    data = from_store(store, graph=worker)
+    features: TypedFeatureSource | None = None
+    tables = None
+    if worker:
+        # loaded and served before the rendezvous: a peer's first request finds them
+        bf16 = spec.training.bf16 and device.type == "cuda"
+        tables = load_typed_tables(
+            store,
+            env.rank,
+            spec.samplers.cache_ratio,
+            device,
+            torch.bfloat16 if bf16 else torch.float32,
+        )
+        serve_typed_tables(tables)
+    data = from_store(store, graph=worker, features=False)
     log.info(
         "typed graph: %s nodes, %d edge types, target %s (%d classes); read in %.1f s",
         data.node_counts,
@@ -76,10 +99,25 @@ def run(
         trainer_places=[place(group, m.name) for m in group.trainers],
     )
     remote: HeteroRemotePipeline | None = None
+    metrics = TrainerMetrics(rank)
+    on_epoch: Callable[[], None] | None = None
+    if tables is not None:
+
+        def holder_name(h: int) -> str:
+            return f"trainer-{h * ppp + proc.local_rank}"
+
+        source = features = TypedFeatureSource(
+            tables, rpc_typed_fetch(holder_name), peer_name=holder_name
+        )
+
+        def flush_feature_stats() -> None:
+            for t, s in source.take().items():
+                metrics.typed_feature_stats(t, s.lookups, s.hits, s.bytes_fetched)
+
+        on_epoch = flush_feature_stats
     if not worker:
         samplers = [h for h, ranks in enumerate(ranks_of) if rank in ranks]
         log.info("drawing typed batches from %s", ", ".join(f"sampler-{h}" for h in samplers))
-        metrics = TrainerMetrics(rank)
         remote = HeteroRemotePipeline(
             rpc_request,
             rank=rank,
@@ -103,6 +141,8 @@ def run(
         tracker=tracker,
         started_at=started_at,
         batches=remote,
+        features=features,
+        on_epoch=on_epoch,
     )
     trainer.resume()
     trainer.hetero.prepare(spec.training.batch_size)
@@ -110,6 +150,9 @@ def run(
     gc.freeze()
     proc.collectives.barrier(env.rendezvous_timeout_s, "start of training")
     finish(proc, trainer)
+    if features is not None:
+        fetched = dict(features.fetched_rows)
+        log.info("trainer %d fetched featured rows from their owners: %s", rank, fetched)
     if remote is not None:
         log.info("trainer %d received %d typed batches from sampler servers", rank, remote.received)
     return EXIT_OK

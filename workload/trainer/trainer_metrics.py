@@ -39,6 +39,15 @@ class TrainerMetrics:
             metrics.TRAINER_CACHE_LOOKUPS.labels(self.label).inc(lookups)
             metrics.TRAINER_CACHE_HITS.labels(self.label).inc(hits)
 
+    def typed_feature_stats(self, node_type: str, lookups: int, hits: int, fetched: int) -> None:
+        """Count one node type's look-ups of other partitions' rows and the cache's hits."""
+        self.remote_bytes.inc(fetched)
+        if lookups:
+            metrics.TRAINER_TYPED_FEATURE_LOOKUPS.labels(self.label, node_type).inc(lookups)
+            metrics.TRAINER_TYPED_FEATURE_CACHE_HITS.labels(self.label, node_type).inc(hits)
+            ratio = metrics.TRAINER_TYPED_FEATURE_CACHE_HIT_RATIO.labels(self.label, node_type)
+            ratio.set(hits / lookups)
+
     def embedding_rows(self, node_type: str, rows: int, remote: int) -> None:
         """Count a training step's embedding lookup of ``node_type``: distinct rows, and
         those other trainers sent."""

@@ -65,10 +65,16 @@ def select_hot(
     budget: int,
 ) -> Tensor:
     """The ``budget`` hottest remote nodes: by pre-sampled access count, ties by degree."""
-    num_nodes = int(counts.numel())
-    remote = torch.ones(num_nodes, dtype=torch.bool)
+    remote = torch.ones(int(counts.numel()), dtype=torch.bool)
     remote[start:end] = False
-    if budget >= num_nodes - (end - start):
+    return select_hot_among(counts, degrees, remote, budget)
+
+
+def select_hot_among(
+    counts: Tensor, degrees: Tensor | None, remote: Tensor, budget: int
+) -> Tensor:
+    """The ``budget`` hottest of the nodes where ``remote`` is true (see :func:`select_hot`)."""
+    if budget >= int(remote.sum()):
         return remote.nonzero().squeeze(1)
     score = counts.to(torch.float64).cpu()
     if degrees is not None:

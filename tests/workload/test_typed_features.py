@@ -1,0 +1,133 @@
+"""Typed features of a worker-mode holder against the typed store: owned rows, the hot cache
+per node type, and the rows fetched from their owners (the RPC target itself, in process)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+import torch
+from torch import Tensor
+from torch.futures import Future
+
+from distgnn_api.spec import PartitionSpec
+from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig, generate_mag
+from distgnn_workload.partition.hetero_store import HeteroPartitionStore
+from distgnn_workload.partition.hetero_writer import write_hetero_partitions
+from distgnn_workload.runtime import rpc_targets
+from distgnn_workload.runtime.features.typed_source import (
+    TypedFeatureSource,
+    TypedFetchFn,
+    in_degrees,
+    load_typed_tables,
+)
+from distgnn_workload.runtime.features.typed_table import (
+    TypedFeatureTable,
+    _serve_typed_features,
+    serve_typed_tables,
+)
+
+CPU = torch.device("cpu")
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> HeteroPartitionStore:
+    graph = generate_mag(SyntheticHeteroConfig(scale=0.002, num_classes=4, seed=5))
+    path = tmp_path_factory.mktemp("typed") / "store"
+    write_hetero_partitions(path, graph, 2, spec=PartitionSpec(algorithm="random"), key="k")
+    return HeteroPartitionStore.open(path)
+
+
+@pytest.fixture(scope="module")
+def reference(store: HeteroPartitionStore) -> dict[str, Tensor]:
+    return {t: torch.from_numpy(np.asarray(x)) for t, x in store.to_graph().x.items()}
+
+
+@pytest.fixture
+def registry() -> Iterator[None]:
+    rpc_targets.REGISTRY.clear()
+    yield
+    rpc_targets.REGISTRY.clear()
+
+
+def _fetcher(tables: dict[int, dict[str, TypedFeatureTable]], calls: list[int]) -> TypedFetchFn:
+    """The owner's table answers, through the RPC target's own code."""
+
+    def fetch(holder: int, node_type: str, ids: Tensor) -> Future[Tensor]:
+        calls.append(holder)
+        serve_typed_tables(tables[holder])
+        fut: Future[Tensor] = Future()
+        fut.set_result(_serve_typed_features(node_type, ids))
+        return fut
+
+    return fetch
+
+
+def test_a_partial_cache_holds_own_and_hottest_rows_and_fetches_the_rest_exactly(
+    store: HeteroPartitionStore, reference: dict[str, Tensor], registry: None
+) -> None:
+    tables = {p: load_typed_tables(store, p, 0.2, CPU) for p in range(2)}
+    assert set(tables[0]) == {"paper"}
+    table = tables[0]["paper"]
+    owner = torch.from_numpy(np.asarray(store.owner("paper"), dtype=np.int64))
+    assert table.num_owned == int((owner == 0).sum())
+    assert table.num_cached == round(0.2 * table.num_remote)
+    assert not table.complete
+    # the cached rows are the hottest remote ones by in-degree
+    deg = in_degrees(store, "paper")
+    cached = ((table.slot >= 0) & (owner != 0)).nonzero().squeeze(1)
+    uncached = ((table.slot < 0) & (owner != 0)).nonzero().squeeze(1)
+    assert int(deg[cached].min()) >= int(deg[uncached].max())
+
+    calls: list[int] = []
+    source = TypedFeatureSource(tables[0], _fetcher(tables, calls))
+    ids = torch.randperm(table.num_nodes, generator=torch.Generator().manual_seed(0))[:400]
+    rows = source.gather("paper", ids)
+    assert torch.equal(rows, reference["paper"][ids])
+    assert calls == [1]  # one request, to the owner of the missing rows
+    remote = int((owner[ids] != 0).sum())
+    missing = int((table.slot[ids] < 0).sum())
+    assert missing > 0
+    stats = source.take()["paper"]
+    assert (stats.lookups, stats.hits) == (remote, remote - missing)
+    assert source.fetched_rows == {"paper": missing}
+    assert source.take()["paper"].lookups == 0
+
+
+def test_a_full_cache_is_every_row_and_sends_nothing(
+    store: HeteroPartitionStore, reference: dict[str, Tensor]
+) -> None:
+    tables = load_typed_tables(store, 1, 1.0, CPU)
+    assert tables["paper"].complete
+    source = TypedFeatureSource(tables)  # no way to fetch: none may be needed
+    ids = torch.arange(tables["paper"].num_nodes)
+    assert torch.equal(source.gather("paper", ids), reference["paper"])
+    assert source.fetched_rows == {"paper": 0}
+    stats = source.take()["paper"]
+    assert stats.lookups == stats.hits == tables["paper"].num_remote
+
+
+def test_a_holder_refuses_rows_it_does_not_own(
+    store: HeteroPartitionStore, registry: None
+) -> None:
+    tables = load_typed_tables(store, 0, 0.0, CPU)
+    serve_typed_tables(tables)
+    owner = np.asarray(store.owner("paper"))
+    other = torch.from_numpy(np.flatnonzero(owner == 1)[:3].astype(np.int64))
+    with pytest.raises(ValueError, match="partition 0 .* 'paper' rows it does not own"):
+        _serve_typed_features("paper", other)
+    with pytest.raises(KeyError, match="no features of node type 'author'"):
+        _serve_typed_features("author", other)
+
+
+def test_without_a_cache_every_missing_row_is_fetched(
+    store: HeteroPartitionStore, reference: dict[str, Tensor], registry: None
+) -> None:
+    tables = {p: load_typed_tables(store, p, 0.0, CPU) for p in range(2)}
+    assert tables[1]["paper"].num_cached == 0
+    calls: list[int] = []
+    source = TypedFeatureSource(tables[1], _fetcher(tables, calls))
+    ids = torch.arange(tables[1]["paper"].num_nodes).flip(0)
+    assert torch.equal(source.gather("paper", ids), reference["paper"][ids])
+    assert source.fetched_rows == {"paper": tables[1]["paper"].num_remote}

@@ -1,0 +1,112 @@
+"""The feature table of one node type on one holder of a typed store, and serving its rows.
+
+A typed store assigns every node of a type to an owning partition (``owner``), in no
+particular id order, so a typed table addresses rows through a ``slot`` map over the type's
+ids, as :class:`~distgnn_workload.runtime.features.table.FeatureTable` does over a range:
+the owned rows first, cached rows of other partitions after; -1 where a row must be
+fetched from its owner. Other holders ask for owned rows through :func:`serve_typed_tables`
+(one registered target, requests keyed by node type).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from distgnn_workload.runtime import rpc_targets
+from distgnn_workload.runtime.rpc_targets import Target
+from distgnn_workload.runtime.transfers import to_device, to_host
+
+
+class TypedFeatureTable:
+    """The rows of one node type that a holder has: its own, then cached ones."""
+
+    def __init__(
+        self,
+        node_type: str,
+        owner: Tensor,
+        partition: int,
+        owned_ids: Tensor,
+        owned_rows: Tensor,
+        device: torch.device,
+    ) -> None:
+        n = int(owner.numel())
+        if owned_rows.shape[0] != owned_ids.numel():
+            raise ValueError(
+                f"node type {node_type!r}: {owned_rows.shape[0]} rows for "
+                f"{owned_ids.numel()} owned nodes"
+            )
+        self.node_type = node_type
+        self.partition = partition
+        self.device = device
+        self.owner = owner.to(device, torch.int64)
+        self.num_nodes = n
+        self.num_owned = int(owned_ids.numel())
+        self.num_features = int(owned_rows.shape[1])
+        self.rows = owned_rows.to(device)
+        self.slot = torch.full((n,), -1, dtype=torch.int32, device=device)
+        self.slot[owned_ids.to(device, torch.int64)] = torch.arange(
+            self.num_owned, dtype=torch.int32, device=device
+        )
+        self.num_cached = 0
+
+    @property
+    def num_remote(self) -> int:
+        return self.num_nodes - self.num_owned
+
+    @property
+    def complete(self) -> bool:
+        """Every node has a row: gathers need no RPC."""
+        return self.num_cached >= self.num_remote
+
+    def add_cached(self, ids: Tensor, rows: Tensor) -> None:
+        """Keep ``rows`` as the features of the other partitions' nodes ``ids``."""
+        n = int(ids.numel())
+        if n == 0:
+            return
+        base = int(self.rows.shape[0])
+        self.rows = torch.cat([self.rows, rows.to(self.device, self.rows.dtype)])
+        self.slot[ids.to(self.device, torch.int64)] = torch.arange(
+            base, base + n, dtype=torch.int32, device=self.device
+        )
+        self.num_cached += n
+
+    def local_rows(self, ids: Tensor) -> Tensor:
+        """Features of nodes this holder owns; a ValueError names any it does not own."""
+        ids = ids.to(self.device, torch.int64)
+        if ids.numel() and (
+            int(ids.min()) < 0
+            or int(ids.max()) >= self.num_nodes
+            or bool((self.owner[ids] != self.partition).any())
+        ):
+            raise ValueError(
+                f"partition {self.partition} was asked for {self.node_type!r} rows it does "
+                "not own"
+            )
+        return self.rows[self.slot[ids].to(torch.int64)]
+
+
+SERVED_TYPED_TABLES = Target[dict[str, TypedFeatureTable]]("typed feature tables")
+
+
+def serve_typed_tables(tables: dict[str, TypedFeatureTable]) -> None:
+    """Make this process answer other holders' requests for its owned typed rows."""
+    rpc_targets.register(SERVED_TYPED_TABLES, tables)
+
+
+def _serve_typed_features(node_type: str, ids: Tensor) -> Tensor:
+    """RPC target: the features of owned nodes ``ids`` of ``node_type``, in host memory.
+
+    Host ids reach a GPU table through pinned memory and the rows come back through pinned
+    memory (:mod:`distgnn_workload.runtime.transfers`).
+    """
+    tables = rpc_targets.get(SERVED_TYPED_TABLES)
+    table = tables.get(node_type)
+    if table is None:
+        raise KeyError(
+            f"this process serves no features of node type {node_type!r} "
+            f"(it serves {sorted(tables)})"
+        )
+    if table.device.type == "cuda":
+        torch.cuda.set_device(table.device)
+    return to_host(table.local_rows(to_device(ids, table.device)))
