@@ -29,7 +29,10 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(400)]
 SCALE, CLASSES = 0.005, 8
 
 
-def hetero_spec(samplers: int = 0, **training: Any) -> DistGNNJobSpec:
+def hetero_spec(
+    samplers: int = 0, cache_ratio: float | None = None, **training: Any
+) -> DistGNNJobSpec:
+    cache = {} if cache_ratio is None else {"cacheRatio": cache_ratio}
     return parse_spec(
         {
             "dataset": {
@@ -37,7 +40,7 @@ def hetero_spec(samplers: int = 0, **training: Any) -> DistGNNJobSpec:
                 "hetero": {"targetNodeType": "paper"},
             },
             "partition": {"algorithm": "metis", "numPartitions": 2},
-            "samplers": {"replicas": samplers, "gpusPerPod": 0, "concurrency": 2},
+            "samplers": {"replicas": samplers, "gpusPerPod": 0, "concurrency": 2, **cache},
             "trainers": {"replicas": 2, "gpusPerPod": 0},
             "model": {
                 "arch": "rsage",
@@ -103,6 +106,36 @@ def test_hetero_worker_mode_trains_well_above_the_majority_class(tmp_path: Path)
         assert num_train <= epoch["seeds"] < 1.25 * num_train, epoch
     shards = job.run_dir / "checkpoints" / "embeddings" / "epoch-4"
     assert sorted(p.name for p in shards.iterdir()) == ["rank-0-of-2.pt", "rank-1-of-2.pt"]
+
+
+@pytest.mark.timeout(800)
+def test_hetero_worker_mode_with_a_partial_cache_fetches_rows_and_trains_as_with_all_rows(
+    tmp_path: Path,
+) -> None:
+    accuracy = {}
+    for ratio in (0.2, 1.0):
+        spec = hetero_spec(cache_ratio=ratio)
+        assert spec.samplers.cache_ratio == ratio
+        job = start(tmp_path / str(ratio), spec)
+        seen, _ = finish(job, timeout_s=360)
+        accuracy[ratio] = result_of(job).test_accuracy
+        for rank in range(2):
+            series = seen[(c.Role.trainer, rank)]
+            lookups = series["distgnn_trainer_typed_feature_lookups_total"]
+            hits = series["distgnn_trainer_typed_feature_cache_hits_total"]
+            log = job.stdout_of(c.Role.trainer, rank)
+            if ratio < 1:
+                # other partitions' rows were fetched from their owners, not all cached
+                assert 0 < hits < lookups, (ratio, rank, series)
+                assert series["distgnn_trainer_remote_feature_bytes_total"] > 0
+                assert "fetched featured rows from their owners: {'paper': 0}" not in log
+            else:
+                assert hits == lookups > 0, (ratio, rank, series)
+                assert "fetched featured rows from their owners: {'paper': 0}" in log
+    baseline = majority_share()
+    assert accuracy[0.2] > 2 * baseline, (accuracy, baseline)
+    # the same rows, the same samples: the cache changes where rows come from, not the run
+    assert abs(accuracy[0.2] - accuracy[1.0]) <= 0.02, accuracy
 
 
 def test_hetero_server_client_mode_trains_from_the_sampler_servers(tmp_path: Path) -> None:

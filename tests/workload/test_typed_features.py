@@ -11,7 +11,7 @@ import torch
 from torch import Tensor
 from torch.futures import Future
 
-from distgnn_api.spec import PartitionSpec
+from distgnn_api.spec import PartitionAlgorithm, PartitionSpec
 from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig, generate_mag
 from distgnn_workload.partition.hetero_store import HeteroPartitionStore
 from distgnn_workload.partition.hetero_writer import write_hetero_partitions
@@ -35,7 +35,9 @@ CPU = torch.device("cpu")
 def store(tmp_path_factory: pytest.TempPathFactory) -> HeteroPartitionStore:
     graph = generate_mag(SyntheticHeteroConfig(scale=0.002, num_classes=4, seed=5))
     path = tmp_path_factory.mktemp("typed") / "store"
-    write_hetero_partitions(path, graph, 2, spec=PartitionSpec(algorithm="random"), key="k")
+    write_hetero_partitions(
+        path, graph, 2, spec=PartitionSpec(algorithm=PartitionAlgorithm.random), key="k"
+    )
     return HeteroPartitionStore.open(path)
 
 
@@ -108,14 +110,12 @@ def test_a_full_cache_is_every_row_and_sends_nothing(
     assert stats.lookups == stats.hits == tables["paper"].num_remote
 
 
-def test_a_holder_refuses_rows_it_does_not_own(
-    store: HeteroPartitionStore, registry: None
-) -> None:
+def test_a_holder_refuses_rows_it_does_not_own(store: HeteroPartitionStore, registry: None) -> None:
     tables = load_typed_tables(store, 0, 0.0, CPU)
     serve_typed_tables(tables)
     owner = np.asarray(store.owner("paper"))
     other = torch.from_numpy(np.flatnonzero(owner == 1)[:3].astype(np.int64))
-    with pytest.raises(ValueError, match="partition 0 .* 'paper' rows it does not own"):
+    with pytest.raises(ValueError, match=r"partition 0 .* 'paper' rows it does not own"):
         _serve_typed_features("paper", other)
     with pytest.raises(KeyError, match="no features of node type 'author'"):
         _serve_typed_features("author", other)

@@ -165,7 +165,9 @@ def from_store(
     m = store.meta
     parts = [store.partition(p) for p in range(store.num_partitions)]
     x = {
-        t: torch.zeros((m.node_counts[t] if rows_too else 0, m.num_features[t]), dtype=torch.float32)
+        t: torch.zeros(
+            (m.node_counts[t] if rows_too else 0, m.num_features[t]), dtype=torch.float32
+        )
         for t in m.node_types
         if m.num_features[t] > 0
     }

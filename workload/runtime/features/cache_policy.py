@@ -70,9 +70,7 @@ def select_hot(
     return select_hot_among(counts, degrees, remote, budget)
 
 
-def select_hot_among(
-    counts: Tensor, degrees: Tensor | None, remote: Tensor, budget: int
-) -> Tensor:
+def select_hot_among(counts: Tensor, degrees: Tensor | None, remote: Tensor, budget: int) -> Tensor:
     """The ``budget`` hottest of the nodes where ``remote`` is true (see :func:`select_hot`)."""
     if budget >= int(remote.sum()):
         return remote.nonzero().squeeze(1)

@@ -51,7 +51,8 @@ def in_degrees(store: HeteroPartitionStore, node_type: str) -> Tensor:
     for et in store.meta.edge_type_tuples:
         if et[2] == node_type:
             indptr, _ = store.topology(et)
-            deg += np.diff(np.asarray(indptr, dtype=np.int64))
+            ptr = np.asarray(indptr, dtype=np.int64)
+            deg += ptr[1:] - ptr[:-1]
     return torch.from_numpy(deg)
 
 
@@ -146,7 +147,7 @@ class TypedFeatureSource:
                 raise RuntimeError(f"{misses} rows of {node_type!r} are neither here nor fetchable")
             owners = table.owner[ids[missing]]
             pending = []
-            for h in owners.unique().tolist():
+            for h in torch.unique(owners).tolist():
                 if h == table.partition:
                     raise RuntimeError(f"holder {h} has no row for some of its own nodes")
                 pos = missing[owners == h]

@@ -80,8 +80,7 @@ class TypedFeatureTable:
             or bool((self.owner[ids] != self.partition).any())
         ):
             raise ValueError(
-                f"partition {self.partition} was asked for {self.node_type!r} rows it does "
-                "not own"
+                f"partition {self.partition} was asked for {self.node_type!r} rows it does not own"
             )
         return self.rows[self.slot[ids].to(torch.int64)]
 
