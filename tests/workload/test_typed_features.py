@@ -117,6 +117,8 @@ def test_a_holder_refuses_rows_it_does_not_own(store: HeteroPartitionStore, regi
     other = torch.from_numpy(np.flatnonzero(owner == 1)[:3].astype(np.int64))
     with pytest.raises(ValueError, match=r"partition 0 .* 'paper' rows it does not own"):
         _serve_typed_features("paper", other)
+    with pytest.raises(ValueError, match=r"'paper' ids outside 0\.\."):
+        _serve_typed_features("paper", torch.tensor([owner.size]))
     with pytest.raises(KeyError, match="no features of node type 'author'"):
         _serve_typed_features("author", other)
 

@@ -10,6 +10,8 @@ fetched from its owner. Other holders ask for owned rows through :func:`serve_ty
 
 from __future__ import annotations
 
+import threading
+
 import torch
 from torch import Tensor
 
@@ -48,6 +50,9 @@ class TypedFeatureTable:
         self.slot[owned_ids.to(device, torch.int64)] = torch.arange(
             self.num_owned, dtype=torch.int32, device=device
         )
+        self.own_slot = torch.full((n,), -1, dtype=torch.int64)
+        """The row of each owned node, -1 elsewhere, on the host (for serving)."""
+        self.own_slot[owned_ids.to("cpu", torch.int64)] = torch.arange(self.num_owned)
         self.num_cached = 0
 
     @property
@@ -71,18 +76,21 @@ class TypedFeatureTable:
         )
         self.num_cached += n
 
-    def local_rows(self, ids: Tensor) -> Tensor:
-        """Features of nodes this holder owns; a ValueError names any it does not own."""
-        ids = ids.to(self.device, torch.int64)
-        if ids.numel() and (
-            int(ids.min()) < 0
-            or int(ids.max()) >= self.num_nodes
-            or bool((self.owner[ids] != self.partition).any())
-        ):
+    def owned_slots(self, ids: Tensor) -> Tensor:
+        """The rows (host int64) of owned nodes ``ids`` (host); a ValueError names any
+        this holder does not own. Checked on the host: no device read-back."""
+        ids = ids.to("cpu", torch.int64)
+        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.num_nodes):
+            raise ValueError(
+                f"partition {self.partition} was asked for {self.node_type!r} ids outside "
+                f"0..{self.num_nodes - 1}"
+            )
+        slots = self.own_slot[ids]
+        if bool((slots < 0).any()):
             raise ValueError(
                 f"partition {self.partition} was asked for {self.node_type!r} rows it does not own"
             )
-        return self.rows[self.slot[ids].to(torch.int64)]
+        return slots
 
 
 SERVED_TYPED_TABLES = Target[dict[str, TypedFeatureTable]]("typed feature tables")
@@ -96,8 +104,9 @@ def serve_typed_tables(tables: dict[str, TypedFeatureTable]) -> None:
 def _serve_typed_features(node_type: str, ids: Tensor) -> Tensor:
     """RPC target: the features of owned nodes ``ids`` of ``node_type``, in host memory.
 
-    Host ids reach a GPU table through pinned memory and the rows come back through pinned
-    memory (:mod:`distgnn_workload.runtime.transfers`).
+    On a GPU table the slots go to the device through pinned memory and the rows are
+    gathered on a side stream of this RPC thread and copied back to pinned memory, so the
+    copy waits for nothing but the gather (:mod:`distgnn_workload.runtime.transfers`).
     """
     tables = rpc_targets.get(SERVED_TYPED_TABLES)
     table = tables.get(node_type)
@@ -106,6 +115,17 @@ def _serve_typed_features(node_type: str, ids: Tensor) -> Tensor:
             f"this process serves no features of node type {node_type!r} "
             f"(it serves {sorted(tables)})"
         )
-    if table.device.type == "cuda":
-        torch.cuda.set_device(table.device)
-    return to_host(table.local_rows(to_device(ids, table.device)))
+    slots = table.owned_slots(ids)
+    if table.device.type != "cuda":
+        return table.rows[slots]
+    # a new RPC thread starts on GPU 0: anything it created there would open a second context
+    torch.cuda.set_device(table.device)
+    stream: torch.cuda.Stream | None = getattr(_serve_streams, "stream", None)
+    if stream is None:
+        stream = torch.cuda.Stream(table.device)  # type: ignore[no-untyped-call]
+        _serve_streams.stream = stream
+    with torch.cuda.stream(stream):
+        return to_host(table.rows[to_device(slots, table.device)])
+
+
+_serve_streams = threading.local()
