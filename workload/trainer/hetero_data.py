@@ -12,12 +12,12 @@
 
 :func:`from_graph` builds it from a :class:`HeteroGraphData` and an assignment of typed nodes
 to partitions; :func:`from_store` from the typed partition store. Both give every trainer
-the whole typed topology (the store replicates it) and, unless told otherwise, the features of
-every featured node (the store's per-partition rows scattered back to their ids). A worker-mode
-trainer with a partial hot cache reads no rows here: it holds its partition's rows and a hot
-cache per type, and fetches the rest from their owners
-(:mod:`distgnn_workload.runtime.features.typed_source`). In server-client mode the sampler servers
-read it so, and the trainers read it without topology and rows (``graph=False``).
+the whole typed topology (the store replicates it) and, unless told otherwise, the features
+of every featured node (the store's per-partition rows scattered back to their ids). A
+worker-mode trainer reads no rows here (``features=False``): it holds its partition's rows
+and a hot cache per type, and fetches the rest from their owners
+(:mod:`distgnn_workload.runtime.features.typed_source`). In server-client mode the sampler
+servers read it whole, and the trainers read it without topology and rows (``graph=False``).
 :func:`open_typed_store` opens the store for a job's holders, with a clear error.
 """
 

@@ -4,8 +4,9 @@ Each batch of target-type seeds is sampled with :class:`HeteroNeighborSampler` a
 resolved per-edge-type fanouts; the features of every featured type are gathered for the
 sampled nodes: from the trainer's whole copy of them, or (``features``, a
 :class:`~distgnn_workload.runtime.features.typed_source.TypedFeatureSource`) from its own
-partition's rows, its hot cache and, for the rest, their owners. The rows of featureless types are not gathered here: they are learnt, and
-the training step looks them up (collectively) in their sharded embeddings.
+partition's rows, its hot cache and, for the rest, their owners. The rows of featureless
+types are not gathered here: they are learnt, and the training step looks them up
+(collectively) in their sharded embeddings.
 
 The sampler's random stream is restarted for every epoch (from the job seed, the epoch and
 the rank) and for every evaluation, so that a run resumed from a checkpoint samples what an
