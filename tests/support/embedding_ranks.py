@@ -32,6 +32,7 @@ from distgnn_workload.embeddings import (
     save_shards,
 )
 from distgnn_workload.runtime.checkpoint import load_latest, save_checkpoint
+from tests.support.ranks import leave_group
 
 WORLD = 2
 DIM = 6
@@ -203,7 +204,7 @@ def _worker(rank: int, tmp: str, device_type: str) -> None:
         out["alone"] = _snapshot(alone, alone_opt)
 
     torch.save(out, f"{tmp}/rank{rank}.pt")
-    dist.destroy_process_group()
+    leave_group()
 
 
 def run_ranks(tmp: Path, device_type: str = "cpu") -> list[Saved]:

@@ -15,6 +15,7 @@ from distgnn_workload.evaluation import LayerwiseInference, full_neighbourhood_a
 from distgnn_workload.partition import PartitionStore
 from distgnn_workload.runtime.ddp import Collectives
 from tests.support.layerwise import ARCHS, full_graph_logits, model_of, write_store
+from tests.support.ranks import leave_group
 
 WORLD_SIZE = 2
 
@@ -40,6 +41,7 @@ def evaluate_rank(
         rank=rank,
         world_size=WORLD_SIZE,
     )
+    finished = False
     try:
         store = PartitionStore.open(store_path)
         # the counts go over a host-side gloo group, as the trainers' Collectives do
@@ -73,8 +75,9 @@ def evaluate_rank(
                 {"share": engine.share, "logits": logits.cpu(), "accuracy": accuracy},
                 Path(out) / f"{arch}-{rank}.pt",
             )
+        finished = True
     finally:
-        dist.destroy_process_group()
+        leave_group(finished=finished)
 
 
 def check_two_ranks(

@@ -27,6 +27,7 @@ from distgnn_workload.runtime.ddp import Collectives
 from distgnn_workload.runtime.seeds import Batch
 from distgnn_workload.trainer.hetero_data import contiguous_book, from_graph
 from distgnn_workload.trainer.hetero_loop import HeteroTrainer
+from tests.support.ranks import leave_group
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
@@ -109,7 +110,7 @@ def _worker(rank: int, tmp: str) -> None:
         },
         Path(tmp) / f"rank{rank}.pt",
     )
-    dist.destroy_process_group()
+    leave_group()
 
 
 def test_two_ranks_with_uneven_evaluation_shares_agree(tmp_path: Path) -> None:

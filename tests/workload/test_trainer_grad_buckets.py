@@ -19,6 +19,7 @@ from distgnn_workload.models.sage import GraphSAGE
 from distgnn_workload.sampling import NeighborSampler, StaticLayout, csc_from_edge_index, pad_hops
 from distgnn_workload.trainer import grad_buckets, graph_step
 from distgnn_workload.trainer.graph_step import GraphStep
+from tests.support.ranks import leave_group
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -70,10 +71,7 @@ def _worker(rank: int, store_dir: str, out_dir: str) -> None:
     for overlap in (True, False):
         params = _train(rank, overlap)
         torch.save(params, f"{out_dir}/rank{rank}-{int(overlap)}.pt")
-    # both ranks done with every collective before either tears gloo down: a rank that
-    # destroys its group while the peer's last all-reduce is still in flight aborts
-    dist.barrier()
-    dist.destroy_process_group()
+    leave_group()
 
 
 def test_bucketed_all_reduce_matches_the_flat_all_reduce(tmp_path: Path) -> None:
