@@ -72,17 +72,15 @@ REPO = Path(__file__).resolve().parents[2]
 # This folder's modules and benchmarks/gpu's (also under python -P, which adds neither).
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(REPO / "benchmarks" / "gpu")]
 
-from gpu_monitor import GpuMonitor, stacks  # noqa: E402
 from graph_store import build_store  # noqa: E402
+from job_run import STATS_FILE, epoch_figures, log_tail, run_processes  # noqa: E402
 from records import emit  # noqa: E402
 from run_config import RunConfig, job_spec, num_partitions, parse_run, plan  # noqa: E402
 from summary import compare, summarise, table  # noqa: E402
 from synthetic_gpu import PRODUCTS_NODES  # noqa: E402
 
 from distgnn_api import contract as c  # noqa: E402
-from distgnn_operator.local.supervisor import Supervisor  # noqa: E402
 
-STATS_FILE = "training_stats.json"
 DEFAULT_RUNS = [
     "worker-1-bf16",
     "worker-2-bf16",
@@ -166,12 +164,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 # --------------------------------------------------------------------------- one run
 
 
-def _log_tail(path: Path, lines: int = 25) -> str:
-    text = path.read_text(errors="replace").splitlines() if path.exists() else []
-    keep = [t for t in text if "Warning" not in t and "warn(" not in t][-lines:]
-    return "\n".join(keep)
-
-
 def run_one(
     cfg: RunConfig,
     args: argparse.Namespace,
@@ -189,35 +181,8 @@ def run_one(
         cfg.full_name in args.profile or (cfg.cache_ratio == 1.0 and cfg.name in args.profile)
     )
     job = plan(cfg, args, partitions, root, rpc_cuda=rpc_cuda, profile=profile)
-    names = [s.name for s in job.workload]
     logs = {s.name: s.log_path for s in job.workload}
-    t0 = time.perf_counter()
-    monitor = GpuMonitor().start() if args.device == "cuda" else None
-    sup = Supervisor(grace_period_s=5)
-    status = "hung"
-    stuck: dict[str, str] = {}
-    try:
-        for spec in job.workload:
-            sup.start(spec)
-        deadline = t0 + timeout
-        while time.perf_counter() < deadline:
-            codes = {name: sup.poll(name) for name in names}
-            if any(code not in (None, 0) for code in codes.values()):
-                status = "failed"
-                break
-            if all(code == 0 for code in codes.values()):
-                status = "ok"
-                break
-            time.sleep(0.2)
-        if status == "hung":
-            stuck = stacks(sup, [n for n in names if sup.poll(n) is None], logs)
-    finally:
-        if monitor is not None:
-            monitor.stop()
-        pids = {sup.pid(name): name for name in names}
-        sup.stop()
-    codes = {name: sup.poll(name) for name in names}
-    wall = time.perf_counter() - t0
+    run = run_processes(job.workload, cuda=args.device == "cuda", timeout=timeout)
     record: dict[str, Any] = {
         "bench": "dist_run",
         "run": cfg.name,
@@ -228,11 +193,10 @@ def run_one(
         "repeat": repeat,
         "rpc_cuda": rpc_cuda,
         "eval_every": args.eval_every,
-        "status": status,
-        "wall_s": round(wall, 1),
+        "status": run.status,
+        "wall_s": run.wall_s,
     }
-    if monitor is not None:
-        record.update(monitor.summary(pids))
+    record.update(run.gpu)
     texts = {name: path.read_text(errors="replace") for name, path in logs.items() if path.exists()}
     fallbacks = [name for name, text in texts.items() if "falling back" in text]
     if fallbacks:
@@ -245,40 +209,19 @@ def run_one(
     else:
         record["step"] = "eager"
     record["shared_slots_mapped"] = sum(text.count("mapped ") for text in texts.values())
-    stats_path = root / STATS_FILE
-    if status != "ok" or not stats_path.exists():
-        if status == "ok":
+    if run.status != "ok" or not (root / STATS_FILE).exists():
+        if run.status == "ok":
             record["status"] = "failed"
-        record["error"] = f"exit codes {codes}" + (
-            f" (still running after {timeout:.0f}s: {sorted(stuck)})" if status == "hung" else ""
+        record["error"] = f"exit codes {run.codes}" + (
+            f" (still running after {timeout:.0f}s: {sorted(run.stuck)})"
+            if run.status == "hung"
+            else ""
         )
-        if stuck:
-            record["stacks"] = stuck
-        record["log_tail"] = {name: _log_tail(path) for name, path in logs.items()}
+        if run.stuck:
+            record["stacks"] = run.stuck
+        record["log_tail"] = {name: log_tail(path) for name, path in logs.items()}
         return record
-    epochs = json.loads(stats_path.read_text())["epochs"]
-    measured = epochs[1:] if len(epochs) > 1 else epochs
-    seconds = sum(e["seconds"] for e in measured)
-    seeds = sum(e["seeds"] for e in measured)
-    edges = sum(e["edges"] for e in measured)
-    result = json.loads((root / c.RESULT_FILE).read_text())
-    record.update(
-        {
-            "epochs_measured": len(measured),
-            "epoch_s": round(seconds / len(measured), 3),
-            "seeds_per_s": round(seeds / seconds, 1),
-            "seeds_per_s_per_gpu": round(seeds / seconds / cfg.gpus, 1),
-            "sampled_edges_per_s": round(edges / seconds, 1),
-            "data_wait_share": round(sum(e["data_wait_seconds"] for e in measured) / seconds, 4),
-            "host_wait_share": round(sum(e["host_wait_seconds"] for e in measured) / seconds, 4),
-            "warmup_epoch_s": round(epochs[0]["seconds"], 3) if len(epochs) > 1 else None,
-            "fastest_rank_share": round(
-                sum(e.get("fastest_rank_seconds") or e["seconds"] for e in measured) / seconds, 4
-            ),
-            "final_loss": round(epochs[-1]["loss"], 4),
-            "test_accuracy": round(result["testAccuracy"], 4),
-        }
-    )
+    record.update(epoch_figures(root, cfg.gpus))
     table = root / "profile" / "profile-trainer-0.txt"
     if table.exists() and args.out is not None:
         target = args.out.parent / f"profile-{cfg.full_name}.txt"

@@ -50,8 +50,14 @@ sys.path[:0] = [
     str(REPO / "benchmarks" / "gpu"),
 ]
 
-from gpu_monitor import GpuMonitor, stacks  # noqa: E402
 from hetero_run import job_spec, partition_plan, plan, refusal  # noqa: E402
+from job_run import (  # noqa: E402
+    STATS_FILE,
+    epoch_figures,
+    log_tail,
+    run_processes,
+    wait_for,
+)
 from ours_edges import sampled_edges_per_seed  # noqa: E402
 from records import emit  # noqa: E402
 from run_config import RunConfig, parse_run  # noqa: E402
@@ -60,7 +66,6 @@ from summary import summarise, table  # noqa: E402
 from distgnn_api import contract as c  # noqa: E402
 from distgnn_operator.local.supervisor import Supervisor  # noqa: E402
 
-STATS_FILE = "training_stats.json"
 DEFAULT_RUNS = [
     "worker-1-bf16",
     "worker-2-bf16",
@@ -117,25 +122,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def _wait(sup: Supervisor, names: list[str], timeout: float) -> str:
-    """'ok', 'failed' (a process exited non-zero) or 'hung' (still running at the timeout)."""
-    deadline = time.perf_counter() + timeout
-    while time.perf_counter() < deadline:
-        codes = [sup.poll(name) for name in names]
-        if any(code not in (None, 0) for code in codes):
-            return "failed"
-        if all(code == 0 for code in codes):
-            return "ok"
-        time.sleep(0.2)
-    return "hung"
-
-
-def _log_tail(path: Path, lines: int = 25) -> str:
-    text = path.read_text(errors="replace").splitlines() if path.exists() else []
-    keep = [t for t in text if "Warning" not in t and "warn(" not in t][-lines:]
-    return "\n".join(keep)
-
-
 def build_stores(args: argparse.Namespace, configs: list[RunConfig]) -> dict[int, Path]:
     """The typed store of each GPU count (a heterogeneous job has one partition per holder:
     per GPU), each written by the job's own partition step as ``distgnn run`` starts it; the
@@ -160,7 +146,7 @@ def build_stores(args: argparse.Namespace, configs: list[RunConfig]) -> dict[int
                 sup.start(s)
         for sup, (_, job) in zip(sups, pending, strict=True):
             left = args.partition_timeout - (time.perf_counter() - t0)
-            status = _wait(sup, [s.name for s in job.partition], max(left, 0.0))
+            status = wait_for(sup, [s.name for s in job.partition], max(left, 0.0))
             if status != "ok":
                 break
     finally:
@@ -177,7 +163,7 @@ def build_stores(args: argparse.Namespace, configs: list[RunConfig]) -> dict[int
             "partition_step_s": round(time.perf_counter() - t0, 1),
         }
         if status != "ok":
-            record["log_tail"] = {s.name: _log_tail(s.log_path) for s in job.partition}
+            record["log_tail"] = {s.name: log_tail(s.log_path) for s in job.partition}
             emit(args.out, record)
             raise SystemExit(f"the partition step {status}; see {args.out or 'the record above'}")
         meta = json.loads((stores[gpus] / "META.json").read_text())
@@ -194,23 +180,8 @@ def run_one(
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
     job = plan(cfg, args, cfg.gpus, root, profile=repeat == 0 and cfg.name in args.profile)
-    names = [s.name for s in job.workload]
     logs = {s.name: s.log_path for s in job.workload}
-    monitor = GpuMonitor().start() if args.device == "cuda" else None
-    sup = Supervisor(grace_period_s=5)
-    t0 = time.perf_counter()
-    stuck: dict[str, str] = {}
-    try:
-        for spec in job.workload:
-            sup.start(spec)
-        status = _wait(sup, names, timeout)
-        if status == "hung":
-            stuck = stacks(sup, [n for n in names if sup.poll(n) is None], logs)
-    finally:
-        if monitor is not None:
-            monitor.stop()
-        pids = {sup.pid(name): name for name in names}
-        sup.stop()
+    run = run_processes(job.workload, cuda=args.device == "cuda", timeout=timeout)
     record: dict[str, Any] = {
         "bench": "dist_run",
         "graph": "syntheticMag",
@@ -221,20 +192,18 @@ def run_one(
         "cache_ratio": cfg.cache_ratio,
         "repeat": repeat,
         "eval_every": args.eval_every,
-        "status": status,
-        "wall_s": round(time.perf_counter() - t0, 1),
+        "status": run.status,
+        "wall_s": run.wall_s,
     }
-    if monitor is not None:
-        record.update(monitor.summary(pids))
-    stats_path = root / STATS_FILE
-    if status != "ok" or not stats_path.exists():
-        record["status"] = "failed" if status == "ok" else status
-        record["error"] = f"exit codes { {n: sup.poll(n) for n in names} }"
-        if stuck:
-            record["stacks"] = stuck
-        record["log_tail"] = {name: _log_tail(path) for name, path in logs.items()}
+    record.update(run.gpu)
+    if run.status != "ok" or not (root / STATS_FILE).exists():
+        record["status"] = "failed" if run.status == "ok" else run.status
+        record["error"] = f"exit codes {run.codes}"
+        if run.stuck:
+            record["stacks"] = run.stuck
+        record["log_tail"] = {name: log_tail(path) for name, path in logs.items()}
         return record
-    record.update(training_figures(root, cfg.gpus))
+    record.update(epoch_figures(root, cfg.gpus))
     table_path = root / "profile" / "profile-trainer-0.txt"
     if table_path.exists() and args.out is not None:
         shutil.copyfile(table_path, args.out.parent / f"profile-hetero-{cfg.name}.txt")
@@ -242,32 +211,6 @@ def run_one(
     # the checkpoint holds every embedding row and its Adam state (GBs at full scale)
     shutil.rmtree(root, ignore_errors=True)
     return record
-
-
-def training_figures(run_dir: Path, gpus: int) -> dict[str, Any]:
-    """A finished run's figures from ``training_stats.json`` and ``result.json`` (the first
-    epoch is warm-up when there are more)."""
-    epochs = json.loads((run_dir / STATS_FILE).read_text())["epochs"]
-    measured = epochs[1:] if len(epochs) > 1 else epochs
-    seconds = sum(e["seconds"] for e in measured)
-    seeds = sum(e["seeds"] for e in measured)
-    edges = sum(e["edges"] for e in measured)
-    result = json.loads((run_dir / c.RESULT_FILE).read_text())
-    return {
-        "epochs_measured": len(measured),
-        "epoch_s": round(seconds / len(measured), 3),
-        "seeds_per_s": round(seeds / seconds, 1),
-        "seeds_per_s_per_gpu": round(seeds / seconds / gpus, 1),
-        "sampled_edges_per_s": round(edges / seconds, 1),
-        "sampled_edges_per_seed": round(edges / max(seeds, 1), 3),
-        "data_wait_share": round(sum(e["data_wait_seconds"] for e in measured) / seconds, 4),
-        "host_wait_share": round(sum(e["host_wait_seconds"] for e in measured) / seconds, 4),
-        "warmup_epoch_s": round(epochs[0]["seconds"], 3) if len(epochs) > 1 else None,
-        "final_loss": round(epochs[-1]["loss"], 4),
-        "val_accuracy": result.get("valAccuracy"),
-        "test_accuracy": round(result["testAccuracy"], 4),
-        "test_accuracy_kind": result.get("testAccuracyKind"),
-    }
 
 
 def main(argv: list[str] | None = None) -> int:
