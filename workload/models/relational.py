@@ -13,7 +13,7 @@ batch: a relation with no sampled edges still runs (on zero rows).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -21,6 +21,7 @@ from torch import Tensor, nn
 from distgnn_api.edge_types import EdgeType
 from distgnn_workload.models.aggregation import Aggregation, aggregate
 from distgnn_workload.sampling.hetero_hop_batch import HeteroHopBatch
+from distgnn_workload.sampling.hetero_static_hops import HeteroStaticHops
 from distgnn_workload.sampling.typed_graph import type_key
 
 
@@ -168,19 +169,50 @@ class RelationalGNN(nn.Module):
     def forward(self, x: Mapping[str, Tensor], batch: HeteroHopBatch) -> Tensor:
         """The logits of the batch's seeds, in seed order."""
         check_batch(batch, self.plan, x)
+
+        def edges(layer: int, et: EdgeType) -> tuple[Tensor, Tensor, Tensor, int]:
+            _, num_dst, num_edges = batch.layer_sizes(layer)
+            pair = batch.edge_index[et][:, : num_edges[et]]
+            ptr = batch.target_ptr[et][: num_dst[et[2]] + 1]
+            return pair[0], pair[1], ptr.to(pair.dtype), num_dst[et[2]]
+
+        def rows(layer: int, t: str) -> int:
+            return batch.layer_sizes(layer)[1][t]
+
+        return self._layers(x, edges, rows)[: batch.num_seeds]
+
+    def forward_static(self, x: Mapping[str, Tensor], hops: HeteroStaticHops) -> Tensor:
+        """The logits of a fixed-shape batch's ``hops.seed_cap`` padded seeds (the real ones
+        first); ``x[t]`` has ``hops.node_cap(t)`` rows, the real ones first (see
+        :mod:`~distgnn_workload.sampling.hetero_static_hops`). No host sync: CUDA graphs
+        capture it."""
+
+        def edges(layer: int, et: EdgeType) -> tuple[Tensor, Tensor, Tensor, int]:
+            src, dst, ptr, num_rows = hops.layer_edges(layer, et)
+            return src, dst, ptr, num_rows + 1  # the dump bag's row, dropped by _layers
+
+        def rows(layer: int, t: str) -> int:
+            return hops.dst_cap(layer, t)
+
+        return self._layers(x, edges, rows)[: hops.seed_cap]
+
+    def _layers(
+        self,
+        x: Mapping[str, Tensor],
+        edges: Callable[[int, EdgeType], tuple[Tensor, Tensor, Tensor, int]],
+        rows: Callable[[int, str], int],
+    ) -> Tensor:
+        """The layer loop: ``edges(layer, et)`` gives sources, targets, target CSR offsets and
+        the aggregated rows; ``rows(layer, t)`` the rows a layer computes for type ``t``."""
         h: Mapping[str, Tensor] = x
         for layer in range(self.num_layers):
-            _, num_dst, num_edges = batch.layer_sizes(layer)
             aggs: dict[str, list[Tensor]] = {t: [] for t in self.plan.dst_types[layer]}
             for et in self.plan.edge_types[layer]:
                 s, _, d = et
-                edges = batch.edge_index[et][:, : num_edges[et]]
-                src, dst = edges[0], edges[1]
-                ptr = batch.target_ptr[et][: num_dst[d] + 1]
-                if ptr.dtype != src.dtype:
-                    ptr = ptr.to(src.dtype)
-                aggs[d].append(aggregate(h[s], src, dst, ptr, num_dst[d], self.aggregation))
-            x_dst = {t: h[t][: num_dst[t]] for t in self.plan.dst_types[layer]}
+                src, dst, ptr, num = edges(layer, et)
+                agg = aggregate(h[s], src, dst, ptr, num, self.aggregation)
+                aggs[d].append(agg[: rows(layer, d)])
+            x_dst = {t: h[t][: rows(layer, t)] for t in self.plan.dst_types[layer]}
             out = self.combine(layer, x_dst, aggs)
             if layer < self.num_layers - 1:
                 out = {
@@ -188,4 +220,4 @@ class RelationalGNN(nn.Module):
                     for t, v in out.items()
                 }
             h = out
-        return h[self.target_node_type][: batch.num_seeds]
+        return h[self.target_node_type]

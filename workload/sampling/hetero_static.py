@@ -14,6 +14,7 @@ the caller syncs once; on CUDA the whole function is captured in a CUDA graph.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -40,16 +41,29 @@ class StaticCaps:
         seed_type: str,
         capacity: int,
     ) -> StaticCaps:
+        return cls.bounds(graph.num_nodes, graph.edge_types, fanouts, seed_type, capacity)
+
+    @classmethod
+    def bounds(
+        cls,
+        num_nodes: Mapping[str, int],
+        edge_types: Sequence[EdgeType],
+        fanouts: Mapping[EdgeType, Sequence[int]],
+        seed_type: str,
+        capacity: int,
+    ) -> StaticCaps:
+        """The bounds of a graph with ``num_nodes`` per type and ``edge_types`` (in the
+        sampler's order), sampled at ``fanouts`` around up to ``capacity`` seeds."""
         num_hops = len(next(iter(fanouts.values())))
-        nodes = {t: [capacity if t == seed_type else 0] for t in graph.num_nodes}
-        edges: dict[EdgeType, list[int]] = {et: [] for et in graph.edge_types}
+        nodes = {t: [capacity if t == seed_type else 0] for t in num_nodes}
+        edges: dict[EdgeType, list[int]] = {et: [] for et in edge_types}
         for h in range(num_hops):
-            reached = dict.fromkeys(graph.num_nodes, 0)
-            for et in graph.edge_types:
-                edges[et].append(nodes[et[2]][h] * fanouts[et][h])
+            reached = dict.fromkeys(num_nodes, 0)
+            for et in edge_types:
+                edges[et].append(nodes[et[2]][h] * max(fanouts[et][h], 0))
                 reached[et[0]] += edges[et][h]
             for t, n in reached.items():
-                nodes[t].append(min(n, graph.num_nodes[t]))
+                nodes[t].append(min(n, num_nodes[t]))
         return cls(nodes, edges)
 
     def target_cap(self, node_type: str) -> int:

@@ -1,4 +1,5 @@
-"""The GraphSAGE training step as one CUDA graph replay, over fixed-shape inputs.
+"""Training steps as one CUDA graph replay, over fixed-shape inputs (the GraphSAGE step here;
+the typed one in :mod:`.hetero_graph_step`).
 
 An eager step launches a few hundred kernels from Python (forward on the main thread,
 backward on the autograd thread), and with batches of a new size every time cuBLAS picks
@@ -27,7 +28,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
-from torch import Tensor
+from torch import Tensor, nn
 
 from distgnn_workload.loader import MiniBatch
 from distgnn_workload.models.sage import GraphSAGE
@@ -67,39 +68,37 @@ WARMUP_STEPS = 3
 """Eager static steps before the capture (CUDA graph capture wants warmed-up kernels)."""
 
 
-class GraphStep:
-    """Fixed-shape training steps of ``model``, replayed from a CUDA graph after warm-up."""
+class CapturedStep:
+    """Fixed-shape training steps of ``model``, replayed from a CUDA graph after warm-up.
+
+    Subclasses own the fixed-shape inputs: :meth:`_load` copies a batch into them and
+    :meth:`_logits` computes the logits of the padded seeds from them; they also set ``y``,
+    ``num_seeds`` and ``rows`` (the padded seeds' labels, their real count and ``arange``).
+    """
 
     def __init__(
         self,
-        model: GraphSAGE,
+        model: nn.Module,
         optimizer: torch.optim.Optimizer,
-        layout: StaticLayout,
         *,
-        num_features: int,
-        input_dtype: torch.dtype,
         device: torch.device,
         bf16: bool,
         world_size: int,
+        batch_size: int,
         capture: bool = True,
         all_agree: Callable[[bool], bool] | None = None,
     ) -> None:
         self.model = model
         self.optimizer = optimizer
-        self.layout = layout
         self.device = device
         self.bf16 = bf16
         self.world_size = world_size
         self.all_agree = all_agree
         self.capture = capture and device.type == "cuda"
-        batch = layout.batch_size
-        # finite everywhere: padding rows are read (and multiplied by zero gradients)
-        self.x = torch.zeros(layout.node_cap + 1, num_features, dtype=input_dtype, device=device)
-        index = torch.zeros(sum(layout.index_sizes()), dtype=torch.int64, device=device)
-        self.hops = StaticHops(layout, index)
-        self.y = torch.zeros(batch, dtype=torch.int64, device=device)
+        self.batch_size = batch_size
+        self.y = torch.zeros(batch_size, dtype=torch.int64, device=device)
         self.num_seeds = torch.ones((), dtype=torch.int64, device=device)
-        self.rows = torch.arange(batch, device=device)
+        self.rows = torch.arange(batch_size, device=device)
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.buckets: GradBuckets | None = None
         mode = overlap_mode()
@@ -112,16 +111,29 @@ class GraphStep:
         self.steps = 0
         self.failed = False
 
+    # ------------------------------------------------------------------ the inputs
+
+    def _load(self, batch: Any) -> None:
+        """Copy ``batch`` into the fixed-shape inputs (and ``y``, ``num_seeds``)."""
+        raise NotImplementedError
+
+    def _logits(self) -> Tensor:
+        """The logits of the padded seeds (``batch_size`` rows first) from the inputs."""
+        raise NotImplementedError
+
+    def _extra_grads(self) -> list[Tensor]:
+        """Leaf inputs (not parameters) whose gradients each step computes, besides the
+        parameters'; their ``grad`` is reset with the parameters'."""
+        return []
+
     # ------------------------------------------------------------------ the step
 
-    def step(self, batch: MiniBatch) -> Tensor:
-        """One training step on ``batch`` (which carries its padded form); returns its loss."""
-        if batch.static is None:
-            raise ValueError("GraphStep needs batches padded to its layout (pipeline static=)")
+    def step(self, batch: Any) -> Tensor:
+        """One training step on ``batch``; returns its loss."""
         if self._replayed is not None:
             # never block in CUDA here: see ENV_OVERLAP ``graph``
             wait_for_event(self._replayed, timeout_s=None, what="the last replay")
-        self._load(batch, batch.static)
+        self._load(batch)
         if self.graph is not None:
             with CUDA_GRAPH_LOCK:
                 self.graph.replay()
@@ -140,14 +152,6 @@ class GraphStep:
         self.steps += 1
         return loss
 
-    def _load(self, batch: MiniBatch, static: StaticHops) -> None:
-        if static.layout != self.layout:
-            raise ValueError(f"a batch padded to {static.layout}, not {self.layout}")
-        self.x[: static.num_nodes].copy_(batch.x, non_blocking=True)
-        self.hops.index.copy_(static.index, non_blocking=True)
-        self.y[: static.num_seeds].copy_(batch.y, non_blocking=True)
-        self.num_seeds.fill_(static.num_seeds)
-
     def _forward_backward(self) -> Tensor:
         autocast: Any = (
             torch.autocast(device_type="cuda", dtype=torch.bfloat16, cache_enabled=False)
@@ -155,8 +159,8 @@ class GraphStep:
             else nullcontext()
         )
         with autocast:
-            logits = self.model.forward_static(self.x, self.hops)
-        batch = self.layout.batch_size
+            logits = self._logits()
+        batch = self.batch_size
         per_seed = F.cross_entropy(logits[:batch].float(), self.y, reduction="none")
         real = (self.rows < self.num_seeds).to(per_seed.dtype)
         loss = (per_seed * real).sum() / self.num_seeds.clamp(min=1).to(per_seed.dtype)
@@ -169,6 +173,8 @@ class GraphStep:
             self.buckets.begin()  # the gradients are views of its flat buffer: keep them
         else:
             self.optimizer.zero_grad(set_to_none=True)
+        for leaf in self._extra_grads():
+            leaf.grad = None
 
     def _reduced_forward_backward(self) -> Tensor:
         self._zero_grad()
@@ -225,6 +231,8 @@ class GraphStep:
                 if self.buckets is None:
                     # the gradients come out of the graph's memory, refilled by every replay
                     self.optimizer.zero_grad(set_to_none=True)
+                for leaf in self._extra_grads():
+                    leaf.grad = None
                 with torch.cuda.graph(graph, capture_error_mode="thread_local"):
                     # with buckets: zeroing, backward and the overlapped all-reduce in one replay
                     self.loss = self._reduced_forward_backward()
@@ -265,3 +273,53 @@ class GraphStep:
         with torch.no_grad():
             for p in self.model.parameters():
                 dist.broadcast(p.data, src=0)
+
+
+class GraphStep(CapturedStep):
+    """The GraphSAGE step over a :class:`StaticLayout` (the pipeline pads on its loader
+    thread: batches carry their padded form in ``static``)."""
+
+    def __init__(
+        self,
+        model: GraphSAGE,
+        optimizer: torch.optim.Optimizer,
+        layout: StaticLayout,
+        *,
+        num_features: int,
+        input_dtype: torch.dtype,
+        device: torch.device,
+        bf16: bool,
+        world_size: int,
+        capture: bool = True,
+        all_agree: Callable[[bool], bool] | None = None,
+    ) -> None:
+        super().__init__(
+            model,
+            optimizer,
+            device=device,
+            bf16=bf16,
+            world_size=world_size,
+            batch_size=layout.batch_size,
+            capture=capture,
+            all_agree=all_agree,
+        )
+        self.sage = model
+        self.layout = layout
+        # finite everywhere: padding rows are read (and multiplied by zero gradients)
+        self.x = torch.zeros(layout.node_cap + 1, num_features, dtype=input_dtype, device=device)
+        index = torch.zeros(sum(layout.index_sizes()), dtype=torch.int64, device=device)
+        self.hops = StaticHops(layout, index)
+
+    def _load(self, batch: MiniBatch) -> None:
+        static = batch.static
+        if static is None:
+            raise ValueError("GraphStep needs batches padded to its layout (pipeline static=)")
+        if static.layout != self.layout:
+            raise ValueError(f"a batch padded to {static.layout}, not {self.layout}")
+        self.x[: static.num_nodes].copy_(batch.x, non_blocking=True)
+        self.hops.index.copy_(static.index, non_blocking=True)
+        self.y[: static.num_seeds].copy_(batch.y, non_blocking=True)
+        self.num_seeds.fill_(static.num_seeds)
+
+    def _logits(self) -> Tensor:
+        return self.sage.forward_static(self.x, self.hops)

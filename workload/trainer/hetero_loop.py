@@ -30,7 +30,7 @@ epochs (``training.evalEvery``) and the test split at the end only.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
+from distgnn_api.edge_types import EdgeType
 from distgnn_api.hetero_load import resolve_edge_fanouts
 from distgnn_api.spec import DistGNNJobSpec, EvaluationKind, EvaluationSpec
 from distgnn_workload.embeddings import (
@@ -51,11 +52,13 @@ from distgnn_workload.embeddings import (
 )
 from distgnn_workload.loader import Prefetcher
 from distgnn_workload.models import build_hetero_model
+from distgnn_workload.models.relational import RelationalGNN
 from distgnn_workload.runtime.ddp import DDP_TIMEOUT_S, Collectives, single_process
 from distgnn_workload.runtime.seeds import Batch
 from distgnn_workload.runtime.status_server import ProgressTracker
 from distgnn_workload.trainer.epoch_stats import EpochStats
 from distgnn_workload.trainer.hetero_data import HeteroTrainingData
+from distgnn_workload.trainer.hetero_graph_step import HeteroGraphStep, typed_caps
 from distgnn_workload.trainer.hetero_pipeline import (
     HeteroBatches,
     HeteroMiniBatch,
@@ -95,10 +98,8 @@ class HeteroTrainer(Trainer):
         bf16 = spec.training.bf16 and device.type == "cuda"
         dtype = torch.bfloat16 if bf16 else torch.float32
         pipeline = batches
+        fanouts = resolve_edge_fanouts(spec.model.fanout, spec.model.edge_fanouts, data.edge_types)
         if pipeline is None:
-            fanouts = resolve_edge_fanouts(
-                spec.model.fanout, spec.model.edge_fanouts, data.edge_types
-            )
             pipeline = HeteroPipeline(
                 data,
                 fanouts,
@@ -158,6 +159,7 @@ class HeteroTrainer(Trainer):
                 for t in data.featureless_types
             ]
             self.sparse = RowSparseAdam(self.tables, lr=spec.training.learning_rate)
+        self.graph_step = self._typed_step(fanouts, dtype)
         ev = spec.training.evaluation
         if (ev.test, ev.validation) != (SAMPLED_ONLY.test, SAMPLED_ONLY.validation):
             log.info(
@@ -166,6 +168,45 @@ class HeteroTrainer(Trainer):
                 ev.test.value,
                 ev.validation.value,
             )
+
+    def _typed_step(
+        self, fanouts: Mapping[EdgeType, Sequence[int]], dtype: torch.dtype
+    ) -> HeteroGraphStep | None:
+        """The fixed-shape (CUDA-graph) step, where it can run (see :func:`typed_caps`)."""
+        model, data = self.model, self.data
+        if not isinstance(model, RelationalGNN):
+            return None
+        element = torch.tensor([], dtype=dtype).element_size()
+        widths = data.in_channels(self.spec.model.embedding_size)
+        inputs = {t: (widths[t], element) for t in model.plan.input_types}
+        caps = typed_caps(
+            data.node_counts,
+            data.edge_types,
+            fanouts,
+            data.target_node_type,
+            self.spec.training.batch_size,
+            inputs,
+            self.device,
+        )
+        if caps is None:
+            return None
+        featured = [t for t in model.plan.input_types if t in data.x]
+        return HeteroGraphStep(
+            model,
+            self.optimizer,
+            caps,
+            data.edge_types,
+            features={t: (widths[t], dtype) for t in featured},
+            tables=[t for t in self.tables if t.node_type in model.plan.input_types],
+            sparse=self.sparse,
+            device=self.device,
+            bf16=self.bf16,
+            world_size=self.world_size,
+            all_agree=self.collectives.all_agree,
+            on_lookup=lambda table, rows, remote: self.metrics.embedding_rows(
+                table.node_type, rows, remote
+            ),
+        )
 
     # ------------------------------------------------------------------ hooks
 
@@ -203,6 +244,8 @@ class HeteroTrainer(Trainer):
         return x
 
     def _train_step(self, batch: HeteroMiniBatch) -> Tensor:
+        if self.graph_step is not None:
+            return self.graph_step.step(batch)
         before = [(t.rows_looked_up, t.rows_received) for t in self.tables]
         x = self._inputs(batch)
         for table, (rows, remote) in zip(self.tables, before, strict=True):

@@ -38,7 +38,7 @@ from distgnn_workload.runtime.status_server import ProgressTracker
 from distgnn_workload.runtime.transfers import wait_for_stream
 from distgnn_workload.sampling import StaticLayout
 from distgnn_workload.trainer.epoch_stats import EpochStats, RunState, announce_epoch
-from distgnn_workload.trainer.graph_step import GraphStep
+from distgnn_workload.trainer.graph_step import CapturedStep, GraphStep
 from distgnn_workload.trainer.profiler import StepProfiler
 from distgnn_workload.trainer.step_policy import graph_layout
 from distgnn_workload.trainer.trainer_metrics import TrainerMetrics
@@ -119,7 +119,7 @@ class Trainer:
         self.ddp: nn.Module = self.model
         self.distributed = world_size > 1
         self.static_layout = graph_layout(spec, self.model, device, num_features, self.input_dtype)
-        self.graph_step: GraphStep | None = None
+        self.graph_step: CapturedStep | None = None
         if self.static_layout is not None:
             assert isinstance(self.model, GraphSAGE)
             self.graph_step = GraphStep(

@@ -1,0 +1,174 @@
+"""The typed training step as one CUDA graph replay, over fixed-shape inputs.
+
+The relational model's forward and backward run over the bounds of the typed sampler
+(:class:`~distgnn_workload.sampling.hetero_static_hops.HeteroStaticHops`), so they are
+captured once and replayed (:class:`~distgnn_workload.trainer.graph_step.CapturedStep`:
+warm-up, capture, the ranks' agreement, the flat all-reduce of the dense gradients).
+
+The learnt embeddings stay outside the graph, as their lookups and row-gradient exchanges
+are collectives of variable size. Per step, the host:
+
+1. copies the batch's edges and sizes and the featured types' rows into the fixed inputs;
+2. looks the featureless types' rows up in their sharded tables (collective) and copies
+   them into fixed input buffers whose gradients the graph computes;
+3. replays the graph (forward, loss, backward);
+4. hands the real rows' input gradients back to the lookups (``autograd.backward``), runs
+   the dense optimizer, then the row-sparse one (collective: rows go to their owners).
+
+Padding rows get zero gradients (see the layout's module), and only the real rows are
+handed back, so the sparse optimizer touches exactly the rows the batch holds, as in the
+eager step.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from distgnn_api.edge_types import EdgeType
+from distgnn_workload.embeddings import RowSparseAdam, ShardedEmbedding
+from distgnn_workload.models.relational import RelationalGNN
+from distgnn_workload.sampling.hetero_static import StaticCaps
+from distgnn_workload.sampling.hetero_static_hops import HeteroStaticHops
+from distgnn_workload.trainer.graph_step import CapturedStep
+from distgnn_workload.trainer.hetero_pipeline import HeteroMiniBatch
+from distgnn_workload.trainer.step_policy import ENV_CUDA_GRAPH, GRAPH_MEMORY_SHARE
+
+log = logging.getLogger(__name__)
+
+
+def typed_caps(
+    node_counts: Mapping[str, int],
+    edge_types: Sequence[EdgeType],
+    fanouts: Mapping[EdgeType, Sequence[int]],
+    target_node_type: str,
+    batch_size: int,
+    widths: Mapping[str, tuple[int, int]],
+    device: torch.device,
+) -> StaticCaps | None:
+    """The bounds of fixed-shape typed steps, or None where steps stay eager.
+
+    ``widths[t]`` is ``(row width, bytes per element)`` of every input type. Graph steps need
+    a GPU (or ``DISTGNN_CUDA_GRAPH=static``: the same computation eagerly, for tests),
+    bounded fanouts, and fixed inputs within a small share of the GPU's memory.
+    """
+    want = os.environ.get(ENV_CUDA_GRAPH, "1").strip().lower()
+    if want in ("0", "false", "no"):
+        return None
+    if device.type != "cuda" and want != "static":
+        return None
+    if any(k < 0 for ks in fanouts.values() for k in ks):
+        return None
+    caps = StaticCaps.bounds(node_counts, edge_types, fanouts, target_node_type, batch_size)
+    inputs = sum(sum(caps.nodes[t]) * w * b for t, (w, b) in widths.items())
+    index = 8 * sum(2 * sum(caps.edges[et]) + caps.target_cap(et[2]) for et in edge_types)
+    if device.type == "cuda":
+        total = torch.cuda.get_device_properties(device).total_memory
+        if inputs + index > GRAPH_MEMORY_SHARE * total:
+            log.info(
+                "typed steps stay eager: fixed-shape inputs would take %.1f GiB",
+                (inputs + index) / 2**30,
+            )
+            return None
+    return caps
+
+
+class HeteroGraphStep(CapturedStep):
+    """Fixed-shape steps of a relational model, replayed from a CUDA graph after warm-up."""
+
+    def __init__(
+        self,
+        model: RelationalGNN,
+        optimizer: torch.optim.Optimizer,
+        caps: StaticCaps,
+        edge_types: Sequence[EdgeType],
+        *,
+        features: Mapping[str, tuple[int, torch.dtype]],
+        tables: Sequence[ShardedEmbedding],
+        sparse: RowSparseAdam | None,
+        device: torch.device,
+        bf16: bool,
+        world_size: int,
+        capture: bool = True,
+        all_agree: Callable[[bool], bool] | None = None,
+        on_lookup: Callable[[ShardedEmbedding, int, int], None] | None = None,
+    ) -> None:
+        self.hops = HeteroStaticHops(caps, edge_types, device)
+        super().__init__(
+            model,
+            optimizer,
+            device=device,
+            bf16=bf16,
+            world_size=world_size,
+            batch_size=self.hops.seed_cap,
+            capture=capture,
+            all_agree=all_agree,
+        )
+        self.relational = model
+        self.tables = list(tables)
+        self.sparse = sparse
+        self.on_lookup = on_lookup
+        # finite everywhere: rows past a batch's real ones are read, with zero gradients
+        self.x: dict[str, Tensor] = {
+            t: torch.zeros(self.hops.node_cap(t), width, dtype=dtype, device=device)
+            for t, (width, dtype) in features.items()
+        }
+        self.embedded: dict[str, Tensor] = {
+            table.node_type: torch.zeros(
+                self.hops.node_cap(table.node_type),
+                table.dim,
+                dtype=table.out_dtype,
+                device=device,
+                requires_grad=True,
+            )
+            for table in self.tables
+        }
+        self._lookups: list[tuple[Tensor, Tensor, int]] = []
+
+    def _extra_grads(self) -> list[Tensor]:
+        return list(self.embedded.values())
+
+    def _load(self, batch: HeteroMiniBatch) -> None:
+        hop = batch.hop
+        if hop.num_seeds > self.batch_size:
+            raise ValueError(f"{hop.num_seeds} seeds exceed the step's batch {self.batch_size}")
+        self.hops.load(hop)
+        for t, buffer in self.x.items():
+            rows = batch.x[t]
+            buffer[: rows.size(0)].copy_(rows, non_blocking=True)
+        self._lookups = []
+        for table in self.tables:  # the same order on every rank: lookups are collective
+            ids = hop.node_ids[table.node_type]
+            before = (table.rows_looked_up, table.rows_received)
+            rows = table.lookup(ids)
+            if self.on_lookup is not None:
+                looked, received = table.rows_looked_up, table.rows_received
+                self.on_lookup(table, looked - before[0], received - before[1])
+            buffer = self.embedded[table.node_type]
+            with torch.no_grad():
+                buffer[: ids.numel()].copy_(rows)
+            self._lookups.append((rows, buffer, ids.numel()))
+        self.y[: hop.num_seeds].copy_(batch.y, non_blocking=True)
+        self.num_seeds.fill_(hop.num_seeds)
+
+    def _logits(self) -> Tensor:
+        return self.relational.forward_static({**self.x, **self.embedded}, self.hops)
+
+    def step(self, batch: Any) -> Tensor:
+        loss = super().step(batch)
+        outputs, grads = [], []
+        for rows, buffer, n in self._lookups:
+            grad = torch.zeros_like(rows) if buffer.grad is None else buffer.grad[:n]
+            outputs.append(rows)
+            grads.append(grad.to(rows.dtype))
+        if outputs:
+            torch.autograd.backward(outputs, grads)
+        self._lookups = []
+        if self.sparse is not None:
+            self.sparse.step()  # collective: the row gradients go to their owners
+        return loss
