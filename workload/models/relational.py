@@ -188,8 +188,8 @@ class RelationalGNN(nn.Module):
         capture it."""
 
         def edges(layer: int, et: EdgeType) -> tuple[Tensor, Tensor, Tensor, int]:
-            src, dst, ptr, num_rows = hops.layer_edges(layer, et)
-            return src, dst, ptr, num_rows + 1  # the dump bag's row, dropped by _layers
+            src, dst, ptr, _, bags = hops.layer_edges(layer, et)
+            return src, dst, ptr, bags  # the dump bags' rows are dropped by _layers
 
         def rows(layer: int, t: str) -> int:
             return hops.dst_cap(layer, t)

@@ -11,8 +11,11 @@ serves every batch:
   (the bound of hops ``0..L-l-1``); the real ones are a prefix, the others are finite junk
   that no real edge and no seed reads, so their gradients are zero;
 - its edges of ``(s, r, d)`` are the first ``edge_cap(l, et)`` positions; those past the
-  real count are sent to one dump target (row ``dst_cap``, dropped after aggregation) from
-  source row 0, and the CSR offsets past the real targets are empty segments.
+  real count go to dump targets past ``dst_cap`` (dropped after aggregation, so their
+  gradients are zero) from source rows spread over the input, and the CSR offsets past the
+  real targets are empty segments. One dump bag (or source row) holding every padding
+  edge would be reduced by a single GPU thread block: at ogbn-mag's bounds (millions of
+  padding edges per step) a run stalled on it.
 """
 
 from __future__ import annotations
@@ -25,6 +28,10 @@ from torch import Tensor
 from distgnn_api.edge_types import EdgeType
 from distgnn_workload.sampling.hetero_hop_batch import HeteroHopBatch
 from distgnn_workload.sampling.hetero_static import StaticCaps
+
+
+DUMP_BAG = 32
+"""Most padding edges per dump bag (see :meth:`HeteroStaticHops.layer_edges`)."""
 
 
 class HeteroStaticHops:
@@ -49,8 +56,8 @@ class HeteroStaticHops:
                 self._slot[(layer, key)] = len(self._slot)
         self.counts = self._zeros(len(self._slot))
         longest = max(
-            [1]
-            + [v.numel() for v in self.src.values()]
+            [2]
+            + [v.numel() + 1 for v in self.src.values()]
             + [v.numel() + 1 for v in self.ptr.values()]
         )
         self._positions = torch.arange(longest, device=device)
@@ -115,22 +122,37 @@ class HeteroStaticHops:
 
     # ------------------------------------------------------------------ layer views
 
-    def layer_edges(self, layer: int, edge_type: EdgeType) -> tuple[Tensor, Tensor, Tensor, int]:
-        """``(src, dst, ptr, rows)`` of ``edge_type`` at layer ``layer``, fixed-shape.
+    def src_rows(self, layer: int, node_type: str) -> int:
+        """Rows of ``node_type`` that layer ``layer`` reads (its input's fixed size)."""
+        if layer == 0:
+            return self.node_cap(node_type)
+        return self.dst_cap(layer - 1, node_type)
 
-        ``ptr`` has ``rows + 2`` offsets: one bag per computed row and the dump bag (row
-        ``rows``) that holds the padding edges; aggregate into ``rows + 1`` rows and keep
-        the first ``rows``.
+    def layer_edges(
+        self, layer: int, edge_type: EdgeType
+    ) -> tuple[Tensor, Tensor, Tensor, int, int]:
+        """``(src, dst, ptr, rows, bags)`` of ``edge_type`` at layer ``layer``, fixed-shape.
+
+        ``ptr`` has ``bags + 1`` offsets: one bag per computed row (``rows``), then dump
+        bags of at most :data:`DUMP_BAG` padding edges each; aggregate into ``bags`` rows
+        and keep the first ``rows``. The padding edges are spread over dump bags and
+        source rows so that no bag (forward) or source row (backward) serialises them.
         """
-        d = edge_type[2]
+        s, _, d = edge_type
         edges, rows = self.edge_cap(layer, edge_type), self.dst_cap(layer, d)
+        dumps = max(1, -(-edges // DUMP_BAG))
+        sources = max(1, self.src_rows(layer, s))
         real_edges = self.counts[self._slot[(layer, edge_type)]]
         real_rows = self.counts[self._slot[(layer, d)]]
-        keep = self._positions[:edges] < real_edges
-        src = torch.where(keep, self.src[edge_type][:edges], 0)
-        dst = torch.where(keep, self.dst[edge_type][:edges], rows)
+        positions = self._positions[:edges]
+        keep = positions < real_edges
+        src = torch.where(keep, self.src[edge_type][:edges], positions % sources)
+        dst = torch.where(keep, self.dst[edge_type][:edges], rows + positions % dumps)
         offsets = torch.where(
             self._positions[: rows + 1] <= real_rows, self.ptr[edge_type][: rows + 1], real_edges
         )
-        ptr = torch.cat([offsets, self._positions.new_full((1,), edges)])
-        return src, dst, ptr, rows
+        step = self._positions[1 : dumps + 1]
+        dump_offsets = real_edges + torch.div(
+            (edges - real_edges) * step, dumps, rounding_mode="floor"
+        )
+        return src, dst, torch.cat([offsets, dump_offsets]), rows, rows + dumps
