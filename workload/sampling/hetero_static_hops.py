@@ -29,7 +29,6 @@ from distgnn_api.edge_types import EdgeType
 from distgnn_workload.sampling.hetero_hop_batch import HeteroHopBatch
 from distgnn_workload.sampling.hetero_static import StaticCaps
 
-
 DUMP_BAG = 32
 """Most padding edges per dump bag (see :meth:`HeteroStaticHops.layer_edges`)."""
 
