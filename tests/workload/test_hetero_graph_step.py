@@ -105,7 +105,7 @@ def _eager_step(
 def _captured_grads(
     step: HeteroGraphStep, batch: HeteroMiniBatch, tables: list[ShardedEmbedding]
 ) -> tuple[float, dict[str, Tensor], dict[str, Tensor]]:
-    step.optimizer.zero_grad(set_to_none=True)
+    # no zero_grad here: a replayed graph writes the gradients it captured, in place
     loss = step.step(batch)
     grads = {n: p.grad.clone() for n, p in step.model.named_parameters() if p.grad is not None}
     rows: dict[str, Tensor] = {}
