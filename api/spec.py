@@ -652,6 +652,7 @@ class Phase(StrEnum):
     succeeded = "Succeeded"
     failed = "Failed"
     suspended = "Suspended"
+    queued = "Queued"
 
 
 TERMINAL_PHASES = frozenset({Phase.succeeded, Phase.failed})
@@ -708,11 +709,27 @@ class Progress(Model):
     """RFC 3339 time of the report."""
 
 
+class KueueStatus(Model):
+    """What Kueue says of the job's Workload."""
+
+    workload: str
+    """Name of the Workload the operator created for the job."""
+    admitted: bool = False
+    """True while Kueue admits the Workload (the job may run)."""
+    cluster_queue: str | None = None
+    """ClusterQueue that admitted the Workload."""
+    reason: str = ""
+    """Kueue's reason: why the Workload waits (e.g. Pending, Preempted) or Admitted."""
+    message: str = ""
+    """Kueue's message for that reason."""
+
+
 class DistGNNJobStatus(Model):
     """Observed state of a DistGNNJob, computed by the operator."""
 
     phase: Phase = Phase.pending
-    """Pending, Partitioning, Training, Succeeded, Failed or Suspended."""
+    """Pending, Partitioning, Training, Succeeded, Failed, Suspended or Queued (waiting for
+    Kueue to admit the job's Workload)."""
     conditions: list[Condition] = Field(default_factory=list)
     """Conditions explaining every transition and failure."""
     partition: PartitionStatus | None = None
@@ -729,6 +746,8 @@ class DistGNNJobStatus(Model):
     """RFC 3339 time the job Succeeded or Failed."""
     observed_generation: int | None = None
     """metadata.generation this status reflects."""
+    kueue: KueueStatus | None = None
+    """The job's Kueue Workload, for a job labelled kueue.x-k8s.io/queue-name."""
 
 
 # --------------------------------------------------------------------------- resource

@@ -20,6 +20,11 @@ LABEL_APP_INSTANCE = "app.kubernetes.io/instance"  # the job name
 LABEL_APP_COMPONENT = "app.kubernetes.io/component"  # the role
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"  # always MANAGER
 LABEL_NAMESPACE_NAME = "kubernetes.io/metadata.name"  # set by the API server on every namespace
+# Kueue's labels (its documented opt-in): the LocalQueue a job is queued in, its
+# WorkloadPriorityClass, and the UID of the job a Workload belongs to.
+LABEL_QUEUE_NAME = "kueue.x-k8s.io/queue-name"
+LABEL_PRIORITY_CLASS = "kueue.x-k8s.io/priority-class"
+LABEL_KUEUE_JOB_UID = "kueue.x-k8s.io/job-uid"
 
 APP_NAME = "distgnn"  # value of LABEL_APP_NAME
 MANAGER = "distgnn-operator"  # value of LABEL_MANAGED_BY
@@ -59,11 +64,13 @@ COND_SUCCEEDED = "Succeeded"  # every trainer exited 0
 COND_FAILED = "Failed"  # the job failed; the reason says why
 COND_BLOCKED = "Blocked"  # something keeps a child from being created or from starting
 COND_CAPACITY = "CapacityFits"  # the job's resources hold its capacity plan (False: they do not)
+COND_QUEUED = "Queued"  # the job waits for Kueue to admit its Workload (False once admitted)
 
 # Conditions that cannot be True together: setting the key True flips the values to False.
 EXCLUSIVE_CONDITIONS: dict[str, frozenset[str]] = {
-    COND_TRAINING: frozenset({COND_SUSPENDED, COND_SUCCEEDED, COND_FAILED}),
+    COND_TRAINING: frozenset({COND_SUSPENDED, COND_SUCCEEDED, COND_FAILED, COND_QUEUED}),
     COND_SUSPENDED: frozenset({COND_TRAINING}),
+    COND_QUEUED: frozenset({COND_TRAINING}),
     COND_SUCCEEDED: frozenset({COND_TRAINING, COND_FAILED}),
     COND_FAILED: frozenset({COND_TRAINING, COND_SUCCEEDED}),
 }
@@ -112,6 +119,18 @@ TRAINING_STOPPED = Reason("TrainingStopped", "training stopped: {why}")
 # Suspended
 JOB_SUSPENDED = Reason("JobSuspended", "runPolicy.suspend is true; the job's pods are removed")
 JOB_RESUMED = Reason("JobResumed", "runPolicy.suspend is false; the job continues")
+
+# Queued (Kueue): while waiting, the reason and message are Kueue's own (from the Workload)
+KUEUE_WAITING = Reason(
+    "WorkloadCreated", "Workload {workload} waits for Kueue in LocalQueue {queue}"
+)
+KUEUE_ADMITTED = Reason(
+    "Admitted", "Workload {workload} is admitted by ClusterQueue {cluster_queue}"
+)
+# Kueue's Workload conditions the operator writes, as Kueue's own job integrations do
+KUEUE_FINISHED_SUCCEEDED = "Succeeded"  # Finished reason of a Succeeded job
+KUEUE_FINISHED_FAILED = "Failed"  # Finished reason of a Failed job
+KUEUE_REQUEUE_REASON = "Pending"  # QuotaReserved reason once an evicted job's pods are gone
 
 # Succeeded
 TRAINERS_SUCCEEDED = Reason("TrainersSucceeded", "all {trainers} trainers exited 0")

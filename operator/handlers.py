@@ -132,6 +132,7 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
             child_rejection_limit=ops.child_rejection_limit,
             capacity_policy=ops.capacity_policy,
             gpu_memory=ops.gpu_memory,
+            kueue=ops.kueue,
         ),
     )
     if ops.metrics_port:
@@ -269,6 +270,19 @@ async def child_changed(
     if type is None or namespace is None:
         return
     await trigger(memo, namespace, labels[LABEL_JOB], poll=False)
+
+
+async def workload_changed(
+    *, type: str | None, labels: Mapping[str, str], namespace: str | None, memo: Any, **_: Any
+) -> None:
+    """Kueue admitted, evicted or requeued a job's Workload: reconcile the job."""
+    if type is None or namespace is None:
+        return
+    await trigger(memo, namespace, labels[LABEL_JOB], poll=False)
+
+
+if SETTINGS.kueue:  # without Kueue's RBAC (chart kueue.enabled=false) nothing watches Workloads
+    kopf.on.event("kueue.x-k8s.io", "v1beta2", "workloads", labels=CHILD_LABELS)(workload_changed)
 
 
 @kopf.on.delete(GROUP, VERSION, PLURAL, optional=True)

@@ -6,6 +6,8 @@ derives peer addresses from them); the names only the operator needs live here.
 
 from __future__ import annotations
 
+import hashlib
+
 from distgnn_api.contract import (
     PARTITIONS_DIR,
     Role,
@@ -42,7 +44,15 @@ __all__ = [
     "role_selector",
     "service_name",
     "statefulset_name",
+    "workload_name",
 ]
+
+
+def workload_name(job: str, uid: str) -> str:
+    """Kueue Workload of a job: distgnnjob-<job>-<5 hex of a hash of the uid>, the shape of
+    Kueue's own names (GetWorkloadNameForOwnerWithGVK); a re-created job gets a new one."""
+    digest = hashlib.sha256(f"{job}/{uid}".encode()).hexdigest()[:5]
+    return f"distgnnjob-{job}-{digest}"
 
 
 def config_map_name(job: str) -> str:

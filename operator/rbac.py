@@ -59,6 +59,26 @@ CLUSTER_RULES: list[dict[str, Any]] = [
 ]
 
 
+# With Kueue (chart kueue.enabled), in every namespace served: the jobs' Workloads.
+KUEUE_NAMESPACED_RULES: list[dict[str, Any]] = [
+    {
+        "apiGroups": ["kueue.x-k8s.io"],
+        "resources": ["workloads"],
+        "verbs": ["get", "list", "watch", "create", "patch"],
+    },
+    {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads/status"], "verbs": ["patch"]},
+]
+
+# With Kueue, cluster-wide: flavors (node labels, tolerations) and priority class values.
+KUEUE_CLUSTER_RULES: list[dict[str, Any]] = [
+    {
+        "apiGroups": ["kueue.x-k8s.io"],
+        "resources": ["resourceflavors", "workloadpriorityclasses"],
+        "verbs": ["get"],
+    }
+]
+
+
 def peering_rules(clusterwide: bool) -> list[dict[str, Any]]:
     """Extra rules of peered replicas (operator.replicas > 1)."""
     resource = "clusterkopfpeerings" if clusterwide else "kopfpeerings"

@@ -83,6 +83,9 @@ class OperatorSettings(BaseSettings):
     and a Warning Event), fail (also Failed before training starts) or off."""
     gpu_memory_gib: float = Field(default=80.0, gt=0, le=4096)
     """Memory of one GPU of the cluster's nodes in GiB, for the capacity plan."""
+    kueue: bool = False
+    """Queue jobs labelled kueue.x-k8s.io/queue-name in Kueue (each gets a Workload); the chart
+    sets it with kueue.enabled, which also grants the RBAC on Kueue's objects."""
     retry_backoff_seconds: float = Field(default=2.0, gt=0)
     """First delay before a failed reconcile is retried; it doubles with each retry."""
     retry_backoff_max_seconds: float = Field(default=60.0, gt=0)

@@ -14,12 +14,16 @@ from distgnn_operator.builders.network_policy import build_network_policy
 from distgnn_operator.builders.partition_job import build_partition_job
 from distgnn_operator.builders.pod_template import build_container, build_pod_spec
 from distgnn_operator.builders.pvc import build_pvc
+from distgnn_operator.builders.placement import Placement, PlacementConflict
 from distgnn_operator.builders.statefulset import STATEFUL_ROLES, build_statefulset, template_hash
+from distgnn_operator.builders.workload import build_workload
 
 __all__ = [
     "STATEFUL_ROLES",
     "JobContext",
     "OperatorPeer",
+    "Placement",
+    "PlacementConflict",
     "build_children",
     "build_config_map",
     "build_container",
@@ -30,5 +34,6 @@ __all__ = [
     "build_pod_spec",
     "build_pvc",
     "build_statefulset",
+    "build_workload",
     "template_hash",
 ]

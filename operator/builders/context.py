@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from distgnn_api.contract import Role, partition_key
 from distgnn_api.spec import DistGNNJobSpec
 from distgnn_operator import naming
+from distgnn_operator.builders.placement import Placement
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,8 @@ class JobContext:
     """Gang restarts so far (status.restarts); pod templates carry it so old pods are told apart."""
     operator: OperatorPeer | None = None
     """The operator's pods, admitted to the metrics port; None admits only the monitoring peers."""
+    placements: Mapping[Role, Placement] = field(default_factory=dict)
+    """Where Kueue's admission puts each role's pods (empty for a job Kueue does not manage)."""
 
     @property
     def partition_key(self) -> str:

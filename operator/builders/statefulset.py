@@ -10,6 +10,7 @@ from typing import Any
 from distgnn_api.contract import Role
 from distgnn_operator import naming
 from distgnn_operator.builders.context import JobContext
+from distgnn_operator.builders.placement import place
 from distgnn_operator.builders.pod_template import build_pod_metadata, build_pod_spec
 from distgnn_operator.constants import (
     ANNOTATION_TEMPLATE_HASH,
@@ -43,6 +44,7 @@ def build_statefulset(ctx: JobContext, role: Role) -> dict[str, Any]:
         "metadata": build_pod_metadata(ctx, role, pod_labels),
         "spec": build_pod_spec(ctx, role, restart_policy="Always"),
     }
+    place(template["metadata"], template["spec"], ctx.placements.get(role))
     return {
         "apiVersion": "apps/v1",
         "kind": "StatefulSet",

@@ -47,10 +47,29 @@ JOB = Kind("batch/v1", "Job", "jobs")
 STATEFULSET = Kind("apps/v1", "StatefulSet", "statefulsets")
 NETWORK_POLICY = Kind("networking.k8s.io/v1", "NetworkPolicy", "networkpolicies")
 DISTGNNJOB = Kind(API_VERSION, KIND, PLURAL)
+# Kueue's API (kueue.x-k8s.io), for jobs labelled kueue.x-k8s.io/queue-name.
+WORKLOAD = Kind("kueue.x-k8s.io/v1beta2", "Workload", "workloads")
+RESOURCE_FLAVOR = Kind("kueue.x-k8s.io/v1beta2", "ResourceFlavor", "resourceflavors", False)
+WORKLOAD_PRIORITY_CLASS = Kind(
+    "kueue.x-k8s.io/v1beta2", "WorkloadPriorityClass", "workloadpriorityclasses", False
+)
 
 KINDS: dict[tuple[str, str], Kind] = {
     (k.api_version, k.kind): k
-    for k in (CONFIG_MAP, PVC, POD, SERVICE, EVENT, JOB, STATEFULSET, NETWORK_POLICY, DISTGNNJOB)
+    for k in (
+        CONFIG_MAP,
+        PVC,
+        POD,
+        SERVICE,
+        EVENT,
+        JOB,
+        STATEFULSET,
+        NETWORK_POLICY,
+        DISTGNNJOB,
+        WORKLOAD,
+        RESOURCE_FLAVOR,
+        WORKLOAD_PRIORITY_CLASS,
+    )
 }
 
 

@@ -45,7 +45,7 @@ from distgnn_operator.constants import (
     PARTITION_COMPLETE,
     TTL_EXPIRED,
 )
-from distgnn_operator.reconcile import events
+from distgnn_operator.reconcile import events, kueue_gate
 from distgnn_operator.reconcile.apply import (
     ChildConflict,
     ChildRejected,
@@ -96,6 +96,8 @@ class ReconcileOptions:
     operator: OperatorPeer | None = None
     child_rejection_limit: int = 5
     """Refusals of a child by the API server (in a row) before the job is Failed."""
+    kueue: bool = False
+    """Honour the kueue.x-k8s.io/queue-name label: queue the job's pods in Kueue."""
     capacity_policy: CapacityPolicy = CapacityPolicy.warn
     """What a job whose resources cannot hold its capacity plan gets: warn, fail or off."""
     gpu_memory: int = DEFAULT_GPU_MEMORY
@@ -147,15 +149,21 @@ def _reconcile(api: KubeApi, job: dict[str, Any], options: ReconcileOptions) -> 
         operator=options.operator,
     )
     finished = previous is not None and previous.phase in TERMINAL_PHASES
+    gate = None
+    if options.kueue:
+        gate = kueue_gate.sync_workload(api, job, ctx, owner_reference(job), previous, result)
+        if gate is not None and gate.view.admitted:
+            ctx = dataclasses.replace(ctx, placements=kueue_gate.placements(api, gate.view))
     children = read_children(api, ctx, finished=finished)
     progress = None
     if options.poll_progress and previous is not None and previous.phase is Phase.training:
         ip = trainer_zero_ip(children, ctx.restart_generation)
         if ip is not None:
             progress = fetch_progress(ip, spec.metrics_port, options.progress_timeout)
+    observed = to_observed(ctx, children, progress)
     status = compute_status(
         spec,
-        to_observed(ctx, children, progress),
+        dataclasses.replace(observed, admission=gate.view if gate else None),
         previous,
         now,
         generation=meta.get("generation"),
@@ -184,6 +192,8 @@ def _reconcile(api: KubeApi, job: dict[str, Any], options: ReconcileOptions) -> 
     except ChildRejected as rejected:
         report_rejection(api, job, status, rejected, now, result, options.child_rejection_limit)
         return result
+    if gate is not None:
+        kueue_gate.after_act(api, gate, status, children, format_time(now), result)
     if status.child_rejections:
         clear_rejections(api, job, status, now, result)
     result.partition_figures = observe_figures(api, ctx, children)
@@ -231,7 +241,7 @@ def _act(
                 if ctx.replicas(role) > 0 or role in children.statefulsets:
                     _apply_statefulset(api, ctx, role, ctx.replicas(role), children, owner, result)
             _delete_stale_pods(api, ctx, children, result)
-        case Phase.suspended:
+        case Phase.suspended | Phase.queued:
             if children.partition_job is not None:
                 _set_job_suspended(api, children.partition_job, True, result)
             for role in list(children.statefulsets):

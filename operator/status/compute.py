@@ -15,6 +15,7 @@ from distgnn_api.spec import (
     Condition,
     DistGNNJobSpec,
     DistGNNJobStatus,
+    KueueStatus,
     PartitionStatus,
     Phase,
     Progress,
@@ -27,11 +28,14 @@ from distgnn_operator.constants import (
     COND_CAPACITY,
     COND_FAILED,
     COND_PARTITIONED,
+    COND_QUEUED,
     COND_SUCCEEDED,
     COND_SUSPENDED,
     COND_TRAINING,
     DEADLINE_EXCEEDED,
     JOB_RESUMED,
+    KUEUE_ADMITTED,
+    KUEUE_WAITING,
     JOB_SUSPENDED,
     PARTITION_FAILED,
     PARTITION_REUSED,
@@ -73,6 +77,7 @@ class _Draft:
     observed_generation: int | None
     now: str
     completion_time: str | None = None
+    kueue: KueueStatus | None = None
 
     def set(self, type_: str, status: Status, reason: str, message: str) -> None:
         self.conditions = set_condition(self.conditions, type_, status, reason, message, self.now)
@@ -96,6 +101,7 @@ class _Draft:
             start_time=self.start_time,
             completion_time=self.completion_time,
             observed_generation=self.observed_generation,
+            kueue=self.kueue,
         )
 
 
@@ -134,6 +140,7 @@ def compute_status(
         progress=observed.progress or prev.progress,
         observed_generation=observed_generation,
         now=format_time(now),
+        kueue=_kueue_status(observed),
     )
 
     if suspend_policy.is_suspended(spec):
@@ -143,6 +150,8 @@ def compute_status(
         return draft.build()
     if is_true(prev.conditions, COND_SUSPENDED):
         draft.set_reason(COND_SUSPENDED, "False", JOB_RESUMED)
+    if _queued_stage(observed, prev, draft):
+        return draft.build()
     if draft.start_time is None:
         draft.start_time = draft.now
 
@@ -156,6 +165,44 @@ def compute_status(
         _training_stage(spec, observed, draft)
     _blocked_stage(observed, prev, draft)
     return draft.build()
+
+
+def _kueue_status(observed: Observed) -> KueueStatus | None:
+    gate = observed.admission
+    if gate is None:
+        return None
+    return KueueStatus(
+        workload=gate.workload,
+        admitted=gate.admitted,
+        cluster_queue=gate.cluster_queue,
+        reason=gate.reason,
+        message=gate.message,
+    )
+
+
+def _queued_stage(observed: Observed, prev: DistGNNJobStatus, draft: _Draft) -> bool:
+    """Kueue's gate: Queued (with Kueue's reason) until the Workload is admitted; True while
+    the job waits. An evicted job waits again, its pods stopped as a suspended job's are."""
+    gate = observed.admission
+    if gate is None:
+        return False
+    if not gate.admitted:
+        draft.phase = Phase.queued
+        draft.start_time = None
+        if gate.reason:
+            draft.set(COND_QUEUED, "True", gate.reason, gate.message)
+        else:
+            draft.set_reason(COND_QUEUED, "True", KUEUE_WAITING, workload=gate.workload,
+                             queue=gate.queue)  # fmt: skip
+        return True
+    if is_true(prev.conditions, COND_QUEUED) or not any(
+        c.type == COND_QUEUED for c in prev.conditions
+    ):
+        draft.set_reason(
+            COND_QUEUED, "False", KUEUE_ADMITTED, workload=gate.workload,
+            cluster_queue=gate.cluster_queue,
+        )  # fmt: skip
+    return False
 
 
 def _capacity_stage(

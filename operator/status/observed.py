@@ -13,6 +13,7 @@ from typing import Any
 from distgnn_api.contract import Role
 from distgnn_api.spec import Progress
 from distgnn_operator.constants import LABEL_POD_INDEX, LABEL_RESTART_GENERATION, LABEL_ROLE
+from distgnn_operator.status.admission import AdmissionView
 from distgnn_operator.status.blockers import Blocker
 
 
@@ -155,6 +156,8 @@ class Observed:
     """What trainer 0 served at /progress, if it was reachable."""
     blockers: tuple[Blocker, ...] = ()
     """What the cluster says keeps a child from being created or from starting."""
+    admission: AdmissionView | None = None
+    """The job's Kueue Workload; None for a job Kueue does not manage."""
 
     def current_pods(self, role: Role, generation: int) -> list[PodView]:
         """Live pods of a role created since the last gang restart."""

@@ -203,6 +203,7 @@ def test_phases_are_the_design_lifecycle() -> None:
         "Succeeded",
         "Failed",
         "Suspended",
+        "Queued",
     ]
 
 

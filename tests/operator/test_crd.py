@@ -179,6 +179,7 @@ def test_names_printer_columns_and_status_subresource() -> None:
         "Epoch": ".status.progress.epoch",
         "Seeds/s": ".status.progress.seedsPerSecond",
         "Restarts": ".status.restarts",
+        "Kueue": ".status.kueue.reason",
         "Age": ".metadata.creationTimestamp",
     }
     conditions = version["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"][

@@ -102,6 +102,8 @@ app.kubernetes.io/managed-by: distgnn-operator
   value: {{ .Values.operator.capacity.policy | quote }}
 - name: DISTGNN_OPERATOR_GPU_MEMORY_GIB
   value: {{ .Values.operator.capacity.gpuMemoryGiB | quote }}
+- name: DISTGNN_OPERATOR_KUEUE
+  value: {{ .Values.kueue.enabled | quote }}
 - name: DISTGNN_OPERATOR_POD_NAME
   valueFrom:
     fieldRef:
