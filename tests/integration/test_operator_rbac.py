@@ -23,7 +23,8 @@ def apply(plane: ControlPlane, *docs: dict[str, object]) -> None:
 
 @pytest.fixture
 def operator_account(control_plane: ControlPlane, namespace: str) -> Iterator[str]:
-    """A ServiceAccount with a Role of NAMESPACED_RULES here and a ClusterRole of CLUSTER_RULES."""
+    """A ServiceAccount with a Role of NAMESPACED_RULES here and a ClusterRole of CLUSTER_RULES,
+    each with Kueue's rules (the chart's kueue.enabled; the in-process operator serves Kueue)."""
     sa = "distgnn-operator"
     cluster_role = f"distgnn-operator-{namespace}"
     subject = {"kind": "ServiceAccount", "name": sa, "namespace": namespace}
@@ -38,7 +39,7 @@ def operator_account(control_plane: ControlPlane, namespace: str) -> Iterator[st
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "Role",
             "metadata": {"name": sa, "namespace": namespace},
-            "rules": rbac.NAMESPACED_RULES,
+            "rules": rbac.NAMESPACED_RULES + rbac.KUEUE_NAMESPACED_RULES,
         },
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -51,7 +52,7 @@ def operator_account(control_plane: ControlPlane, namespace: str) -> Iterator[st
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRole",
             "metadata": {"name": cluster_role},
-            "rules": rbac.CLUSTER_RULES,
+            "rules": rbac.CLUSTER_RULES + rbac.KUEUE_CLUSTER_RULES,
         },
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",

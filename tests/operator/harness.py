@@ -40,6 +40,8 @@ OPERATOR_ENV = {
     "DISTGNN_OPERATOR_HEALTH_PORT": "0",
     "DISTGNN_OPERATOR_PROGRESS_POLL_INTERVAL": "1",
     "DISTGNN_OPERATOR_PROGRESS_TIMEOUT": "0.5",
+    # Jobs labelled kueue.x-k8s.io/queue-name are queued in Kueue (tests/integration/test_kueue_*).
+    "DISTGNN_OPERATOR_KUEUE": "true",
 }
 
 

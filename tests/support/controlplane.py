@@ -446,6 +446,28 @@ def make_pki(directory: Path) -> Pki:
     return pki
 
 
+def issue_serving_cert(pki: Pki, directory: Path, name: str) -> tuple[Path, Path]:
+    """A serving certificate for 127.0.0.1, signed by the cluster CA (which the API server's
+    webhook clients are given as caBundle); returns (tls.crt, tls.key) in ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    ca = x509.load_pem_x509_certificate(pki.ca_cert.read_bytes())
+    ca_key = serialization.load_pem_private_key(pki.ca_key.read_bytes(), password=None)
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+    key = _new_key()
+    cert = _issue(
+        x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]),
+        key,
+        ca.subject,
+        ca_key,
+        usages=[ExtendedKeyUsageOID.SERVER_AUTH],
+        sans=[x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))],
+    )
+    cert_path, key_path = directory / "tls.crt", directory / "tls.key"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    _write_key(key_path, key)
+    return cert_path, key_path
+
+
 def _b64(path: Path) -> str:
     return base64.b64encode(path.read_bytes()).decode()
 

@@ -1,0 +1,322 @@
+"""Kueue queues, admits, places and preempts DistGNNJobs: the real Kueue controller manager
+(tests/support/kueue.py) runs against the test control plane, and the operator runs in process.
+
+Each test makes its own ResourceFlavors, ClusterQueue and LocalQueue (cluster-scoped names
+carry the namespace), with a quota on nvidia.com/gpu: a default job asks for 2 trainers of
+1 GPU each."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from distgnn_operator import naming
+from distgnn_operator.reconcile.kube_api import PVC, STATEFULSET, WORKLOAD, Kind
+from tests.operator.harness import Cluster, install_crd, job_manifest, run_operator, wait_for
+from tests.support import kueue
+from tests.support.controlplane import ControlPlane
+
+pytestmark = pytest.mark.integration
+
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
+GPU = "nvidia.com/gpu"
+POOL_LABEL = "distgnn.io/test-pool"
+CLUSTER_QUEUE = Kind(KUEUE_API, "ClusterQueue", "clusterqueues", False)
+
+
+@pytest.fixture(scope="module")
+def kueue_manager(control_plane: ControlPlane) -> Iterator[kueue.Kueue]:
+    install_crd(control_plane)
+    manager = kueue.start(control_plane)
+    try:
+        yield manager
+    finally:
+        manager.stop(control_plane)
+
+
+class Queues:
+    """One test's Kueue objects: flavors, a ClusterQueue and a LocalQueue named `user`."""
+
+    def __init__(self, plane: ControlPlane, namespace: str) -> None:
+        self.plane = plane
+        self.ns = namespace
+        self.suffix = secrets.token_hex(3)
+        self.cluster_queue = f"cq-{self.suffix}"
+        self.cluster_scoped: list[str] = []
+
+    def name(self, base: str) -> str:
+        return f"{base}-{self.suffix}"
+
+    def apply(self, doc: dict[str, Any]) -> None:
+        self.plane.kubectl("apply", "-f", "-", input=json.dumps(doc))
+        if "namespace" not in doc["metadata"]:
+            self.cluster_scoped.append(f"{doc['kind'].lower()}/{doc['metadata']['name']}")
+
+    def setup(
+        self,
+        flavors: dict[str, tuple[dict[str, str], int]],
+        preemption: dict[str, Any] | None = None,
+    ) -> None:
+        """Flavors (name -> node labels, GPU quota), in that order, and the queues."""
+        for flavor, (labels, _) in flavors.items():
+            spec = {"nodeLabels": labels} if labels else {}
+            self.apply(
+                {"apiVersion": KUEUE_API, "kind": "ResourceFlavor",
+                 "metadata": {"name": self.name(flavor)}, "spec": spec}
+            )  # fmt: skip
+        spec: dict[str, Any] = {
+            "namespaceSelector": {},
+            "resourceGroups": [
+                {
+                    "coveredResources": [GPU],
+                    "flavors": [
+                        {"name": self.name(f), "resources": [{"name": GPU, "nominalQuota": q}]}
+                        for f, (_, q) in flavors.items()
+                    ],
+                }
+            ],
+        }
+        if preemption:
+            spec["preemption"] = preemption
+        self.apply(
+            {"apiVersion": KUEUE_API, "kind": "ClusterQueue",
+             "metadata": {"name": self.cluster_queue}, "spec": spec}
+        )  # fmt: skip
+        self.apply(
+            {"apiVersion": KUEUE_API, "kind": "LocalQueue",
+             "metadata": {"name": "user", "namespace": self.ns},
+             "spec": {"clusterQueue": self.cluster_queue}}
+        )  # fmt: skip
+        wait_for(
+            f"ClusterQueue {self.cluster_queue} active",
+            lambda: any(
+                c["type"] == "Active" and c["status"] == "True"
+                for c in (self.plane.get_json("clusterqueue", self.cluster_queue).get("status") or {}).get("conditions", [])
+            ),
+        )  # fmt: skip
+
+    def priority_class(self, base: str, value: int) -> str:
+        name = self.name(base)
+        self.apply(
+            {"apiVersion": KUEUE_API, "kind": "WorkloadPriorityClass",
+             "metadata": {"name": name}, "value": value}
+        )  # fmt: skip
+        return name
+
+    def cleanup(self) -> None:
+        for ref in reversed(self.cluster_scoped):
+            self.plane.kubectl("delete", ref, "--wait=false", "--ignore-not-found", check=False)
+
+
+@pytest.fixture
+def queues(
+    control_plane: ControlPlane, namespace: str, kueue_manager: kueue.Kueue
+) -> Iterator[Queues]:
+    made = Queues(control_plane, namespace)
+    try:
+        yield made
+    finally:
+        made.cleanup()
+
+
+def queued(name: str, queue: str = "user", **spec: Any) -> dict[str, Any]:
+    manifest = job_manifest(name, **spec)
+    manifest["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": queue}
+    return manifest
+
+
+def workload_of(cluster: Cluster, job: str) -> dict[str, Any] | None:
+    obj = cluster.job(job)
+    assert obj is not None
+    return cluster.get(WORKLOAD, naming.workload_name(job, obj["metadata"]["uid"]))
+
+
+def workload_condition(cluster: Cluster, job: str, type_: str) -> dict[str, Any] | None:
+    wl = workload_of(cluster, job) or {}
+    conds = (wl.get("status") or {}).get("conditions") or []
+    return next((c for c in conds if c["type"] == type_), None)
+
+
+def finish(cluster: Cluster, job: str) -> None:
+    cluster.exit_pods(cluster.running_pods(job, "trainer", 2), 0)
+    cluster.wait_phase(job, "Succeeded")
+
+
+def test_quota_for_one_job_queues_the_second_until_the_first_finishes(
+    control_plane: ControlPlane, namespace: str, queues: Queues
+) -> None:
+    queues.setup({"gpu": ({}, 2)})
+    cluster = Cluster(control_plane, namespace)
+    for job in ("first", "second"):
+        cluster.volume_for_created_claim(job)
+    with run_operator(control_plane, namespace):
+        cluster.apply(queued("first"))
+        cluster.wait_phase("first", "Training")
+        cluster.running_pods("first", "trainer", 2)
+        wl = workload_of(cluster, "first")
+        assert wl is not None
+        assert [(p["name"], p["count"]) for p in wl["spec"]["podSets"]] == [
+            ("partition", 1), ("sampler", 2), ("trainer", 2),
+        ]  # fmt: skip
+        assert cluster.status("first")["kueue"]["clusterQueue"] == queues.cluster_queue
+
+        cluster.apply(queued("second"))
+        status = cluster.wait_phase("second", "Queued")
+        wait_for(
+            "Kueue's reason on the second job",
+            lambda: "insufficient" in (cluster.condition("second", "Queued") or {}).get("message", ""),
+        )  # fmt: skip
+        cond = cluster.condition("second", "Queued")
+        assert cond is not None and cond["status"] == "True"
+        assert status["kueue"]["admitted"] is False
+        assert cluster.pods("second") == []
+        assert cluster.get(STATEFULSET, "second-trainer") is None
+        table = control_plane.kubectl("get", "dgj", "-n", namespace, "-o", "wide").stdout
+        assert any(line.split()[:2] == ["second", "Queued"] for line in table.splitlines())
+
+        finish(cluster, "first")
+        wait_for("the first Workload Finished", lambda: (workload_condition(cluster, "first", "Finished") or {}).get("status") == "True")  # fmt: skip
+        cluster.wait_phase("second", "Training", timeout=90)
+        cluster.running_pods("second", "trainer", 2)
+        admitted = cluster.condition("second", "Queued")
+        assert admitted is not None and (admitted["status"], admitted["reason"]) == ("False", "Admitted")
+
+
+def _volume(plane: ControlPlane, namespace: str, job: str) -> Path:
+    return plane.workdir / "volumes" / f"{namespace}-{job}-data"
+
+
+def test_higher_priority_preempts_and_the_victim_resumes_from_its_checkpoint(
+    control_plane: ControlPlane, namespace: str, queues: Queues
+) -> None:
+    queues.setup({"gpu": ({}, 2)}, preemption={"withinClusterQueue": "LowerPriority"})
+    low = queues.priority_class("low", 10)
+    high = queues.priority_class("high", 1000)
+    cluster = Cluster(control_plane, namespace)
+    for job in ("victim", "urgent"):
+        cluster.volume_for_created_claim(job)
+    victim = queued("victim")
+    victim["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = low
+    urgent = queued("urgent")
+    urgent["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = high
+    with run_operator(control_plane, namespace):
+        cluster.apply(victim)
+        cluster.wait_phase("victim", "Training")
+        cluster.running_pods("victim", "trainer", 2)
+        uid = cluster.job("victim")["metadata"]["uid"]  # type: ignore[index]
+        # Play trainer 0: an epoch's checkpoint on the volume.
+        checkpoints = _volume(control_plane, namespace, "victim") / "runs" / uid / "checkpoints"
+        checkpoints.mkdir(parents=True)
+        (checkpoints / "latest.json").write_text('{"epoch": 3, "path": "epoch-3.pt"}')
+        (checkpoints / "epoch-3.pt").write_bytes(b"weights")
+        wl = workload_of(cluster, "victim")
+        assert wl is not None and wl["spec"]["priority"] == 10
+
+        cluster.apply(urgent)
+        cluster.wait_phase("victim", "Queued", timeout=90)
+        wait_for("the victim's pods gone", lambda: not cluster.pods("victim", "trainer") and not cluster.pods("victim", "sampler"))  # fmt: skip
+        cond = cluster.condition("victim", "Queued")
+        assert cond is not None and cond["reason"] == "Preempted", cond
+        assert cluster.status("victim")["kueue"]["reason"] == "Preempted"
+        cluster.wait_phase("urgent", "Training", timeout=90)
+        cluster.running_pods("urgent", "trainer", 2)
+        # The partition and the checkpoints stay.
+        claim = cluster.get(PVC, "victim-data")
+        assert claim is not None and claim["metadata"].get("deletionTimestamp") is None
+        assert any(k.startswith("partitions.distgnn.io/") for k in claim["metadata"]["annotations"])
+        assert (checkpoints / "latest.json").read_text().startswith('{"epoch": 3')
+
+        finish(cluster, "urgent")
+        cluster.wait_phase("victim", "Training", timeout=90)
+        trainers = cluster.running_pods("victim", "trainer", 2)
+        # Re-admitted, the trainers run the same job (uid) on the same claim: the run
+        # directory whose checkpoints/latest.json they resume from.
+        for pod in trainers:
+            env = {e["name"]: e.get("value") for e in pod["spec"]["containers"][0]["env"]}
+            assert uid in env.values()
+            claims = [v["persistentVolumeClaim"]["claimName"] for v in pod["spec"]["volumes"] if "persistentVolumeClaim" in v]  # fmt: skip
+            assert claims == ["victim-data"]
+        assert (checkpoints / "epoch-3.pt").read_bytes() == b"weights"
+        assert cluster.status("victim").get("restarts", 0) == 0
+        finish(cluster, "victim")
+
+
+def test_a_job_larger_than_any_flavor_stays_queued_with_kueues_reason(
+    control_plane: ControlPlane, namespace: str, queues: Queues
+) -> None:
+    queues.setup({"small": ({}, 2)})
+    cluster = Cluster(control_plane, namespace)
+    cluster.volume_for_created_claim("huge")
+    with run_operator(control_plane, namespace):
+        cluster.apply(queued("huge", trainers={"replicas": 4, "gpusPerPod": 1}))
+        cluster.wait_phase("huge", "Queued")
+        wait_for(
+            "Kueue's reason in the job's status",
+            lambda: "insufficient quota" in cluster.status("huge").get("kueue", {}).get("message", ""),
+        )  # fmt: skip
+        message = cluster.condition("huge", "Queued")["message"]  # type: ignore[index]
+        assert GPU in message and queues.name("small") in message
+        assert cluster.phase("huge") == "Queued"
+        assert cluster.pods("huge") == []
+
+
+def test_two_flavors_the_pods_carry_the_chosen_flavors_node_selector(
+    control_plane: ControlPlane, namespace: str, queues: Queues
+) -> None:
+    for node, pool in (("kwok-gpu-0", "a"), ("kwok-gpu-1", "b")):
+        control_plane.kubectl("label", "node", node, f"{POOL_LABEL}={pool}", "--overwrite")
+    # Pool a holds 1 GPU: the job's 2 do not fit, so Kueue assigns pool b.
+    queues.setup({"pool-a": ({POOL_LABEL: "a"}, 1), "pool-b": ({POOL_LABEL: "b"}, 8)})
+    cluster = Cluster(control_plane, namespace)
+    cluster.volume_for_created_claim("placed")
+    with run_operator(control_plane, namespace):
+        cluster.apply(queued("placed"))
+        cluster.wait_phase("placed", "Training")
+        trainers = cluster.running_pods("placed", "trainer", 2)
+        for pod in trainers:
+            assert pod["spec"]["nodeSelector"][POOL_LABEL] == "b"
+            assert pod["spec"]["nodeName"] == "kwok-gpu-1"
+        wl = workload_of(cluster, "placed")
+        assert wl is not None
+        (trainer,) = [a for a in wl["status"]["admission"]["podSetAssignments"] if a["name"] == "trainer"]
+        assert trainer["flavors"] == {GPU: queues.name("pool-b")}
+        sts = cluster.get(STATEFULSET, "placed-trainer")
+        assert sts is not None
+        assert sts["spec"]["template"]["spec"]["nodeSelector"] == {POOL_LABEL: "b"}
+
+
+def test_deleting_a_queued_job_leaves_no_workload(
+    control_plane: ControlPlane, namespace: str, queues: Queues
+) -> None:
+    queues.setup({"none": ({}, 0)})
+    cluster = Cluster(control_plane, namespace)
+    with run_operator(control_plane, namespace):
+        cluster.apply(queued("doomed"))
+        cluster.wait_phase("doomed", "Queued")
+        name = wait_for("the Workload", lambda: (workload_of(cluster, "doomed") or {}).get("metadata", {}).get("name"))  # fmt: skip
+        control_plane.kubectl("delete", "dgj", "doomed", "-n", namespace, "--wait=true", "--timeout=60s")
+        wait_for("the Workload gone", lambda: cluster.get(WORKLOAD, name) is None)
+    assert control_plane.get_json("workloads.kueue.x-k8s.io", "-n", namespace)["items"] == []
+
+
+def test_without_the_label_nothing_changes(
+    control_plane: ControlPlane, namespace: str, queues: Queues
+) -> None:
+    # A ClusterQueue with no quota would hold a queued job forever; this job is not queued.
+    queues.setup({"none": ({}, 0)})
+    cluster = Cluster(control_plane, namespace)
+    cluster.volume_for_created_claim("plain")
+    with run_operator(control_plane, namespace):
+        cluster.apply(job_manifest("plain"))
+        cluster.wait_phase("plain", "Training")
+        trainers = cluster.running_pods("plain", "trainer", 2)
+        assert "kueue" not in cluster.status("plain")
+        assert cluster.condition("plain", "Queued") is None
+        assert control_plane.get_json("workloads.kueue.x-k8s.io", "-n", namespace)["items"] == []
+        assert all("nodeSelector" not in p["spec"] for p in trainers)
+        finish(cluster, "plain")
