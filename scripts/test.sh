@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone on a fresh machine (Python >= 3.11 with pip,
-# Go >= 1.26): a cached virtualenv with '.[dev]', the pinned control plane built from
-# Go modules (cached), Debian's prometheus package (apt-get, as root; the .debs cached),
+# Go >= 1.26): a cached virtualenv with '.[dev]', the pinned control plane and Kueue built
+# from Go modules (cached), Debian's prometheus package (apt-get, as root; the .debs cached),
 # the static checks (scripts/lint.sh) and pytest on every tier but gpu. Extra arguments
 # go to pytest. Warm runs skip the install and the build.
 #
@@ -77,6 +77,12 @@ begin "control plane"
 bin_dir="$(bash hack/build-controlplane.sh | tail -n 1)"
 export PATH="${bin_dir}:${PATH}"
 end "control plane" "${bin_dir}"
+
+# --- 2b. kueue ------------------------------------------------------------------
+begin "kueue"
+# The pinned Kueue controller manager for the Kueue scenarios (tests/integration/test_kueue.py).
+kueue_dir="$(bash hack/build-kueue.sh | tail -n 1)"
+end "kueue" "${kueue_dir}"
 
 # --- 3. prometheus ----------------------------------------------------------------
 begin "prometheus"

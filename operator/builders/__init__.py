@@ -12,9 +12,9 @@ from distgnn_operator.builders.env import build_env
 from distgnn_operator.builders.headless_service import build_headless_service
 from distgnn_operator.builders.network_policy import build_network_policy
 from distgnn_operator.builders.partition_job import build_partition_job
+from distgnn_operator.builders.placement import Placement, PlacementConflict
 from distgnn_operator.builders.pod_template import build_container, build_pod_spec
 from distgnn_operator.builders.pvc import build_pvc
-from distgnn_operator.builders.placement import Placement, PlacementConflict
 from distgnn_operator.builders.statefulset import STATEFUL_ROLES, build_statefulset, template_hash
 from distgnn_operator.builders.workload import build_workload
 

@@ -183,7 +183,9 @@ def after_act(
     conditions: list[dict[str, Any]] = list((workload.get("status") or {}).get("conditions") or [])
     status_patch: dict[str, Any] = {}
     if status.phase in (Phase.succeeded, Phase.failed) and not view.finished:
-        reason = KUEUE_FINISHED_SUCCEEDED if status.phase is Phase.succeeded else KUEUE_FINISHED_FAILED
+        reason = (
+            KUEUE_FINISHED_SUCCEEDED if status.phase is Phase.succeeded else KUEUE_FINISHED_FAILED
+        )
         cond = COND_SUCCEEDED if status.phase is Phase.succeeded else COND_FAILED
         message = next((c.message for c in status.conditions if c.type == cond), reason)
         conditions = _set(conditions, WL_FINISHED, "True", reason, message, now_time)
@@ -241,4 +243,3 @@ def _set(
             }
         )
     return out
-

@@ -64,10 +64,10 @@ class Queues:
     ) -> None:
         """Flavors (name -> node labels, GPU quota), in that order, and the queues."""
         for flavor, (labels, _) in flavors.items():
-            spec = {"nodeLabels": labels} if labels else {}
+            flavor_spec = {"nodeLabels": labels} if labels else {}
             self.apply(
                 {"apiVersion": KUEUE_API, "kind": "ResourceFlavor",
-                 "metadata": {"name": self.name(flavor)}, "spec": spec}
+                 "metadata": {"name": self.name(flavor)}, "spec": flavor_spec}
             )  # fmt: skip
         spec: dict[str, Any] = {
             "namespaceSelector": {},
@@ -172,7 +172,8 @@ def test_quota_for_one_job_queues_the_second_until_the_first_finishes(
             lambda: "insufficient" in (cluster.condition("second", "Queued") or {}).get("message", ""),
         )  # fmt: skip
         cond = cluster.condition("second", "Queued")
-        assert cond is not None and cond["status"] == "True"
+        assert cond is not None
+        assert cond["status"] == "True"
         assert status["kueue"]["admitted"] is False
         assert cluster.pods("second") == []
         assert cluster.get(STATEFULSET, "second-trainer") is None
@@ -184,7 +185,11 @@ def test_quota_for_one_job_queues_the_second_until_the_first_finishes(
         cluster.wait_phase("second", "Training", timeout=90)
         cluster.running_pods("second", "trainer", 2)
         admitted = cluster.condition("second", "Queued")
-        assert admitted is not None and (admitted["status"], admitted["reason"]) == ("False", "Admitted")
+        assert admitted is not None
+        assert (admitted["status"], admitted["reason"]) == (
+            "False",
+            "Admitted",
+        )
 
 
 def _volume(plane: ControlPlane, namespace: str, job: str) -> Path:
@@ -215,19 +220,22 @@ def test_higher_priority_preempts_and_the_victim_resumes_from_its_checkpoint(
         (checkpoints / "latest.json").write_text('{"epoch": 3, "path": "epoch-3.pt"}')
         (checkpoints / "epoch-3.pt").write_bytes(b"weights")
         wl = workload_of(cluster, "victim")
-        assert wl is not None and wl["spec"]["priority"] == 10
+        assert wl is not None
+        assert wl["spec"]["priority"] == 10
 
         cluster.apply(urgent)
         cluster.wait_phase("victim", "Queued", timeout=90)
         wait_for("the victim's pods gone", lambda: not cluster.pods("victim", "trainer") and not cluster.pods("victim", "sampler"))  # fmt: skip
         cond = cluster.condition("victim", "Queued")
-        assert cond is not None and cond["reason"] == "Preempted", cond
+        assert cond is not None
+        assert cond["reason"] == "Preempted", cond
         assert cluster.status("victim")["kueue"]["reason"] == "Preempted"
         cluster.wait_phase("urgent", "Training", timeout=90)
         cluster.running_pods("urgent", "trainer", 2)
         # The partition and the checkpoints stay.
         claim = cluster.get(PVC, "victim-data")
-        assert claim is not None and claim["metadata"].get("deletionTimestamp") is None
+        assert claim is not None
+        assert claim["metadata"].get("deletionTimestamp") is None
         assert any(k.startswith("partitions.distgnn.io/") for k in claim["metadata"]["annotations"])
         assert (checkpoints / "latest.json").read_text().startswith('{"epoch": 3')
 
@@ -260,7 +268,8 @@ def test_a_job_larger_than_any_flavor_stays_queued_with_kueues_reason(
             lambda: "insufficient quota" in cluster.status("huge").get("kueue", {}).get("message", ""),
         )  # fmt: skip
         message = cluster.condition("huge", "Queued")["message"]  # type: ignore[index]
-        assert GPU in message and queues.name("small") in message
+        assert GPU in message
+        assert queues.name("small") in message
         assert cluster.phase("huge") == "Queued"
         assert cluster.pods("huge") == []
 
@@ -283,7 +292,9 @@ def test_two_flavors_the_pods_carry_the_chosen_flavors_node_selector(
             assert pod["spec"]["nodeName"] == "kwok-gpu-1"
         wl = workload_of(cluster, "placed")
         assert wl is not None
-        (trainer,) = [a for a in wl["status"]["admission"]["podSetAssignments"] if a["name"] == "trainer"]
+        (trainer,) = [
+            a for a in wl["status"]["admission"]["podSetAssignments"] if a["name"] == "trainer"
+        ]
         assert trainer["flavors"] == {GPU: queues.name("pool-b")}
         sts = cluster.get(STATEFULSET, "placed-trainer")
         assert sts is not None
@@ -299,7 +310,9 @@ def test_deleting_a_queued_job_leaves_no_workload(
         cluster.apply(queued("doomed"))
         cluster.wait_phase("doomed", "Queued")
         name = wait_for("the Workload", lambda: (workload_of(cluster, "doomed") or {}).get("metadata", {}).get("name"))  # fmt: skip
-        control_plane.kubectl("delete", "dgj", "doomed", "-n", namespace, "--wait=true", "--timeout=60s")
+        control_plane.kubectl(
+            "delete", "dgj", "doomed", "-n", namespace, "--wait=true", "--timeout=60s"
+        )
         wait_for("the Workload gone", lambda: cluster.get(WORKLOAD, name) is None)
     assert control_plane.get_json("workloads.kueue.x-k8s.io", "-n", namespace)["items"] == []
 

@@ -89,7 +89,9 @@ def install_crds(plane: ControlPlane, module: Path, ca_bundle: str, port: int) -
 def webhook_configurations(module: Path, ca_bundle: str, port: int) -> list[dict[str, Any]]:
     """The module's webhook configurations, reduced to Kueue's own API, served by URL."""
     out = []
-    for doc in yaml.safe_load_all((module / "config/components/webhook/manifests.yaml").read_text()):
+    for doc in yaml.safe_load_all(
+        (module / "config/components/webhook/manifests.yaml").read_text()
+    ):
         if not doc:
             continue
         hooks = []
@@ -145,7 +147,9 @@ def _private_etc_command(workdir: Path, cert: Path, key: Path, argv: list[str]) 
     )
     unshare = shutil.which("unshare")
     if unshare is None:
-        raise ControlPlaneError("util-linux's unshare is needed to run Kueue (see tests/support/kueue.py)")
+        raise ControlPlaneError(
+            "util-linux's unshare is needed to run Kueue (see tests/support/kueue.py)"
+        )
     return [unshare, "--mount", "--propagation", "private", "sh", "-c", script]
 
 
@@ -159,7 +163,11 @@ class Kueue:
 
     def stop(self, plane: ControlPlane) -> None:
         for name in self.webhook_names:
-            kind = "mutatingwebhookconfiguration" if "mutating" in name else "validatingwebhookconfiguration"
+            kind = (
+                "mutatingwebhookconfiguration"
+                if "mutating" in name
+                else "validatingwebhookconfiguration"
+            )
             plane.kubectl("delete", kind, name, "--ignore-not-found", check=False)
         self.component.stop()
         if self.component in plane.extra_components:
