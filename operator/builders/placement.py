@@ -39,7 +39,9 @@ def place(meta: dict[str, Any], spec: dict[str, Any], placement: Placement | Non
     if selector:
         spec["nodeSelector"] = selector
     tolerations = list(spec.get("tolerations") or [])
-    tolerations += [dict(t) for t in placement.tolerations if dict(t) not in tolerations]
+    for toleration in placement.tolerations:
+        if dict(toleration) not in tolerations:
+            tolerations.append(dict(toleration))
     if tolerations:
         spec["tolerations"] = tolerations
     for key, values in (("labels", placement.labels), ("annotations", placement.annotations)):

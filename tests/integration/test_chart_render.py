@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
+from distgnn_operator import rbac
 from distgnn_operator.constants import (
     LABEL_JOB,
     LABEL_MANAGED_BY,
@@ -44,6 +45,7 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
         "metrics.prometheusRule.enabled": True,
         "dashboards.namespace": "monitoring",
         "dashboards.annotations": {"grafana_folder": "distgnn"},
+        "kueue.enabled": True,
     },
     "minimal": {
         "serviceAccount.create": False,
@@ -263,3 +265,36 @@ def test_dashboard_label_is_configurable(helm: Helm) -> None:
     (dashboard,) = docs["ConfigMap"]
     assert dashboard["metadata"]["labels"]["team/dashboards"] == "yes"
     assert "grafana_dashboard" not in dashboard["metadata"]["labels"]
+
+
+def _kueue_rules(docs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [
+        rule
+        for doc in docs
+        if doc["kind"] == kind
+        for rule in doc.get("rules") or []
+        if rule["apiGroups"] == ["kueue.x-k8s.io"]
+    ]
+
+
+def test_kueue_rbac_follows_kueue_enabled(helm: Helm) -> None:
+    """kueue.enabled grants exactly distgnn_operator.rbac's Kueue rules; off, none at all."""
+    off = documents(helm.template("dg", "ns1", {}))
+    assert _kueue_rules(off, "ClusterRole") == []
+    deployment = _by_kind(off)["Deployment"][0]
+    env = {e["name"]: e.get("value") for e in deployment["spec"]["template"]["spec"]["containers"][0]["env"]}  # fmt: skip
+    assert env["DISTGNN_OPERATOR_KUEUE"] == "false"
+
+    wide = documents(helm.template("dg", "ns1", {"kueue.enabled": True}))
+    assert (
+        _kueue_rules(wide, "ClusterRole") == rbac.KUEUE_CLUSTER_RULES + rbac.KUEUE_NAMESPACED_RULES
+    )
+    deployment = _by_kind(wide)["Deployment"][0]
+    env = {e["name"]: e.get("value") for e in deployment["spec"]["template"]["spec"]["containers"][0]["env"]}  # fmt: skip
+    assert env["DISTGNN_OPERATOR_KUEUE"] == "true"
+
+    scoped = documents(
+        helm.template("dg", "ns1", {"kueue.enabled": True, "operator.watchNamespaces": ["a"]})
+    )
+    assert _kueue_rules(scoped, "ClusterRole") == rbac.KUEUE_CLUSTER_RULES
+    assert _kueue_rules(scoped, "Role") == rbac.KUEUE_NAMESPACED_RULES

@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from distgnn_operator import naming
+from distgnn_operator import naming, rbac
 from distgnn_operator.reconcile.kube_api import PVC, STATEFULSET, WORKLOAD, Kind
+from tests.operator.accounts import bound_account
 from tests.operator.harness import Cluster, install_crd, job_manifest, run_operator, wait_for
 from tests.support import kueue
 from tests.support.controlplane import ControlPlane
@@ -154,42 +155,60 @@ def test_quota_for_one_job_queues_the_second_until_the_first_finishes(
     cluster = Cluster(control_plane, namespace)
     for job in ("first", "second"):
         cluster.volume_for_created_claim(job)
-    with run_operator(control_plane, namespace):
-        cluster.apply(queued("first"))
-        cluster.wait_phase("first", "Training")
-        cluster.running_pods("first", "trainer", 2)
-        wl = workload_of(cluster, "first")
-        assert wl is not None
-        assert [(p["name"], p["count"]) for p in wl["spec"]["podSets"]] == [
-            ("partition", 1), ("sampler", 2), ("trainer", 2),
-        ]  # fmt: skip
-        assert cluster.status("first")["kueue"]["clusterQueue"] == queues.cluster_queue
+    # The operator runs with exactly the chart's rules for kueue.enabled (distgnn_operator.rbac).
+    with bound_account(
+        control_plane,
+        namespace,
+        rbac.NAMESPACED_RULES + rbac.KUEUE_NAMESPACED_RULES,
+        rbac.CLUSTER_RULES + rbac.KUEUE_CLUSTER_RULES,
+    ) as account:
+        token = control_plane.token_kubeconfig(namespace, account)
+        with run_operator(control_plane, namespace, kubeconfig=token) as runner:
+            _queue_two_jobs(control_plane, namespace, cluster, queues)
+    assert "Forbidden" not in runner.output
+    assert 'HTTP/1.1" 403' not in runner.output
 
-        cluster.apply(queued("second"))
-        status = cluster.wait_phase("second", "Queued")
-        wait_for(
-            "Kueue's reason on the second job",
-            lambda: "insufficient" in (cluster.condition("second", "Queued") or {}).get("message", ""),
-        )  # fmt: skip
-        cond = cluster.condition("second", "Queued")
-        assert cond is not None
-        assert cond["status"] == "True"
-        assert status["kueue"]["admitted"] is False
-        assert cluster.pods("second") == []
-        assert cluster.get(STATEFULSET, "second-trainer") is None
-        table = control_plane.kubectl("get", "dgj", "-n", namespace, "-o", "wide").stdout
-        assert any(line.split()[:2] == ["second", "Queued"] for line in table.splitlines())
 
-        finish(cluster, "first")
-        wait_for("the first Workload Finished", lambda: (workload_condition(cluster, "first", "Finished") or {}).get("status") == "True")  # fmt: skip
-        cluster.wait_phase("second", "Training", timeout=90)
-        cluster.running_pods("second", "trainer", 2)
-        admitted = cluster.condition("second", "Queued")
-        assert admitted is not None
-        assert (admitted["status"], admitted["reason"]) == (
-            "False",
-            "Admitted",
-        )
+def _queue_two_jobs(
+    control_plane: ControlPlane, namespace: str, cluster: Cluster, queues: Queues
+) -> None:
+    cluster.apply(queued("first"))
+    cluster.wait_phase("first", "Training")
+    cluster.running_pods("first", "trainer", 2)
+    wl = workload_of(cluster, "first")
+    assert wl is not None
+    assert [(p["name"], p["count"]) for p in wl["spec"]["podSets"]] == [
+        ("partition", 1), ("sampler", 2), ("trainer", 2),
+    ]  # fmt: skip
+    assert cluster.status("first")["kueue"]["clusterQueue"] == queues.cluster_queue
+
+    cluster.apply(queued("second"))
+    status = cluster.wait_phase("second", "Queued")
+    wait_for(
+        "Kueue's reason on the second job",
+        lambda: "insufficient" in (cluster.condition("second", "Queued") or {}).get("message", ""),
+    )  # fmt: skip
+    cond = cluster.condition("second", "Queued")
+    assert cond is not None
+    assert cond["status"] == "True"
+    assert status["kueue"]["admitted"] is False
+    assert cluster.pods("second") == []
+    assert cluster.get(STATEFULSET, "second-trainer") is None
+    table = control_plane.kubectl("get", "dgj", "-n", namespace, "-o", "wide").stdout
+    (row,) = [line.split() for line in table.splitlines() if line.startswith("second ")]
+    assert row[1] == "Queued"
+    assert cond["reason"] in row  # -o wide: Kueue's reason column
+
+    finish(cluster, "first")
+    wait_for("the first Workload Finished", lambda: (workload_condition(cluster, "first", "Finished") or {}).get("status") == "True")  # fmt: skip
+    cluster.wait_phase("second", "Training", timeout=90)
+    cluster.running_pods("second", "trainer", 2)
+    admitted = cluster.condition("second", "Queued")
+    assert admitted is not None
+    assert (admitted["status"], admitted["reason"]) == (
+        "False",
+        "Admitted",
+    )
 
 
 def _volume(plane: ControlPlane, namespace: str, job: str) -> Path:

@@ -4,78 +4,30 @@ TTL deletion."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 
 import pytest
 
 from distgnn_operator import rbac
 from distgnn_operator.reconcile.kube_api import PVC
+from tests.operator.accounts import bound_account
 from tests.operator.harness import Cluster, install_crd, job_manifest, run_operator, wait_for
 from tests.support.controlplane import ControlPlane
 
 pytestmark = pytest.mark.integration
 
 
-def apply(plane: ControlPlane, *docs: dict[str, object]) -> None:
-    plane.kubectl("apply", "-f", "-", input="\n---\n".join(json.dumps(d) for d in docs))
-
-
 @pytest.fixture
 def operator_account(control_plane: ControlPlane, namespace: str) -> Iterator[str]:
     """A ServiceAccount with a Role of NAMESPACED_RULES here and a ClusterRole of CLUSTER_RULES,
     each with Kueue's rules (the chart's kueue.enabled; the in-process operator serves Kueue)."""
-    sa = "distgnn-operator"
-    cluster_role = f"distgnn-operator-{namespace}"
-    subject = {"kind": "ServiceAccount", "name": sa, "namespace": namespace}
-    apply(
+    with bound_account(
         control_plane,
-        {
-            "apiVersion": "v1",
-            "kind": "ServiceAccount",
-            "metadata": {"name": sa, "namespace": namespace},
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "Role",
-            "metadata": {"name": sa, "namespace": namespace},
-            "rules": rbac.NAMESPACED_RULES + rbac.KUEUE_NAMESPACED_RULES,
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "RoleBinding",
-            "metadata": {"name": sa, "namespace": namespace},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": sa},
-            "subjects": [subject],
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": {"name": cluster_role},
-            "rules": rbac.CLUSTER_RULES + rbac.KUEUE_CLUSTER_RULES,
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": cluster_role},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": cluster_role,
-            },
-            "subjects": [subject],
-        },
-    )
-    try:
+        namespace,
+        rbac.NAMESPACED_RULES + rbac.KUEUE_NAMESPACED_RULES,
+        rbac.CLUSTER_RULES + rbac.KUEUE_CLUSTER_RULES,
+    ) as sa:
         yield sa
-    finally:
-        control_plane.kubectl(
-            "delete",
-            "clusterrolebinding,clusterrole",
-            cluster_role,
-            "--ignore-not-found",
-            check=False,
-        )
 
 
 def test_least_privilege(
