@@ -3,7 +3,8 @@
 - create/resume/update of a DistGNNJob reconcile it at once;
 - a timer reconciles each job every ``progress_poll_interval`` seconds and reads trainer 0's
   /progress (deadlines and TTLs fall due without any event);
-- events of the job's Jobs, StatefulSets and Pods reconcile the owning job.
+- events of the job's Jobs, StatefulSets and Pods reconcile the owning job, and so do those
+  of its Kueue Workload (with the ``kueue`` setting: admitted, evicted, requeued).
 
 Reconciles of one job never overlap, and triggers that arrive while one waits are merged
 into it. The reconcile itself (``distgnn_operator.reconcile``) is synchronous and runs in a

@@ -53,6 +53,16 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     wanted = any("control_plane" in getattr(i, "fixturenames", ()) for i in session.items)
     if wanted and not binaries_built():
         ensure_binaries(lambda message: _announce(session.config, message))
+    if any("kueue_manager" in getattr(i, "fixturenames", ()) for i in session.items):
+        from tests.support import kueue
+
+        if not kueue.built():
+            _announce(
+                session.config,
+                f"Kueue is not built yet: building it now with {kueue.BUILD_SCRIPT} (minutes "
+                "cold; cached under ~/.cache/distgnn afterwards)",
+            )
+            kueue.build()
 
 
 @pytest.fixture(scope="session")

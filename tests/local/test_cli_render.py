@@ -46,6 +46,23 @@ def test_render_prints_every_child_in_the_namespace(capsys: pytest.CaptureFixtur
     assert _env(trainer, ENV_NAMESPACE) == "team-a"
 
 
+def test_local_mode_ignores_kueue(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A job queued in Kueue renders (and so runs locally) exactly as one that is not: no
+    Workload, no queue label on any child, no placement."""
+    job = yaml.safe_load(QUICKSTART.read_text())
+    assert main(["render", str(QUICKSTART), "--uid", "u1"]) == 0
+    plain = capsys.readouterr().out
+    job["metadata"]["labels"] = {
+        "kueue.x-k8s.io/queue-name": "user",
+        "kueue.x-k8s.io/priority-class": "high",
+    }
+    queued = tmp_path / "queued.yaml"
+    queued.write_text(yaml.safe_dump(job))
+    assert main(["render", str(queued), "--uid", "u1"]) == 0
+    assert capsys.readouterr().out == plain
+    assert "kueue" not in plain
+
+
 def test_render_of_a_heterogeneous_job_carries_its_typed_spec_to_the_pods(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

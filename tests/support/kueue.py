@@ -44,6 +44,11 @@ CONVERTED_CRDS = ("localqueues", "clusterqueues", "cohorts", "workloads", "multi
 METRICS_CERT_DIR = "/etc/kueue/metrics/certs"  # fixed in Kueue's cmd/kueue/main.go
 
 
+def built() -> bool:
+    """Whether the pinned Kueue is built (the build script's stamp says so)."""
+    return subprocess.run(["bash", str(BUILD_SCRIPT), "--check"]).returncode == 0
+
+
 def build() -> tuple[Path, Path]:
     """(the kueue binary, the module's source dir), building it first when not cached."""
     out = subprocess.run(["bash", str(BUILD_SCRIPT)], capture_output=True, text=True)
