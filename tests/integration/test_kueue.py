@@ -62,10 +62,13 @@ class Queues:
         self,
         flavors: dict[str, tuple[dict[str, str], int]],
         preemption: dict[str, Any] | None = None,
+        tolerations: dict[str, list[dict[str, str]]] | None = None,
     ) -> None:
         """Flavors (name -> node labels, GPU quota), in that order, and the queues."""
         for flavor, (labels, _) in flavors.items():
-            flavor_spec = {"nodeLabels": labels} if labels else {}
+            flavor_spec: dict[str, Any] = {"nodeLabels": labels} if labels else {}
+            if tolerations and flavor in tolerations:
+                flavor_spec["tolerations"] = tolerations[flavor]
             self.apply(
                 {"apiVersion": KUEUE_API, "kind": "ResourceFlavor",
                  "metadata": {"name": self.name(flavor)}, "spec": flavor_spec}
@@ -249,6 +252,18 @@ def test_higher_priority_preempts_and_the_victim_resumes_from_its_checkpoint(
         assert cond is not None
         assert cond["reason"] == "Preempted", cond
         assert cluster.status("victim")["kueue"]["reason"] == "Preempted"
+        # Its pods gone, the operator handed the quota back and Kueue requeued the Workload.
+        wait_for(
+            "the victim's quota released",
+            lambda: (
+                (workload_condition(cluster, "victim", "QuotaReserved") or {}).get("status")
+                == "False"
+            ),
+        )
+        requeued = workload_condition(cluster, "victim", "Requeued")
+        assert requeued is not None
+        assert (requeued["status"], requeued["reason"]) == ("True", "Preempted")
+        assert "Preempted" in cluster.event_reasons("victim")
         cluster.wait_phase("urgent", "Training", timeout=90)
         cluster.running_pods("urgent", "trainer", 2)
         # The partition and the checkpoints stay.
@@ -296,10 +311,23 @@ def test_a_job_larger_than_any_flavor_stays_queued_with_kueues_reason(
 def test_two_flavors_the_pods_carry_the_chosen_flavors_node_selector(
     control_plane: ControlPlane, namespace: str, queues: Queues
 ) -> None:
-    for node, pool in (("kwok-gpu-0", "a"), ("kwok-gpu-1", "b")):
+    pools = {"kwok-gpu-0": "a", "kwok-gpu-1": "b"}
+    for node, pool in pools.items():
         control_plane.kubectl("label", "node", node, f"{POOL_LABEL}={pool}", "--overwrite")
+    try:
+        _place_on_pool_b(control_plane, namespace, queues)
+    finally:
+        for node in pools:
+            control_plane.kubectl("label", "node", node, f"{POOL_LABEL}-", check=False)
+
+
+def _place_on_pool_b(control_plane: ControlPlane, namespace: str, queues: Queues) -> None:
     # Pool a holds 1 GPU: the job's 2 do not fit, so Kueue assigns pool b.
-    queues.setup({"pool-a": ({POOL_LABEL: "a"}, 1), "pool-b": ({POOL_LABEL: "b"}, 8)})
+    toleration = {"key": POOL_LABEL, "operator": "Equal", "value": "b", "effect": "NoSchedule"}
+    queues.setup(
+        {"pool-a": ({POOL_LABEL: "a"}, 1), "pool-b": ({POOL_LABEL: "b"}, 8)},
+        tolerations={"pool-b": [toleration]},
+    )
     cluster = Cluster(control_plane, namespace)
     cluster.volume_for_created_claim("placed")
     with run_operator(control_plane, namespace):
@@ -309,6 +337,7 @@ def test_two_flavors_the_pods_carry_the_chosen_flavors_node_selector(
         for pod in trainers:
             assert pod["spec"]["nodeSelector"][POOL_LABEL] == "b"
             assert pod["spec"]["nodeName"] == "kwok-gpu-1"
+            assert toleration in pod["spec"]["tolerations"]
         wl = workload_of(cluster, "placed")
         assert wl is not None
         (trainer,) = [
