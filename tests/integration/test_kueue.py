@@ -2,7 +2,7 @@
 (tests/support/kueue.py) runs against the test control plane, and the operator runs in process.
 
 Each test makes its own ResourceFlavors, ClusterQueue and LocalQueue (cluster-scoped names
-carry the namespace), with a quota on nvidia.com/gpu: a default job asks for 2 trainers of
+carry a random suffix), with a quota on nvidia.com/gpu: a default job asks for 2 trainers of
 1 GPU each."""
 
 from __future__ import annotations
