@@ -260,6 +260,12 @@ class PartitionAlgorithm(StrEnum):
     random = "random"
 
 
+class OutOfCore(StrEnum):
+    auto = "auto"
+    always = "always"
+    never = "never"
+
+
 class PartitionSpec(Model):
     """How the partition Job splits the graph."""
 
@@ -273,6 +279,8 @@ class PartitionSpec(Model):
     """Balance edges across partitions (METIS vertex-weight constraint)."""
     seed: int = Field(default=0, ge=0, le=2**31 - 1)
     """Seed of the partitioner."""
+    out_of_core: OutOfCore = OutOfCore.auto
+    """Stream the graph through bounded memory (chunked input, external sort, chunked store; random assignment only): auto does so when the in-memory partitioner would exceed this Job's memory limit, always and never force the choice."""
     resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
     """Resources of the partition Job's container."""
 
@@ -616,6 +624,29 @@ class DistGNNJobSpec(Model):
             "storageClassName applies to a created claim only; remove it or claimName",
             ".storage.storageClassName",
             lambda s: s.storage.claim_name is None or s.storage.storage_class_name is None,
+        ),
+        _cel(
+            "self.partition.outOfCore != 'always' || self.partition.algorithm == 'random'",
+            "the out-of-core partitioner assigns nodes at random: with outOfCore always, set "
+            "partition.algorithm to random (or outOfCore to auto)",
+            ".partition.outOfCore",
+            lambda s: (
+                s.partition.out_of_core != OutOfCore.always
+                or s.partition.algorithm == PartitionAlgorithm.random
+            ),
+        ),
+        _cel(
+            "self.partition.outOfCore != 'always' || has(self.dataset.synthetic) || "
+            "(has(self.dataset.ogb) && !has(self.dataset.hetero))",
+            "the out-of-core partitioner streams a homogeneous synthetic or ogb dataset: with "
+            "outOfCore always, use dataset.synthetic or dataset.ogb without hetero (or set "
+            "outOfCore to auto)",
+            ".partition.outOfCore",
+            lambda s: (
+                s.partition.out_of_core != OutOfCore.always
+                or s.dataset.synthetic is not None
+                or (s.dataset.ogb is not None and s.dataset.hetero is None)
+            ),
         ),
         *_HETERO_JOB_RULES,
     )

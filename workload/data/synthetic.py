@@ -20,7 +20,7 @@ sorting) plus the features.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -56,29 +56,12 @@ ProgressFn = Callable[[float], None]
 def generate(spec: SyntheticDataset, *, progress: ProgressFn | None = None) -> GraphData:
     """Generate the graph of ``spec``; deterministic by ``spec.seed``."""
     n, m, f, c = spec.num_nodes, spec.num_edges, spec.num_features, spec.num_classes
-    max_edges = n * (n - 1) // 2
-    if m > max_edges:
-        raise DatasetError(
-            f"numEdges={m} exceeds the {max_edges} edges a simple graph on {n} nodes can "
-            "have; lower numEdges or raise numNodes",
-            source="spec.dataset.synthetic",
-        )
+    check_edge_count(n, m)
     report = progress or (lambda _: None)
     streams = [np.random.default_rng(s) for s in np.random.SeedSequence(spec.seed).spawn(5)]
     r_label, r_degree, r_edge, r_feature, r_split = streams
 
-    class_p = 1.0 / np.arange(1, c + 1, dtype=np.float64) ** CLASS_SKEW
-    y = r_label.choice(c, size=n, p=class_p / class_p.sum()).astype(np.int64)
-    # Expected degrees as a table of stubs: node i appears about w_i / mean(w) * STUBS times.
-    w = r_degree.lognormal(0.0, DEGREE_SIGMA, size=n)
-    copies = np.maximum(1, np.rint(w / w.mean() * STUBS_PER_NODE)).astype(np.int64)
-    del w
-    order = np.argsort(y, kind="stable")  # nodes grouped by community
-    stub_index = np.repeat(order.astype(np.int32 if n < 2**31 else np.int64), copies[order])
-    del copies
-    comm_stubs = np.bincount(y[stub_index], minlength=c).astype(np.int64)
-    comm_start = np.concatenate([[0], np.cumsum(comm_stubs)[:-1]])
-    del order
+    y, stub_index, comm_start, comm_stubs = communities(n, c, r_label, r_degree)
     report(0.05)
 
     keys = _sample_edges(
@@ -105,6 +88,36 @@ def generate(spec: SyntheticDataset, *, progress: ProgressFn | None = None) -> G
         name="synthetic",
         info={"generator": "degree-corrected SBM", "homophily": spec.homophily},
     )
+
+
+def check_edge_count(n: int, m: int) -> None:
+    """Refuse more edges than a simple graph on ``n`` nodes has."""
+    max_edges = n * (n - 1) // 2
+    if m > max_edges:
+        raise DatasetError(
+            f"numEdges={m} exceeds the {max_edges} edges a simple graph on {n} nodes can "
+            "have; lower numEdges or raise numNodes",
+            source="spec.dataset.synthetic",
+        )
+
+
+def communities(
+    n: int, c: int, r_label: np.random.Generator, r_degree: np.random.Generator
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[Any], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Each node's class, and the degree-proportional stub table grouped by community with
+    each community's first stub and stub count."""
+    class_p = 1.0 / np.arange(1, c + 1, dtype=np.float64) ** CLASS_SKEW
+    y = r_label.choice(c, size=n, p=class_p / class_p.sum()).astype(np.int64)
+    # Expected degrees as a table of stubs: node i appears about w_i / mean(w) * STUBS times.
+    w = r_degree.lognormal(0.0, DEGREE_SIGMA, size=n)
+    copies = np.maximum(1, np.rint(w / w.mean() * STUBS_PER_NODE)).astype(np.int64)
+    del w
+    order = np.argsort(y, kind="stable")  # nodes grouped by community
+    stub_index = np.repeat(order.astype(np.int32 if n < 2**31 else np.int64), copies[order])
+    del copies, order
+    comm_stubs = np.bincount(y[stub_index], minlength=c).astype(np.int64)
+    comm_start = np.concatenate([[0], np.cumsum(comm_stubs)[:-1]])
+    return y, stub_index, comm_start, comm_stubs
 
 
 def _sample_edges(
@@ -187,19 +200,29 @@ def _features(
     y: npt.NDArray[np.int64], f: int, c: int, noise: float, rng: np.random.Generator
 ) -> npt.NDArray[np.float32]:
     """Class centroid (norm CENTROID_NORM) plus N(0, noise^2) per dimension, float32."""
+    x = np.empty((len(y), f), dtype=np.float32)
+    a = 0
+    for block in feature_blocks(y, f, c, noise, rng):
+        x[a : a + len(block)] = block
+        a += len(block)
+    return x
+
+
+def feature_blocks(
+    y: npt.NDArray[np.int64], f: int, c: int, noise: float, rng: np.random.Generator
+) -> Iterator[npt.NDArray[np.float32]]:
+    """The rows of :func:`_features`, in blocks of about 16 MB, in node order."""
     centroids = rng.standard_normal((c, f))
     centroids *= CENTROID_NORM / np.linalg.norm(centroids, axis=1, keepdims=True)
     centroids32 = centroids.astype(np.float32)
     n = len(y)
-    x = np.empty((n, f), dtype=np.float32)
-    rows = max(1, (16 << 20) // (4 * f))
+    rows = max(1, (16 << 20) // (4 * max(1, f)))
     for a in range(0, n, rows):
         b = min(n, a + rows)
         block = rng.standard_normal((b - a, f), dtype=np.float32)
         block *= np.float32(noise)
         block += centroids32[y[a:b]]
-        x[a:b] = block
-    return x
+        yield block
 
 
 def _splits(
