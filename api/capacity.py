@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from distgnn_api.core_types import ResourceRequirements
 from distgnn_api.graph_size import GraphSize
 from distgnn_api.kube import parse_quantity
-from distgnn_api.partition_cost import PROCESS_BYTES, partition_cost
+from distgnn_api.partition_cost import PROCESS_BYTES, PartitionCost, partition_cost
 from distgnn_api.pod_memory import (
     GIB,
     MAX_PEERS_PER_HOST,
@@ -164,6 +164,32 @@ def _memory_limit(spec: DistGNNJobSpec) -> int | None:
     return resource_bytes(res, "memory")
 
 
+def _partition_items(cost: PartitionCost) -> tuple[Item, ...]:
+    """The partition Job's memory and disk, on the path it takes."""
+    process = Item("process runtime", PROCESS_BYTES, "host", "partition_cost.PROCESS_BYTES")
+    store = Item("partition store", cost.store_bytes, "disk", "partition/writer.py arrays")
+    if cost.out_of_core:
+        return (
+            process,
+            Item("node arrays (ids, degrees, labels, masks)", cost.graph_bytes, "host",
+                 "partition/ooc_writer.py"),
+            Item("one bucket sorted + one chunk", cost.writer_bytes, "host",
+                 "partition/external_sort.py BUCKET_EDGES", transient=True),
+            Item("spilled edge buckets", cost.spill_bytes, "disk",
+                 "partition/external_sort.py", transient=True),
+            store,
+        )  # fmt: skip
+    return (
+        process,
+        Item("graph (GraphData)", cost.graph_bytes, "host", "data/graph.py nbytes"),
+        Item(f"METIS on {cost.metis_edges:,} edges", cost.metis_bytes, "host",
+             "partition_cost: measured bytes per edge", transient=True),
+        Item("writer id maps", cost.writer_bytes, "host", "partition/writer.py _write_store",
+             transient=True),
+        store,
+    )  # fmt: skip
+
+
 def build_plan(
     spec: DistGNNJobSpec,
     graph: GraphSize,
@@ -183,15 +209,7 @@ def build_plan(
         pods=1,
         processes_per_pod=1,
         gpus_per_pod=0,
-        items=(
-            Item("process runtime", PROCESS_BYTES, "host", "partition_cost.PROCESS_BYTES"),
-            Item("graph (GraphData)", cost.graph_bytes, "host", "data/graph.py nbytes"),
-            Item(f"METIS on {cost.metis_edges:,} edges", cost.metis_bytes, "host",
-                 "partition_cost: measured bytes per edge", transient=True),
-            Item("writer id maps", cost.writer_bytes, "host", "partition/writer.py _write_store",
-                 transient=True),
-            Item("partition store", cost.store_bytes, "disk", "partition/writer.py arrays"),
-        ),
+        items=_partition_items(cost),
         seconds=cost.seconds,
     )  # fmt: skip
     roles = [partition]
@@ -224,12 +242,15 @@ def build_plan(
     )
     checkpoints = 2 * 12 * s.params  # params + two Adam moments, fp32; the last and the new one
     notes = [f"topology {'replicated' if s.replicate else 'partitioned'} ({s.replicate_why})"]
+    notes.append(
+        f"partition {'out of core' if cost.out_of_core else 'in memory'} ({cost.out_of_core_why})"
+    )
     if graph.approximate:
         notes.append(f"approximate: {graph.approximate}")
     return Plan(
         graph=graph,
         shapes=s,
         roles=roles,
-        volume_bytes=cost.store_bytes + checkpoints,
+        volume_bytes=cost.store_bytes + max(cost.spill_bytes, checkpoints),
         notes=notes,
     )

@@ -32,6 +32,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, TextIO
 
+from distgnn_api.graph_size import from_spec
+from distgnn_api.partition_cost import out_of_core
 from distgnn_api.ports import DDP_PORT as DDP_PORT  # the fixed ports live with the spec's rule
 from distgnn_api.ports import RPC_PORT as RPC_PORT
 from distgnn_api.spec import DistGNNJobSpec, EvaluationKind, Model
@@ -135,6 +137,10 @@ def partition_key(spec: DistGNNJobSpec) -> str:
         "balanceEdges": spec.partition.balance_edges,
         "seed": spec.partition.seed,
     }
+    if spec.dataset.synthetic is not None and out_of_core(spec, from_spec(spec))[0]:
+        # The streamed generator draws another graph of the same family (about numEdges
+        # edges); stores of other datasets are the same on either path.
+        payload["streamedSynthetic"] = True
     blob = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
 

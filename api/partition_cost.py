@@ -11,10 +11,11 @@ time on a core of its own), per step. Both are fitted to measured runs
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from distgnn_api.graph_size import GraphSize
-from distgnn_api.spec import DistGNNJobSpec, PartitionAlgorithm
+from distgnn_api.kube import parse_quantity
+from distgnn_api.spec import DistGNNJobSpec, OutOfCore, PartitionAlgorithm
 
 # partition/algorithms.py METIS_MAX_EDGES: above it METIS sees a uniform random subgraph.
 METIS_MAX_EDGES = 64_000_000
@@ -45,6 +46,20 @@ WRITE_SECONDS_PER_FEATURE_BYTE = 2e-9
 
 NPY_HEADER = 128  # np.lib.format header (version 2.0) of each .npy file
 
+# The out-of-core path (partition/ooc_writer.py, external_sort.py), fitted on
+# benchmarks/capacity/results/out-of-core.json.
+OOC_BUCKET_EDGES = 16 << 20
+"""partition/external_sort.py BUCKET_EDGES: directed edges sorted in memory at a time."""
+OOC_BYTES_PER_BUCKET_EDGE = 28
+"""Peak bytes per edge of a bucket while it is sorted and split into rows."""
+OOC_BYTES_PER_NODE = 60
+"""Node-sized arrays held throughout: the assignment and its permutation, both id maps,
+degrees, halo flags, labels and masks (and the synthetic generator's stub table)."""
+OOC_CHUNK_BYTES = 256 << 20
+"""One chunk of edge pairs being spilled, or one block of feature rows being routed."""
+OOC_SECONDS_PER_EDGE = 0.5e-6
+"""CPU seconds per stored edge of the out-of-core path: generate or parse, spill, sort, write."""
+
 
 @dataclass(frozen=True)
 class PartitionCost:
@@ -57,6 +72,76 @@ class PartitionCost:
     seconds: float
     store_bytes: int
     metis_edges: int
+    spill_bytes: int = 0
+    """Disk of the spilled edge buckets (out of core), beside the store until it is written."""
+    out_of_core: bool = False
+    """The partition Job streams the graph (partition.outOfCore, or auto and too large)."""
+    out_of_core_why: str = ""
+
+
+def streamable(spec: DistGNNJobSpec) -> bool:
+    """Whether the out-of-core path can read the dataset: homogeneous synthetic or ogb."""
+    ds = spec.dataset
+    return ds.synthetic is not None or (ds.ogb is not None and ds.hetero is None)
+
+
+def partition_memory_limit(spec: DistGNNJobSpec) -> int | None:
+    """The partition container's memory limit (else request) in bytes; None when unset."""
+    res = spec.partition.resources
+    for values in (res.limits, res.requests):
+        if "memory" in values:
+            q = parse_quantity(values["memory"])
+            if q is not None:
+                return int(q)
+    return None
+
+
+def out_of_core(spec: DistGNNJobSpec, g: GraphSize | None) -> tuple[bool, str]:
+    """Whether the partition Job takes the out-of-core path, and why, in words.
+
+    ``auto`` streams a homogeneous synthetic or ogb graph when the in-memory partitioner's
+    peak exceeds the partition container's memory limit (else its request); it also
+    replaces METIS with the random assignment, since METIS needs the whole graph in memory.
+    """
+    mode = spec.partition.out_of_core
+    if mode == OutOfCore.never:
+        return False, "partition.outOfCore is never"
+    if mode == OutOfCore.always:
+        return True, "partition.outOfCore is always"
+    if not streamable(spec):
+        return False, "only a homogeneous synthetic or ogb dataset can be streamed"
+    if g is None:
+        return False, "the graph's size is unknown"
+    limit = partition_memory_limit(spec)
+    if limit is None:
+        return False, "partition.resources sets no memory limit or request"
+    peak = in_memory_cost(spec, g).peak_bytes
+    if peak <= limit:
+        return False, f"the in-memory peak ({peak / 2**30:.1f} GiB) fits the memory limit"
+    return True, (
+        f"the in-memory peak ({peak / 2**30:.1f} GiB) exceeds partition.resources' memory "
+        f"({limit / 2**30:.1f} GiB)"
+    )
+
+
+def out_of_core_cost(spec: DistGNNJobSpec, g: GraphSize) -> PartitionCost:
+    """Peak memory and time of the out-of-core path (random assignment)."""
+    n, e = g.num_nodes, g.num_edges
+    nodes_b = n * OOC_BYTES_PER_NODE
+    bucket_b = min(e, 2 * OOC_BUCKET_EDGES) * OOC_BYTES_PER_BUCKET_EDGE
+    return PartitionCost(
+        graph_bytes=nodes_b,
+        metis_bytes=0,
+        writer_bytes=bucket_b + OOC_CHUNK_BYTES,
+        peak_bytes=PROCESS_BYTES + nodes_b + bucket_b + OOC_CHUNK_BYTES,
+        seconds=e * OOC_SECONDS_PER_EDGE
+        + n * RANDOM_SECONDS_PER_NODE
+        + n * g.num_features * 4 * WRITE_SECONDS_PER_FEATURE_BYTE,
+        store_bytes=store_bytes(g, spec.num_partitions),
+        metis_edges=0,
+        spill_bytes=e * 2 * g.index_bytes,
+        out_of_core=True,
+    )
 
 
 def graph_bytes(g: GraphSize) -> int:
@@ -80,7 +165,15 @@ def store_bytes(g: GraphSize, partitions: int) -> int:
 
 
 def partition_cost(spec: DistGNNJobSpec, g: GraphSize) -> PartitionCost:
-    """Peak memory and time of the partition Job, and the store it writes."""
+    """Peak memory and time of the partition Job, and the store it writes, on the path
+    :func:`out_of_core` selects."""
+    ooc, why = out_of_core(spec, g)
+    cost = out_of_core_cost(spec, g) if ooc else in_memory_cost(spec, g)
+    return replace(cost, out_of_core_why=why)
+
+
+def in_memory_cost(spec: DistGNNJobSpec, g: GraphSize) -> PartitionCost:
+    """Peak memory and time of the in-memory partitioner."""
     n, e = g.num_nodes, g.num_edges
     metis = spec.partition.algorithm == PartitionAlgorithm.metis
     metis_edges = min(e, METIS_MAX_EDGES) if metis else 0

@@ -138,6 +138,11 @@ def test_every_cel_rule_has_a_python_twin_that_fires() -> None:
         _spec(model={"arch": "gat", "hiddenChannels": 10, "heads": 3}),
         _spec(storage={"claimName": "a", "storageClassName": "b"}),
         _spec(metricsPort=29500),
+        _spec(partition={"outOfCore": "always"}),
+        {
+            "dataset": {"pyg": {"path": "g"}},
+            "partition": {"outOfCore": "always", "algorithm": "random"},
+        },
         _spec(networkPolicy={"monitoringNamespaceSelector": {}}),
         # heterogeneous datasets (tests/api/test_hetero_spec.py has one test per rule)
         {"dataset": {"syntheticMag": {"scale": 0.001, "numClasses": 1000}}, "model": rsage},

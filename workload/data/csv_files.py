@@ -60,6 +60,7 @@ def _diagnose(path: Path, dtype: np.dtype[Any], columns: int | None) -> None:
     with _open(path) as f:
         _check_lines(path, enumerate(f, start=1), dtype, columns)
 
+
 def iter_csv(
     path: Path, dtype: npt.DTypeLike, columns: int | None = None, rows: int = 1 << 20
 ) -> Iterator[npt.NDArray[Any]]:
@@ -121,7 +122,9 @@ def _check_lines(
         if width is None:
             width = len(fields)
         if len(fields) != width:
-            raise DatasetError(f"has {len(fields)} columns, expected {width}", source=path, line=number)
+            raise DatasetError(
+                f"has {len(fields)} columns, expected {width}", source=path, line=number
+            )
         for col, field in enumerate(fields, start=1):
             try:
                 convert(field)

@@ -205,6 +205,7 @@ def _features(
     for block in feature_blocks(y, f, c, noise, rng):
         x[a : a + len(block)] = block
         a += len(block)
+        del block  # one block alive at a time
     return x
 
 
@@ -223,6 +224,7 @@ def feature_blocks(
         block *= np.float32(noise)
         block += centroids32[y[a:b]]
         yield block
+        del block
 
 
 def _splits(

@@ -29,10 +29,11 @@ from distgnn_api.contract import (
     emit_progress,
     load_job_config,
 )
+from distgnn_api.partition_cost import out_of_core
 from distgnn_api.spec import SpecError
 from distgnn_workload.data.dataset import dataset_kind, dataset_num_nodes, load_dataset
 from distgnn_workload.data.errors import DatasetError
-from distgnn_workload.partition import algorithms, hetero_job, stages
+from distgnn_workload.partition import algorithms, hetero_job, ooc_job, stages
 from distgnn_workload.partition.hetero_store import HeteroPartitionStore
 from distgnn_workload.partition.publish import remove_stale_temps
 from distgnn_workload.partition.store import PartitionStore, StoreError, is_complete
@@ -103,6 +104,12 @@ def run(env: WorkloadEnv, config: JobConfig, out: TextIO = sys.stdout) -> int:
         write_figures(env, typed, typed_steps)
         return hetero_job.finish(typed, typed_steps, out)
 
+    ooc, why = out_of_core(spec, ooc_job.graph_size(spec, env.data_dir))
+    log.info("partitioning %s: %s", "out of core" if ooc else "in memory", why)
+    if ooc:
+        streamed, steps = ooc_job.partition_streamed(env, config, out)
+        return finish(env, streamed, steps, out)
+
     kind = dataset_kind(spec.dataset)
     graph, load_s = stages.load_stage(
         kind == "synthetic",
@@ -137,6 +144,11 @@ def run(env: WorkloadEnv, config: JobConfig, out: TextIO = sys.stdout) -> int:
         "partition": assign_s,
         "write": write_s,
     }
+    return finish(env, store, steps, out)
+
+
+def finish(env: WorkloadEnv, store: PartitionStore, steps: dict[str, float], out: TextIO) -> int:
+    """Leave the figures, report the cut and print the summary of a written store."""
     write_figures(env, store, steps)
     emit_progress(
         STAGE_PARTITION,
