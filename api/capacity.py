@@ -129,6 +129,10 @@ def shapes(
             f"{free / GIB:.1f} GiB on the {'GPU' if holder_gpus else 'host'}"
         )
     nodes, edges = expected_hops(graph, spec.training.batch_size, list(spec.model.fanout))
+    if graph.probe is not None and graph.probe.matches(spec) and len(nodes) > 1:
+        # The store's sampled batches: scale the sampled hops to their distinct count.
+        factor = max(0.0, graph.probe.distinct_nodes - nodes[0]) / max(1.0, sum(nodes[1:]))
+        nodes = (nodes[0], *(x * factor for x in nodes[1:]))
     return Shapes(
         holders=h,
         owned_nodes=owned,

@@ -29,6 +29,30 @@ INT32_MAX = 2**31 - 1
 
 
 @dataclass(frozen=True)
+class SamplingProbe:
+    """Mini-batches the partition Job sampled from the store (``partition/probe.py``), as
+    META.json's ``sampling_probe`` records them: per batch of holder 0's seeds."""
+
+    holders: int
+    batch_size: int
+    fanout: tuple[int, ...]
+    cache_ratio: float
+    distinct_nodes: float
+    remote_nodes: float
+    """Distinct nodes owned by another holder."""
+    cache_hit_rate: float
+    """Share of the remote nodes a hot cache of ``cache_ratio`` holds."""
+
+    def matches(self, spec: DistGNNJobSpec) -> bool:
+        """Whether the probe sampled batches of ``spec``'s shape."""
+        return (
+            self.holders == spec.num_holders
+            and self.batch_size == spec.training.batch_size
+            and self.fanout == tuple(spec.model.fanout)
+        )
+
+
+@dataclass(frozen=True)
 class GraphSize:
     """The counts the plan is computed from."""
 
@@ -45,6 +69,8 @@ class GraphSize:
     """Share of undirected edges cut by the partition, when measured (META.json)."""
     approximate: str = ""
     """Why the plan is only approximate for this graph ('' when it is not)."""
+    probe: SamplingProbe | None = None
+    """Sampled mini-batches of the store (META.json), when it was read."""
 
     @property
     def index_bytes(self) -> int:
@@ -155,11 +181,26 @@ def from_meta(path: str | Path) -> GraphSize:
             num_train_nodes=int(meta["num_train_nodes"]),
             source=f"{p}",
             edge_cut_fraction=float(meta["edge_cut_fraction"]),
+            probe=_probe(meta.get("sampling_probe")),
         )
     except FileNotFoundError:
         raise GraphSizeError(f"{p}: no such file; give a partition store's META.json") from None
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise GraphSizeError(f"{p}: not a partition store's META.json ({err!r})") from None
+
+
+def _probe(data: Any) -> SamplingProbe | None:
+    if not isinstance(data, dict):
+        return None
+    return SamplingProbe(
+        holders=int(data["holders"]),
+        batch_size=int(data["batch_size"]),
+        fanout=tuple(int(f) for f in data["fanout"]),
+        cache_ratio=float(data["cache_ratio"]),
+        distinct_nodes=float(data["distinct_nodes"]),
+        remote_nodes=float(data["remote_nodes"]),
+        cache_hit_rate=float(data["cache_hit_rate"]),
+    )
 
 
 def resolve(

@@ -6,7 +6,10 @@ distinct ones (a node reached twice is one row): :func:`distgnn_api.pod_memory.e
 distinct non-seed nodes owned by another holder: the measured edge-cut share when known
 (META.json, ``--edge-cut``), else ``(H-1)/H`` (a random partition), minus the hot cache's
 share of them (``cacheRatio``; a hotness-ranked cache hits more often, so this is an upper
-bound). Gradients: a ring all-reduce moves ``2 (n-1)/n`` times the fp32 gradient per process.
+bound). A store's sampling probe (META.json's ``sampling_probe``, ``distgnn plan --meta``)
+replaces these estimates, when it sampled batches of the job's shape: the distinct nodes per
+batch (communities and skewed degrees make batches overlap far more than uniform draws),
+the remote ones and the hot cache's hit rate, all measured on the graph itself. Gradients: a ring all-reduce moves ``2 (n-1)/n`` times the fp32 gradient per process.
 """
 
 from __future__ import annotations
@@ -50,6 +53,13 @@ def traffic(spec: DistGNNJobSpec, plan: Plan) -> Traffic:
         share, why = (h - 1) / h, f"(H-1)/H of a random partition, H={h} (an upper bound)"
     miss = 1.0 - spec.samplers.cache_ratio
     remote_rows = (distinct - nodes[0]) * share * miss
+    probe = g.probe
+    if probe is not None and probe.matches(spec) and h > 1:
+        share = probe.remote_nodes / max(1.0, probe.distinct_nodes)
+        why = "the store's sampling probe (META.json)"
+        if probe.cache_ratio == spec.samplers.cache_ratio:
+            miss = 1.0 - probe.cache_hit_rate
+        remote_rows = probe.remote_nodes * miss
     row = g.num_features * s.feature_bytes
     per: dict[str, float] = {
         "remote feature rows": remote_rows * (row + ID_BYTES),

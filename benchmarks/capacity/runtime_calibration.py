@@ -154,7 +154,8 @@ def run(scale: float, mode: str, batch: int, work: Path) -> dict[str, Any]:
     if proc.returncode != 0:
         raise SystemExit(f"distgnn run failed ({proc.returncode}): {err[-2000:]}")
     metas = list((work / "data").glob("partitions/*/META.json"))
-    cut = json.loads(metas[0].read_text())["edge_cut_fraction"] if metas else None
+    meta = json.loads(metas[0].read_text()) if metas else None
+    cut = meta["edge_cut_fraction"] if meta else None
     return {
         "mode": mode,
         "scale": scale,
@@ -164,25 +165,37 @@ def run(scale: float, mode: str, batch: int, work: Path) -> dict[str, Any]:
         "batch": batch,
         "job": manifest,
         "edge_cut_fraction": cut,
+        "meta": meta,
     }
 
 
-def model_plan(manifest: dict[str, Any], edge_cut: float | None) -> dict[str, Any]:
-    """``distgnn plan --json`` of the job with the measured edge cut (as ``--meta`` gives it),
+def model_plan(
+    manifest: dict[str, Any], edge_cut: float | None, meta: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """``distgnn plan --json`` of the job given the store's META.json (``--meta``: the edge
+    cut and the sampling probe), or only its measured edge cut for runs recorded without it,
     with the model as it is now."""
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
+    with (
+        tempfile.NamedTemporaryFile("w", suffix=".yaml") as f,
+        tempfile.NamedTemporaryFile("w", suffix=".json") as m,
+    ):
         f.write(yaml.safe_dump(manifest))
         f.flush()
         cli = str(Path(sys.executable).parent / "distgnn")
-        cut = [] if edge_cut is None else ["--edge-cut", str(edge_cut)]
+        if meta is not None:
+            m.write(json.dumps(meta))
+            m.flush()
+            given = ["--meta", m.name]
+        else:
+            given = [] if edge_cut is None else ["--edge-cut", str(edge_cut)]
         done = subprocess.run(
-            [cli, "plan", "--json", *cut, f.name], capture_output=True, text=True, check=True
+            [cli, "plan", "--json", *given, f.name], capture_output=True, text=True, check=True
         )
     return dict(json.loads(done.stdout))
 
 
 def compare(r: dict[str, Any]) -> dict[str, Any]:
-    plan = model_plan(r["job"], r.get("edge_cut_fraction"))
+    plan = model_plan(r["job"], r.get("edge_cut_fraction"), r.get("meta"))
     roles = {x["role"]: x for x in plan["roles"]}
     out: dict[str, Any] = {"memory": {}, "bytes": {}}
     for key, measured in r["peak_rss_bytes"].items():

@@ -7,14 +7,22 @@ which array), not taken from the model: a change in either shows up here.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from distgnn_api.capacity import GIB, SAMPLER_PROCESS_BYTES, TRAINER_PROCESS_BYTES, build_plan
 from distgnn_api.capacity_check import check
-from distgnn_api.graph_size import GraphSizeError, from_meta, from_spec, resolve
-from distgnn_api.partition_cost import PROCESS_BYTES
+from distgnn_api.graph_size import GraphSizeError, SamplingProbe, from_meta, from_spec, resolve
+from distgnn_api.partition_cost import (
+    OOC_BYTES_PER_BUCKET_EDGE,
+    OOC_BYTES_PER_NODE,
+    OOC_CHUNK_BYTES,
+    PROCESS_BYTES,
+    out_of_core,
+    partition_cost,
+)
 from distgnn_api.spec import DistGNNJobSpec, parse_spec
 from distgnn_api.traffic import seeds_per_second, traffic
 
@@ -225,3 +233,49 @@ def from_spec_or_fail(spec: DistGNNJobSpec) -> Any:
     g = from_spec(spec)
     assert g is not None
     return g
+
+
+def test_a_matching_sampling_probe_replaces_the_estimates() -> None:
+    spec = small()
+    probe = SamplingProbe(
+        holders=2, batch_size=10, fanout=(3, 2), cache_ratio=0.5,
+        distinct_nodes=60.0, remote_nodes=20.0, cache_hit_rate=0.75,
+    )  # fmt: skip
+    g = replace(from_spec_or_fail(spec), probe=probe)
+    plan = build_plan(spec, g)
+    assert sum(plan.shapes.expected_nodes) == pytest.approx(60.0)
+    assert plan.shapes.expected_nodes[0] == 10
+    t = traffic(spec, plan)
+    assert t.per_batch["remote feature rows"] == pytest.approx(20 * 0.25 * (16 * 4 + 8))
+    assert t.remote_share == pytest.approx(20 / 60)
+    assert "probe" in t.remote_share_source
+    # Batches of another shape: the probe does not apply.
+    other = small(training={"batchSize": 20})
+    assert sum(build_plan(other, g).shapes.expected_nodes) != pytest.approx(60.0)
+
+
+def test_out_of_core_partition_when_asked_or_too_large() -> None:
+    spec = small(partition={"outOfCore": "always"})
+    g = from_spec_or_fail(spec)
+    cost = partition_cost(spec, g)
+    assert cost.out_of_core
+    assert cost.spill_bytes == 10000 * 2 * 4  # (src, dst) int32 per stored edge
+    assert cost.peak_bytes == (
+        PROCESS_BYTES + 1000 * OOC_BYTES_PER_NODE + 10000 * OOC_BYTES_PER_BUCKET_EDGE
+        + OOC_CHUNK_BYTES
+    )  # fmt: skip
+    in_memory = partition_cost(small(partition={"outOfCore": "never"}), g)
+    assert not in_memory.out_of_core
+    # auto: only when the in-memory peak exceeds the partition container's memory
+    limit = in_memory.peak_bytes
+    fits = small(partition={"resources": {"limits": {"memory": str(limit)}}})
+    assert not partition_cost(fits, g).out_of_core
+    tight = small(partition={"resources": {"limits": {"memory": str(limit - 1)}}})
+    found = partition_cost(tight, g)
+    assert found.out_of_core
+    assert "exceeds partition.resources' memory" in found.out_of_core_why
+    plan = build_plan(tight, g)
+    assert any("partition out of core" in n for n in plan.notes)
+    hetero = parse_spec({"dataset": {"syntheticMag": {"scale": 0.001}}, "model": {"arch": "rsage"},
+                         "partition": {"resources": {"limits": {"memory": "1Ki"}}}})  # fmt: skip
+    assert not out_of_core(hetero, from_spec(hetero))[0]

@@ -221,3 +221,26 @@ def test_ctrl_c_stops_every_process_and_the_run_resumes(first_run: Run, workdir:
     assert f"epoch {epochs}/{epochs} done" in resumed.stdout
     assert f"epoch 1/{epochs} done" not in resumed.stdout
     assert processes_with_env(ENV_JOB_UID, uid) == []
+
+
+def test_an_out_of_core_partition_trains(workdir: Path) -> None:
+    """The store the out-of-core path writes serves the samplers and trainers as is."""
+    job = _reduced_quickstart()
+    job["spec"]["partition"] = {
+        **job["spec"].get("partition", {}),
+        "algorithm": "random",
+        "outOfCore": "always",
+    }
+    job_file = _write(workdir / "job-ooc.yaml", job)
+    run = _run(job_file, workdir / "data-ooc", workdir / "run-ooc")
+    assert run.proc.returncode == 0, run.output
+    spec = parse_job(job).spec
+    meta = yaml.safe_load(
+        (partition_dir(workdir / "data-ooc", partition_key(spec)) / "META.json").read_text()
+    )
+    assert meta["out_of_core"] is True
+    assert meta["algorithm"] == "random"
+    result = Result.model_validate_json((run.run_dir / RESULT_FILE).read_text())
+    assert result.epochs == spec.training.epochs
+    assert result.test_accuracy >= MIN_TEST_ACCURACY, result
+    assert processes_with_env(ENV_JOB_UID, run.uid) == []

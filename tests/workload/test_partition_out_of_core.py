@@ -177,6 +177,9 @@ def test_job_takes_the_path_when_asked(tmp_path: Path) -> None:
     store = job_run(job)
     assert store.meta.extra["out_of_core"] is True
     assert store.meta.algorithm == "random"
+    probed = store.meta.extra["sampling_probe"]
+    assert probed["holders"] == 2
+    assert probed["distinct_nodes"] > probed["remote_nodes"] > 0
     assert store.meta.key == job.key
     never = job_in(
         tmp_path / "b", SMALL, {"numPartitions": 4, "algorithm": "random", "outOfCore": "never"}

@@ -12,8 +12,10 @@ message names the file, line or field), 1 for anything else.
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
+import time
 from typing import TextIO
 
 from pydantic import ValidationError
@@ -33,10 +35,10 @@ from distgnn_api.partition_cost import out_of_core
 from distgnn_api.spec import SpecError
 from distgnn_workload.data.dataset import dataset_kind, dataset_num_nodes, load_dataset
 from distgnn_workload.data.errors import DatasetError
-from distgnn_workload.partition import algorithms, hetero_job, ooc_job, stages
+from distgnn_workload.partition import algorithms, hetero_job, ooc_job, probe, stages
 from distgnn_workload.partition.hetero_store import HeteroPartitionStore
-from distgnn_workload.partition.publish import remove_stale_temps
-from distgnn_workload.partition.store import PartitionStore, StoreError, is_complete
+from distgnn_workload.partition.publish import remove_stale_temps, write_json
+from distgnn_workload.partition.store import META_FILE, PartitionStore, StoreError, is_complete
 from distgnn_workload.partition.writer import write_partitions
 from distgnn_workload.runtime.bootstrap import RoleProcess
 
@@ -108,7 +110,7 @@ def run(env: WorkloadEnv, config: JobConfig, out: TextIO = sys.stdout) -> int:
     log.info("partitioning %s: %s", "out of core" if ooc else "in memory", why)
     if ooc:
         streamed, steps = ooc_job.partition_streamed(env, config, out)
-        return finish(env, streamed, steps, out)
+        return finish(env, config, streamed, steps, out)
 
     kind = dataset_kind(spec.dataset)
     graph, load_s = stages.load_stage(
@@ -144,11 +146,30 @@ def run(env: WorkloadEnv, config: JobConfig, out: TextIO = sys.stdout) -> int:
         "partition": assign_s,
         "write": write_s,
     }
-    return finish(env, store, steps, out)
+    return finish(env, config, store, steps, out)
 
 
-def finish(env: WorkloadEnv, store: PartitionStore, steps: dict[str, float], out: TextIO) -> int:
-    """Leave the figures, report the cut and print the summary of a written store."""
+def finish(
+    env: WorkloadEnv,
+    config: JobConfig,
+    store: PartitionStore,
+    steps: dict[str, float],
+    out: TextIO,
+) -> int:
+    """Probe the written store, leave the figures, report the cut and print the summary."""
+    t = time.perf_counter()
+    found = probe.probe(store, config.spec, seed=config.spec.partition.seed)
+    if found is not None:
+        meta = json.loads((store.path / META_FILE).read_text())
+        meta[probe.META_KEY] = found
+        write_json(store.path / META_FILE, meta)
+        steps["probe"] = time.perf_counter() - t
+        log.info(
+            "sampling probe: %.0f distinct nodes per batch, %.0f remote, cache hit rate %.2f",
+            found["distinct_nodes"],
+            found["remote_nodes"],
+            found["cache_hit_rate"],
+        )
     write_figures(env, store, steps)
     emit_progress(
         STAGE_PARTITION,
