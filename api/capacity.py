@@ -177,7 +177,7 @@ def _partition_items(cost: PartitionCost) -> tuple[Item, ...]:
             process,
             Item("node arrays (ids, degrees, labels, masks)", cost.graph_bytes, "host",
                  "partition/ooc_writer.py"),
-            Item("one bucket sorted + one chunk", cost.writer_bytes, "host",
+            Item("one bucket of edges, sorted", cost.writer_bytes, "host",
                  "partition/external_sort.py BUCKET_EDGES", transient=True),
             Item("spilled edge buckets", cost.spill_bytes, "disk",
                  "partition/external_sort.py", transient=True),

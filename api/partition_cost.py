@@ -11,6 +11,7 @@ time on a core of its own), per step. Both are fitted to measured runs
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from distgnn_api.graph_size import GraphSize
@@ -46,19 +47,27 @@ WRITE_SECONDS_PER_FEATURE_BYTE = 2e-9
 
 NPY_HEADER = 128  # np.lib.format header (version 2.0) of each .npy file
 
-# The out-of-core path (partition/ooc_writer.py, external_sort.py), fitted on
-# benchmarks/capacity/results/out-of-core.json.
+# The out-of-core path (partition/ooc_writer.py, external_sort.py), fitted on the two runs of
+# benchmarks/capacity/results/out-of-core*.json (12.5M nodes and 320M stored edges, 1.25M and
+# 32M; 8 partitions); the 3.75M-node run is the check.
 OOC_BUCKET_EDGES = 16 << 20
 """partition/external_sort.py BUCKET_EDGES: directed edges sorted in memory at a time."""
-OOC_BYTES_PER_BUCKET_EDGE = 28
-"""Peak bytes per edge of a bucket while it is sorted and split into rows."""
-OOC_BYTES_PER_NODE = 60
+OOC_BYTES_PER_BUCKET_EDGE = 48
+"""Peak bytes per edge of the bucket being sorted and split into rows (the pairs read, the
+keys, their deduplicated copy, rows and targets)."""
+OOC_BYTES_PER_NODE = 54
 """Node-sized arrays held throughout: the assignment and its permutation, both id maps,
 degrees, halo flags, labels and masks (and the synthetic generator's stub table)."""
-OOC_CHUNK_BYTES = 256 << 20
-"""One chunk of edge pairs being spilled, or one block of feature rows being routed."""
-OOC_SECONDS_PER_EDGE = 0.5e-6
-"""CPU seconds per stored edge of the out-of-core path: generate or parse, spill, sort, write."""
+OOC_SECONDS_PER_EDGE = 0.38e-6
+"""CPU seconds per stored edge of the out-of-core path: generate or parse, spill, sort, write
+(0.38 at 320M edges, 0.28 at 32M)."""
+
+
+def ooc_bucket_edges(num_edges: int, partitions: int) -> int:
+    """Edges of one bucket: each partition's share cut into equal buckets of at most
+    OOC_BUCKET_EDGES (external_sort.bucket_bounds)."""
+    per = num_edges / max(1, partitions)
+    return math.ceil(per / max(1, math.ceil(per / OOC_BUCKET_EDGES)))
 
 
 @dataclass(frozen=True)
@@ -128,12 +137,12 @@ def out_of_core_cost(spec: DistGNNJobSpec, g: GraphSize) -> PartitionCost:
     """Peak memory and time of the out-of-core path (random assignment)."""
     n, e = g.num_nodes, g.num_edges
     nodes_b = n * OOC_BYTES_PER_NODE
-    bucket_b = min(e, 2 * OOC_BUCKET_EDGES) * OOC_BYTES_PER_BUCKET_EDGE
+    bucket_b = ooc_bucket_edges(e, spec.num_partitions) * OOC_BYTES_PER_BUCKET_EDGE
     return PartitionCost(
         graph_bytes=nodes_b,
         metis_bytes=0,
-        writer_bytes=bucket_b + OOC_CHUNK_BYTES,
-        peak_bytes=PROCESS_BYTES + nodes_b + bucket_b + OOC_CHUNK_BYTES,
+        writer_bytes=bucket_b,
+        peak_bytes=PROCESS_BYTES + nodes_b + bucket_b,
         seconds=e * OOC_SECONDS_PER_EDGE
         + n * RANDOM_SECONDS_PER_NODE
         + n * g.num_features * 4 * WRITE_SECONDS_PER_FEATURE_BYTE,

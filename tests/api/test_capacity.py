@@ -16,10 +16,11 @@ from distgnn_api.capacity import GIB, SAMPLER_PROCESS_BYTES, TRAINER_PROCESS_BYT
 from distgnn_api.capacity_check import check
 from distgnn_api.graph_size import GraphSizeError, SamplingProbe, from_meta, from_spec, resolve
 from distgnn_api.partition_cost import (
+    OOC_BUCKET_EDGES,
     OOC_BYTES_PER_BUCKET_EDGE,
     OOC_BYTES_PER_NODE,
-    OOC_CHUNK_BYTES,
     PROCESS_BYTES,
+    ooc_bucket_edges,
     out_of_core,
     partition_cost,
 )
@@ -260,10 +261,12 @@ def test_out_of_core_partition_when_asked_or_too_large() -> None:
     cost = partition_cost(spec, g)
     assert cost.out_of_core
     assert cost.spill_bytes == 10000 * 2 * 4  # (src, dst) int32 per stored edge
+    # one bucket: each of the 2 partitions' 5000 edges
     assert cost.peak_bytes == (
-        PROCESS_BYTES + 1000 * OOC_BYTES_PER_NODE + 10000 * OOC_BYTES_PER_BUCKET_EDGE
-        + OOC_CHUNK_BYTES
+        PROCESS_BYTES + 1000 * OOC_BYTES_PER_NODE + 5000 * OOC_BYTES_PER_BUCKET_EDGE
     )  # fmt: skip
+    assert ooc_bucket_edges(3 * OOC_BUCKET_EDGES, 1) == OOC_BUCKET_EDGES
+    assert ooc_bucket_edges(OOC_BUCKET_EDGES + 2, 1) == OOC_BUCKET_EDGES // 2 + 1  # 2 buckets
     in_memory = partition_cost(small(partition={"outOfCore": "never"}), g)
     assert not in_memory.out_of_core
     # auto: only when the in-memory peak exceeds the partition container's memory
