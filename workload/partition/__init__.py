@@ -12,7 +12,8 @@ else int64. Every array is a ``.npy`` file that ``numpy.load(mmap_mode="r")`` op
 
     <data>/partitions/<key>/
     ├── META.json              format_version, graph stats, offsets, per-partition stats,
-    │                          edge cut, balance, dataset and partition specs, step timings
+    │                          edge cut, balance, dataset and partition specs, step timings,
+    │                          the sampling probe (:mod:`.probe`), out_of_core when streamed
     ├── topology/
     │   ├── indptr.npy         int64 [N+1]   the full CSR, rows sorted, no self-loops
     │   └── indices.npy        idx   [E]
@@ -35,6 +36,11 @@ The node-to-partition book in new ids is ``offsets`` itself
 (:meth:`PartitionStore.partition_of`). A store is written in a temporary sibling
 directory and published with one rename, so a directory named ``<key>`` is always
 complete; readers still check ``_SUCCESS`` and the format version.
+
+A graph larger than the partition pod's memory takes the out-of-core path
+(``partition.outOfCore``; :mod:`.ooc_job`): the dataset is streamed in chunks, nodes are
+assigned at random, and :mod:`.ooc_writer` writes the same store through an external bucket
+sort (:mod:`.external_sort`).
 
 A heterogeneous graph gets a typed store instead (META.json's ``graph_kind`` is ``hetero``):
 :mod:`.hetero_store` draws it; read it with :func:`load_hetero_partition`, write one with
