@@ -46,19 +46,40 @@ def sample_hops(
     for f in fanouts:
         start = indptr[frontier]
         deg = indptr[frontier + 1] - start
-        total = int(deg.sum())
-        if total == 0:
-            break
-        owner = np.repeat(np.arange(len(frontier)), deg)
-        pos = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(deg) - deg, deg)
-        # A random rank within each row; the f lowest ranks are the sample.
-        order = np.lexsort((rng.random(total), owner))
-        rank = np.empty(total, dtype=np.int64)
-        rank[order] = pos
-        take = rank < f
-        frontier = np.asarray(indices[(np.repeat(start, deg) + pos)[take]], dtype=np.int64)
+        small = deg <= f
+        sizes = np.minimum(deg, f)
+        offs = np.cumsum(sizes) - sizes  # each row's place in the hop, in frontier order
+        pos = np.empty(int(sizes.sum()), dtype=np.int64)
+        # Rows of at most f neighbours give all of them; the others f distinct positions.
+        within = _ranges(deg[small])
+        pos[np.repeat(offs[small], deg[small]) + within] = (
+            np.repeat(start[small], deg[small]) + within
+        )
+        if not small.all():
+            big = (offs[~small, None] + np.arange(f)).reshape(-1)
+            pos[big] = (start[~small, None] + _floyd(deg[~small], f, rng)).reshape(-1)
+        frontier = np.asarray(indices[pos], dtype=np.int64)
         out.append(frontier)
+        if len(frontier) == 0:
+            break
     return np.concatenate(out)
+
+
+def _ranges(lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Concatenation of ``arange(l)`` for each length."""
+    total = int(lengths.sum())
+    return np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+
+
+def _floyd(d: npt.NDArray[np.int64], f: int, rng: np.random.Generator) -> npt.NDArray[np.int64]:
+    """[rows, f] distinct uniform positions in [0, d) per row (Floyd's algorithm, d > f)."""
+    chosen = np.empty((len(d), f), dtype=np.int64)
+    for i in range(f):
+        j = d - f + i
+        t = (rng.random(len(d)) * (j + 1)).astype(np.int64)
+        taken = (chosen[:, :i] == t[:, None]).any(axis=1)
+        chosen[:, i] = np.where(taken, j, t)
+    return chosen
 
 
 def probe(store: PartitionStore, spec: DistGNNJobSpec, seed: int = 0) -> dict[str, Any] | None:
