@@ -24,6 +24,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ import psutil
 from distgnn_api import contract as c
 from distgnn_api.graph_size import from_spec
 from distgnn_api.partition_cost import out_of_core_cost
-from distgnn_api.spec import parse_spec
+from distgnn_api.spec import DistGNNJobSpec, parse_spec
 
 GIB = 1 << 30
 
@@ -90,6 +91,19 @@ def parse_time_v(text: str) -> dict[str, float]:
             seconds = seconds * 60 + float(part)
         out["wall_s"] = seconds
     return out
+
+
+def model_figures(spec: DistGNNJobSpec, stored_edges: int) -> dict[str, float]:
+    """The model's figures for the graph as written (its stored edges after deduplication)."""
+    graph = from_spec(spec)
+    assert graph is not None
+    model = out_of_core_cost(spec, replace(graph, num_edges=stored_edges))
+    return {
+        "peak_bytes": model.peak_bytes,
+        "cpu_s": model.seconds,
+        "store_bytes": model.store_bytes,
+        "spill_bytes": model.spill_bytes,
+    }
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -160,10 +174,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     measured = parse_time_v(time_log.read_text())
     meta = json.loads((c.partition_dir(data, key) / "META.json").read_text())
     store_bytes = tree_bytes(c.partition_dir(data, key))
-    graph = from_spec(spec)
-    assert graph is not None
-    sized = graph.__class__(**{**graph.__dict__, "num_edges": meta["num_edges"]})
-    model = out_of_core_cost(spec, sized)
     peak_sampled = max((s[1] for s in sampler.samples), default=0)
     result = {
         "machine": {
@@ -192,12 +202,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "store_bytes": store_bytes,
             "step_seconds": meta["step_seconds"],
         },
-        "model": {
-            "peak_bytes": model.peak_bytes,
-            "cpu_s": model.seconds,
-            "store_bytes": model.store_bytes,
-            "spill_bytes": model.spill_bytes,
-        },
+        "model": model_figures(spec, meta["num_edges"]),
         "rss_samples": [
             [round(t, 1), rss]
             for t, rss, _ in sampler.samples[:: max(1, len(sampler.samples) // 200)]
@@ -219,8 +224,15 @@ def main() -> None:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--keep", action="store_true", help="keep the scratch directory")
     ap.add_argument("--verbose", action="store_true", help="echo the Job's output")
+    ap.add_argument("--measured", type=Path, help="recompute the model for an earlier --out")
     args = ap.parse_args()
-    result = run(args)
+    if args.measured:
+        result = json.loads(args.measured.read_text())
+        spec = parse_spec(result["spec"])
+        result["model"] = model_figures(spec, result["graph"]["stored_directed_edges"])
+        args.out = args.out or args.measured
+    else:
+        result = run(args)
     m, model, g = result["measured"], result["model"], result["graph"]
     print(
         f"{g['stored_directed_edges']:,} directed edges, {g['nodes']:,} nodes, "
