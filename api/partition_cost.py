@@ -126,7 +126,10 @@ def out_of_core(spec: DistGNNJobSpec, g: GraphSize | None) -> tuple[bool, str]:
         return False, "partition.resources sets no memory limit or request"
     peak = in_memory_cost(spec, g).peak_bytes
     if peak <= limit:
-        return False, f"the in-memory peak ({peak / 2**30:.1f} GiB) fits the memory limit"
+        return False, (
+            f"the in-memory peak ({peak / 2**30:.1f} GiB) fits partition.resources' memory "
+            f"({limit / 2**30:.1f} GiB)"
+        )
     return True, (
         f"the in-memory peak ({peak / 2**30:.1f} GiB) exceeds partition.resources' memory "
         f"({limit / 2**30:.1f} GiB)"

@@ -230,9 +230,13 @@ def compare(r: dict[str, Any]) -> dict[str, Any]:
                     "measured": measured, "model": model, "error": model / measured - 1}  # fmt: skip
             lookups = c.get("distgnn_trainer_feature_cache_lookups_total", 0)
             if lookups:
-                out["bytes"][f"{key} cache hit rate"] = {
-                    "measured": c.get("distgnn_trainer_feature_cache_hits_total", 0) / lookups
-                }
+                measured = c.get("distgnn_trainer_feature_cache_hits_total", 0) / lookups
+                probe = (r.get("meta") or {}).get("sampling_probe")
+                row_ = {"measured": measured}
+                if probe:  # the hit rate the partition Job's probe measured on the store
+                    model = probe["cache_hit_rate"]
+                    row_.update(model=model, error=model / measured - 1 if measured else None)
+                out["bytes"][f"{key} cache hit rate"] = row_
         if key.startswith("sampler"):
             # batches and the feature rows other samplers fetch share one counter
             reqs = sum(v for k, v in c.items() if 'kind="batch"' in k)
