@@ -130,7 +130,7 @@ def test_quickstart_runs_end_to_end(first_run: Run, workdir: Path) -> None:
     )
     assert figures.num_partitions == job.spec.num_partitions
     assert figures.edge_cut > 0
-    assert set(figures.step_seconds) == {"generate", "partition", "write"}
+    assert set(figures.step_seconds) == {"generate", "partition", "write", "probe"}
     # The summary tells where things are and what came out.
     out = first_run.proc.stdout
     assert "Succeeded: quickstart" in out
