@@ -102,3 +102,19 @@ SAMPLER_BYTES_SENT = Counter(
 SAMPLER_CACHE_HIT_RATIO = Gauge(
     "distgnn_sampler_cache_hit_ratio", "Hit ratio of the hot-feature cache.", ["rank"]
 )
+# heterogeneous jobs in server-client mode: other partitions' featured rows (label node_type)
+SAMPLER_TYPED_FEATURE_LOOKUPS = Counter(
+    "distgnn_sampler_typed_feature_lookups_total",
+    "Look-ups of featured rows that other partitions own, per node type.",
+    ["rank", "node_type"],
+)
+SAMPLER_TYPED_FEATURE_CACHE_HITS = Counter(
+    "distgnn_sampler_typed_feature_cache_hits_total",
+    "Look-ups of other partitions' featured rows served by the hot cache, per node type.",
+    ["rank", "node_type"],
+)
+SAMPLER_TYPED_FEATURE_CACHE_HIT_RATIO = Gauge(
+    "distgnn_sampler_typed_feature_cache_hit_ratio",
+    "Hit ratio of the hot-feature cache since the start, per node type.",
+    ["rank", "node_type"],
+)

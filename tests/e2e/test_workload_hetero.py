@@ -138,6 +138,35 @@ def test_hetero_worker_mode_with_a_partial_cache_fetches_rows_and_trains_as_with
     assert abs(accuracy[0.2] - accuracy[1.0]) <= 0.02, accuracy
 
 
+@pytest.mark.timeout(800)
+def test_hetero_server_client_mode_with_a_partial_cache_fetches_rows_between_samplers(
+    tmp_path: Path,
+) -> None:
+    accuracy = {}
+    for ratio in (0.2, 1.0):
+        spec = hetero_spec(samplers=2, cache_ratio=ratio)
+        job = start(tmp_path / str(ratio), spec)
+        seen, _ = finish(job, timeout_s=360)
+        accuracy[ratio] = result_of(job).test_accuracy
+        for rank in range(2):
+            series = seen[(c.Role.sampler, rank)]
+            lookups = series["distgnn_sampler_typed_feature_lookups_total"]
+            hits = series["distgnn_sampler_typed_feature_cache_hits_total"]
+            log = job.stdout_of(c.Role.sampler, rank)
+            if ratio < 1:
+                # other partitions' rows were fetched from their owning samplers
+                assert 0 < hits < lookups, (ratio, rank, series)
+                assert 0 < series["distgnn_sampler_typed_feature_cache_hit_ratio"] < 1
+                assert "fetched featured rows from their owners: {'paper': 0}" not in log
+            else:
+                assert hits == lookups > 0, (ratio, rank, series)
+                assert "fetched featured rows from their owners: {'paper': 0}" in log
+    baseline = majority_share()
+    assert accuracy[0.2] > 2 * baseline, (accuracy, baseline)
+    # the same rows, the same samples: the cache changes where rows come from, not the run
+    assert abs(accuracy[0.2] - accuracy[1.0]) <= 0.02, accuracy
+
+
 def test_hetero_server_client_mode_trains_from_the_sampler_servers(tmp_path: Path) -> None:
     job = start(tmp_path, hetero_spec(samplers=2))
     assert set(job.specs) == {

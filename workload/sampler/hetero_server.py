@@ -2,23 +2,28 @@
 
 Sampler ``h`` holds partition ``h`` of the typed store: the trainers drawing from it send
 the target-type seeds that partition owns. As in worker mode, every sampler reads the
-store's whole typed topology (replicated, memory-mapped) and the rows of every featured
-node, so sampling and gathering are local. A request carries the seeds and a random-stream
-seed; the server restarts a sampler of its pool on that stream, samples the typed
-neighbourhood at the resolved per-edge-type fanouts with :class:`HeteroNeighborSampler`,
-gathers the featured types' rows and the seeds' labels and returns a
-:data:`~distgnn_workload.runtime.hetero_batches.HeteroWireBatch` (plain RPC tensors, no
-shared slots). The same seeds on the same stream give the same batch, whichever thread
-serves it and whichever sampler: a resumed run samples what an uninterrupted one did.
+store's whole typed topology (replicated, memory-mapped), so sampling is local; per featured
+node type it holds its partition's rows plus a hot cache of ``samplers.cacheRatio`` of the
+other partitions' rows (the hottest by in-degree), answers the other samplers' requests for
+its own rows and fetches the rest of a batch's rows from their owning samplers over RPC
+(:mod:`distgnn_workload.runtime.features.typed_source`; none with a ratio of 1).
+A request carries the seeds and a random-stream seed; the server restarts a sampler of its
+pool on that stream, samples the typed neighbourhood at the resolved per-edge-type fanouts
+with :class:`HeteroNeighborSampler`, gathers the featured types' rows and the seeds' labels
+and returns a :data:`~distgnn_workload.runtime.hetero_batches.HeteroWireBatch` (plain RPC
+tensors, no shared slots). The same seeds on the same stream give the same batch, whichever
+thread serves it and whichever sampler: a resumed run samples what an uninterrupted one did.
 
 Embedding rows are not served here: the trainers own the learnt rows of featureless types
 (:mod:`distgnn_workload.embeddings`) and look them up by the batch's node ids.
 
 Requests run on ``samplers.concurrency`` threads, each taking a sampler from the pool
-(an instance is not thread-safe); the RPC thread returns at once with a future. A failed
-request completes its future with a :class:`~distgnn_workload.runtime.rpc.RemoteError`
-naming this sampler, which the trainer raises. Start-up and the bounded shutdown are the
-homogeneous server's (:func:`distgnn_workload.sampler.server.main`).
+(an instance is not thread-safe); the RPC thread returns at once with a future, so a
+sampling thread waiting for another sampler's rows never blocks the RPC threads that answer
+feature requests. A failed request completes its future with a
+:class:`~distgnn_workload.runtime.rpc.RemoteError` naming this sampler, which the trainer
+raises. Start-up and the bounded shutdown are the homogeneous server's
+(:func:`distgnn_workload.sampler.server.main`).
 """
 
 from __future__ import annotations
@@ -46,6 +51,17 @@ from distgnn_workload import metrics
 from distgnn_workload.runtime import rpc as rpc_runtime
 from distgnn_workload.runtime import rpc_targets
 from distgnn_workload.runtime.bootstrap import RoleProcess
+from distgnn_workload.runtime.features.typed_source import (
+    TypedFeatureSource,
+    held_bytes,
+    load_typed_tables,
+    rpc_typed_fetch,
+    whole_tables,
+)
+from distgnn_workload.runtime.features.typed_table import (
+    serve_typed_tables,
+    set_typed_serve_observer,
+)
 from distgnn_workload.runtime.hetero_batches import (
     HeteroWireBatch,
     hetero_wire_bytes,
@@ -60,6 +76,9 @@ log = logging.getLogger(__name__)
 
 CSR = tuple[Tensor, Tensor]
 _INT32_MAX = 2**31 - 1
+
+CACHE_RATIO_EVERY = 32
+"""Update the per-type cache metrics every this many requests (and at least each second)."""
 
 
 @dataclass
@@ -94,7 +113,10 @@ class HeteroSamplerServer:
         concurrency: int,
         wire: Callable[[Tensor], Tensor] | None = None,
         cuda_wire: bool = False,
+        features: TypedFeatureSource | None = None,
     ) -> None:
+        """``features``: this sampler's typed rows (its partition's, its hot cache and the
+        other samplers' over RPC); None: every row of ``data.x``, held here."""
         self.rank = rank
         self.name = f"sampler-{rank}"
         self.device = device
@@ -102,9 +124,11 @@ class HeteroSamplerServer:
         self.cuda_wire = cuda_wire
         self._wire = wire or to_host
         fanouts = resolve_edge_fanouts(spec.model.fanout, spec.model.edge_fanouts, data.edge_types)
-        # bf16 rows halve the bytes; admission allows bf16 only for GPU trainers
-        dtype = torch.bfloat16 if spec.training.bf16 else torch.float32
-        self.x = {t: v.to(device=device, dtype=dtype) for t, v in data.x.items()}
+        if features is None:
+            # bf16 rows halve the bytes; admission allows bf16 only for GPU trainers
+            dtype = torch.bfloat16 if spec.training.bf16 else torch.float32
+            features = TypedFeatureSource(whole_tables(data.x, device, dtype))
+        self.features = features
         self.y = data.y.to(device)
         self._slots: queue.SimpleQueue[_Slot] = queue.SimpleQueue()
         concurrency = max(1, concurrency)
@@ -128,6 +152,9 @@ class HeteroSamplerServer:
         self._lock = threading.Lock()
         self.served = 0
         self.seeds_served = 0
+        self._ratio_at = 0.0
+        self._lookups = dict.fromkeys(features.tables, 0)
+        self._hits = dict.fromkeys(features.tables, 0)
         label = str(rank)
         self._requests = metrics.SAMPLER_REQUESTS.labels(label, "batch")
         self._seconds = metrics.SAMPLER_REQUEST_SECONDS.labels(label, "batch")
@@ -152,7 +179,7 @@ class HeteroSamplerServer:
             with ctx:
                 slot.sampler.reseed(stream_seed)
                 hop = slot.sampler.sample(seeds.to(self.device))
-                x = {t: rows[hop.node_ids[t]] for t, rows in self.x.items()}
+                x = {t: self.features.gather(t, hop.node_ids[t]) for t in self.features.tables}
                 wire = pack_hetero(hop, x, self.y[hop.seed_ids], self._wire)
                 if slot.stream is not None:
                     slot.stream.synchronize()  # done before the RPC agent reads it
@@ -172,10 +199,33 @@ class HeteroSamplerServer:
         self._requests.inc()
         self._seconds.observe(time.perf_counter() - t0)
         self._bytes.inc(hetero_wire_bytes(wire))
+        now = time.monotonic()
         with self._lock:
             self.served += 1
             self.seeds_served += int(seeds.numel())
+            # every CACHE_RATIO_EVERY requests, and at least each second: a short job's
+            # ratio shows too, from its first look-ups
+            update = self.served % CACHE_RATIO_EVERY == 0 or now - self._ratio_at >= 1.0
+            if update:
+                self._ratio_at = now
+        if update:
+            self.update_cache_metrics()
         fut.set_result(wire)
+
+    def update_cache_metrics(self) -> None:
+        """Count, per featured node type, the look-ups of other partitions' rows since the
+        last call and those the hot cache served; set the hit ratio since the start."""
+        label = str(self.rank)
+        for t, s in self.features.take().items():
+            if not s.lookups:
+                continue
+            metrics.SAMPLER_TYPED_FEATURE_LOOKUPS.labels(label, t).inc(s.lookups)
+            metrics.SAMPLER_TYPED_FEATURE_CACHE_HITS.labels(label, t).inc(s.hits)
+            with self._lock:
+                self._lookups[t] += s.lookups
+                self._hits[t] += s.hits
+                ratio = self._hits[t] / self._lookups[t]
+            metrics.SAMPLER_TYPED_FEATURE_CACHE_HIT_RATIO.labels(label, t).set(ratio)
 
 
 HETERO_SAMPLER_SERVER = Target[HeteroSamplerServer]("typed sampler server")
@@ -198,15 +248,35 @@ def main(proc: RoleProcess) -> int:
     proc.serve_status()
     store = open_typed_store(env.partition_dir, env.num_samplers, worker_mode=False)
     t0 = time.perf_counter()
-    data = from_store(store)
+    # bf16 rows halve the bytes; admission allows bf16 only for GPU trainers
+    dtype = torch.bfloat16 if spec.training.bf16 else torch.float32
+    # loaded and served before the rendezvous: a peer's first request finds them
+    tables = load_typed_tables(store, env.rank, spec.samplers.cache_ratio, device, dtype)
+    serve_typed_tables(tables)
+    label = str(env.rank)
+    feature_requests = metrics.SAMPLER_REQUESTS.labels(label, "features")
+    feature_bytes = metrics.SAMPLER_BYTES_SENT.labels(label)
+
+    def observe(node_type: str, rows: Tensor) -> None:
+        feature_requests.inc()
+        feature_bytes.inc(rows.numel() * rows.element_size())
+
+    set_typed_serve_observer(observe)
+    data = from_store(store, features=False)
     log.info(
-        "typed graph: %s nodes, %d edge types; read in %.1f s",
+        "typed graph: %s nodes, %d edge types; read in %.1f s; %.1f MiB of featured rows held",
         data.node_counts,
         len(data.edge_types),
         time.perf_counter() - t0,
+        held_bytes(tables) / 2**20,
     )
     proc.join(rpc_threads=max(16, 2 * spec.samplers.concurrency + 8))
     assert proc.rpc is not None
+
+    def peer(h: int) -> str:
+        return f"sampler-{h}"
+
+    features = TypedFeatureSource(tables, rpc_typed_fetch(peer), peer_name=peer)
     server = HeteroSamplerServer(
         data,
         spec,
@@ -215,12 +285,19 @@ def main(proc: RoleProcess) -> int:
         concurrency=spec.samplers.concurrency,
         wire=proc.rpc.wire,
         cuda_wire=proc.rpc.cuda,
+        features=features,
     )
     rpc_targets.register(HETERO_SAMPLER_SERVER, server)
     proc.serving()
     log.info("typed sampler %d serving on %s", env.rank, device)
     proc.serve_until_trainers_finish()
     proc.leave()
+    server.update_cache_metrics()
+    log.info(
+        "typed sampler %d fetched featured rows from their owners: %s",
+        env.rank,
+        dict(features.fetched_rows),
+    )
     log.info(
         "trainers finished; typed sampler %d served %d batches (%d seeds) and exits",
         env.rank,

@@ -103,6 +103,25 @@ def load_typed_tables(
     return tables
 
 
+def whole_tables(
+    x: dict[str, Tensor], device: torch.device, dtype: torch.dtype = torch.float32
+) -> dict[str, TypedFeatureTable]:
+    """Tables that hold every row of each featured type (``x``, rows by typed id), as one
+    holder of a single partition would: gathers never fetch."""
+    tables: dict[str, TypedFeatureTable] = {}
+    for t, rows in x.items():
+        n = int(rows.shape[0])
+        owner = torch.zeros(n, dtype=torch.int64)
+        ids = torch.arange(n, dtype=torch.int64)
+        tables[t] = TypedFeatureTable(t, owner, 0, ids, rows.to(dtype), device)
+    return tables
+
+
+def held_bytes(tables: dict[str, TypedFeatureTable]) -> int:
+    """The bytes of featured rows a holder keeps (owned and cached)."""
+    return sum(t.rows.numel() * t.rows.element_size() for t in tables.values())
+
+
 @dataclass
 class TypedStats:
     """Remote-row look-ups of one node type, and those the cache served."""

@@ -11,6 +11,7 @@ fetched from its owner. Other holders ask for owned rows through :func:`serve_ty
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import torch
 from torch import Tensor
@@ -94,6 +95,12 @@ class TypedFeatureTable:
 
 
 SERVED_TYPED_TABLES = Target[dict[str, TypedFeatureTable]]("typed feature tables")
+TYPED_SERVE_OBSERVER = Target[Callable[[str, Tensor], None]]("typed feature request observer")
+
+
+def set_typed_serve_observer(observer: Callable[[str, Tensor], None]) -> None:
+    """Call ``observer(node_type, rows)`` for every typed feature request answered (metrics)."""
+    rpc_targets.register(TYPED_SERVE_OBSERVER, observer)
 
 
 def serve_typed_tables(tables: dict[str, TypedFeatureTable]) -> None:
@@ -116,8 +123,12 @@ def _serve_typed_features(node_type: str, ids: Tensor) -> Tensor:
             f"(it serves {sorted(tables)})"
         )
     slots = table.owned_slots(ids)
+    observer = rpc_targets.find(TYPED_SERVE_OBSERVER)
     if table.device.type != "cuda":
-        return table.rows[slots]
+        rows = table.rows[slots]
+        if observer is not None:
+            observer(node_type, rows)
+        return rows
     # a new RPC thread starts on GPU 0: anything it created there would open a second context
     torch.cuda.set_device(table.device)
     stream: torch.cuda.Stream | None = getattr(_serve_streams, "stream", None)
@@ -125,7 +136,10 @@ def _serve_typed_features(node_type: str, ids: Tensor) -> Tensor:
         stream = torch.cuda.Stream(table.device)  # type: ignore[no-untyped-call]
         _serve_streams.stream = stream
     with torch.cuda.stream(stream):
-        return to_host(table.rows[to_device(slots, table.device)])
+        rows = to_host(table.rows[to_device(slots, table.device)])
+    if observer is not None:
+        observer(node_type, rows)
+    return rows
 
 
 _serve_streams = threading.local()
