@@ -48,7 +48,14 @@ def _spec() -> Any:
                 "fanout": [5, 3],
                 "embeddingDim": 8,
             },
-            "training": {"epochs": 2, "batchSize": 64, "learningRate": 0.01, "seed": SEED},
+            "training": {
+                "epochs": 2,
+                "batchSize": 64,
+                "learningRate": 0.01,
+                "seed": SEED,
+                # sampled: the uneven evaluation batches are what this test is about
+                "evaluation": {"test": "sampled", "validation": "sampled"},
+            },
         }
     )
 

@@ -96,16 +96,22 @@ def full_evaluation(
         )
         start = time.perf_counter()
         figures = full_neighbourhood_accuracy(engine, model, splits, all_reduce)
-        found = {s: a for s, a in figures.items() if a is not None}
-        for split, accuracy in found.items():
-            metrics.TRAINER_FULL_ACCURACY.labels(str(rank), split).set(accuracy)
-        if rank == 0:
-            emit_progress(STAGE_EVAL, 1, 1, None, **{f"{s}_accuracy": a for s, a in found.items()})
-            log.info(
-                "full-neighbourhood evaluation in %.1f s: %s",
-                time.perf_counter() - start,
-                ", ".join(f"{s} {a:.4f}" for s, a in found.items()) or "no nodes",
-            )
+        report_full(rank, figures, time.perf_counter() - start)
         return figures
 
     return evaluate
+
+
+def report_full(rank: int, figures: dict[str, float | None], seconds: float) -> None:
+    """Set ``distgnn_trainer_full_neighbourhood_accuracy`` of each split that has nodes; on
+    rank 0, emit an eval progress event and log the figures."""
+    found = {s: a for s, a in figures.items() if a is not None}
+    for split, accuracy in found.items():
+        metrics.TRAINER_FULL_ACCURACY.labels(str(rank), split).set(accuracy)
+    if rank == 0:
+        emit_progress(STAGE_EVAL, 1, 1, None, **{f"{s}_accuracy": a for s, a in found.items()})
+        log.info(
+            "full-neighbourhood evaluation in %.1f s: %s",
+            seconds,
+            ", ".join(f"{s} {a:.4f}" for s, a in found.items()) or "no nodes",
+        )

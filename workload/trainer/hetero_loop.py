@@ -15,9 +15,11 @@ padding to equal steps, metrics, progress events, checkpoints, the result) with 
 - dense gradients are all-reduced by ``DistributedDataParallel``, as in the homogeneous
   loop (unused parameters allowed: a relational layer's weights of a node type with no
   node in a batch's hop get no gradient);
-- evaluation is sampled at the training fanouts (the result says so in its kinds): a full-
-  neighbourhood pass over a typed store is not built. Ranks with fewer evaluation batches
-  join the others' embedding lookups with empty ones, so that the collectives match;
+- evaluation is of the kinds ``training.evaluation`` asks for: sampled at the training
+  fanouts (ranks with fewer evaluation batches join the others' embedding lookups with
+  empty ones, so that the collectives match), or full-neighbourhood, layer-wise over every
+  typed node and shared by the ranks
+  (:mod:`~distgnn_workload.trainer.hetero_evaluation`);
 - checkpoints hold the embedding shards and their optimizer state next to the model's
   (:mod:`distgnn_workload.embeddings.checkpoint`); every epoch restarts the sampler's and
   dropout's random streams from (seed, epoch, rank), so that a resumed run goes on as an
@@ -41,7 +43,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from distgnn_api.edge_types import EdgeType
 from distgnn_api.hetero_load import resolve_edge_fanouts
-from distgnn_api.spec import DistGNNJobSpec, EvaluationKind, EvaluationSpec
+from distgnn_api.spec import DistGNNJobSpec
 from distgnn_workload.embeddings import (
     RowExchange,
     RowOwnership,
@@ -50,6 +52,8 @@ from distgnn_workload.embeddings import (
     load_shards,
     save_shards,
 )
+from distgnn_workload.evaluation import FullEvaluation
+from distgnn_workload.evaluation.hetero_final import hetero_full_evaluation, ids_of
 from distgnn_workload.loader import Prefetcher
 from distgnn_workload.models import build_hetero_model
 from distgnn_workload.models.relational import RelationalGNN
@@ -58,6 +62,7 @@ from distgnn_workload.runtime.seeds import Batch
 from distgnn_workload.runtime.status_server import ProgressTracker
 from distgnn_workload.trainer.epoch_stats import EpochStats
 from distgnn_workload.trainer.hetero_data import HeteroTrainingData
+from distgnn_workload.trainer.hetero_evaluation import typed_inference
 from distgnn_workload.trainer.hetero_graph_step import HeteroGraphStep, typed_caps
 from distgnn_workload.trainer.hetero_pipeline import (
     HeteroBatches,
@@ -69,8 +74,6 @@ from distgnn_workload.trainer.hetero_pipeline import (
 from distgnn_workload.trainer.loop import Trainer
 
 log = logging.getLogger(__name__)
-
-SAMPLED_ONLY = EvaluationSpec(test=EvaluationKind.sampled, validation=EvaluationKind.sampled)
 
 
 class HeteroTrainer(Trainer):
@@ -93,7 +96,10 @@ class HeteroTrainer(Trainer):
         started_at: float | None = None,
         batches: HeteroBatches | None = None,
         features: TypedFeatures | None = None,
+        partition_dir: Path | None = None,
     ) -> None:
+        """``partition_dir``: the typed store that full-neighbourhood evaluation reads what
+        ``data`` lacks from (None: the contract's partition directory)."""
         collectives = collectives or single_process()
         bf16 = spec.training.bf16 and device.type == "cuda"
         dtype = torch.bfloat16 if bf16 else torch.float32
@@ -140,6 +146,7 @@ class HeteroTrainer(Trainer):
             model=model,
         )
         self.data = data
+        self.partition_dir = partition_dir
         self.hetero = pipeline
         self._epochs_done = 0
         self._evaluation_key = 0
@@ -160,14 +167,6 @@ class HeteroTrainer(Trainer):
             ]
             self.sparse = RowSparseAdam(self.tables, lr=spec.training.learning_rate)
         self.graph_step = self._typed_step(fanouts, dtype)
-        ev = spec.training.evaluation
-        if (ev.test, ev.validation) != (SAMPLED_ONLY.test, SAMPLED_ONLY.validation):
-            log.info(
-                "heterogeneous jobs evaluate on sampled neighbourhoods: training.evaluation "
-                "(test %s, validation %s) is reported as sampled",
-                ev.test.value,
-                ev.validation.value,
-            )
 
     def _typed_step(
         self, fanouts: Mapping[EdgeType, Sequence[int]], dtype: torch.dtype
@@ -210,9 +209,25 @@ class HeteroTrainer(Trainer):
 
     # ------------------------------------------------------------------ hooks
 
-    @property
-    def _evaluation_spec(self) -> EvaluationSpec:
-        return SAMPLED_ONLY
+    def _full_evaluation(self) -> FullEvaluation:
+        model = self.model
+        assert isinstance(model, RelationalGNN)
+        return hetero_full_evaluation(
+            model,
+            lambda: typed_inference(
+                self.data,
+                self.tables,
+                rank=self.rank,
+                world_size=self.world_size,
+                device=self.device,
+                bf16=self.bf16,
+                partition_dir=self.partition_dir,
+            ),
+            labels=self.data.y,
+            split_ids={"val": ids_of(self.data.val_ids), "test": ids_of(self.data.test_ids)},
+            rank=self.rank,
+            all_reduce=self._all_reduce,
+        )
 
     def _wrap_ddp(self) -> nn.Module:
         ids = [self.device.index] if self.device.type == "cuda" else None

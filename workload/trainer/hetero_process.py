@@ -143,6 +143,7 @@ def run(
         batches=remote,
         features=features,
         on_epoch=on_epoch,
+        partition_dir=env.partition_dir,
     )
     trainer.resume()
     trainer.hetero.prepare(spec.training.batch_size)
