@@ -63,6 +63,8 @@ def job_spec(
                 "evalEvery": args.eval_every,
                 "checkpointEvery": args.epochs,
                 "bf16": cfg.precision == "bf16",
+                # sampled at the training fanout, as the PyG baseline beside it evaluates
+                "evaluation": {"test": "sampled", "validation": "sampled"},
             },
         }
     )

@@ -79,7 +79,8 @@ def test_hetero_worker_mode_trains_well_above_the_majority_class(tmp_path: Path)
     result = result_of(job)
     assert result.job_uid == job.uid
     assert result.epochs == 4
-    assert result.test_accuracy_kind == EvaluationKind.sampled
+    # the default training.evaluation: a full-neighbourhood test figure, a sampled validation
+    assert result.test_accuracy_kind == EvaluationKind.full
     assert result.val_accuracy_kind == EvaluationKind.sampled
     baseline = majority_share()
     assert result.test_accuracy > 2 * baseline, (result.test_accuracy, baseline, job.logs())
@@ -179,7 +180,7 @@ def test_hetero_server_client_mode_trains_from_the_sampler_servers(tmp_path: Pat
 
     result = result_of(job)
     assert result.epochs == 4
-    assert result.test_accuracy_kind == EvaluationKind.sampled
+    assert result.test_accuracy_kind == EvaluationKind.full
     baseline = majority_share()
     assert result.test_accuracy > 2 * baseline, (result.test_accuracy, baseline, job.logs())
     for rank in range(2):

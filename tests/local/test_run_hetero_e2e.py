@@ -47,7 +47,7 @@ def test_quickstart_hetero_runs_end_to_end(tmp_path: Path) -> None:
     result = Result.model_validate_json((run.run_dir / RESULT_FILE).read_text())
     assert result.job_uid == run.uid
     assert result.epochs == EPOCHS
-    assert result.test_accuracy_kind == EvaluationKind.sampled
+    assert result.test_accuracy_kind == EvaluationKind.full
     seed = parse_job(job).spec.dataset.synthetic_mag
     assert seed is not None
     graph = generate_mag(SyntheticHeteroConfig(scale=SCALE, num_classes=CLASSES, seed=seed.seed))
@@ -61,7 +61,7 @@ def test_quickstart_hetero_runs_end_to_end(tmp_path: Path) -> None:
     assert logs == ["partition-0.log", "partition-0.termination", "trainer-0.log", "trainer-1.log"]
     out = " ".join(run.proc.stdout.split())
     assert "Succeeded: quickstart-hetero" in out
-    assert f"test accuracy {result.test_accuracy:.4f} (sampled" in out
+    assert f"test accuracy {result.test_accuracy:.4f} (full neighbourhood)" in out
 
 
 def test_quickstart_hetero_runs_with_sampler_servers(tmp_path: Path) -> None:
