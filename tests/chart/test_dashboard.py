@@ -114,6 +114,8 @@ def test_key_throughput_metrics_have_panels(training: dict[str, Any]) -> None:
         "distgnn_sampler_requests_total": "sampler requests",
         "distgnn_sampler_request_seconds_bucket": "sampler latency",
         "distgnn_sampler_cache_hit_ratio": "cache hit ratio",
+        "distgnn_sampler_typed_feature_cache_hit_ratio": "typed samplers' hit ratio per node type",
+        "distgnn_trainer_typed_feature_cache_hit_ratio": "typed trainers' hit ratio per node type",
         "distgnn_partition_step_seconds": "partition duration",
         "distgnn_operator_jobs": "jobs by phase",
         "distgnn_operator_reconcile_seconds_bucket": "reconcile latency",
@@ -137,6 +139,23 @@ def test_key_throughput_metrics_have_panels(training: dict[str, Any]) -> None:
         <= metric_names(e)
         for _, e in exprs(training)
     )
+
+
+def test_every_series_per_node_type_has_a_panel(
+    training: dict[str, Any], exported: dict[str, Series]
+) -> None:
+    typed = {
+        name
+        for name, series in exported.items()
+        if "node_type" in series.labels and not name.endswith("_created")
+    }
+    assert "distgnn_sampler_typed_feature_lookups_total" in typed  # guards the filter
+    shown = set().union(*(metric_names(e) for _, e in exprs(training)))
+    assert not typed - shown, f"series per node type without a panel: {sorted(typed - shown)}"
+    # and those panels break the series down by node type
+    for title, expr in exprs(training):
+        if metric_names(expr) & typed:
+            assert "node_type" in label_names(expr), f"panel {title!r} sums node types: {expr}"
 
 
 def test_templating_by_namespace_and_job(training: dict[str, Any]) -> None:

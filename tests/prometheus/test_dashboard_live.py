@@ -38,6 +38,9 @@ pytestmark = [pytest.mark.prometheus, pytest.mark.timeout(900)]
 # Panels (by id) that only one mode fills; the rest must have data for every job.
 SERVER_CLIENT_ONLY = {13, 14}  # sampler requests/s and latency
 HETERO_ONLY = {29, 30}  # embedding rows of featureless node types
+# Typed feature caches per node type: (panel, target) -> the mode whose holders fill it.
+TYPED_SAMPLERS = {(31, "A"), (32, "A"), (32, "B")}  # heterogeneous server-client mode
+TYPED_TRAINERS = {(31, "B"), (32, "C"), (32, "D")}  # heterogeneous worker mode
 PARTITION_PANELS = {18, 19, 26}  # exported by the operator, for the jobs it runs
 OPERATOR_PANELS = {21, 22, 23, 27, 28}
 # Targets that are rightly empty in a healthy run (their panel has another target with data).
@@ -82,9 +85,10 @@ def _legend(metric_json: str) -> str:
 
 def test_panels_per_mode(prom: Prometheus, tier: TierRun) -> None:
     """Per job: the sampler panels are empty only in worker mode; the embedding panels have
-    data for the heterogeneous jobs only, the feature-cache panel none for them (their
-    trainers or samplers hold every featured row); every other workload panel has data for
-    every local job; the partition panels for the operator's jobs, reused too."""
+    data for the heterogeneous jobs only; the feature-cache panel for the homogeneous jobs
+    only, the typed feature-cache panels for the heterogeneous ones (their samplers' series
+    in server-client mode, their trainers' in worker mode); every other workload panel has
+    data for every local job; the partition panels for the operator's jobs, reused too."""
     problems = []
     for q in dash.queries(dash.load()):
         if q.panel_id in OPERATOR_PANELS:
@@ -108,8 +112,12 @@ def test_panels_per_mode(prom: Prometheus, tier: TierRun) -> None:
                 want = job in (SERVER_JOB, HETERO_SERVER_JOB)
             elif q.panel_id in HETERO_ONLY:
                 want = job in (HETERO_JOB, HETERO_SERVER_JOB)
+            elif (q.panel_id, q.ref) in TYPED_SAMPLERS:
+                want = job == HETERO_SERVER_JOB
+            elif (q.panel_id, q.ref) in TYPED_TRAINERS:
+                want = job == HETERO_JOB
             elif q.panel_id == 15 and q.ref == "A":
-                want = job == SERVER_JOB  # the samplers' cache (typed samplers hold every row)
+                want = job == SERVER_JOB  # the samplers' cache (typed ones count per type)
             elif q.panel_id == 15 and q.ref == "B":
                 want = job == WORKER_JOB  # the trainers' cache
             elif q.panel_id == 16 and q.ref == "A":
@@ -181,6 +189,18 @@ def test_no_false_zeros(prom: Prometheus, tier: TierRun) -> None:
     for job in (SERVER_JOB, HETERO_JOB, HETERO_SERVER_JOB):
         assert not series(f'distgnn_trainer_feature_cache_lookups_total{{job="{job}"}}')
     assert not series(f'distgnn_sampler_cache_hit_ratio{{job="{HETERO_SERVER_JOB}"}}')
+    # The typed samplers hold a share of the featured rows (cacheRatio 0.1): each fetched
+    # some from the other, and its hit ratio per node type is a real fraction.
+    ratio = "distgnn_sampler_typed_feature_cache_hit_ratio"
+    typed = series(f'{ratio}{{job="{HETERO_SERVER_JOB}"}}')
+    assert {(s["metric"]["rank"], s["metric"]["node_type"]) for s in typed} == {
+        ("0", "paper"),
+        ("1", "paper"),
+    }, typed
+    for s in typed:
+        last = float(s["values"][-1][1])
+        assert 0 < last < 1, s
+    assert not series(f'{ratio}{{job!="{HETERO_SERVER_JOB}"}}')
     hetero = f"{HETERO_JOB}|{HETERO_SERVER_JOB}"
     assert not series(f'distgnn_trainer_embedding_rows_total{{job!~"{hetero}"}}')
     for job in (HETERO_JOB, HETERO_SERVER_JOB):
