@@ -11,12 +11,15 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from distgnn_workload.sampling import relabel
+from distgnn_workload.sampling import edge_exclusion, relabel
+from distgnn_workload.sampling.csc import csc_from_edge_index
 from distgnn_workload.sampling.hop_batch import HopBatch
-from distgnn_workload.sampling.random_stream import RandomStream
+from distgnn_workload.sampling.random_stream import RandomStream, reset_default_generator
 from distgnn_workload.sampling.uniform_subset import uniform_subset_positions
 
 _INT32_MAX = 2**31 - 1
+
+__all__ = ["CUDA_GRAPH_LOCK", "NeighborSampler", "csc_from_edge_index", "reset_default_generator"]
 
 CUDA_GRAPH_LOCK = threading.RLock()
 """Held by every CUDA graph capture and replay of this process (the samplers' and the
@@ -51,6 +54,7 @@ class _CapturedSample:
     seeds: Tensor
     num_seeds: Tensor
     out: _StaticOut
+    excluded: Tensor | None = None  # sorted keys, padded to the capacity
 
 
 class NeighborSampler(RandomStream):
@@ -74,6 +78,10 @@ class NeighborSampler(RandomStream):
     kernels per batch). ``static_shapes=None`` picks static on CUDA, dynamic on CPU.
     Graphs are captured one at a time per process; :meth:`prepare` captures the graph of a
     batch size ahead of time (before a server takes requests from several threads).
+
+    ``sample(seeds, exclude)`` leaves out of the subgraph the edges whose keys
+    (:mod:`~distgnn_workload.sampling.edge_exclusion`) are in ``exclude``: a link
+    prediction batch's supervision edges.
     """
 
     def __init__(
@@ -136,32 +144,37 @@ class NeighborSampler(RandomStream):
         self._graphs: dict[int, _CapturedSample] = {}
         self._capacity = 0
 
-    def prepare(self, batch_size: int) -> None:
+    def prepare(self, batch_size: int, *, excluding: bool = False) -> None:
         """Get ready for batches of up to ``batch_size`` seeds: on CUDA, capture their graph now.
 
         Later batches of at most this size replay it; a failed capture falls back as
-        :meth:`sample` would. A no-op for the dynamic execution.
+        :meth:`sample` would. A no-op for the dynamic execution. ``excluding``: the graph
+        of batches that exclude edges.
         """
         if not (self.static_shapes and batch_size > 0):
             return
         self._capacity = capacity = max(self._capacity, batch_size)
-        if not self.cuda_graph or capacity in self._graphs:
+        if not self.cuda_graph or (capacity, excluding) in self._graphs:
             return
         padded = torch.full((capacity,), self.num_nodes, dtype=torch.int64, device=self.device)
+        none = torch.empty(0, dtype=torch.int64, device=self.device)
         try:
-            self._replay(padded, 0)
+            self._replay(padded, 0, none if excluding else None)
         except RuntimeError as error:
             self._give_up_graphs(error)
 
-    def sample(self, seeds: Tensor) -> HopBatch:
-        """Sample the hop-wise subgraph around ``seeds`` (global ids; each occurrence is a row)."""
+    def sample(self, seeds: Tensor, exclude: Tensor | None = None) -> HopBatch:
+        """Sample the hop-wise subgraph around ``seeds`` (global ids; each occurrence is a row),
+        without the edges whose sorted keys are in ``exclude`` (at most one per seed)."""
         seeds = seeds.reshape(-1).to(torch.int64)
         num_seeds = seeds.numel()
         # checked where the seeds are: host seeds cost the GPU no sync
         if num_seeds and bool(((seeds < 0) | (seeds >= self.num_nodes)).any()):
             raise ValueError(f"seeds must be node ids in [0, {self.num_nodes})")
+        if exclude is not None:
+            exclude = exclude.to(self.device, torch.int64)
         if self.static_shapes and num_seeds:
-            return self._sample_padded(seeds)
+            return self._sample_padded(seeds, exclude)
         seeds = seeds.to(self.device)
         local = self._local
         local[seeds] = torch.arange(num_seeds, dtype=local.dtype, device=self.device)
@@ -175,6 +188,12 @@ class NeighborSampler(RandomStream):
         try:
             for fanout in self.fanouts:
                 rows, neighbours, counts = self._sample_hop(frontier, fanout)
+                if exclude is not None:
+                    keep = edge_exclusion.keep_mask(
+                        exclude, frontier[rows], neighbours, self.num_nodes
+                    )
+                    rows, neighbours = rows[keep], neighbours[keep]
+                    counts = torch.bincount(rows, minlength=frontier.numel())
                 src, frontier = self._relabel(neighbours, hi)
                 sources.append(src)
                 targets.append(rows + lo)
@@ -199,7 +218,7 @@ class NeighborSampler(RandomStream):
             target_ptr=torch.cat(ptr_parts),
         )
 
-    def _sample_padded(self, seeds: Tensor) -> HopBatch:
+    def _sample_padded(self, seeds: Tensor, exclude: Tensor | None) -> HopBatch:
         """The static-shape execution: pad the seeds, run (or replay) it, cut to the sizes."""
         num_seeds = seeds.numel()
         # pad to the largest batch so far: a short last batch reuses the captured graph
@@ -208,13 +227,13 @@ class NeighborSampler(RandomStream):
         padded[:num_seeds] = seeds
         if self.cuda_graph:
             try:
-                out = self._replay(padded, num_seeds)
+                out = self._replay(padded, num_seeds, exclude)
             except RuntimeError as error:
                 self._give_up_graphs(error)
-                return self.sample(seeds)
+                return self.sample(seeds, exclude)
         else:
             count = torch.tensor(num_seeds, dtype=torch.int64, device=self.device)
-            out = self._sample_static(padded.to(self.device), count)
+            out = self._sample_static(padded.to(self.device), count, exclude)
         sizes = out.counts.tolist()  # the one host sync
         hops = len(self.fanouts)
         nodes, edges = sizes[: hops + 1], sizes[hops + 1 :]
@@ -249,28 +268,36 @@ class NeighborSampler(RandomStream):
         if self.device.type == "cuda":
             reset_default_generator(self.device)
 
-    def _replay(self, padded: Tensor, num_seeds: int) -> _StaticOut:
-        captured = self._graphs.get(padded.numel())
+    def _replay(self, padded: Tensor, num_seeds: int, exclude: Tensor | None) -> _StaticOut:
+        key = (padded.numel(), exclude is not None)
+        if exclude is not None:
+            exclude = edge_exclusion.padded(exclude, padded.numel())
+        captured = self._graphs.get(key)
         if captured is None:
-            captured = self._capture(padded.to(self.device), num_seeds)
-            self._graphs[padded.numel()] = captured
+            captured = self._capture(padded.to(self.device), num_seeds, exclude)
+            self._graphs[key] = captured
         captured.seeds.copy_(padded)
         captured.num_seeds.fill_(num_seeds)
+        if captured.excluded is not None and exclude is not None:
+            captured.excluded.copy_(exclude)
         with CUDA_GRAPH_LOCK:
             captured.graph.replay()
         return captured.out
 
-    def _capture(self, padded: Tensor, num_seeds: int) -> _CapturedSample:
+    def _capture(self, padded: Tensor, num_seeds: int, exclude: Tensor | None) -> _CapturedSample:
         with CUDA_GRAPH_LOCK:
-            return self._capture_locked(padded, num_seeds)
+            return self._capture_locked(padded, num_seeds, exclude)
 
-    def _capture_locked(self, padded: Tensor, num_seeds: int) -> _CapturedSample:
+    def _capture_locked(
+        self, padded: Tensor, num_seeds: int, exclude: Tensor | None
+    ) -> _CapturedSample:
         seeds = padded.clone()
+        excluded = None if exclude is None else exclude.clone()
         count = torch.tensor(num_seeds, dtype=torch.int64, device=self.device)
         stream = torch.cuda.Stream(self.device)  # type: ignore[no-untyped-call]
         stream.wait_stream(torch.cuda.current_stream(self.device))
         with torch.cuda.stream(stream):
-            self._sample_static(seeds, count)  # warm-up outside the capture
+            self._sample_static(seeds, count, excluded)  # warm-up outside the capture
         torch.cuda.current_stream(self.device).wait_stream(stream)
         graph = torch.cuda.CUDAGraph()
         register = getattr(graph, "register_generator_state", None)
@@ -279,10 +306,14 @@ class NeighborSampler(RandomStream):
                 warnings.simplefilter("ignore")
                 register(self.generator)
         with torch.cuda.graph(graph, stream=stream, capture_error_mode="thread_local"):
-            out = self._sample_static(seeds, count)
-        return _CapturedSample(graph=graph, seeds=seeds, num_seeds=count, out=out)
+            out = self._sample_static(seeds, count, excluded)
+        return _CapturedSample(
+            graph=graph, seeds=seeds, num_seeds=count, out=out, excluded=excluded
+        )
 
-    def _sample_static(self, seeds: Tensor, num_seeds: Tensor) -> _StaticOut:
+    def _sample_static(
+        self, seeds: Tensor, num_seeds: Tensor, exclude: Tensor | None = None
+    ) -> _StaticOut:
         """Every hop padded to its bound; compaction by scatter; no host sync.
 
         ``seeds`` is padded with the degree-0 node ``num_nodes``; ``num_seeds`` is a 0-d
@@ -315,6 +346,12 @@ class NeighborSampler(RandomStream):
             valid = valid.reshape(-1)
             edge_pos = torch.where(valid, (start.unsqueeze(1) + pos).reshape(-1), 0)
             neighbours = torch.where(valid, self.indices[edge_pos].to(torch.int64), pad)
+            taken = deg.clamp(max=fanout)
+            if exclude is not None:
+                owner = frontier.unsqueeze(1).expand(-1, fanout).reshape(-1)
+                valid = valid & edge_exclusion.keep_mask(exclude, owner, neighbours, pad)
+                neighbours = torch.where(valid, neighbours, pad)
+                taken = valid.reshape(-1, fanout).sum(1)
             first, rank = self._relabel_static(neighbours, valid, hi)
             # edges, compacted in (target, draw) order
             edge_slot = torch.where(valid, torch.cumsum(valid, 0) - 1 + edge_base, edge_cap)
@@ -324,7 +361,7 @@ class NeighborSampler(RandomStream):
             )
             dst.index_put_((edge_slot,), draw_row + lo)
             ptr_slot = torch.where(rows < num_frontier, lo + rows + 1, target_cap + 1)
-            target_ptr.index_put_((ptr_slot,), torch.cumsum(deg.clamp(max=fanout), 0) + edge_base)
+            target_ptr.index_put_((ptr_slot,), torch.cumsum(taken, 0) + edge_base)
             # nodes new at this hop, in order of first appearance
             num_new = first.sum()
             node_ids.index_put_((torch.where(first, hi + rank, node_cap),), neighbours)
@@ -382,37 +419,3 @@ class NeighborSampler(RandomStream):
         (local ids, the new global ids in order of first appearance) (:func:`relabel.relabel`).
         """
         return relabel.relabel(self._local, neighbours, next_id)
-
-
-def reset_default_generator(device: torch.device) -> None:
-    """Give the device's default CUDA generator a fresh state with its seed.
-
-    A CUDA graph capture that failed midway leaves the generators registered with it in
-    capture mode, where any later draw (dropout, say) raises.
-    """
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    default = torch.cuda.default_generators[index]
-    fresh = torch.Generator(device=torch.device("cuda", index))
-    try:
-        fresh.manual_seed(default.initial_seed())
-        default.graphsafe_set_state(fresh)
-    except (AttributeError, RuntimeError) as err:  # older torch: nothing to repair
-        warnings.warn(f"could not reset the default CUDA generator: {err}", stacklevel=3)
-
-
-def csc_from_edge_index(edge_index: Tensor, num_nodes: int) -> tuple[Tensor, Tensor]:
-    """``(indptr, indices)`` listing, for every node, the sources of the edges into it.
-
-    This is the layout ``NeighborSampler`` reads for PyG's ``edge_index = [source, target]``.
-    """
-    if edge_index.dim() != 2 or edge_index.size(0) != 2:
-        raise ValueError(f"edge_index must have shape [2, E], got {list(edge_index.shape)}")
-    src, dst = edge_index[0].to(torch.int64), edge_index[1].to(torch.int64)
-    order = torch.argsort(dst, stable=True)
-    counts = torch.bincount(dst, minlength=num_nodes)
-    if counts.numel() > num_nodes:
-        raise ValueError(f"edge_index names node {counts.numel() - 1} but num_nodes={num_nodes}")
-    indptr = torch.zeros(num_nodes + 1, dtype=torch.int64, device=edge_index.device)
-    torch.cumsum(counts, 0, out=indptr[1:])
-    index_dtype = torch.int32 if num_nodes <= _INT32_MAX else torch.int64
-    return indptr, src[order].to(index_dtype)

@@ -4,6 +4,7 @@ replaced after a failed CUDA-graph capture."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import torch
@@ -47,3 +48,19 @@ class RandomStream:
         self.__dict__.update(state)
         self.generator = torch.Generator(device=self.device)
         self.generator.set_state(generator_state)  # type: ignore[arg-type]
+
+
+def reset_default_generator(device: torch.device) -> None:
+    """Give the device's default CUDA generator a fresh state with its seed.
+
+    A CUDA graph capture that failed midway leaves the generators registered with it in
+    capture mode, where any later draw (dropout, say) raises.
+    """
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    default = torch.cuda.default_generators[index]
+    fresh = torch.Generator(device=torch.device("cuda", index))
+    try:
+        fresh.manual_seed(default.initial_seed())
+        default.graphsafe_set_state(fresh)
+    except (AttributeError, RuntimeError) as err:  # older torch: nothing to repair
+        warnings.warn(f"could not reset the default CUDA generator: {err}", stacklevel=3)
