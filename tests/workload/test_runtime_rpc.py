@@ -125,17 +125,17 @@ class _GuardedSampler(NeighborSampler):
         self.prepared: list[int] = []
         self.uses = 0
 
-    def prepare(self, batch_size: int) -> None:
+    def prepare(self, batch_size: int, *, excluding: bool = False) -> None:
         self.prepared.append(batch_size)
-        super().prepare(batch_size)
+        super().prepare(batch_size, excluding=excluding)
 
-    def sample(self, seeds: Tensor) -> Any:
+    def sample(self, seeds: Tensor, exclude: Tensor | None = None) -> Any:
         if not self.busy.acquire(blocking=False):
             raise AssertionError("one sampler used by two threads at once")
         try:
             self.uses += 1
             time.sleep(0.002)  # widen the window a shared instance would be caught in
-            return super().sample(seeds)
+            return super().sample(seeds, exclude)
         finally:
             self.busy.release()
 

@@ -42,7 +42,8 @@ def sampled_edges(hop: object) -> set[tuple[int, int]]:
 def test_pairs_pack_and_unpack() -> None:
     src, dst = torch.tensor([0, 5, 199]), torch.tensor([199, 0, 7])
     back = unpack_pairs(pack_pairs(src, dst, NUM_NODES), NUM_NODES)
-    assert back[0].tolist() == src.tolist() and back[1].tolist() == dst.tolist()
+    assert back[0].tolist() == src.tolist()
+    assert back[1].tolist() == dst.tolist()
 
 
 @pytest.mark.parametrize("static", [False, True])
@@ -56,7 +57,8 @@ def test_supervision_edges_are_left_out_and_nothing_else(static: bool, reverse: 
     layout = LinkLayout.of_batch(hop.num_seeds, 1, "uniform")
     assert layout.positives == 16
     seeds = hop.seed_ids
-    assert seeds[:16].tolist() == src.tolist() and seeds[16:32].tolist() == dst.tolist()
+    assert seeds[:16].tolist() == src.tolist()
+    assert seeds[16:32].tolist() == dst.tolist()
     got = sampled_edges(hop)
     banned = set(zip(src.tolist(), dst.tolist(), strict=True))
     reverse_edges = set(zip(dst.tolist(), src.tolist(), strict=True))
@@ -82,7 +84,8 @@ def test_negatives_are_seeds_in_their_rows(kind: str) -> None:
     assert hop.num_seeds == (4 * (2 + 3) if kind == "corruptDestination" else 4 * (2 + 6))
     pos_src, pos_dst, neg_src, neg_dst = layout.rows()
     ids = hop.seed_ids
-    assert ids[pos_src].tolist() == src.tolist() and ids[pos_dst].tolist() == dst.tolist()
+    assert ids[pos_src].tolist() == src.tolist()
+    assert ids[pos_dst].tolist() == dst.tolist()
     assert neg_src.numel() == neg_dst.numel() == 12
     if kind == "corruptDestination":
         assert ids[neg_src].tolist() == src.repeat_interleave(3).tolist()
@@ -108,3 +111,52 @@ def test_negatives_are_uniform_and_follow_the_seed() -> None:
 def test_bad_negative_kind_is_named() -> None:
     with pytest.raises(ValueError, match="negative kind"):
         make_sampler(undirected_graph(), [2], static=False, kind="hard")
+
+
+class _EagerGraph:
+    """Stands in for a CUDA graph on the CPU: replay re-runs the captured function on the
+    captured buffers, so the replay path's buffer plumbing is what is tested."""
+
+    def __init__(self, run: object) -> None:
+        self.run = run
+
+    def replay(self) -> None:
+        self.run()  # type: ignore[operator]
+
+
+def test_replayed_batches_exclude_their_own_edges(monkeypatch: pytest.MonkeyPatch) -> None:
+    from distgnn_workload.sampling import neighbor_sampler as ns
+
+    edge_index = undirected_graph(4)
+    sampler = make_sampler(edge_index, [64, 64], static=True)
+    nodes = sampler.nodes
+    nodes.cuda_graph = True  # as on CUDA, with the capture below
+
+    def capture(padded: torch.Tensor, num_seeds: int, exclude: torch.Tensor | None) -> object:
+        seeds = padded.clone()
+        excluded = None if exclude is None else exclude.clone()
+        count = torch.tensor(num_seeds)
+        out = nodes._sample_static(seeds, count, excluded)
+
+        def run() -> None:
+            fresh = nodes._sample_static(seeds, count, excluded)
+            for name in ("node_ids", "src", "dst", "target_ptr", "counts"):
+                getattr(out, name).copy_(getattr(fresh, name))
+
+        return ns._CapturedSample(_EagerGraph(run), seeds, count, out, excluded)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(nodes, "_capture", capture)
+    all_edges = set(zip(edge_index[0].tolist(), edge_index[1].tolist(), strict=True))
+    for seed in range(3):  # the second and third batches replay the first one's graph
+        g = torch.Generator().manual_seed(seed)
+        pick = torch.randperm(edge_index.size(1), generator=g)[:10]
+        src, dst = edge_index[0, pick], edge_index[1, pick]
+        hop = sampler.sample(pack_pairs(src, dst, NUM_NODES))
+        got = sampled_edges(hop)
+        banned = set(zip(src.tolist(), dst.tolist(), strict=True))
+        banned |= set(zip(dst.tolist(), src.tolist(), strict=True))
+        assert not got & banned
+        seeds = set(hop.seed_ids.tolist())
+        expected = {(u, v) for (u, v) in all_edges if v in seeds} - banned
+        assert {(u, v) for (u, v) in got if v in seeds} == expected
+    assert len(nodes._graphs) == 1

@@ -133,6 +133,11 @@ class LayerwiseInference:
         finally:
             model.train(was_training)
 
+    @torch.no_grad()
+    def embeddings(self, model: nn.Module) -> LayerRows:
+        """The last layer's output for every node, gathered from every rank's share (fp32)."""
+        return self._gather(self.logits(model))
+
     def _layer(self, model: LayerwiseModel, layer: int, prev: LayerRows) -> Tensor:
         out: Tensor | None = None
         for a, b in self.chunks:

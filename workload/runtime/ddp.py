@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
+from typing import Any
 
 import torch
 import torch.distributed as dist
+from torch import Tensor
 from torch._C._distributed_c10d import PrefixStore
 
 from distgnn_api.contract import ENV_DEVICE, ContractError, WorkloadEnv
@@ -74,6 +76,14 @@ class Collectives:
         t = torch.tensor(values, dtype=torch.float64)
         dist.all_reduce(t, op=op, group=self.group)
         return [float(v) for v in t.tolist()]
+
+    def all_gather(self, values: Tensor) -> list[Tensor]:
+        """Every trainer's ``values`` (host tensors of any length), in rank order."""
+        if self.world_size == 1:
+            return [values]
+        out: list[Any] = [None] * self.world_size
+        dist.all_gather_object(out, values.cpu(), group=self.group)
+        return [torch.as_tensor(v) for v in out]
 
     def all_agree(self, ok: bool) -> bool:
         """True when ``ok`` holds on every trainer."""

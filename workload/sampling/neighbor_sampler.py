@@ -141,7 +141,7 @@ class NeighborSampler(RandomStream):
             raise ValueError("static_shapes needs a bounded fanout: -1 (all neighbours) has none")
         self.static_shapes = static_shapes
         self.cuda_graph = cuda_graph and static_shapes and self.device.type == "cuda"
-        self._graphs: dict[int, _CapturedSample] = {}
+        self._graphs: dict[tuple[int, bool], _CapturedSample] = {}
         self._capacity = 0
 
     def prepare(self, batch_size: int, *, excluding: bool = False) -> None:
