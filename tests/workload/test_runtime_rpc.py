@@ -167,7 +167,7 @@ def _server(
     return server, made
 
 
-def _broken(seeds: Tensor) -> Any:
+def _broken(seeds: Tensor, exclude: Tensor | None = None) -> Any:
     raise IndexError(f"node {int(seeds.max()) + 10**6} is out of range")
 
 

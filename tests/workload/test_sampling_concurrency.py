@@ -116,7 +116,7 @@ def test_gpu_samplers_prepared_one_by_one_then_replayed_from_threads() -> None:
             s.prepare(32)
         stream.synchronize()
         assert s.cuda_graph
-        assert 32 in s._graphs
+        assert (32, False) in s._graphs
     errors: list[BaseException] = []
 
     def work(s: NeighborSampler, stream: torch.cuda.Stream, k: int) -> None:
