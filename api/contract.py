@@ -421,6 +421,21 @@ def load_job_config(path: str | Path) -> JobConfig:
 # --------------------------------------------------------------------------- results
 
 
+class LinkFigures(Model):
+    """One split's link-prediction ranking figures (OGB's evaluator: ties count half)."""
+
+    mrr: float
+    """Mean reciprocal rank of the positives against their negatives."""
+    hits: dict[str, float]
+    """Hits@K by K (as a string): the share of positives ranked at most K."""
+    positives: int
+    """Positives ranked."""
+
+    def summary(self) -> str:
+        hits = ", ".join(f"Hits@{k} {v:.4f}" for k, v in self.hits.items())
+        return f"MRR {self.mrr:.4f}" + (f", {hits}" if hits else "")
+
+
 class Result(Model):
     """result.json: written by trainer 0 when training completes."""
 
@@ -428,8 +443,8 @@ class Result(Model):
     """The job run it belongs to."""
     epochs: int
     """Epochs trained."""
-    test_accuracy: float
-    """Test accuracy of the final model."""
+    test_accuracy: float | None = None
+    """Test accuracy of the final model (node classification; None for link prediction)."""
     test_accuracy_kind: EvaluationKind = EvaluationKind.sampled
     """How test_accuracy was computed: full (full-neighbourhood inference over the whole
     graph) or sampled (mini-batches at the training fanout); ``training.evaluation.test``.
@@ -440,6 +455,10 @@ class Result(Model):
     """How val_accuracy was computed; ``training.evaluation.validation``."""
     seeds_per_second: float
     """Mean training throughput of the whole job."""
+    test_link: LinkFigures | None = None
+    """Link prediction: the test edges' ranking figures."""
+    val_link: LinkFigures | None = None
+    """Link prediction: the validation edges' ranking figures."""
     elapsed_seconds: float
     """Wall time of training, restarts included."""
     finished_at: str

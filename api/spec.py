@@ -771,6 +771,12 @@ class Progress(Model):
     """Test accuracy, once evaluated."""
     test_accuracy_kind: EvaluationKind | None = None
     """How testAccuracy was computed: full (full-neighbourhood) or sampled (training fanout)."""
+    val_mrr: float | None = None
+    """Link prediction: last validation MRR."""
+    test_mrr: float | None = None
+    """Link prediction: test MRR, once evaluated."""
+    test_hits: dict[str, float] | None = None
+    """Link prediction: test Hits@K by K, once evaluated."""
     last_update_time: str | None = None
     """RFC 3339 time of the report."""
 

@@ -62,6 +62,8 @@ PRINTER_COLUMNS: list[dict[str, Any]] = [
     {"name": "Partitions", "type": "integer", "jsonPath": ".status.partition.numPartitions"},
     {"name": "Epoch", "type": "integer", "jsonPath": ".status.progress.epoch"},
     {"name": "Seeds/s", "type": "number", "jsonPath": ".status.progress.seedsPerSecond"},
+    {"name": "Val MRR", "type": "number", "jsonPath": ".status.progress.valMrr", "priority": 1},
+    {"name": "Test MRR", "type": "number", "jsonPath": ".status.progress.testMrr"},
     {"name": "Restarts", "type": "integer", "jsonPath": ".status.restarts", "priority": 1},
     # Kueue's word on a queued job's Workload: why it waits (e.g. Pending, Preempted) or Admitted.
     {"name": "Kueue", "type": "string", "jsonPath": ".status.kueue.reason", "priority": 1},

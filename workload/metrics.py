@@ -47,6 +47,16 @@ TRAINER_FULL_ACCURACY = Gauge(
     "Accuracy of the last full-neighbourhood (layer-wise, all nodes) evaluation.",
     ["rank", "split"],
 )
+TRAINER_LINK_MRR = Gauge(
+    "distgnn_trainer_link_mrr",
+    "Link prediction: mean reciprocal rank of the last ranking evaluation.",
+    ["rank", "split"],
+)
+TRAINER_LINK_HITS = Gauge(
+    "distgnn_trainer_link_hits",
+    "Link prediction: Hits@K (share of positives ranked at most K) of the last evaluation.",
+    ["rank", "split", "k"],
+)
 TRAINER_REMOTE_FEATURE_BYTES = Counter(
     "distgnn_trainer_remote_feature_bytes_total",
     "Bytes of node features fetched from other partitions.",

@@ -35,6 +35,8 @@ _FIGURES: tuple[tuple[str, str, str], ...] = (
     ("accuracy", "acc", "{:.3f}"),
     ("val_accuracy", "val", "{:.3f}"),
     ("test_accuracy", "test", "{:.3f}"),
+    ("val_mrr", "val MRR", "{:.4f}"),
+    ("test_mrr", "test MRR", "{:.4f}"),
     ("data_wait_share", "data wait", "{:.0%}"),
     ("edge_cut_fraction", "edge cut", "{:.1%}"),
 )

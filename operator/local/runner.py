@@ -258,17 +258,23 @@ class LocalRun:
             )
             return EXIT_INTERNAL_ERROR
         result = Result.model_validate_json(result_path.read_text())
-        accuracy = f"{result.test_accuracy:.4f} {_KIND_TEXT[result.test_accuracy_kind]}"
-        if result.val_accuracy is not None:
-            kind = result.val_accuracy_kind
-            accuracy += f"  (validation {result.val_accuracy:.4f}"
-            accuracy += f" {_KIND_TEXT[kind]})" if kind is not None else ")"
+        if result.test_link is not None:
+            figure_name, accuracy = "test ranking", result.test_link.summary()
+            if result.val_link is not None:
+                accuracy += f"  (validation MRR {result.val_link.mrr:.4f})"
+        else:
+            figure_name = "test accuracy"
+            accuracy = f"{result.test_accuracy or 0.0:.4f} {_KIND_TEXT[result.test_accuracy_kind]}"
+            if result.val_accuracy is not None:
+                kind = result.val_accuracy_kind
+                accuracy += f"  (validation {result.val_accuracy:.4f}"
+                accuracy += f" {_KIND_TEXT[kind]})" if kind is not None else ")"
         elapsed = f"{_duration(time.monotonic() - self._started)} in total"
         if "partition" in timings:
             elapsed += f", partition {_duration(timings['partition'])}"
         elapsed += f", training {_duration(result.elapsed_seconds)}"
         rows = (
-            ("test accuracy", accuracy),
+            (figure_name, accuracy),
             ("throughput", f"{result.seeds_per_second:,.0f} seeds/s over {result.epochs} epochs"),
             ("elapsed", elapsed),
             ("partition", f"{self.partition_path}" + ("  (reused)" if reused else "")),

@@ -8,7 +8,7 @@ import torch
 import torch.distributed as dist
 
 from distgnn_workload.evaluation import LayerwiseInference
-from distgnn_workload.evaluation.link_ranking import evaluate_split
+from distgnn_workload.evaluation.link_ranking import evaluate_splits
 from distgnn_workload.models.link import build_decoder
 from distgnn_workload.partition import PartitionStore
 from distgnn_workload.runtime.ddp import Collectives
@@ -44,15 +44,19 @@ def evaluate_rank(rank: int, port: int, store_path: str, out: str, world_size: i
             engine = LayerwiseInference(
                 store, rank=rank, world_size=world_size, chunk_edges=97, chunk_nodes=40
             )
-            got = evaluate_split(
+            got = evaluate_splits(
                 engine,
                 encoder,
                 decoder,
-                (split["src"], split["dst"], split["dst_neg"]),
+                {
+                    "fixed": (split["src"], split["dst"], split["dst_neg"]),
+                    "all": (split["src"], split["dst"], None),
+                },
                 HITS_AT,
                 collectives.all_gather,
             )
-            figures[kind] = got.as_dict() | {"count": got.count}
+            for name, m in got.items():
+                figures[f"{kind}-{name}"] = m.as_dict() | {"count": m.count}
         torch.save(figures, Path(out) / f"figures-{world_size}-{rank}.pt")
         finished = True
     finally:

@@ -37,6 +37,12 @@ def test_ranking_in_chunks_equals_one_pass() -> None:
     assert torch.equal(rank_share(embed, DotDecoder(), src, dst, neg, chunk_pairs=50), whole)
     want = ranks_against((table[src] * table[dst]).sum(-1), (table[src, None] * table[neg]).sum(-1))
     assert torch.equal(whole, want)
+    # against every node but the positive's own destination
+    every = rank_share(embed, DotDecoder(), src, dst, None, 50)
+    scores = table[src] @ table.t()
+    pos_scores = scores.gather(1, dst[:, None])
+    scores.scatter_(1, dst[:, None], -torch.inf)
+    assert torch.equal(every, ranks_against(pos_scores.squeeze(1), scores))
 
 
 def test_link_model_scores_the_layout_rows_and_bce() -> None:
@@ -88,7 +94,8 @@ def test_two_ranks_equal_one_process(tmp_path: Path) -> None:
     single = torch.load(out / "figures-1-0.pt")
     for rank in range(2):
         assert torch.load(out / f"figures-2-{rank}.pt") == single
-    for kind in ("dot", "mlp"):
-        assert single[kind]["count"] == count
-        assert 0 < single[kind]["mrr"] < 1, single
-        assert set(single[kind]) == {"mrr", "count"} | {f"hits@{k}" for k in HITS_AT}
+    assert len(single) == 4
+    for figures in single.values():
+        assert figures["count"] == count
+        assert 0 < figures["mrr"] < 1, single
+        assert set(figures) == {"mrr", "count"} | {f"hits@{k}" for k in HITS_AT}

@@ -13,7 +13,7 @@ exactly those of one process ranking every positive.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -72,25 +72,35 @@ def rank_share(
     decoder: nn.Module,
     src: Tensor,
     dst: Tensor,
-    dst_neg: Tensor,
+    dst_neg: Tensor | None,
+    num_nodes: int = 0,
     *,
     chunk_pairs: int = RANK_CHUNK_PAIRS,
 ) -> Tensor:
     """Ranks of the positives ``src -> dst`` against ``src -> dst_neg[i, :]`` (float64).
 
-    ``embed(ids)`` returns the embeddings of node ids on the compute device.
+    ``embed(ids)`` returns the embeddings of node ids on the compute device. Without
+    ``dst_neg``, each positive ranks against every other of the ``num_nodes`` nodes as a
+    destination (its own destination left out).
     """
-    if dst_neg.dim() != 2 or dst_neg.size(0) != src.numel():
+    if dst_neg is None:
+        k = num_nodes
+        every = torch.arange(num_nodes)
+    elif dst_neg.dim() != 2 or dst_neg.size(0) != src.numel():
         raise ValueError(f"dst_neg must be [{src.numel()}, K], got {list(dst_neg.shape)}")
-    k = dst_neg.size(1)
+    else:
+        k = dst_neg.size(1)
     step = max(1, chunk_pairs // max(k + 1, 1))
     out = []
     for a in range(0, src.numel(), step):
-        s, d, n = src[a : a + step], dst[a : a + step], dst_neg[a : a + step]
+        s, d = src[a : a + step], dst[a : a + step]
+        n = every.expand(s.numel(), k) if dst_neg is None else dst_neg[a : a + step]
         z_s = embed(s)
         pos = decoder(z_s, embed(d)).float()
         z_n = embed(n.reshape(-1)).reshape(n.size(0), k, -1)
         neg = decoder(z_s.unsqueeze(1).expand(-1, k, -1), z_n).float()
+        if dst_neg is None:
+            neg = neg.masked_fill(n.to(neg.device) == d.to(neg.device).unsqueeze(1), -torch.inf)
         out.append(ranks_against(pos, neg).cpu())
     return torch.cat(out) if out else torch.empty(0, dtype=torch.float64)
 
@@ -102,23 +112,34 @@ def gathered_metrics(
     return metrics_of(torch.cat(gather(local_ranks.to(torch.float64).cpu())), hits_at)
 
 
-def evaluate_split(
+LinkSplit = tuple[Tensor, Tensor, Tensor | None]
+"""``(src, dst, dst_neg)`` of a split's positives; ``dst_neg`` None ranks against every node."""
+
+
+def evaluate_splits(
     engine: LayerwiseInference,
     encoder: nn.Module,
     decoder: nn.Module,
-    positives: tuple[Tensor, Tensor, Tensor],
+    splits: Mapping[str, LinkSplit],
     hits_at: Sequence[int],
     gather: GatherRanks,
-) -> LinkMetrics:
-    """MRR and Hits@K of ``positives = (src, dst, dst_neg)`` (the whole split, the same on
-    every rank); each rank embeds its share of the nodes and ranks its share of the edges."""
-    src, dst, dst_neg = positives
+) -> dict[str, LinkMetrics]:
+    """MRR and Hits@K of each split (the whole split, the same on every rank): the nodes
+    are embedded once, each rank by its share, and each rank ranks its share of the edges.
+    Every rank must call, with the same splits."""
     rows = engine.embeddings(encoder)
-    lo, hi = share(src.numel(), engine.rank, engine.world_size)
+    num_nodes = engine.store.meta.num_nodes
     was_training = decoder.training
     decoder.eval()
+    out = {}
     try:
-        local = rank_share(rows.rows, decoder, src[lo:hi], dst[lo:hi], dst_neg[lo:hi])
+        for name, (src, dst, dst_neg) in splits.items():
+            lo, hi = share(src.numel(), engine.rank, engine.world_size)
+            if dst_neg is None:
+                local = rank_share(rows.rows, decoder, src[lo:hi], dst[lo:hi], None, num_nodes)
+            else:
+                local = rank_share(rows.rows, decoder, src[lo:hi], dst[lo:hi], dst_neg[lo:hi])
+            out[name] = gathered_metrics(local, gather, hits_at)
     finally:
         decoder.train(was_training)
-    return gathered_metrics(local, gather, hits_at)
+    return out

@@ -28,6 +28,7 @@ from distgnn_workload.runtime.rpc import wait_remote
 from distgnn_workload.runtime.seeds import Batch
 from distgnn_workload.runtime.shared_slots import SlotReader, SlotSpec, take
 from distgnn_workload.sampling import HopBatch, NeighborSampler, StaticLayout, pad_hops
+from distgnn_workload.sampling.link_sampler import LinkNeighborSampler
 
 WireBatch = tuple[Any, ...]
 """(node_ids, edge_index int32, target_ptr, x, y, num_seeds, nodes per hop, edges per hop)."""
@@ -144,7 +145,7 @@ class LocalPipeline:
 
     def __init__(
         self,
-        sampler: NeighborSampler,
+        sampler: NeighborSampler | LinkNeighborSampler,
         features: FeatureSource,
         labels: Tensor,
         *,

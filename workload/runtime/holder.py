@@ -18,6 +18,7 @@ from torch import Tensor
 
 from distgnn_api.spec import DistGNNJobSpec
 from distgnn_workload.partition.store import PartitionStore
+from distgnn_workload.runtime import link_batches
 from distgnn_workload.runtime.distributed_sampler import (
     HopByHopSampler,
     SamplerFactory,
@@ -62,7 +63,7 @@ def check_store(store: PartitionStore, spec: DistGNNJobSpec, num_holders: int) -
             f"{num_holders} holders; set partition.numPartitions to a multiple of "
             "samplers.replicas (trainers.replicas in worker mode)"
         )
-    if store.meta.num_nodes < 1 or store.meta.num_classes < 2:
+    if store.meta.num_nodes < 1 or (store.meta.num_classes < 2 and not spec.is_link_prediction):
         raise BadInputError(f"partition store {store.path} holds no usable graph")
 
 
@@ -202,7 +203,7 @@ def attach_feature_slots(
     fanouts = list(spec.model.fanout)
     if any(k < 1 for k in fanouts):
         return  # no bound on a batch's rows: they come over RPC
-    rows = StaticLayout(spec.training.batch_size, tuple(fanouts)).node_cap
+    rows = StaticLayout(link_batches.seed_rows(spec), tuple(fanouts)).node_cap
     table = features.table
     slot_spec = feature_slot_spec(rows, table.num_features, table.rows.dtype)
     if slot_bytes(slot_spec) * count > SLOT_MEMORY_SHARE * device_memory(table.device):

@@ -29,6 +29,7 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
@@ -42,14 +43,15 @@ from torch.futures import Future
 from distgnn_api.contract import EXIT_OK
 from distgnn_workload import metrics
 from distgnn_workload.runtime import holder as holders
+from distgnn_workload.runtime import link_batches, rpc_targets, shared_slots
 from distgnn_workload.runtime import rpc as rpc_runtime
-from distgnn_workload.runtime import rpc_targets, shared_slots
 from distgnn_workload.runtime.batches import WireBatch, WireMeta, pack, pack_into, wire_bytes
 from distgnn_workload.runtime.bootstrap import RoleProcess
 from distgnn_workload.runtime.features import set_serve_observer
 from distgnn_workload.runtime.lifecycle import (
     BadInputError,
 )
+from distgnn_workload.runtime.link_batches import BatchSampler
 from distgnn_workload.runtime.rpc_targets import Target
 from distgnn_workload.sampling import NeighborSampler
 
@@ -63,7 +65,7 @@ CACHE_RATIO_EVERY = 32
 class _Slot:
     """One sampler of the pool and the CUDA stream its requests run on."""
 
-    sampler: NeighborSampler
+    sampler: BatchSampler
     stream: torch.cuda.Stream | None
 
 
@@ -79,8 +81,10 @@ class SamplerServer:
         concurrency: int,
         seed: int,
         batch_size: int,
+        for_task: Callable[[NeighborSampler], BatchSampler] | None = None,
     ) -> None:
         self.holder = holder
+        self.for_task = for_task or (lambda sampler: sampler)
         self.ctx = ctx
         self.rank = rank
         self.name = f"sampler-{rank}"
@@ -104,7 +108,7 @@ class SamplerServer:
 
     def _new_slot(self, seed: int, batch_size: int) -> _Slot:
         """A sampler with its stream, its CUDA graph for ``batch_size`` captured now."""
-        sampler = self.holder.new_sampler(seed)
+        sampler = self.for_task(self.holder.new_sampler(seed))
         stream = None
         if self.device.type == "cuda":
             stream = torch.cuda.Stream(self.device)  # type: ignore[no-untyped-call]
@@ -251,6 +255,7 @@ def main(proc: RoleProcess) -> int:
         concurrency=spec.samplers.concurrency,
         seed=spec.training.seed * 1_000 + env.rank,
         batch_size=spec.training.batch_size,
+        for_task=lambda sampler: link_batches.for_task(spec, sampler),
     )
     rpc_targets.register(SAMPLER_SERVER, server)
     proc.serving()

@@ -199,7 +199,7 @@ class Trainer:
                 epoch=self.start_epoch,
                 seeds_per_second=self._job_seeds_per_second(),
                 loss=h.get("loss"),
-                val_accuracy=h.get("val_accuracy"),
+                **self._validation_fields(h.get("val_accuracy")),
             )
         for epoch in range(self.start_epoch, epochs):
             stats = self.train_epoch(epoch)
@@ -211,6 +211,10 @@ class Trainer:
                 self.checkpoint(epoch + 1)
             if self.on_epoch is not None:
                 self.on_epoch()
+        return self._final_result(epochs, last_val)
+
+    def _final_result(self, epochs: int, last_val: float | None) -> Result:
+        """Evaluate the final model and report it; ``last_val``: the last validation figure."""
         # the final figures, full-neighbourhood or sampled as training.evaluation says
         final = evaluation.final_accuracies(
             self._evaluation_spec,
@@ -439,11 +443,17 @@ class Trainer:
                 epoch=stats.epoch,
                 seeds_per_second=job_rate,
                 loss=stats.loss,
-                val_accuracy=stats.val_accuracy,
-                val_accuracy_kind=self._val_kind if stats.val_accuracy is not None else None,
+                **self._validation_fields(stats.val_accuracy),
             )
         if self.rank == 0:
             announce_epoch(stats, epochs=self.spec.training.epochs, world_size=self.world_size)
+
+    def _validation_fields(self, figure: float | None) -> dict[str, Any]:
+        """The progress fields of an epoch's validation figure."""
+        return {
+            "val_accuracy": figure,
+            "val_accuracy_kind": self._val_kind if figure is not None else None,
+        }
 
     def _input(self, batch: MiniBatch) -> Tensor:
         x = batch.x

@@ -23,6 +23,7 @@ from distgnn_api.spec import DistGNNJobSpec
 from distgnn_workload.loader import MiniBatch
 from distgnn_workload.partition.store import PartitionStore
 from distgnn_workload.runtime import holder as holders
+from distgnn_workload.runtime import link_batches
 from distgnn_workload.runtime.batches import (
     LOOKAHEAD,
     LocalPipeline,
@@ -83,7 +84,7 @@ def worker_pipeline(
         slots_per_peer=LOOKAHEAD + 2,
     )
     pipeline = LocalPipeline(
-        holder.new_sampler(spec.training.seed * 1_000 + rank),
+        link_batches.for_task(spec, holder.new_sampler(spec.training.seed * 1_000 + rank)),
         holder.features,
         state.labels,
         device=state.device,
@@ -154,7 +155,7 @@ def _slots(
     """Shared slots in the sampler servers ``samplers`` that share this host."""
     if any(k < 1 for k in spec.model.fanout):
         return {}  # no bound on a batch's size: batches come over RPC
-    layout = StaticLayout(spec.training.batch_size, tuple(spec.model.fanout))
+    layout = StaticLayout(link_batches.seed_rows(spec), tuple(spec.model.fanout))
     dtype = torch.bfloat16 if spec.training.bf16 else torch.float32
     slot_spec = batch_slot_spec(layout, num_features, dtype)
     count = spec.samplers.concurrency + 1

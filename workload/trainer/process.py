@@ -11,14 +11,17 @@ import gc
 import logging
 import time
 from pathlib import Path
+from typing import Any
 
 from distgnn_api.contract import EXIT_OK, dump_json
 from distgnn_workload.runtime import holder as holders
+from distgnn_workload.runtime import link_batches
 from distgnn_workload.runtime.bootstrap import RoleProcess
 from distgnn_workload.runtime.features import HolderLayout, split_ids
 from distgnn_workload.runtime.lifecycle import write_result
 from distgnn_workload.runtime.seeds import holder_ranks
 from distgnn_workload.runtime.status_server import ProgressTracker
+from distgnn_workload.trainer.link_loop import LinkTrainer, read_eval_splits
 from distgnn_workload.trainer.loop import Trainer
 from distgnn_workload.trainer.pipelines import (
     TrainerPipeline,
@@ -97,25 +100,38 @@ def run(proc: RoleProcess, *, progress_file: Path | None = None, serve_status: b
         )
     proc.serving()
     layout = HolderLayout.from_store(store, num_holders)
-    trainer = Trainer(
-        spec,
-        rank=rank,
-        world_size=world,
-        device=device,
-        pipeline=source.pipeline,
-        train_ids=split_ids(store, layout, "train"),
-        val_ids=split_ids(store, layout, "val"),
-        test_ids=split_ids(store, layout, "test"),
-        ranks_of_holder=ranks_of,
-        collectives=proc.collectives,
-        num_features=store.meta.num_features,
-        num_classes=store.meta.num_classes,
-        run_dir=env.run_dir,
-        job_uid=env.job_uid,
-        tracker=tracker,
-        on_epoch=source.after_epoch,
-        started_at=started_at,
-    )
+    common: dict[str, Any] = {
+        "rank": rank,
+        "world_size": world,
+        "device": device,
+        "pipeline": source.pipeline,
+        "ranks_of_holder": ranks_of,
+        "collectives": proc.collectives,
+        "num_features": store.meta.num_features,
+        "run_dir": env.run_dir,
+        "job_uid": env.job_uid,
+        "tracker": tracker,
+        "on_epoch": source.after_epoch,
+        "started_at": started_at,
+    }
+    trainer: Trainer
+    if spec.is_link_prediction:
+        trainer = LinkTrainer(
+            spec,
+            splits=read_eval_splits(store.path),
+            partition_dir=store.path,
+            train_ids=link_batches.train_pairs(store, layout),
+            **common,
+        )
+    else:
+        trainer = Trainer(
+            spec,
+            train_ids=split_ids(store, layout, "train"),
+            val_ids=split_ids(store, layout, "val"),
+            test_ids=split_ids(store, layout, "test"),
+            num_classes=store.meta.num_classes,
+            **common,
+        )
     trainer.resume()
     source.prepare(spec.training.batch_size)
     # what exists now lives to the end: keep it out of the collector's full passes
@@ -144,10 +160,10 @@ def finish(proc: RoleProcess, trainer: Trainer) -> None:
             {"world_size": trainer.world_size, "epochs": trainer.state.history},
         )
         path = write_result(run_dir, result)
-        log.info(
-            "done: test accuracy %.4f, %.0f seeds/s; wrote %s",
-            result.test_accuracy,
-            result.seeds_per_second,
-            path,
+        figures = (
+            result.test_link.summary()
+            if result.test_link is not None
+            else f"test accuracy {result.test_accuracy or 0.0:.4f}"
         )
+        log.info("done: %s, %.0f seeds/s; wrote %s", figures, result.seeds_per_second, path)
     proc.leave()

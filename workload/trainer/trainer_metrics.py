@@ -32,6 +32,12 @@ class TrainerMetrics:
     def full_accuracy(self, split: str) -> Any:
         return metrics.TRAINER_FULL_ACCURACY.labels(self.label, split)
 
+    def link_figures(self, split: str, mrr: float, hits: dict[int, float]) -> None:
+        """Publish a split's ranking figures."""
+        metrics.TRAINER_LINK_MRR.labels(self.label, split).set(mrr)
+        for k, value in hits.items():
+            metrics.TRAINER_LINK_HITS.labels(self.label, split, str(k)).set(value)
+
     def feature_stats(self, lookups: int, hits: int, fetched: int) -> None:
         """Count remote feature traffic; the cache series start with the first look-up."""
         self.remote_bytes.inc(fetched)
