@@ -111,6 +111,8 @@ def test_key_throughput_metrics_have_panels(training: dict[str, Any]) -> None:
         "distgnn_trainer_data_wait_seconds_sum": "data-wait share",
         "distgnn_trainer_loss": "loss",
         "distgnn_trainer_accuracy": "accuracy",
+        "distgnn_trainer_link_mrr": "link-prediction MRR",
+        "distgnn_trainer_link_hits": "link-prediction Hits@K",
         "distgnn_sampler_requests_total": "sampler requests",
         "distgnn_sampler_request_seconds_bucket": "sampler latency",
         "distgnn_sampler_cache_hit_ratio": "cache hit ratio",

@@ -178,6 +178,8 @@ def test_names_printer_columns_and_status_subresource() -> None:
         "Partitions": ".status.partition.numPartitions",
         "Epoch": ".status.progress.epoch",
         "Seeds/s": ".status.progress.seedsPerSecond",
+        "Val MRR": ".status.progress.valMrr",
+        "Test MRR": ".status.progress.testMrr",
         "Restarts": ".status.restarts",
         "Kueue": ".status.kueue.reason",
         "Age": ".metadata.creationTimestamp",
