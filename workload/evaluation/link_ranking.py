@@ -21,7 +21,7 @@ from torch import Tensor, nn
 
 from distgnn_workload.evaluation.inference import LayerwiseInference
 
-RANK_CHUNK_PAIRS = 1 << 22
+RANK_CHUNK_PAIRS = 1 << 20
 """Pairs scored at once: bounds the memory of a chunk of positives and their negatives."""
 
 GatherRanks = Callable[[Tensor], list[Tensor]]
