@@ -100,6 +100,46 @@ PUBLISHED_OGB: dict[str, _Published] = {
 }
 
 
+# The OGB link-property datasets: nodes, edges (directed as OGB lists them; message passing
+# holds both directions), feature dimension, training edges.
+PUBLISHED_OGB_LINK: dict[str, tuple[int, int, int, int]] = {
+    "ogbl-citation2": (2_927_963, 30_561_187, 128, 30_387_995),
+    "ogbl-collab": (235_868, 1_285_465, 128, 1_179_052),
+}
+
+
+def _link_size(spec: DistGNNJobSpec) -> GraphSize | None:
+    """A link-prediction graph the spec sizes: syntheticLink, or a published OGB link dataset.
+
+    An epoch's seeds are its training edges (each brings both ends and its negatives).
+    """
+    ds, link = spec.dataset, spec.link_prediction
+    if ds.synthetic_link is not None:
+        g = ds.synthetic_link
+        held = 0.0 if link is None else link.split.valid_fraction + link.split.test_fraction
+        return GraphSize(
+            num_nodes=g.num_nodes,
+            num_edges=2 * g.num_edges,
+            num_features=g.num_features,
+            num_classes=0,
+            num_train_nodes=max(1, round((1 - held) * g.num_edges)),
+            source=f"syntheticLink at scale {g.scale:g} (ogbl-citation2's counts x scale)",
+        )
+    if ds.ogb is not None:
+        name = ds.ogb.path.rstrip("/").rsplit("/", 1)[-1].lower().replace("_", "-")
+        for key, (nodes, edges, features, train) in PUBLISHED_OGB_LINK.items():
+            if name == key or name == key.removeprefix("ogbl-"):
+                return GraphSize(
+                    num_nodes=nodes,
+                    num_edges=2 * edges,
+                    num_features=features,
+                    num_classes=0,
+                    num_train_nodes=train,
+                    source=f"{key}'s published counts (dataset.ogb.path {ds.ogb.path})",
+                )
+    return None
+
+
 def _published(path: str) -> tuple[str, _Published] | None:
     name = PurePosixPath(path).name.lower().replace("_", "-")
     for key, counts in PUBLISHED_OGB.items():
@@ -134,6 +174,10 @@ def _mag_size(
 def from_spec(spec: DistGNNJobSpec) -> GraphSize | None:
     """The size the spec states (synthetic datasets, published OGB datasets), else None."""
     ds = spec.dataset
+    if spec.is_link_prediction and ds.hetero is None:
+        sized = _link_size(spec)
+        if sized is not None:
+            return sized
     if ds.synthetic is not None:
         s = ds.synthetic
         return GraphSize(
