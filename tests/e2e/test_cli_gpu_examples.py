@@ -65,6 +65,7 @@ def test_distgnn_run_trains_the_gpu_example(example: Path, tmp_path: Path) -> No
     result = Result.model_validate_json((run_dir / "result.json").read_text())
     assert result.job_uid == uid
     assert result.epochs == EPOCHS
+    assert result.test_accuracy is not None
     assert result.test_accuracy >= min_test_accuracy(job), output
     assert result.elapsed_seconds <= time.monotonic() - started
     trainer0 = (run_dir / "logs" / "trainer-0.log").read_text(errors="replace").splitlines()

@@ -67,6 +67,7 @@ def test_a_killed_trainer_resumes_from_the_last_checkpoint(tmp_path: Path, victi
     finish(job)
     result = result_of(job)
     assert result.epochs == epochs
+    assert result.test_accuracy is not None
     assert result.test_accuracy >= 0.85
     resumed = [
         line

@@ -48,6 +48,7 @@ def test_two_gpus_train_with_nccl(tmp_path: Path, samplers: int, cache_ratio: fl
     finish(job)
     result = result_of(job)
     assert result.epochs == spec.training.epochs
+    assert result.test_accuracy is not None
     assert result.test_accuracy >= 0.85, job.logs()
     log = job.stdout_of(c.Role.trainer, 0)
     assert "(nccl)" in log

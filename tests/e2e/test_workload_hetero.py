@@ -83,6 +83,7 @@ def test_hetero_worker_mode_trains_well_above_the_majority_class(tmp_path: Path)
     assert result.test_accuracy_kind == EvaluationKind.full
     assert result.val_accuracy_kind == EvaluationKind.sampled
     baseline = majority_share()
+    assert result.test_accuracy is not None
     assert result.test_accuracy > 2 * baseline, (result.test_accuracy, baseline, job.logs())
     assert result.seeds_per_second > 0
 
@@ -113,13 +114,15 @@ def test_hetero_worker_mode_trains_well_above_the_majority_class(tmp_path: Path)
 def test_hetero_worker_mode_with_a_partial_cache_fetches_rows_and_trains_as_with_all_rows(
     tmp_path: Path,
 ) -> None:
-    accuracy = {}
+    accuracy: dict[float, float] = {}
     for ratio in (0.2, 1.0):
         spec = hetero_spec(cache_ratio=ratio)
         assert spec.samplers.cache_ratio == ratio
         job = start(tmp_path / str(ratio), spec)
         seen, _ = finish(job, timeout_s=360)
-        accuracy[ratio] = result_of(job).test_accuracy
+        figure = result_of(job).test_accuracy
+        assert figure is not None
+        accuracy[ratio] = figure
         for rank in range(2):
             series = seen[(c.Role.trainer, rank)]
             lookups = series["distgnn_trainer_typed_feature_lookups_total"]
@@ -182,6 +185,7 @@ def test_hetero_server_client_mode_trains_from_the_sampler_servers(tmp_path: Pat
     assert result.epochs == 4
     assert result.test_accuracy_kind == EvaluationKind.full
     baseline = majority_share()
+    assert result.test_accuracy is not None
     assert result.test_accuracy > 2 * baseline, (result.test_accuracy, baseline, job.logs())
     for rank in range(2):
         series = seen[(c.Role.trainer, rank)]

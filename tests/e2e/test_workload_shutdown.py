@@ -97,4 +97,5 @@ def test_a_peer_lost_at_shutdown_fails_the_others_in_bounded_time(
     result = result_of(job)
     assert result.job_uid == job.uid
     assert result.epochs == 2
+    assert result.test_accuracy is not None
     assert result.test_accuracy >= 0.85

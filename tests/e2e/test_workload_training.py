@@ -150,6 +150,7 @@ def test_server_client_trains_to_accuracy_and_serves_metrics(tmp_path: Path) -> 
     result = result_of(job)
     assert result.job_uid == job.uid
     assert result.epochs == 4
+    assert result.test_accuracy is not None
     assert result.test_accuracy >= 0.85, job.logs()
     assert result.seeds_per_second > 0
 
@@ -197,6 +198,7 @@ def test_worker_mode_samples_hop_by_hop_and_fetches_remote_features(tmp_path: Pa
 
     result = result_of(job)
     assert result.epochs == 3
+    assert result.test_accuracy is not None
     assert result.test_accuracy >= 0.85, job.logs()
     for rank in range(2):
         series = seen[(c.Role.trainer, rank)]
@@ -226,6 +228,7 @@ def test_fixed_shape_steps_train_two_ranks_with_one_flat_all_reduce(tmp_path: Pa
     finish(job)
     result = result_of(job)
     assert result.epochs == 3
+    assert result.test_accuracy is not None
     assert result.test_accuracy >= 0.85, job.logs()
     for rank in range(2):
         log = job.stdout_of(c.Role.trainer, rank)
@@ -259,6 +262,7 @@ def test_a_pod_with_two_training_processes_serves_both_on_one_port(tmp_path: Pat
     assert {p.epochs for p in progress} == {4}
     result = result_of(job)
     assert result.epochs == 4
+    assert result.test_accuracy is not None
     assert result.test_accuracy >= 0.85
     stats = json.loads((job.run_dir / "training_stats.json").read_text())
     assert stats["world_size"] == 2

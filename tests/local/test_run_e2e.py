@@ -114,6 +114,7 @@ def test_quickstart_runs_end_to_end(first_run: Run, workdir: Path) -> None:
     result = Result.model_validate_json((first_run.run_dir / RESULT_FILE).read_text())
     assert result.job_uid == first_run.uid
     assert result.epochs == job.spec.training.epochs
+    assert result.test_accuracy is not None
     assert result.test_accuracy >= MIN_TEST_ACCURACY, result
     assert result.seeds_per_second > 0
     logs = sorted(p.name for p in (first_run.run_dir / "logs").iterdir())

@@ -52,6 +52,7 @@ def test_quickstart_hetero_runs_end_to_end(tmp_path: Path) -> None:
     assert seed is not None
     graph = generate_mag(SyntheticHeteroConfig(scale=SCALE, num_classes=CLASSES, seed=seed.seed))
     majority = float(np.bincount(graph.y[graph.test_mask]).max() / graph.test_mask.sum())
+    assert result.test_accuracy is not None
     assert result.test_accuracy > 2 * majority, (result, majority)
 
     stats = json.loads((run.run_dir / "training_stats.json").read_text())
@@ -77,6 +78,7 @@ def test_quickstart_hetero_runs_with_sampler_servers(tmp_path: Path) -> None:
     assert seed is not None
     graph = generate_mag(SyntheticHeteroConfig(scale=SCALE, num_classes=CLASSES, seed=seed.seed))
     majority = float(np.bincount(graph.y[graph.test_mask]).max() / graph.test_mask.sum())
+    assert result.test_accuracy is not None
     assert result.test_accuracy > 2 * majority, (result, majority)
 
     logs = run.run_dir / "logs"
