@@ -50,7 +50,9 @@ class RunState:
         return sum(int(h["seeds"]) for h in self.history)
 
 
-def announce_epoch(stats: EpochStats, *, epochs: int, world_size: int) -> None:
+def announce_epoch(
+    stats: EpochStats, *, epochs: int, world_size: int, val_figure: str = "val_accuracy"
+) -> None:
     """Rank 0's epoch figures: the progress event ``distgnn run`` and the operator read, and
     the log line."""
     figures: dict[str, float] = {
@@ -61,7 +63,7 @@ def announce_epoch(stats: EpochStats, *, epochs: int, world_size: int) -> None:
         "data_wait_share": stats.data_wait_seconds / max(stats.seconds, 1e-9),
     }
     if stats.val_accuracy is not None:
-        figures["val_accuracy"] = stats.val_accuracy
+        figures[val_figure] = stats.val_accuracy
     steps = stats.steps // max(world_size, 1)
     emit_progress(STAGE_EPOCH, steps, steps, None, **figures)
     log.info(

@@ -52,6 +52,8 @@ class LinkTrainer(Trainer):
     rank; ``partition_dir`` is the store the full-neighbourhood embeddings read.
     """
 
+    VAL_FIGURE = "val_mrr"
+
     def __init__(
         self,
         spec: DistGNNJobSpec,

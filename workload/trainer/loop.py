@@ -64,6 +64,9 @@ class Pipeline(Protocol):
 class Trainer:
     """The training loop of one rank."""
 
+    VAL_FIGURE = "val_accuracy"
+    """The progress figure an epoch's validation result is reported as."""
+
     def __init__(
         self,
         spec: DistGNNJobSpec,
@@ -446,7 +449,12 @@ class Trainer:
                 **self._validation_fields(stats.val_accuracy),
             )
         if self.rank == 0:
-            announce_epoch(stats, epochs=self.spec.training.epochs, world_size=self.world_size)
+            announce_epoch(
+                stats,
+                epochs=self.spec.training.epochs,
+                world_size=self.world_size,
+                val_figure=self.VAL_FIGURE,
+            )
 
     def _validation_fields(self, figure: float | None) -> dict[str, Any]:
         """The progress fields of an epoch's validation figure."""
