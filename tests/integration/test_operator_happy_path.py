@@ -156,7 +156,7 @@ def test_happy_path(control_plane: ControlPlane, namespace: str, crd: None) -> N
             assert "/progress" in requests
         columns = control_plane.kubectl("get", "dgj", "happy", "-n", namespace).stdout.split("\n")
         header, row = columns[0].split(), columns[1].split()
-        assert header == ["NAME", "PHASE", "PARTITIONS", "EPOCH", "SEEDS/S", "AGE"]
+        assert header == ["NAME", "PHASE", "PARTITIONS", "EPOCH", "SEEDS/S", "TEST", "MRR", "AGE"]
         assert row[:5] == ["happy", "Training", "2", "3", "4321.5"]
 
         # Completion: every trainer exits 0.

@@ -201,7 +201,16 @@ def test_hetero_job_lifecycle(
                 lambda: cluster.status("mag").get("progress", {}).get("epoch") == 4,
             )
         lines = control_plane.kubectl("get", "dgj", "mag", "-n", namespace).stdout.split("\n")
-        assert lines[0].split() == ["NAME", "PHASE", "PARTITIONS", "EPOCH", "SEEDS/S", "AGE"]
+        assert lines[0].split() == [
+            "NAME",
+            "PHASE",
+            "PARTITIONS",
+            "EPOCH",
+            "SEEDS/S",
+            "TEST",
+            "MRR",
+            "AGE",
+        ]
         assert lines[1].split()[:5] == ["mag", "Training", "2", "4", "1234.5"]
 
         cluster.exit_pods(trainers, 0)
