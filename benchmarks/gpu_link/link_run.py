@@ -1,0 +1,130 @@
+"""A link-prediction benchmark run: its job spec (``syntheticLink``, GraphSAGE, a decoder)
+and its processes, planned as ``distgnn run`` plans them.
+
+Runs are named as in ``benchmarks/gpu_distributed`` (``mode-gpus-precision``, parsed by its
+``run_config.parse_run``); one partition per GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import uuid
+from pathlib import Path
+from typing import Any
+
+import torch
+from run_config import ENV_PROFILE_DIR, ENV_RPC_CUDA, JOB_NAME, RunConfig
+
+from distgnn_api import contract as c
+from distgnn_api.spec import DistGNNJobSpec, parse_spec
+from distgnn_operator.local.job_plan import JobPlan, plan_job, render_job
+from distgnn_operator.local.launch_plan import LocalLayout
+
+STATS_FILE = "training_stats.json"
+EVAL_LINE = re.compile(r"ranking evaluation in ([0-9.]+) s")
+
+
+def job_spec(
+    cfg: RunConfig, args: argparse.Namespace, cuda: bool, partitions: int
+) -> DistGNNJobSpec:
+    """The run's ``DistGNNJob`` spec: the citation2-shaped graph, random partitions."""
+    server = cfg.mode == "server"
+    return parse_spec(
+        {
+            "task": "linkPrediction",
+            "linkPrediction": {
+                "negatives": {"perPositive": args.negatives, "kind": "uniform"},
+                "evaluation": {
+                    "negatives": args.eval_negatives,
+                    "hitsAt": [k for k in (10, 50, 100) if k <= args.eval_negatives],
+                    "maxPositives": args.eval_positives,
+                },
+                "decoder": args.decoder,
+            },
+            "dataset": {"syntheticLink": {"scale": args.scale, "seed": args.graph_seed}},
+            "partition": {"algorithm": "random", "numPartitions": partitions},
+            "samplers": {
+                "replicas": cfg.gpus if server else 0,
+                "gpusPerPod": 1 if server and cuda else 0,
+                "workers": args.sampler_workers,
+                "cacheRatio": cfg.cache_ratio,
+            },
+            "trainers": {"replicas": cfg.gpus, "gpusPerPod": 1 if cuda else 0},
+            "model": {
+                "arch": "sage",
+                "hiddenChannels": args.hidden,
+                "numLayers": len(args.fanout),
+                "fanout": args.fanout,
+                "dropout": 0.0,
+            },
+            "training": {
+                "epochs": args.epochs,
+                "batchSize": args.batch_size,
+                "learningRate": 0.001,
+                "evalEvery": 0,
+                "checkpointEvery": args.epochs,
+                "bf16": cfg.precision == "bf16",
+            },
+        }
+    )
+
+
+def layout(args: argparse.Namespace, run_dir: Path) -> LocalLayout:
+    cuda = args.device == "cuda"
+    return LocalLayout(
+        job_name=JOB_NAME,
+        namespace="local",
+        data_dir=args.work_dir / "data",
+        run_dir=run_dir,
+        gpus=tuple(str(i) for i in range(torch.cuda.device_count())) if cuda else (),
+    )
+
+
+def partition_plan(spec: DistGNNJobSpec, args: argparse.Namespace, run_dir: Path) -> JobPlan:
+    """The job's partition step as ``distgnn run`` starts it (it generates the graph)."""
+    rendered = render_job(JOB_NAME, uuid.uuid4().hex, spec, partition_reused=False)
+    return plan_job(layout(args, run_dir), rendered, threads=None)
+
+
+def plan(cfg: RunConfig, args: argparse.Namespace, root: Path, *, profile: bool) -> JobPlan:
+    """The run's trainers (and samplers), as ``distgnn run`` starts them on a reused store."""
+    cuda = args.device == "cuda"
+    spec = job_spec(cfg, args, cuda, cfg.gpus)
+    rendered = render_job(JOB_NAME, uuid.uuid4().hex, spec, partition_reused=True)
+    extra = {ENV_RPC_CUDA: "0", **args.env}
+    if profile:
+        extra[ENV_PROFILE_DIR] = str(root / "profile")
+    job = plan_job(layout(args, root), rendered, threads=None if cuda else 1)
+    workload = [s.with_contract(rendezvous_timeout_s=120.0, extra=extra) for s in job.workload]
+    return JobPlan(planner=job.planner, partition=(), workload=workload)
+
+
+def link_figures(run_dir: Path, gpus: int, seeds_per_positive: int) -> dict[str, Any]:
+    """A finished run's figures: positive edges/s (seed rows / rows per positive), the
+    ranking figures and how long the final ranking evaluation took (trainer 0's log)."""
+    epochs = json.loads((run_dir / STATS_FILE).read_text())["epochs"]
+    measured = epochs[1:] if len(epochs) > 1 else epochs
+    seconds = sum(e["seconds"] for e in measured)
+    seeds = sum(e["seeds"] for e in measured)
+    result = json.loads((run_dir / c.RESULT_FILE).read_text())
+    test = result.get("testLink") or {}
+    log = (run_dir / c.LOG_DIR / "trainer-0.log").read_text(errors="replace")
+    evals = [float(m) for m in EVAL_LINE.findall(log)]
+    return {
+        "epochs_measured": len(measured),
+        "epoch_s": round(seconds / len(measured), 3),
+        "seeds_per_s": round(seeds / seconds, 1),
+        "seeds_per_s_per_gpu": round(seeds / seconds / gpus, 1),
+        "positives_per_s_per_gpu": round(seeds / seconds / gpus / seeds_per_positive, 1),
+        "sampled_edges_per_seed": round(sum(e["edges"] for e in measured) / max(seeds, 1), 3),
+        "data_wait_share": round(sum(e["data_wait_seconds"] for e in measured) / seconds, 4),
+        "host_wait_share": round(sum(e["host_wait_seconds"] for e in measured) / seconds, 4),
+        "warmup_epoch_s": round(epochs[0]["seconds"], 3) if len(epochs) > 1 else None,
+        "final_loss": round(epochs[-1]["loss"], 4),
+        "test_mrr": test.get("mrr"),
+        "test_hits": test.get("hits"),
+        "test_positives": test.get("positives"),
+        "final_ranking_eval_s": evals[-1] if evals else None,
+    }
