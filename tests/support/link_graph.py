@@ -12,9 +12,11 @@ from torch import Tensor
 
 from distgnn_api.spec import DistGNNJobSpec, parse_spec
 from distgnn_workload.data.graph import GraphData
+from distgnn_workload.evaluation.link_ranking import LinkSplit
 from distgnn_workload.loader.features import LocalFeatureSource
 from distgnn_workload.partition import PartitionStore, write_partitions
 from distgnn_workload.runtime.batches import LocalPipeline
+from distgnn_workload.runtime.link_batches import for_task
 from distgnn_workload.sampling import NeighborSampler
 from distgnn_workload.sampling.seed_edges import pack_pairs
 from distgnn_workload.trainer.link_loop import LinkTrainer
@@ -100,35 +102,48 @@ def train_in_process(
     spec: DistGNNJobSpec, graph: LinkGraph, store: PartitionStore, run_dir: Path
 ) -> LinkTrainer:
     """Train a LinkTrainer for the spec's epochs in this process; returns it after ``fit``."""
-    indptr, indices = store.topology()
-    nodes = NeighborSampler(indptr, indices, spec.model.fanout, device="cpu", seed=5)
-    link = spec.link_prediction
-    assert link is not None
-    from distgnn_workload.sampling.link_sampler import LinkNeighborSampler
-
-    sampler = LinkNeighborSampler(
-        nodes,
-        negatives=link.negatives.per_positive,
-        kind=link.negatives.kind.value,
-        exclude_reverse=link.exclude_reverse,
+    return train_on(
+        spec,
+        store,
+        run_dir,
+        x=torch.from_numpy(graph.x),
+        train_pairs=pack_pairs(*graph.train, NUM_NODES),
+        splits={"val": graph.valid, "test": graph.test},
     )
+
+
+def train_on(
+    spec: DistGNNJobSpec,
+    store: PartitionStore,
+    run_dir: Path,
+    *,
+    x: Tensor,
+    train_pairs: Tensor,
+    splits: dict[str, LinkSplit],
+    sampler_seed: int = 5,
+) -> LinkTrainer:
+    """A single-process LinkTrainer over ``store``'s topology with a worker-mode pipeline
+    (features ``x`` by store id, one holder), trained for the spec's epochs."""
+    indptr, indices = store.topology()
+    nodes = NeighborSampler(indptr, indices, spec.model.fanout, device="cpu", seed=sampler_seed)
+    num_nodes = store.meta.num_nodes
     pipeline = LocalPipeline(
-        sampler,
-        LocalFeatureSource(graph.x, None, "cpu"),
-        torch.zeros(NUM_NODES, dtype=torch.int64),
+        for_task(spec, nodes),
+        LocalFeatureSource(x, None, "cpu"),
+        torch.zeros(num_nodes, dtype=torch.int64),
         device=torch.device("cpu"),
         prefetch=1,
     )
     trainer = LinkTrainer(
         spec,
-        splits={"val": graph.valid, "test": graph.test},
+        splits=splits,
         partition_dir=store.path,
-        num_features=NUM_FEATURES,
+        num_features=int(x.shape[1]),
         rank=0,
         world_size=1,
         device=torch.device("cpu"),
         pipeline=pipeline,
-        train_ids=[pack_pairs(*graph.train, NUM_NODES)],
+        train_ids=[train_pairs],
         ranks_of_holder=[[0]],
         run_dir=run_dir,
         job_uid="uid-link",
