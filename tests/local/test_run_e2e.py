@@ -243,5 +243,6 @@ def test_an_out_of_core_partition_trains(workdir: Path) -> None:
     assert meta["algorithm"] == "random"
     result = Result.model_validate_json((run.run_dir / RESULT_FILE).read_text())
     assert result.epochs == spec.training.epochs
+    assert result.test_accuracy is not None
     assert result.test_accuracy >= MIN_TEST_ACCURACY, result
     assert processes_with_env(ENV_JOB_UID, run.uid) == []
