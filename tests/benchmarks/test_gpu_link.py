@@ -1,6 +1,8 @@
 """benchmarks/gpu_link at toy scale on CPU: bench.py (the job's partition step, then its
 trainers and samplers started through distgnn run's launch plan) in worker and server-client
-mode. What is checked is the records' shape and that the runs finished; no timing."""
+mode, then pyg_link.py on the store it kept (LinkLoader over our sampler: pyg-lib and
+torch-sparse are not installed here). What is checked is the records' shape and that the runs
+finished; no timing."""
 
 from __future__ import annotations
 
@@ -38,6 +40,7 @@ def test_link_bench_runs_on_cpu(tmp_path: Path) -> None:
             "--eval-positives=200",
             f"--work-dir={tmp_path / 'work'}",
             f"--out={out}",
+            "--keep",
         ],
         capture_output=True,
         text=True,
@@ -56,3 +59,37 @@ def test_link_bench_runs_on_cpu(tmp_path: Path) -> None:
     summaries = [r for r in records if r["bench"] == "dist_summary"]
     assert {s["run"] for s in summaries} == {"worker-1-fp32", "server-1-fp32"}
     assert all("test_mrr_median" in s for s in summaries)
+
+    # PyG's LinkLoader on the kept store, over our sampler's adapter (no pyg-lib here)
+    (store,) = (tmp_path / "work" / "data" / "partitions").iterdir()
+    pyg_out = tmp_path / "pyg-link.jsonl"
+    for setup in ("stock", "best"):
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-P",
+                str(LINK_BENCH / "pyg_link.py"),
+                f"--store={store}",
+                f"--setup={setup}",
+                "--sampler=distgnn",
+                "--device=cpu",
+                "--workers=0",
+                "--fanout",
+                "5",
+                "3",
+                "--hidden=32",
+                "--batch-size=128",
+                "--warmup=1",
+                "--batches=3",
+                f"--out={pyg_out}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    pyg = [json.loads(line) for line in pyg_out.read_text().splitlines()]
+    assert [r["setup"] for r in pyg] == ["stock", "best"]
+    for r in pyg:
+        assert r["batches"] == 3
+        assert r["seeds_per_s"] == pytest.approx(4 * r["positives_per_s"], 0.01)

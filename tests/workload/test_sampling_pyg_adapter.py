@@ -53,7 +53,27 @@ def test_node_loader_batches_are_valid_subgraphs(num_workers: int) -> None:
     assert sorted(seeds_seen) == input_nodes.tolist()
 
 
-def test_edge_sampling_is_refused() -> None:
-    sampler = PyGNeighborSampler(small_data(), [2])
-    with pytest.raises(NotImplementedError, match="seed nodes only"):
-        sampler.sample_from_edges(None)
+def test_link_loader_batches_hold_their_labelled_edges() -> None:
+    from torch_geometric.loader import LinkLoader
+    from torch_geometric.sampler import NegativeSampling
+
+    data = small_data()
+    sampler = PyGNeighborSampler(data, [3, 2])
+    labelled = data.edge_index[:, :40]
+    loader = LinkLoader(
+        data,
+        link_sampler=sampler,
+        edge_label_index=labelled,
+        neg_sampling=NegativeSampling("binary", amount=1),
+        batch_size=10,
+    )
+    seen = 0
+    for batch in loader:
+        label_index = batch.n_id[batch.edge_label_index]
+        positives = label_index[:, batch.edge_label == 1]
+        assert positives.size(1) == 10
+        assert batch.edge_label.numel() == 20  # one binary negative per positive
+        wanted = set(map(tuple, labelled.t().tolist()))
+        assert set(map(tuple, positives.t().tolist())) <= wanted
+        seen += positives.size(1)
+    assert seen == 40

@@ -77,4 +77,17 @@ class PyGNeighborSampler(BaseSampler):  # type: ignore[misc]
         )
 
     def sample_from_edges(self, index: EdgeSamplerInput, neg_sampling: Any = None) -> SamplerOutput:
-        raise NotImplementedError("PyGNeighborSampler samples from seed nodes only (NodeLoader)")
+        """For ``LinkLoader``: PyG's own edge sampling (its negatives, both ends of every
+        edge as seeds, ``edge_label_index`` in the subgraph's ids) over this sampler."""
+        from torch_geometric.sampler.neighbor_sampler import edge_sample
+
+        if index.time is not None:
+            raise NotImplementedError("temporal sampling is not supported")
+
+        def sample_fn(seed: Tensor, seed_time: Tensor | None) -> SamplerOutput:
+            return self.sample_from_nodes(NodeSamplerInput(input_id=None, node=seed))
+
+        out: SamplerOutput = edge_sample(
+            index, sample_fn, self.sampler.num_nodes, disjoint=False, neg_sampling=neg_sampling
+        )
+        return out
