@@ -5,13 +5,15 @@
 # on 1 and 2 GPUs, bf16; 3-layer GraphSAGE, hidden 256, fanout [15, 10, 5], batch 1024 positive
 # edges per GPU, 1 uniform negative each; the final ranking evaluation of 100k valid and 100k
 # test positives against 1000 fixed negatives each is timed in every run). The stores stay in
-# /tmp/distgnn-link-bench: a later call on the same warm machine reuses them. RUNS, REPEATS,
-# EPOCHS (default 2: one warm-up, one measured), RUN_TIMEOUT and BENCH_S can be set.
+# /tmp/distgnn-link-bench: a later call on the same warm machine reuses them. Then PyG in the
+# same call on the 1-GPU store (pyg_link.py): LinkNeighborLoader stock (12 workers, CPU
+# features, fp32) and best effort (16 persistent workers, features on the GPU, bf16). RUNS,
+# REPEATS, EPOCHS (default 2: one warm-up, one measured), RUN_TIMEOUT, BENCH_S, PYG_S can be set.
 #   OUT=<dir> bash benchmarks/gpu_link/device_bench.sh
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 source benchmarks/gpu_distributed/device_setup.sh
-BENCH_S="${BENCH_S:-540}" REPEATS="${REPEATS:-1}" EPOCHS="${EPOCHS:-2}"
+BENCH_S="${BENCH_S:-420}" PYG_S="${PYG_S:-60}" REPEATS="${REPEATS:-1}" EPOCHS="${EPOCHS:-2}"
 RUN_TIMEOUT="${RUN_TIMEOUT:-200}"
 read -ra runs <<< "${RUNS:-worker-1-bf16 worker-2-bf16 server-1-bf16 server-2-bf16}"
 timeout "${BENCH_S}" python benchmarks/gpu_link/bench.py --repeats "${REPEATS}" \
@@ -20,3 +22,9 @@ timeout "${BENCH_S}" python benchmarks/gpu_link/bench.py --repeats "${REPEATS}" 
   --budget "$((BENCH_S - 10))" --keep --work-dir /tmp/distgnn-link-bench \
   --runs "${runs[@]}" --out "${OUT}/link.jsonl" 2>&1 | grep -v Warning > "${OUT}/link.log"
 tail -n 12 "${OUT}/link.log"
+STORE="$(ls -d /tmp/distgnn-link-bench/data/partitions/*/ 2>/dev/null | head -n 1)"
+if [ -z "${STORE}" ]; then echo "no store under /tmp/distgnn-link-bench: PyG not run"; exit 1; fi
+timeout "${PYG_S}" python benchmarks/gpu_link/pyg_link.py --setup stock --workers 12 \
+  --store "${STORE}" --out "${OUT}/pyg-link.jsonl" 2>&1 | grep -v -i warn | tail -n 2
+timeout "${PYG_S}" python benchmarks/gpu_link/pyg_link.py --setup best --workers 16 \
+  --precision bf16 --store "${STORE}" --out "${OUT}/pyg-link.jsonl" 2>&1 | grep -v -i warn | tail -n 2
