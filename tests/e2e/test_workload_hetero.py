@@ -146,12 +146,14 @@ def test_hetero_worker_mode_with_a_partial_cache_fetches_rows_and_trains_as_with
 def test_hetero_server_client_mode_with_a_partial_cache_fetches_rows_between_samplers(
     tmp_path: Path,
 ) -> None:
-    accuracy = {}
+    accuracy: dict[float, float] = {}
     for ratio in (0.2, 1.0):
         spec = hetero_spec(samplers=2, cache_ratio=ratio)
         job = start(tmp_path / str(ratio), spec)
         seen, _ = finish(job, timeout_s=360)
-        accuracy[ratio] = result_of(job).test_accuracy
+        figure = result_of(job).test_accuracy
+        assert figure is not None
+        accuracy[ratio] = figure
         for rank in range(2):
             series = seen[(c.Role.sampler, rank)]
             lookups = series["distgnn_sampler_typed_feature_lookups_total"]
