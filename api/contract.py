@@ -141,6 +141,20 @@ def partition_key(spec: DistGNNJobSpec) -> str:
         # The streamed generator draws another graph of the same family (about numEdges
         # edges); stores of other datasets are the same on either path.
         payload["streamedSynthetic"] = True
+    link = spec.link_prediction
+    if link is not None:
+        # The store holds the edge split and the fixed evaluation negatives: what draws them
+        # is part of the content. A node-classification job's key is as it always was.
+        payload["linkPrediction"] = {
+            "edgeType": link.edge_type,
+            "split": link.split.model_dump(mode="json", by_alias=True, exclude_none=True),
+            "validFraction": link.split.valid_fraction,
+            "testFraction": link.split.test_fraction,
+            "excludeReverse": link.exclude_reverse,
+            "reverseEdgeType": link.reverse_edge_type,
+            "evaluationNegatives": link.evaluation.negatives,
+            "maxPositives": link.evaluation.max_positives,
+        }
     blob = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
 

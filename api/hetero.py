@@ -204,7 +204,7 @@ class SyntheticMagDataset(CoreModel):
         return scaled_count(dict(MAG_RELATIONS)[edge_type], self.scale)
 
 
-def _reverse_key_cel(k: str) -> str:
+def reverse_key_cel(k: str) -> str:
     """CEL for reverse_edge_type's key of a well-formed key ``k`` (src != dst assumed)."""
     p = f"{k}.split('{KEY_SEPARATOR}')"
     n = len(REVERSE_PREFIX)
@@ -212,7 +212,7 @@ def _reverse_key_cel(k: str) -> str:
     return f"{p}[2] + '{KEY_SEPARATOR}' + {rel} + '{KEY_SEPARATOR}' + {p}[0]"
 
 
-def _reverse_declared(key: str, declared: Sequence[str]) -> bool:
+def reverse_declared(key: str, declared: Sequence[str]) -> bool:
     """Whether ``key`` is the rev_ reverse of a declared relation between two types."""
     if not is_edge_type_key(key):
         return False
@@ -295,7 +295,7 @@ class HeteroDataset(CoreModel):
             "!self.addReverseEdges || !has(self.edgeTypes) || self.edgeTypes.all(e, "
             f"!e.matches(r'{STRICT_KEY_PATTERN}') || "
             f"e.split('{KEY_SEPARATOR}')[0] == e.split('{KEY_SEPARATOR}')[2] || "
-            f"!(({_reverse_key_cel('e')}) in self.edgeTypes))",
+            f"!(({reverse_key_cel('e')}) in self.edgeTypes))",
             "edgeTypes holds a relation and its rev_ reverse, which addReverseEdges adds "
             "again: remove the reverse, or set addReverseEdges to false when the files hold "
             "both directions",
@@ -303,7 +303,7 @@ class HeteroDataset(CoreModel):
             lambda s: (
                 not s.add_reverse_edges
                 or s.edge_types is None
-                or not any(_reverse_declared(e, s.edge_types) for e in s.edge_types)
+                or not any(reverse_declared(e, s.edge_types) for e in s.edge_types)
             ),
         ),
     )
@@ -336,7 +336,7 @@ def _known_to_declared(spec: Any) -> bool:
     return all(
         not is_edge_type_key(k)
         or k in hetero.edge_types
-        or (hetero.add_reverse_edges and _reverse_declared(k, hetero.edge_types))
+        or (hetero.add_reverse_edges and reverse_declared(k, hetero.edge_types))
         for k in spec.model.edge_fanouts
     )
 
@@ -400,7 +400,7 @@ JOB_RULES: Final[tuple[CelRule, ...]] = (
         f"!k.matches(r'{STRICT_KEY_PATTERN}') || k in self.dataset.hetero.edgeTypes || "
         "(self.dataset.hetero.addReverseEdges && "
         f"k.split('{KEY_SEPARATOR}')[0] != k.split('{KEY_SEPARATOR}')[2] && "
-        f"({_reverse_key_cel('k')}) in self.dataset.hetero.edgeTypes))",
+        f"({reverse_key_cel('k')}) in self.dataset.hetero.edgeTypes))",
         "edgeFanouts names an edge type that is neither in dataset.hetero.edgeTypes nor, with "
         "addReverseEdges, the rev_ reverse of one: fix the key or declare the relation",
         ".model.edgeFanouts",

@@ -55,6 +55,15 @@ from distgnn_api.kube import (
     Labels,
     PositiveQuantity,
 )
+from distgnn_api.link import (
+    EdgeSplitSpec,
+    LinkEvaluationSpec,
+    LinkPrediction,
+    SyntheticLinkDataset,
+    Task,
+)
+from distgnn_api.link_rules import DATASET_RULES as _LINK_DATASET_RULES
+from distgnn_api.link_rules import JOB_RULES as _LINK_JOB_RULES
 from distgnn_api.mag_shape import MAG_TARGET_NODE_TYPE
 from distgnn_api.ports import RESERVED_PORTS
 
@@ -120,14 +129,19 @@ class _OmitsUnset(Model):
     """
 
     _omitted_when_unset: ClassVar[tuple[str, ...]] = ()
+    _omitted_when_default: ClassVar[tuple[str, ...]] = ()
 
     @model_serializer(mode="wrap")
     def _omit_unset(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
         data = handler(self)
         if isinstance(data, dict):
-            for name in self._omitted_when_unset:
-                if getattr(self, name) is None:
-                    alias = type(self).model_fields[name].alias
+            fields = type(self).model_fields
+            for name in (*self._omitted_when_unset, *self._omitted_when_default):
+                value = getattr(self, name)
+                if value is None or (
+                    name in self._omitted_when_default and value == fields[name].default
+                ):
+                    alias = fields[name].alias
                     data.pop(alias if info.by_alias and alias else name, None)
         return data
 
@@ -200,7 +214,7 @@ class PygDataset(Model):
 
 
 class DatasetSpec(_OmitsUnset):
-    """The graph to train on: set exactly one of synthetic, syntheticMag, ogb or pyg.
+    """The graph to train on: set exactly one of synthetic, syntheticMag, syntheticLink, ogb or pyg.
 
     syntheticMag, or hetero beside ogb or pyg, makes the graph heterogeneous (node and edge
     types); synthetic, or ogb or pyg alone, is a homogeneous graph.
@@ -214,19 +228,28 @@ class DatasetSpec(_OmitsUnset):
     """A PyG file on the volume: a Data, or a HeteroData when hetero is set."""
     synthetic_mag: SyntheticMagDataset | None = None
     """A generated heterogeneous graph shaped like ogbn-mag."""
+    synthetic_link: SyntheticLinkDataset | None = None
+    """A generated homogeneous graph shaped like ogbl-citation2, for link prediction."""
     hetero: HeteroDataset | None = None
     """The heterogeneous side of the dataset: target node type, declared types, reverse edges."""
 
-    _omitted_when_unset = ("synthetic_mag", "hetero")
+    _omitted_when_unset = ("synthetic_mag", "synthetic_link", "hetero")
     _rules: ClassVar[tuple[CelRule, ...]] = (
         _cel(
-            "[has(self.synthetic), has(self.syntheticMag), has(self.ogb), has(self.pyg)]"
-            ".filter(x, x).size() == 1",
-            "set exactly one of synthetic, syntheticMag, ogb or pyg",
+            "[has(self.synthetic), has(self.syntheticMag), has(self.syntheticLink), "
+            "has(self.ogb), has(self.pyg)].filter(x, x).size() == 1",
+            "set exactly one of synthetic, syntheticMag, syntheticLink, ogb or pyg",
             ".synthetic",
-            lambda s: sum(x is not None for x in (s.synthetic, s.synthetic_mag, s.ogb, s.pyg)) == 1,
+            lambda s: (
+                sum(
+                    x is not None
+                    for x in (s.synthetic, s.synthetic_mag, s.synthetic_link, s.ogb, s.pyg)
+                )
+                == 1
+            ),
         ),
         *_HETERO_DATASET_RULES,
+        *_LINK_DATASET_RULES,
     )
     model_config = ConfigDict(json_schema_extra=_rules_extra(_rules))
 
@@ -559,11 +582,15 @@ def _holders(spec: DistGNNJobSpec) -> int:
     return spec.samplers.replicas if spec.samplers.replicas > 0 else spec.trainers.replicas
 
 
-class DistGNNJobSpec(Model):
+class DistGNNJobSpec(_OmitsUnset):
     """Desired state of a distributed GNN training job."""
 
     dataset: DatasetSpec
     """The graph to train on."""
+    task: Task = Task.node_classification
+    """nodeClassification (labels of nodes) or linkPrediction (ranking of held-out edges; needs linkPrediction)."""
+    link_prediction: LinkPrediction | None = None
+    """The supervised edges, their split, negatives, ranking evaluation and decoder (task linkPrediction only)."""
     partition: PartitionSpec = Field(default_factory=PartitionSpec)
     """How the graph is partitioned."""
     samplers: SamplersSpec = Field(default_factory=SamplersSpec)
@@ -649,13 +676,21 @@ class DistGNNJobSpec(Model):
             ),
         ),
         *_HETERO_JOB_RULES,
+        *_LINK_JOB_RULES,
     )
+    _omitted_when_unset = ("link_prediction",)
+    _omitted_when_default = ("task",)
     model_config = ConfigDict(json_schema_extra=_rules_extra(_rules))
 
     @model_validator(mode="after")
     def _validate(self) -> Self:
         _enforce(self, self._rules)
         return self
+
+    @property
+    def is_link_prediction(self) -> bool:
+        """True for a link-prediction job (its linkPrediction section is then set)."""
+        return self.task == Task.link_prediction
 
     @property
     def num_partitions(self) -> int:
@@ -876,6 +911,9 @@ CEL_RULES: tuple[tuple[type[BaseModel], tuple[CelRule, ...]], ...] = (
     (SyntheticDataset, SyntheticDataset._rules),
     (SyntheticMagDataset, SyntheticMagDataset._rules),
     (HeteroDataset, HeteroDataset._rules),
+    (EdgeSplitSpec, EdgeSplitSpec._rules),
+    (LinkEvaluationSpec, LinkEvaluationSpec._rules),
+    (LinkPrediction, LinkPrediction._rules),
     (DatasetSpec, DatasetSpec._rules),
     (ModelSpec, ModelSpec._rules),
     (NetworkPolicySpec, NetworkPolicySpec._rules),

@@ -53,6 +53,8 @@ IMMUTABLE_SPEC_FIELDS = (
     "training",
     "storage",
     "metricsPort",
+    "task",
+    "linkPrediction",
 )
 
 PRINTER_COLUMNS: list[dict[str, Any]] = [

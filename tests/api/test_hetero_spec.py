@@ -176,7 +176,7 @@ def test_files_with_undeclared_types_are_checked_at_load_time_only() -> None:
         (
             _hetero({"syntheticMag": {}, "ogb": {"path": "m"}}),
             "spec.dataset.synthetic",
-            "exactly one of synthetic, syntheticMag, ogb or pyg",
+            "exactly one of synthetic, syntheticMag, syntheticLink, ogb or pyg",
         ),
         (
             {"dataset": {"synthetic": {}}, "model": {"arch": "rsage"}},

@@ -16,6 +16,7 @@ from distgnn_api.spec import (
     parse_job,
     parse_spec,
 )
+from tests.api.test_link_spec import MISTAKES
 
 
 def _spec(**overrides: Any) -> dict[str, Any]:
@@ -96,7 +97,9 @@ def test_invalid_specs_name_the_field(overrides: dict[str, Any], field: str, phr
 
 
 def test_dataset_needs_exactly_one_source() -> None:
-    with pytest.raises(SpecError, match="exactly one of synthetic, syntheticMag, ogb or pyg"):
+    with pytest.raises(
+        SpecError, match="exactly one of synthetic, syntheticMag, syntheticLink, ogb or pyg"
+    ):
         parse_spec({"dataset": {}})
     with pytest.raises(SpecError, match="exactly one"):
         parse_spec({"dataset": {"synthetic": {}, "pyg": {"path": "g.pt"}}})
@@ -167,6 +170,8 @@ def test_every_cel_rule_has_a_python_twin_that_fires() -> None:
             "dataset": {"ogb": {"path": "m"}, "hetero": {"edgeTypes": ["a__r__b"]}},
             "model": {**rsage, "edgeFanouts": {"b__r__a": [5, 5]}},
         },
+        # link prediction (tests/api/test_link_spec.py has one case per rule)
+        *(spec for spec, _ in MISTAKES),
     ]
     messages = []
     for bad in bad_inputs:

@@ -96,13 +96,13 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "two-datasets",
         with_spec(dataset={"synthetic": {}, "pyg": {"path": "graphs/g.pt"}}),
         "spec.dataset.synthetic",
-        "exactly one of synthetic, syntheticMag, ogb or pyg",
+        "exactly one of synthetic, syntheticMag, syntheticLink, ogb or pyg",
     ),
     (
         "empty-dataset",
         with_spec(dataset={}),
         "spec.dataset.synthetic",
-        "exactly one of synthetic, syntheticMag, ogb or pyg",
+        "exactly one of synthetic, syntheticMag, syntheticLink, ogb or pyg",
     ),
     (
         "partitions-not-multiple",

@@ -18,7 +18,7 @@ ProgressFn = Callable[[float], None]
 """Called with the share of loading done, from 0 to 1."""
 
 
-ONE_SOURCE = "set exactly one of synthetic, syntheticMag, ogb or pyg"
+ONE_SOURCE = "set exactly one of synthetic, syntheticMag, syntheticLink, ogb or pyg"
 
 
 def dataset_kind(spec: DatasetSpec) -> str:
