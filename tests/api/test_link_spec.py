@@ -181,30 +181,29 @@ def test_each_mistake_is_refused_naming_its_field(spec: dict[str, Any], field: s
     assert any(p == field or p.startswith((field + ".", field + "[")) for p in paths), paths
 
 
-@pytest.mark.parametrize(
-    "spec",
-    [
-        _job(
-            {
-                "split": {"valid": 0.1, "test": 0.2},
-                "negatives": {"perPositive": 5, "kind": "corruptDestination"},
-            }
-        ),
-        _job({"split": {"fromDataset": True}}, {"ogb": {"path": "datasets/ogbl-citation2"}}),
-        _job({"evaluation": {"negatives": "all", "hitsAt": [1, 3, 1000]}}),
-        _job({"evaluation": {"negatives": 100, "hitsAt": [100, 1]}, "excludeReverse": False}),
-        _hetero({"edgeType": "author__writes__paper"}),
-        _hetero(
-            {"edgeType": "author__writes__paper", "reverseEdgeType": "paper__rev_writes__author"}
-        ),
-        _hetero(
-            {"edgeType": "author__writes__paper", "reverseEdgeType": "paper__rev_writes__author"},
-            OGB_FILES,
-        ),
-        _hetero({"edgeType": "paper__cites__paper"}, {"ogb": {"path": "m"}, "hetero": {}}),
-        _job({}, {"synthetic": {"numNodes": 1000, "numEdges": 4000}}),
-    ],
-)
+VALID_JOBS: list[dict[str, Any]] = [
+    _job(
+        {
+            "split": {"valid": 0.1, "test": 0.2},
+            "negatives": {"perPositive": 5, "kind": "corruptDestination"},
+        }
+    ),
+    _job({"split": {"fromDataset": True}}, {"ogb": {"path": "datasets/ogbl-citation2"}}),
+    _job({"evaluation": {"negatives": "all", "hitsAt": [1, 3, 1000]}}),
+    _job({"evaluation": {"negatives": 100, "hitsAt": [100, 1]}, "excludeReverse": False}),
+    _hetero({"edgeType": "author__writes__paper"}),
+    _hetero({"edgeType": "author__writes__paper", "reverseEdgeType": "paper__rev_writes__author"}),
+    _hetero(
+        {"edgeType": "author__writes__paper", "reverseEdgeType": "paper__rev_writes__author"},
+        OGB_FILES,
+    ),
+    _hetero({"edgeType": "paper__cites__paper"}, {"ogb": {"path": "m"}, "hetero": {}}),
+    _job({}, {"synthetic": {"numNodes": 1000, "numEdges": 4000}}),
+]
+"""Link-prediction jobs that every rule must accept."""
+
+
+@pytest.mark.parametrize("spec", VALID_JOBS)
 def test_valid_link_jobs_parse(spec: dict[str, Any]) -> None:
     assert parse_spec(spec).link_prediction is not None
 

@@ -41,6 +41,12 @@ FILES_BASE: list[tuple[str, Any]] = [
     ("spec/dataset", {"ogb": {"path": "datasets/mag"}, "hetero": {}}),
     ("spec/model/arch", "rgcn"),
 ]
+# The valid link-prediction job that cases about link-prediction fields change.
+LINK_BASE: list[tuple[str, Any]] = [
+    ("spec/dataset", {"syntheticLink": {"scale": 0.001}}),
+    ("spec/task", "linkPrediction"),
+    ("spec/linkPrediction", {}),
+]
 MAG_KEYS = [edge_type_key(et) for et in mag_edge_types(add_reverse_edges=True)]
 INT_LIMIT = 2**53  # stays exact in JSON on both sides
 ALPHABET = "abcXYZ019-_./: @~!#\t\n"
@@ -168,6 +174,8 @@ def _base_of(path: str) -> list[tuple[str, Any]]:
     """The valid job a field's cases change: a heterogeneous one for the heterogeneous fields."""
     if path.startswith("spec/dataset/syntheticMag"):
         return MAG_BASE
+    if path.startswith(("spec/dataset/syntheticLink", "spec/linkPrediction")):
+        return LINK_BASE
     if path.startswith(("spec/dataset/hetero", "spec/model/edgeFanouts", "spec/model/embedding")):
         return FILES_BASE
     return []
@@ -725,8 +733,67 @@ def _reverse(key: str) -> str:
     return "__".join((dst, rel[4:] if rel.startswith("rev_") else f"rev_{rel}", src))
 
 
+def link_rules() -> list[FieldRule]:
+    """Link prediction: every mistake of tests/api/test_link_spec.py, and drawn ones."""
+    from tests.api.test_link_spec import MISTAKES
+
+    lp = "spec/linkPrediction"
+    fractions = st.floats(0.01, 0.99)
+    return [
+        *(FieldRule(field, st.just([("spec", spec)])) for spec, field in MISTAKES),
+        FieldRule(
+            "spec.linkPrediction.split.valid",
+            st.tuples(fractions, fractions)
+            .filter(lambda t: t[0] + t[1] >= 1.0)
+            .map(lambda t: [*LINK_BASE, (f"{lp}/split", {"valid": t[0], "test": t[1]})]),
+        ),
+        FieldRule(
+            "spec.linkPrediction.evaluation.hitsAt",
+            st.tuples(st.integers(1, 2000), st.integers(1, 3000))
+            .filter(lambda t: t[1] > t[0])
+            .map(
+                lambda t: [*LINK_BASE, (f"{lp}/evaluation", {"negatives": t[0], "hitsAt": [t[1]]})]
+            ),
+        ),
+        FieldRule(
+            "spec.linkPrediction.evaluation.negatives",
+            st.one_of(
+                st.integers(-(2**31), 0),
+                st.integers(100_001, 2**31),
+                _text(1, 6).filter(lambda x: x != "all"),
+            ).map(lambda n: [*LINK_BASE, (f"{lp}/evaluation/negatives", n)]),
+        ),
+        FieldRule(
+            "spec.linkPrediction.evaluation.negatives",
+            st.floats(0.04, 10.0).map(
+                lambda scale: [
+                    *LINK_BASE,
+                    ("spec/dataset", {"syntheticLink": {"scale": scale}}),
+                    (f"{lp}/evaluation/negatives", "all"),
+                ]
+            ),
+        ),
+        FieldRule(
+            "spec.linkPrediction.evaluation.hitsAt",
+            st.integers(1, 1000).map(lambda k: [*LINK_BASE, (f"{lp}/evaluation/hitsAt", [k, k])]),
+        ),
+        FieldRule(
+            "spec.linkPrediction.edgeType",
+            _EDGE_KEY.filter(lambda k: k not in MAG_KEYS).map(
+                lambda k: [*MAG_BASE, *LINK_BASE[1:], (f"{lp}/edgeType", k)]
+            ),
+        ),
+    ]
+
+
 def all_rules() -> list[FieldRule]:
-    return model_field_rules() + kubernetes_rules() + cross_field_rules() + hetero_rules()
+    return (
+        model_field_rules()
+        + kubernetes_rules()
+        + cross_field_rules()
+        + hetero_rules()
+        + link_rules()
+    )
 
 
 def draw(strategy: st.SearchStrategy[Any], count: int, seed: int) -> list[Any]:

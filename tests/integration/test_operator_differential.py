@@ -144,6 +144,15 @@ def test_enough_distinct_cases_over_every_kind_of_field(verdicts: list[Verdict])
         "spec.dataset.syntheticMag.scale",
         "spec.model.edgeFanouts",
         "spec.model.embeddingDim",
+        "spec.task",
+        "spec.linkPrediction",
+        "spec.linkPrediction.split.valid",
+        "spec.linkPrediction.split.fromDataset",
+        "spec.linkPrediction.evaluation.negatives",
+        "spec.linkPrediction.evaluation.hitsAt",
+        "spec.linkPrediction.edgeType",
+        "spec.linkPrediction.reverseEdgeType",
+        "spec.dataset.syntheticLink.scale",
     ):
         assert field in fields, field
     assert len({json.dumps(v.case.manifest, sort_keys=True) for v in verdicts}) == len(verdicts)

@@ -257,6 +257,54 @@ def valid_rules() -> list[FieldRule]:
             ).map(lambda p: [("spec/dataset", {"ogb": {"path": "/".join(p)}})]),
         ),
         *hetero_valid_rules(),
+        *link_valid_rules(),
+    ]
+
+
+def link_valid_rules() -> list[FieldRule]:
+    """Link-prediction jobs both sides must accept: those of tests/api/test_link_spec.py, and
+    drawn splits and evaluations."""
+    from tests.api.test_link_spec import VALID_JOBS
+
+    lp = "spec/linkPrediction"
+    base = [("spec/dataset", {"syntheticLink": {"scale": 0.001}}), ("spec/task", "linkPrediction")]
+    return [
+        *(FieldRule("spec.linkPrediction", st.just([("spec", spec)])) for spec in VALID_JOBS),
+        FieldRule(
+            "spec.linkPrediction.split",
+            st.tuples(st.floats(0.01, 0.45), st.floats(0.01, 0.45)).map(
+                lambda t: [*base, (lp, {"split": {"valid": t[0], "test": t[1]}})]
+            ),
+        ),
+        FieldRule(
+            "spec.linkPrediction.evaluation",
+            st.tuples(
+                st.integers(1, 100_000), st.lists(st.integers(1, 100), min_size=1, unique=True)
+            ).map(
+                lambda t: [
+                    *base,
+                    (
+                        lp,
+                        {
+                            "evaluation": {
+                                "negatives": max(t[0], max(t[1])),
+                                "hitsAt": t[1],
+                            }
+                        },
+                    ),
+                ]
+            ),
+        ),
+        FieldRule(
+            "spec.linkPrediction.evaluation.negatives",
+            st.floats(0.0001, 0.034).map(
+                lambda scale: [
+                    ("spec/dataset", {"syntheticLink": {"scale": scale}}),
+                    ("spec/task", "linkPrediction"),
+                    (lp, {"evaluation": {"negatives": "all"}}),
+                ]
+            ),
+        ),
     ]
 
 
