@@ -245,7 +245,7 @@ class LinkPrediction(CoreModel):
     split: EdgeSplitSpec = Field(default_factory=EdgeSplitSpec)
     """Fractions of the supervised edges held out for valid and test, or fromDataset."""
     exclude_reverse: bool = True
-    """Keep the reverse of each valid and test edge out of message passing as well (the graph is undirected, or reverseEdgeType holds it)."""
+    """Keep the reverse of each valid and test edge (in reverseEdgeType) out of message passing as well; a homogeneous graph's undirected topology always drops both directions."""
     reverse_edge_type: EdgeTypeKey | None = None
     """The reverse relation of edgeType (heterogeneous only); unset means dst__rev_<rel>__src, as ToUndirected names it."""
     negatives: NegativeSamplingSpec = Field(default_factory=NegativeSamplingSpec)

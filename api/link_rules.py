@@ -169,6 +169,14 @@ JOB_RULES: Final[tuple[CelRule, ...]] = (
         ),
     ),
     _cel(
+        f"!{_LP} || self.linkPrediction.excludeReverse || {_HETERO}",
+        "a homogeneous graph's topology is undirected, so a held-out edge leaves message "
+        "passing in both directions: excludeReverse false applies to heterogeneous graphs "
+        "only; remove it",
+        ".linkPrediction.excludeReverse",
+        lambda s: _lp(s) is None or s.link_prediction.exclude_reverse or _is_hetero(s),
+    ),
+    _cel(
         f"!{_LP} || !self.linkPrediction.split.fromDataset || "
         "(has(self.dataset.ogb) && !has(self.dataset.hetero))",
         "fromDataset reads the split of an OGB link dataset (dataset.ogb, e.g. "

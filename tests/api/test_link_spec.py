@@ -137,6 +137,7 @@ MISTAKES: list[tuple[dict[str, Any], str]] = [
     ),
     (_job({"evaluation": {"maxPositives": 0}}), "spec.linkPrediction.evaluation.maxPositives"),
     (_job({"decoder": "bilinear"}), "spec.linkPrediction.decoder"),
+    (_job({"excludeReverse": False}), "spec.linkPrediction.excludeReverse"),
     (_job({"edgeType": "paper__cites__paper"}), "spec.linkPrediction.edgeType"),
     (_hetero({}), "spec.linkPrediction.edgeType"),
     (_hetero({"edgeType": "paper__writes__author"}), "spec.linkPrediction.edgeType"),
@@ -190,7 +191,8 @@ VALID_JOBS: list[dict[str, Any]] = [
     ),
     _job({"split": {"fromDataset": True}}, {"ogb": {"path": "datasets/ogbl-citation2"}}),
     _job({"evaluation": {"negatives": "all", "hitsAt": [1, 3, 1000]}}),
-    _job({"evaluation": {"negatives": 100, "hitsAt": [100, 1]}, "excludeReverse": False}),
+    _job({"evaluation": {"negatives": 100, "hitsAt": [100, 1]}}),
+    _hetero({"edgeType": "paper__cites__paper", "excludeReverse": False}),
     _hetero({"edgeType": "author__writes__paper"}),
     _hetero({"edgeType": "author__writes__paper", "reverseEdgeType": "paper__rev_writes__author"}),
     _hetero(
@@ -219,7 +221,7 @@ def test_partition_key_follows_the_split_and_not_the_training_settings() -> None
     same = parse_spec(_job({"negatives": {"perPositive": 4}, "decoder": "mlp"}))
     other_split = parse_spec(_job({"split": {"valid": 0.1}}))
     other_negatives = parse_spec(_job({"evaluation": {"negatives": 500}}))
-    other_reverse = parse_spec(_job({"excludeReverse": False}))
+    other_reverse = parse_spec(_job({"evaluation": {"maxPositives": 10}}))
     assert partition_key(base) == partition_key(same)
     keys = {partition_key(s) for s in (base, other_split, other_negatives, other_reverse)}
     assert len(keys) == 4

@@ -22,8 +22,8 @@ ONE_SOURCE = "set exactly one of synthetic, syntheticMag, syntheticLink, ogb or 
 
 
 def dataset_kind(spec: DatasetSpec) -> str:
-    """synthetic, synthetic_mag, ogb or pyg."""
-    for kind in ("synthetic", "synthetic_mag", "ogb", "pyg"):
+    """synthetic, synthetic_mag, synthetic_link, ogb or pyg."""
+    for kind in ("synthetic", "synthetic_mag", "synthetic_link", "ogb", "pyg"):
         if getattr(spec, kind) is not None:
             return kind
     raise DatasetError(ONE_SOURCE, source="spec.dataset")
@@ -34,6 +34,8 @@ def dataset_num_nodes(spec: DatasetSpec) -> int | None:
     syntheticMag), so checks can run early."""
     if spec.synthetic is not None:
         return spec.synthetic.num_nodes
+    if spec.synthetic_link is not None:
+        return spec.synthetic_link.num_nodes
     if spec.synthetic_mag is not None:
         return sum(spec.synthetic_mag.num_nodes(t.name) for t in MAG_NODE_TYPES)
     return None
@@ -54,6 +56,12 @@ def load_dataset(
         from distgnn_workload.data.synthetic import generate
 
         return generate(spec.synthetic, progress=progress)
+    if spec.synthetic_link is not None:
+        raise DatasetError(
+            "syntheticLink is a link-prediction graph: load it with "
+            "distgnn_workload.data.link_dataset.load_link_dataset",
+            source="spec.dataset.syntheticLink",
+        )
     if spec.ogb is not None:
         from distgnn_workload.data.ogb import load_ogb
 

@@ -101,6 +101,11 @@ def run(env: WorkloadEnv, config: JobConfig, out: TextIO = sys.stdout) -> int:
     known_nodes = dataset_num_nodes(spec.dataset)
     if known_nodes is not None:
         algorithms.check_num_partitions(known_nodes, k)
+    if spec.is_link_prediction:  # heterogeneous link stores: refused (exit 2) when loading
+        from distgnn_workload.partition.link_job import partition_link
+
+        link_store, link_steps = partition_link(env, config, out)
+        return finish(env, config, link_store, link_steps, out)
     if hetero:
         typed, typed_steps = hetero_job.partition_hetero(env, config, out)
         write_figures(env, typed, typed_steps)
@@ -221,6 +226,14 @@ def summary(store: PartitionStore, steps: dict[str, float]) -> str:
         "  time       " + ", ".join(f"{name} {seconds:.1f}s" for name, seconds in steps.items()),
         "  part       nodes        out-edges    train      halo nodes",
     ]
+    link = m.extra.get("link")
+    if link is not None:
+        lines.insert(
+            -1,
+            f"  link       {link['num_train']:,} train, {link['num_valid']:,} valid, "
+            f"{link['num_test']:,} test positives; {link['valid_negatives'] or 'all'} "
+            "negatives per held-out positive; no held-out edge in the topology",
+        )
     for s in m.partitions:
         lines.append(
             f"  {s.id:<10} {s.num_nodes:<12,} {s.num_edges:<12,} {s.num_train:<10,} "

@@ -50,6 +50,8 @@ log = logging.getLogger(__name__)
 
 ProgressFn = Callable[[float], None]
 """Called with the share of the writing done, from 0 to 1."""
+ExtraWriter = Callable[[Path, dict[str, Any]], None]
+"""Writes more files into a store being written, and may add to its META.json."""
 
 # Bytes of feature rows copied per step.
 _FEATURE_CHUNK_BYTES = 64 << 20
@@ -140,8 +142,13 @@ def write_partitions(
     extra_meta: Mapping[str, Any] | None = None,
     overwrite: bool = False,
     progress: ProgressFn | None = None,
+    extra_writer: ExtraWriter | None = None,
 ) -> PartitionStore:
     """Partition ``graph`` and write a complete store at ``out_dir``; return it opened.
+
+    ``extra_writer(root, meta)``, when given, adds files to the store being written (its
+    arrays are all there, META.json not yet) and may add to ``meta``; the store is
+    published with them.
 
     Give ``num_partitions`` and ``spec`` chooses the algorithm (default: METIS balancing
     nodes, train nodes and edges), or give ``assignment``, the partition of each node
@@ -174,9 +181,15 @@ def write_partitions(
     assert num_partitions is not None
     parts: npt.NDArray[np.int32] = assignment.astype(np.int32, copy=False)
 
+    def write(tmp: Path) -> dict[str, Any]:
+        meta = _write_store(tmp, graph, parts, num_partitions, steps=steps, progress=progress)
+        if extra_writer is not None:
+            extra_writer(tmp, meta)
+        return meta
+
     return stage_store(
         out_dir,
-        lambda tmp: _write_store(tmp, graph, parts, num_partitions, steps=steps, progress=progress),
+        write,
         key=key,
         partition_spec=(
             spec.model_dump(mode="json", by_alias=True) if algorithm != "given" else None

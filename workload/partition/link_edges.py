@@ -1,0 +1,169 @@
+"""The edge split of a link-prediction job: which pairs are supervised in train, valid and
+test, which stay visible to message passing, and the fixed evaluation negatives.
+
+Everything here is in the dataset's node ids and pure numpy; :mod:`.link_split` writes the
+result into the store. The rules:
+
+- Edges are directed pairs; a self-loop is dropped, and of the same unordered pair only the
+  first occurrence counts (the store's topology is undirected).
+- Fractions (``split.valid``/``split.test``) draw valid and test pairs from the distinct
+  pairs with ``partition.seed``; the rest are the training positives. ``fromDataset`` takes
+  the dataset's own valid and test positives (and its train positives where it lists them).
+- The message-passing topology holds training pairs only: a pair that is a valid or test
+  positive is removed in both directions, whatever the dataset's edge list holds, so no
+  held-out edge (nor its reverse) is ever visible to message passing. A training positive
+  that is also held out is dropped from training.
+- Evaluation negatives are ``K`` uniform destinations per valid and test positive, drawn
+  once with the seed (or the dataset's own, e.g. ogbl-citation2's ``target_node_neg``); with
+  ``negatives: all`` there are none and each positive ranks against every node.
+- ``maxPositives`` keeps a seeded random subset of each held-out split for evaluation; the
+  rest stays held out of the topology and of training.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from distgnn_api.link import LinkPrediction, check_all_negatives
+from distgnn_workload.data.errors import DatasetError
+from distgnn_workload.data.link_data import GivenEdges, IdArray, LinkData
+
+HELD_OUT = ("valid", "test")
+NEGATIVES_FIELD = "spec.linkPrediction.evaluation.negatives"
+
+
+@dataclass
+class EdgeSplitResult:
+    """A link dataset split for training: the topology's pairs and the three edge sets."""
+
+    topology_keys: IdArray
+    """Sorted distinct keys ``lo * N + hi`` of the undirected message-passing pairs."""
+    train: GivenEdges
+    valid: GivenEdges
+    test: GivenEdges
+    num_nodes: int
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def split(self, name: str) -> GivenEdges:
+        return {"train": self.train, "valid": self.valid, "test": self.test}[name]
+
+
+def pair_keys(src: IdArray, dst: IdArray, n: int) -> IdArray:
+    """Unordered pair keys ``min * n + max``."""
+    nn = np.int64(n)
+    return np.minimum(src, dst) * nn + np.maximum(src, dst)
+
+
+def first_distinct(src: IdArray, dst: IdArray, n: int) -> tuple[IdArray, IdArray, int]:
+    """The pairs without self-loops, each unordered pair once (its first occurrence, in
+    order); returns them and the count dropped."""
+    keys = pair_keys(src, dst, n)
+    keys[src == dst] = -1
+    _, first = np.unique(keys, return_index=True)
+    del keys
+    first = first[src[first] != dst[first]]
+    first.sort()
+    return src[first], dst[first], len(src) - len(first)
+
+
+def split_edges(data: LinkData, lp: LinkPrediction, seed: int) -> EdgeSplitResult:
+    """Split ``data``'s edges as ``lp`` says, drawing with ``seed``."""
+    n = data.num_nodes
+    if lp.evaluation.all_negatives:
+        try:
+            check_all_negatives(n)
+        except ValueError as err:
+            raise DatasetError(str(err).partition(": ")[2], source=NEGATIVES_FIELD) from None
+    split_rng, neg_rng, cap_rng = (
+        np.random.default_rng(s) for s in np.random.SeedSequence([seed, 14]).spawn(3)
+    )
+    src, dst, dropped = first_distinct(data.src, data.dst, n)
+    info: dict[str, Any] = {"duplicate_or_self_loop_edges_dropped": dropped}
+    if lp.split.from_dataset:
+        held, train_src, train_dst = _given(data)
+        info["split"] = "dataset"
+    else:
+        held, train_src, train_dst = _fractions(src, dst, lp, split_rng)
+        info["split"] = "fractions"
+    held_keys = np.unique(np.concatenate([pair_keys(e.src, e.dst, n) for e in held.values()]))
+    topo = pair_keys(src, dst, n)
+    topology_keys = np.unique(topo[~np.isin(topo, held_keys)])
+    del topo
+    leaked = np.isin(pair_keys(train_src, train_dst, n), held_keys)
+    train = GivenEdges(train_src[~leaked], train_dst[~leaked])
+    info["train_positives_also_held_out_dropped"] = int(leaked.sum())
+    out: dict[str, GivenEdges] = {}
+    for name in HELD_OUT:
+        edges = _cap(held[name], lp.evaluation.max_positives, cap_rng)
+        out[name] = _with_negatives(edges, lp, n, neg_rng, name)
+    info.update(
+        held_out_pairs=len(held_keys),
+        topology_pairs=len(topology_keys),
+        **{f"num_{k}": len(v) for k, v in (("train", train), *out.items())},
+    )
+    return EdgeSplitResult(topology_keys, train, out["valid"], out["test"], n, info)
+
+
+def _fractions(
+    src: IdArray, dst: IdArray, lp: LinkPrediction, rng: np.random.Generator
+) -> tuple[dict[str, GivenEdges], IdArray, IdArray]:
+    e = len(src)
+    n_valid = round(e * lp.split.valid_fraction)
+    n_test = round(e * lp.split.test_fraction)
+    if e < 3 or n_valid < 1 or n_test < 1 or n_valid + n_test >= e:
+        raise DatasetError(
+            f"{e} distinct edges cannot split into train, valid ({lp.split.valid_fraction}) "
+            f"and test ({lp.split.test_fraction}) with at least one edge each; use a larger "
+            "graph or larger fractions",
+            source="spec.linkPrediction.split",
+        )
+    perm = rng.permutation(e)
+    parts = {"valid": perm[:n_valid], "test": perm[n_valid : n_valid + n_test]}
+    train = np.sort(perm[n_valid + n_test :])
+    held = {k: GivenEdges(src[np.sort(ix)], dst[np.sort(ix)]) for k, ix in parts.items()}
+    return held, src[train], dst[train]
+
+
+def _given(data: LinkData) -> tuple[dict[str, GivenEdges], IdArray, IdArray]:
+    given = data.given
+    if given is None or any(k not in given for k in HELD_OUT):
+        raise DatasetError(
+            "the dataset has no valid and test edge split of its own; set "
+            "linkPrediction.split.valid and split.test fractions instead of fromDataset",
+            source="spec.linkPrediction.split.fromDataset",
+        )
+    train = given.get("train")
+    if train is None:
+        return {k: given[k] for k in HELD_OUT}, data.src, data.dst
+    return {k: given[k] for k in HELD_OUT}, train.src, train.dst
+
+
+def _cap(edges: GivenEdges, cap: int | None, rng: np.random.Generator) -> GivenEdges:
+    if cap is None or len(edges) <= cap:
+        return edges
+    keep = np.sort(rng.choice(len(edges), size=cap, replace=False))
+    neg = None if edges.dst_neg is None else edges.dst_neg[keep]
+    return GivenEdges(edges.src[keep], edges.dst[keep], neg)
+
+
+def _with_negatives(
+    edges: GivenEdges, lp: LinkPrediction, n: int, rng: np.random.Generator, name: str
+) -> GivenEdges:
+    negatives = lp.evaluation.negatives
+    if isinstance(negatives, str):  # "all": every node is a candidate
+        return GivenEdges(edges.src, edges.dst, None)
+    if edges.dst_neg is not None:
+        have = edges.dst_neg.shape[1]
+        if negatives > have:
+            raise DatasetError(
+                f"the dataset's {name} split has {have} negatives per positive, fewer than "
+                f"{negatives}; set evaluation.negatives to at most {have}",
+                source=NEGATIVES_FIELD,
+            )
+        return GivenEdges(edges.src, edges.dst, np.ascontiguousarray(edges.dst_neg[:, :negatives]))
+    neg: npt.NDArray[np.int64] = rng.integers(0, n, (len(edges), negatives), dtype=np.int64)
+    return GivenEdges(edges.src, edges.dst, neg)
