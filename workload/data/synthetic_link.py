@@ -27,26 +27,30 @@ import numpy as np
 import numpy.typing as npt
 
 from distgnn_api.link import SyntheticLinkDataset
-from distgnn_workload.data.graph import EDGE_CHUNK, chunks
+from distgnn_workload.data.graph import chunks
 from distgnn_workload.data.link_data import LinkData
 
 log = logging.getLogger(__name__)
 
 LATENT_DIM = 16
-NUM_COMMUNITIES = 512
+NUM_COMMUNITIES = 64
 NODES_PER_COMMUNITY = 32
 """Small graphs get fewer communities: at least this many nodes each."""
 LATENT_NOISE = 0.6
 """Standard deviation of a node's latent offset from its community centre (centres ~ N(0, 1))."""
 FEATURE_NOISE = 1.0
 """Standard deviation of the noise added to each feature (the projection has unit gain)."""
-HOMOPHILY = 0.85
-CANDIDATES = 4
+HOMOPHILY = 0.9
+CANDIDATES = 16
 POPULARITY_SIGMA = 1.0
 STUBS_PER_NODE = 8
 MAX_ROUNDS = 16
+DRAW_CHUNK = 1 << 17
+"""Edges drawn per step: bounds the [chunk, CANDIDATES, LATENT_DIM] temporaries (~130 MB)."""
 
 ProgressFn = Callable[[float], None]
+Communities = tuple[npt.NDArray[np.int32], npt.NDArray[np.int64], npt.NDArray[np.int64]]
+"""Nodes grouped by community, and each community's start and size in that order."""
 
 
 def num_communities(num_nodes: int) -> int:
@@ -69,15 +73,17 @@ def generate_link(spec: SyntheticLinkDataset, *, progress: ProgressFn | None = N
     pop = r_pop.lognormal(0.0, POPULARITY_SIGMA, n)
     copies = np.maximum(1, np.rint(pop / pop.mean() * STUBS_PER_NODE)).astype(np.int64)
     del pop
-    order = np.argsort(comm, kind="stable")
-    stubs = np.repeat(order.astype(np.int32), copies[order])
-    del order, copies
-    comm_stubs = np.bincount(comm[stubs], minlength=c).astype(np.int64)
-    comm_start = np.concatenate([[0], np.cumsum(comm_stubs)[:-1]]).astype(np.int64)
+    stubs = np.repeat(np.arange(n, dtype=np.int32), copies)
+    del copies
+    members = np.argsort(comm, kind="stable").astype(np.int32)  # nodes grouped by community
+    comm_size = np.bincount(comm, minlength=c).astype(np.int64)
+    comm_start = np.concatenate([[0], np.cumsum(comm_size)[:-1]]).astype(np.int64)
     report(0.05)
 
-    src, dst = _edges(n, m, comm, direction, stubs, comm_start, comm_stubs, r_edge, report)
-    del stubs, direction
+    src, dst = _edges(
+        n, m, comm, direction, stubs, (members, comm_start, comm_size), r_edge, report
+    )
+    del stubs, direction, members
     report(0.75)
     x = _features(z, f, r_feat)
     report(1.0)
@@ -101,13 +107,13 @@ def _edges(
     comm: npt.NDArray[np.int32],
     direction: npt.NDArray[np.float32],
     stubs: npt.NDArray[np.int32],
-    comm_start: npt.NDArray[np.int64],
-    comm_stubs: npt.NDArray[np.int64],
+    communities: Communities,
     rng: np.random.Generator,
     report: ProgressFn,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """Exactly ``m`` directed edges, no self-loops, each undirected pair at most once, in
-    the order they were drawn."""
+    the order they were drawn. A small graph whose communities run out of distinct pairs
+    near each source gets fewer candidates per edge in later rounds (weaker preference)."""
     nn = np.int64(n)
     src = np.empty(0, dtype=np.int64)
     dst = np.empty(0, dtype=np.int64)
@@ -115,8 +121,9 @@ def _edges(
         want = int((m - len(src)) * (1.03 if rounds == 1 else 1.5)) + 64
         new_src = np.empty(want, dtype=np.int64)
         new_dst = np.empty(want, dtype=np.int64)
-        for a, b in chunks(want, EDGE_CHUNK):
-            u, v = _draw(b - a, comm, direction, stubs, comm_start, comm_stubs, rng)
+        k = max(1, CANDIDATES >> (rounds - 1))
+        for a, b in chunks(want, DRAW_CHUNK):
+            u, v = _draw(b - a, k, comm, direction, stubs, communities, rng)
             new_src[a:b] = u
             new_dst[a:b] = v
             report(0.05 + 0.6 * min(1.0, (len(src) + b) / m))
@@ -139,25 +146,27 @@ def _edges(
 
 def _draw(
     size: int,
+    k: int,
     comm: npt.NDArray[np.int32],
     direction: npt.NDArray[np.float32],
     stubs: npt.NDArray[np.int32],
-    comm_start: npt.NDArray[np.int64],
-    comm_stubs: npt.NDArray[np.int64],
+    communities: Communities,
     rng: np.random.Generator,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """``size`` edges: popular sources; of CANDIDATES popular destinations (same community
-    with probability HOMOPHILY) the one nearest in direction to the source."""
+    """``size`` edges: popular sources; of ``k`` uniform destinations (of the source's
+    community with probability HOMOPHILY) the one nearest in direction to the source."""
+    members, comm_start, comm_size = communities
+    n = len(comm)
     u = stubs[rng.integers(0, len(stubs), size)].astype(np.int64)
     cu = comm[u].astype(np.int64)
     intra = rng.random(size) < HOMOPHILY
-    draw = rng.random((size, CANDIDATES))
+    draw = rng.random((size, k))
     pos = np.where(
         intra[:, None],
-        comm_start[cu][:, None] + (draw * comm_stubs[cu][:, None]).astype(np.int64),
-        (draw * len(stubs)).astype(np.int64),
+        comm_start[cu][:, None] + (draw * comm_size[cu][:, None]).astype(np.int64),
+        (draw * n).astype(np.int64),
     )
-    cand = stubs[np.minimum(pos, len(stubs) - 1)].astype(np.int64)
+    cand = members[np.minimum(pos, n - 1)].astype(np.int64)
     sim = np.einsum("ekd,ed->ek", direction[cand], direction[u])
     v = cand[np.arange(size), np.argmax(sim, axis=1)]
     return u, v

@@ -104,7 +104,7 @@ def run(env: WorkloadEnv, config: JobConfig, out: TextIO = sys.stdout) -> int:
     if spec.is_link_prediction:  # heterogeneous link stores: refused (exit 2) when loading
         from distgnn_workload.partition.link_job import partition_link
 
-        link_store, link_steps = partition_link(env, config, out)
+        link_store, link_steps = partition_link(env.data_dir, target, config, out)
         return finish(env, config, link_store, link_steps, out)
     if hetero:
         typed, typed_steps = hetero_job.partition_hetero(env, config, out)

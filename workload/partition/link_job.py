@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from distgnn_api.contract import JobConfig, WorkloadEnv
+from distgnn_api.contract import JobConfig
 from distgnn_workload.data.graph import GraphData, csr_from_edge_keys
 from distgnn_workload.data.link_data import LinkData
 from distgnn_workload.partition import algorithms, stages
@@ -57,10 +57,10 @@ def link_graph(data: LinkData, split: EdgeSplitResult) -> GraphData:
 
 
 def partition_link(
-    env: WorkloadEnv, config: JobConfig, out: TextIO
+    data_dir: Path, target: Path, config: JobConfig, out: TextIO
 ) -> tuple[PartitionStore, dict[str, float]]:
-    """Load, split, partition and write a link-prediction job's store; returns it and the
-    seconds of each step."""
+    """Load (paths relative to the volume at ``data_dir``), split, partition and write a
+    link-prediction job's store at ``target``; returns it and the seconds of each step."""
     from distgnn_workload.data.dataset import dataset_kind
     from distgnn_workload.data.link_dataset import load_link_dataset
 
@@ -71,7 +71,7 @@ def partition_link(
     data, load_s = stages.load_stage(
         kind.startswith("synthetic"),
         lambda progress: load_link_dataset(
-            spec.dataset, env.data_dir, read_split=lp.split.from_dataset, progress=progress
+            spec.dataset, data_dir, read_split=lp.split.from_dataset, progress=progress
         ),
         out,
     )
@@ -88,7 +88,7 @@ def partition_link(
     store, assign_s, write_s = stages.partition_stage(
         lambda: algorithms.assign(graph, k, spec.partition),
         lambda assignment, progress: write_partitions(
-            env.partition_dir,
+            target,
             graph,
             k,
             assignment=assignment,
