@@ -13,6 +13,7 @@ from distgnn_api.link import ALL_NEGATIVES_MAX_NODES
 from distgnn_api.spec import parse_spec
 from distgnn_workload.data import DatasetError
 from distgnn_workload.data.link_data import GivenEdges, LinkData
+from distgnn_workload.partition import link_edges
 from distgnn_workload.partition.link_edges import pair_keys, split_edges
 
 
@@ -87,11 +88,15 @@ def test_from_dataset_uses_its_negatives_and_drops_leaked_training_pairs() -> No
         split_edges(data, _lp(split={"fromDataset": True}), seed=0)
 
 
-def test_what_cannot_work_names_the_field() -> None:
+def test_what_cannot_work_names_the_field(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(DatasetError, match=r"spec\.linkPrediction\.split\.fromDataset"):
         split_edges(_data(), _lp(split={"fromDataset": True}), seed=0)
     with pytest.raises(DatasetError, match=r"spec\.linkPrediction\.split: 3 distinct edges"):
         split_edges(_data(n=3, e=3, seed=1), _lp(), seed=0)
+    # Positives x negatives beyond the store's limit (lowered here to keep the graph small).
+    monkeypatch.setattr(link_edges, "MAX_NEGATIVE_ENTRIES", 1000)
+    with pytest.raises(DatasetError, match=r"evaluation\.maxPositives: the valid split has 7[0-9]"):
+        split_edges(_data(), _lp(evaluation={"negatives": 100, "hitsAt": [1]}), seed=0)
     big = LinkData(
         x=np.zeros((ALL_NEGATIVES_MAX_NODES + 1, 1), dtype=np.float32),
         src=np.array([0, 1, 2]),

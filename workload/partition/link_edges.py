@@ -34,6 +34,10 @@ from distgnn_workload.data.link_data import GivenEdges, IdArray, LinkData
 
 HELD_OUT = ("valid", "test")
 NEGATIVES_FIELD = "spec.linkPrediction.evaluation.negatives"
+MAX_NEGATIVE_ENTRIES = 250_000_000
+"""Stored negatives per held-out split (positives x negatives): about 1 GB on disk. Beyond
+it, ``evaluation.maxPositives`` must cap the positives (ogbl-citation2 itself has 86,596 x
+1000; a full-scale generated graph's 5% is 1.5M x 1000)."""
 
 
 @dataclass
@@ -156,6 +160,14 @@ def _with_negatives(
     negatives = lp.evaluation.negatives
     if isinstance(negatives, str):  # "all": every node is a candidate
         return GivenEdges(edges.src, edges.dst, None)
+    if len(edges) * negatives > MAX_NEGATIVE_ENTRIES:
+        raise DatasetError(
+            f"the {name} split has {len(edges):,} positives: with {negatives} negatives each "
+            f"the store would hold {len(edges) * negatives:,} negatives (at most "
+            f"{MAX_NEGATIVE_ENTRIES:,}); set evaluation.maxPositives to at most "
+            f"{MAX_NEGATIVE_ENTRIES // negatives:,}, e.g. 100000",
+            source="spec.linkPrediction.evaluation.maxPositives",
+        )
     if edges.dst_neg is not None:
         have = edges.dst_neg.shape[1]
         if negatives > have:

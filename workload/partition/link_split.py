@@ -5,7 +5,8 @@ Layout inside the store (node ids are the store's new ids, as its topology uses)
 
     link/
     ├── train/part-<p>/src.npy, dst.npy    training positives whose source partition p owns
-    ├── valid/src.npy, dst.npy, dst_neg.npy    [E], [E], [E, K] (no dst_neg with 'all')
+    ├── valid/src.npy, dst.npy, dst_neg.npy    [E], [E], [E, K] (no dst_neg with 'all';
+    │                                          dst_neg int32 below 2^31 nodes, read as int64)
     └── test/src.npy, dst.npy, dst_neg.npy
 
 META.json records ``task: linkPrediction`` and, under ``link``, the split's sizes and how it
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from distgnn_workload.data.graph import index_dtype
 from distgnn_workload.data.link_data import GivenEdges
 from distgnn_workload.partition.link_edges import EdgeSplitResult
 from distgnn_workload.partition.store import META_FILE, StoreError, part_dir_name
@@ -82,7 +84,8 @@ def write_link_split(
         np.save(folder / "src.npy", remap[edges.src])
         np.save(folder / "dst.npy", remap[edges.dst])
         if edges.dst_neg is not None:
-            np.save(folder / "dst_neg.npy", remap[edges.dst_neg])
+            # The narrowest dtype of the store's ids: half the bytes below 2^31 nodes.
+            np.save(folder / "dst_neg.npy", remap[edges.dst_neg].astype(index_dtype(len(remap))))
         meta[f"num_{name}"] = len(edges)
         meta[f"{name}_negatives"] = None if edges.dst_neg is None else int(edges.dst_neg.shape[1])
     meta["info"] = split.info
