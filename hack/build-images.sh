@@ -1,0 +1,286 @@
+#!/usr/bin/env bash
+# Builds the distgnn images from docker/*.Dockerfile with buildah (no daemon: chroot isolation,
+# vfs storage, as root) and writes each as an OCI archive under ~/.cache/distgnn/images.
+#
+# Usage: hack/build-images.sh [--push] [operator|workload-cpu|workload-cuda ...]
+#   (no name)  build all three images
+#   --push     also copy each archive to its registry reference (skopeo; log in first with
+#              `skopeo login` or `buildah login`)
+#
+# The images are tagged ${DISTGNN_REGISTRY}/operator:${VERSION}, .../workload:${VERSION}-cpu and
+# .../workload:${VERSION}-cuda: the references the chart and the DistGNNJob defaults name.
+#
+# Bases: where a registry answers, the Dockerfiles' own bases (python:3.11-slim-bookworm and
+# the pytorch/pytorch CUDA runtime) and torch indexes. Where none does, a Debian bookworm base
+# with python3 and pip, assembled here by mmdebstrap from Debian's packages, and torch from PyPI
+# when the torch index does not answer (PyPI's Linux torch is its CUDA build, so both workload
+# images then hold CUDA torch). On that path the Python wheels are downloaded once into a
+# wheelhouse that the builds install from.
+#
+# Caching: the base's root filesystem (keyed on its package list), the wheelhouse (keyed on
+# pyproject.toml and the torch index) and a content key per image (Dockerfile, build context,
+# build arguments, base): an image whose key is unchanged is not rebuilt.
+#
+# Environment: DISTGNN_CACHE (default ~/.cache/distgnn), DISTGNN_REGISTRY (default
+# ghcr.io/distgnn), DISTGNN_IMAGE_VERSION (default the chart's appVersion), DISTGNN_BASES
+# (auto|public|local, default auto), TORCH_INDEX_URL_CPU, TORCH_INDEX_URL_CUDA.
+set -euo pipefail
+# One compound command: bash reads the whole file before running it, so editing the file
+# during a build is safe.
+{
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT="$(pwd)"
+CACHE_DIR="${DISTGNN_CACHE:-${HOME}/.cache/distgnn}"
+IMAGES_DIR="${CACHE_DIR}/images"
+REGISTRY="${DISTGNN_REGISTRY:-ghcr.io/distgnn}"
+VERSION="${DISTGNN_IMAGE_VERSION:-$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' charts/distgnn/Chart.yaml)}"
+BASES="${DISTGNN_BASES:-auto}"
+PUBLIC_PYTHON_BASE="python:3.11-slim-bookworm"
+PUBLIC_CUDA_BASE="pytorch/pytorch:2.7.1-cuda12.8-cudnn9-runtime"
+TORCH_CPU="${TORCH_INDEX_URL_CPU:-https://download.pytorch.org/whl/cpu}"
+TORCH_CUDA="${TORCH_INDEX_URL_CUDA:-https://download.pytorch.org/whl/cu128}"
+PYPI="https://pypi.org/simple"
+DEBIAN_MIRROR="${DISTGNN_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+# The local base: what python:3.11-slim-bookworm offers (python, pip, useradd), from Debian.
+BASE_PACKAGES="python3,python3-pip,python-is-python3,ca-certificates,passwd"
+
+ALL=(operator workload-cpu workload-cuda)
+push=0
+names=()
+for arg in "$@"; do
+  case "${arg}" in
+    --push) push=1 ;;
+    operator|workload-cpu|workload-cuda) names+=("${arg}") ;;
+    *) echo "usage: $0 [--push] [operator|workload-cpu|workload-cuda ...]" >&2; exit 2 ;;
+  esac
+done
+((${#names[@]})) || names=("${ALL[@]}")
+case "${BASES}" in auto|public|local) ;; *)
+  echo "error: DISTGNN_BASES=${BASES}: use auto, public or local" >&2; exit 2 ;;
+esac
+
+log() { echo "build-images: $*" >&2; }
+
+reference() {
+  case "$1" in
+    operator) echo "${REGISTRY}/operator:${VERSION}" ;;
+    workload-cpu) echo "${REGISTRY}/workload:${VERSION}-cpu" ;;
+    workload-cuda) echo "${REGISTRY}/workload:${VERSION}-cuda" ;;
+  esac
+}
+
+# --- tools: Debian's buildah, skopeo, mmdebstrap (as root; the .debs cached) -------------
+need=()
+for tool in buildah skopeo mmdebstrap; do command -v "${tool}" >/dev/null || need+=("${tool}"); done
+if ((${#need[@]})); then
+  if [[ "$(id -u)" != 0 ]] || ! command -v apt-get >/dev/null; then
+    echo "error: ${need[*]} missing; install Debian's buildah, skopeo and mmdebstrap packages" >&2
+    exit 1
+  fi
+  debs="${CACHE_DIR}/apt-archives"
+  mkdir -p "${debs}/partial"
+  apt_opts=(-o "Dir::Cache::Archives=${debs}" -o "APT::Sandbox::User=root" -qq)
+  export DEBIAN_FRONTEND=noninteractive
+  if ! apt-get install -y --no-install-recommends "${apt_opts[@]}" "${need[@]}" >/dev/null 2>&1; then
+    apt-get update "${apt_opts[@]}"
+    apt-get install -y --no-install-recommends "${apt_opts[@]}" "${need[@]}" >/dev/null
+  fi
+fi
+
+mkdir -p "${IMAGES_DIR}"
+exec 9>"${IMAGES_DIR}/.lock"
+flock 9
+# A storage of this script's own: vfs needs no kernel overlay support.
+BUILDAH=(buildah --root "${IMAGES_DIR}/storage" --runroot "${IMAGES_DIR}/run" --storage-driver vfs)
+export BUILDAH_ISOLATION=chroot
+
+reachable_registry() {
+  timeout 60 skopeo inspect --retry-times 0 --raw "docker://docker.io/library/${PUBLIC_PYTHON_BASE}" \
+    >/dev/null 2>&1
+}
+reachable_index() {
+  curl -fsS --max-time 20 -o /dev/null "$1/torch/" 2>/dev/null
+}
+
+if [[ "${BASES}" == auto ]]; then
+  if reachable_registry; then BASES=public; else BASES=local; fi
+fi
+
+# --- the local Debian base ---------------------------------------------------------------
+local_base() {
+  local key tarball ref ctr
+  key="$(printf '%s\n' "${BASE_PACKAGES}" "${DEBIAN_MIRROR}" "$(sed -n '/^mmdebstrap_base()/,/^}/p' "${BASH_SOURCE[0]}")" \
+    | sha256sum | cut -c1-12)"
+  tarball="${IMAGES_DIR}/base-bookworm-${key}.tar"
+  ref="localhost/distgnn-base:bookworm-${key}"
+  if [[ ! -s "${tarball}" ]]; then
+    log "assembling the Debian bookworm base with mmdebstrap (${BASE_PACKAGES})"
+    rm -f "${IMAGES_DIR}"/base-bookworm-*.tar
+    mmdebstrap_base "${tarball}.part"
+    mv "${tarball}.part" "${tarball}"
+  fi
+  if ! "${BUILDAH[@]}" inspect --type image "${ref}" >/dev/null 2>&1; then
+    log "importing ${tarball} as ${ref}"
+    ctr="$("${BUILDAH[@]}" from --pull-never scratch)"
+    "${BUILDAH[@]}" add "${ctr}" "${tarball}" / >/dev/null
+    "${BUILDAH[@]}" config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+      --env LANG=C.UTF-8 --cmd '["python3"]' "${ctr}"
+    "${BUILDAH[@]}" commit --rm --format oci "${ctr}" "${ref}" >/dev/null
+  fi
+  echo "${ref}"
+}
+
+mmdebstrap_base() {
+  # essential + python3 and pip; no docs, man pages or locales; pip may install into the
+  # system Python as it does in python:3.11-slim (no EXTERNALLY-MANAGED marker).
+  mmdebstrap --quiet --variant=essential --format=tar --include="${BASE_PACKAGES}" \
+    --dpkgopt='path-exclude=/usr/share/man/*' \
+    --dpkgopt='path-exclude=/usr/share/doc/*' \
+    --dpkgopt='path-include=/usr/share/doc/*/copyright' \
+    --dpkgopt='path-exclude=/usr/share/locale/*' \
+    --dpkgopt='path-exclude=/usr/share/info/*' \
+    --customize-hook='rm -f "$1"/usr/lib/python3.*/EXTERNALLY-MANAGED' \
+    --customize-hook='rm -rf "$1"/var/cache/apt/* "$1"/var/lib/apt/lists/* "$1"/var/cache/debconf/*-old' \
+    bookworm "$1" "${DEBIAN_MIRROR}"
+}
+
+# --- the wheelhouse (local base only) ------------------------------------------------------
+# Every requirement of the three images, downloaded once by the base's own pip so the wheels
+# fit its Python; the builds then install from it with no index (an /etc/xdg/pip/pip.conf
+# mounted only while RUN runs).
+wheelhouse() {
+  local base="$1" index="$2" extras="$3" key dir ctr req
+  dir="${IMAGES_DIR}/wheels"
+  req="${IMAGES_DIR}/wheel-req/${extras// /-}"
+  mkdir -p "${dir}" "${req}" "${IMAGES_DIR}/pipconf"
+  python3 -P - pyproject.toml ${extras} >"${req}/requirements.txt" <<'EOF2'
+import sys, tomllib
+project = tomllib.load(open(sys.argv[1], "rb"))["project"]
+build = tomllib.load(open(sys.argv[1], "rb"))["build-system"]["requires"]
+extras = [req for extra in sys.argv[2:] for req in project["optional-dependencies"][extra]]
+print("\n".join([*build, *project["dependencies"], *extras]))
+EOF2
+  printf '[global]\nno-index = true\nfind-links = /wheels\n' >"${IMAGES_DIR}/pipconf/pip.conf"
+  key="$(cat "${req}/requirements.txt" <(echo "${index}" "${base}") | sha256sum | cut -c1-16)"
+  if [[ -f "${dir}/.complete-${key}" ]]; then
+    return
+  fi
+  log "downloading the wheels of ${extras} into ${dir} (torch from ${index})"
+  # The download trusts this machine's CA bundle (a TLS-inspecting proxy's CA, if any).
+  local certs=() cert="${PIP_CERT:-${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}}"
+  [[ -f "${cert}" ]] && certs=(--cert /run/host-ca.crt)
+  ctr="$("${BUILDAH[@]}" from --pull-never "${base}")"
+  "${BUILDAH[@]}" run -v "${dir}:/wheels" -v "${req}:/req:ro" \
+    ${certs[0]:+-v "${cert}:/run/host-ca.crt:ro"} "${ctr}" -- \
+    pip download --disable-pip-version-check --quiet --dest /wheels "${certs[@]}" \
+    --extra-index-url "${index}" -r /req/requirements.txt
+  "${BUILDAH[@]}" rm "${ctr}" >/dev/null
+  touch "${dir}/.complete-${key}"
+}
+
+# --- one image -----------------------------------------------------------------------------
+context_digest() {
+  # What the .dockerignore lets into the context, by content.
+  find pyproject.toml setup.py README.md api operator workload -type f \
+    ! -path '*/__pycache__/*' ! -name '*.pyc' -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16
+}
+
+uncompressed_bytes() {
+  python3 -P - "$1" <<'EOF'
+import json, sys, tarfile, zlib
+with tarfile.open(sys.argv[1]) as archive:
+    def blob(digest):
+        return archive.extractfile("blobs/" + digest.replace(":", "/"))
+    index = json.load(archive.extractfile("index.json"))
+    manifest = json.load(blob(index["manifests"][0]["digest"]))
+    total = 0
+    for layer in manifest["layers"]:
+        stream, inflate = blob(layer["digest"]), zlib.decompressobj(31)
+        while chunk := stream.read(1 << 20):
+            total += len(inflate.decompress(chunk))
+    print(total)
+EOF
+}
+
+build_one() {
+  local name="$1" ref file archive key args=() volumes=() base="" index=""
+  ref="$(reference "${name}")"
+  file="docker/${name}.Dockerfile"
+  archive="${IMAGES_DIR}/${name}.oci.tar"
+  case "${name}:${BASES}" in
+    operator:public) args=(--build-arg "PYTHON_IMAGE=${PUBLIC_PYTHON_BASE}") ;;
+    workload-cpu:public) args=(--build-arg "BASE_IMAGE=${PUBLIC_PYTHON_BASE}") ;;
+    workload-cuda:public) args=(--build-arg "BASE_IMAGE=${PUBLIC_CUDA_BASE}") ;;
+    operator:local) args=(--build-arg "PYTHON_IMAGE=${LOCAL_BASE}") ;;
+    workload-*:local) args=(--build-arg "BASE_IMAGE=${LOCAL_BASE}") ;;
+  esac
+  case "${name}" in
+    workload-cpu) index="${TORCH_CPU_RESOLVED}" ;;
+    workload-cuda) index="${TORCH_CUDA_RESOLVED}" ;;
+  esac
+  [[ -n "${index}" ]] && args+=(--build-arg "TORCH_INDEX_URL=${index}")
+  if [[ "${BASES}" == local ]]; then
+    base="$("${BUILDAH[@]}" inspect --type image --format '{{.FromImageID}}' "${LOCAL_BASE}")"
+    volumes=(-v "${IMAGES_DIR}/wheels:/wheels:ro" -v "${IMAGES_DIR}/pipconf:/etc/xdg/pip:ro")
+  fi
+  # What decides the image: its Dockerfile, build context, build arguments and base, and on the
+  # local path the wheelhouse's requirements and pip configuration.
+  key="$(cat "${file}" "${file}.dockerignore" <(echo "${ref}" "${args[*]}" "${base}") \
+    <(context_digest) <([[ -z "${base}" ]] || cat "${IMAGES_DIR}/pipconf/pip.conf") \
+    | sha256sum | cut -c1-32)"
+  if [[ -s "${archive}" && "$(cat "${archive}.key" 2>/dev/null)" == "${key}" ]]; then
+    log "${name}: unchanged, ${archive}"
+  else
+    log "${name}: building ${ref} from ${file} (${args[*]})"
+    rm -f "${archive}" "${archive}.key" "${archive}.size"
+    # One layer on the base (--layers=false): vfs copies a whole root filesystem per layer.
+    "${BUILDAH[@]}" build --isolation chroot --layers=false --pull-never --format oci \
+      --ignorefile "${file}.dockerignore" "${args[@]}" "${volumes[@]}" -f "${file}" -t "${ref}" .
+    "${BUILDAH[@]}" push --quiet "${ref}" "oci-archive:${archive}.part:${ref}"
+    # The archive is the cache; the storage keeps only the bases.
+    "${BUILDAH[@]}" rmi "${ref}" >/dev/null
+    mv "${archive}.part" "${archive}"
+    uncompressed_bytes "${archive}" >"${archive}.size"
+    echo "${key}" >"${archive}.key"
+  fi
+  if ((push)); then
+    log "${name}: pushing ${ref}"
+    skopeo copy "oci-archive:${archive}" "docker://${ref}"
+  fi
+  printf '%-14s %-46s %6s MB unpacked, %6s MB archive  %s\n' "${name}" "${ref}" \
+    "$(($(cat "${archive}.size") / 1000000))" "$(($(stat -c %s "${archive}") / 1000000))" "${archive}"
+}
+
+main() {
+  start=${SECONDS}
+  TORCH_CPU_RESOLVED="${TORCH_CPU}"
+  TORCH_CUDA_RESOLVED="${TORCH_CUDA}"
+  LOCAL_BASE=""
+  if [[ "${BASES}" == local ]]; then
+    log "no registry answers: building on the local Debian bookworm base"
+    LOCAL_BASE="$(local_base)"
+    reachable_index "${TORCH_CPU}" || TORCH_CPU_RESOLVED="${PYPI}"
+    reachable_index "${TORCH_CUDA}" || TORCH_CUDA_RESOLVED="${PYPI}"
+    [[ "${TORCH_CPU_RESOLVED}" == "${TORCH_CPU}" ]] || log "${TORCH_CPU} does not answer: torch from PyPI"
+    case " ${names[*]} " in
+      *" workload-cpu "*) wheelhouse "${LOCAL_BASE}" "${TORCH_CPU_RESOLVED}" "operator workload" ;;
+      *) wheelhouse "${LOCAL_BASE}" "${TORCH_CPU_RESOLVED}" "operator" ;;
+    esac
+    if [[ " ${names[*]} " == *" workload-cuda "* ]]; then
+      wheelhouse "${LOCAL_BASE}" "${TORCH_CUDA_RESOLVED}" "operator workload"
+    fi
+  fi
+  # Containers left by an interrupted build hold whole root filesystems under vfs.
+  "${BUILDAH[@]}" rm --all >/dev/null 2>&1 || true
+
+  echo "image          reference                                      size"
+  for name in "${names[@]}"; do
+    build_one "${name}"
+  done
+  log "done in $((SECONDS - start))s"
+}
+
+main
+exit
+}
