@@ -2,10 +2,11 @@
 # Builds the distgnn images from docker/*.Dockerfile with buildah (no daemon: chroot isolation,
 # vfs storage, as root) and writes each as an OCI archive under ~/.cache/distgnn/images.
 #
-# Usage: hack/build-images.sh [--push] [operator|workload-cpu|workload-cuda ...]
-#   (no name)  build all three images
-#   --push     also copy each archive to its registry reference (skopeo; log in first with
-#              `skopeo login` or `buildah login`)
+# Usage: hack/build-images.sh [--push|--print-references] [operator|workload-cpu|workload-cuda ...]
+#   (no name)           build all three images
+#   --push              also copy each archive to its registry reference (skopeo; log in first
+#                       with `skopeo login` or `buildah login`)
+#   --print-references  print each image's name and reference; build nothing
 #
 # The images are tagged ${DISTGNN_REGISTRY}/operator:${VERSION}, .../workload:${VERSION}-cpu and
 # .../workload:${VERSION}-cuda: the references the chart and the DistGNNJob defaults name.
@@ -46,19 +47,6 @@ DEBIAN_MIRROR="${DISTGNN_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 BASE_PACKAGES="python3,python3-pip,python-is-python3,ca-certificates,passwd"
 
 ALL=(operator workload-cpu workload-cuda)
-push=0
-names=()
-for arg in "$@"; do
-  case "${arg}" in
-    --push) push=1 ;;
-    operator|workload-cpu|workload-cuda) names+=("${arg}") ;;
-    *) echo "usage: $0 [--push] [operator|workload-cpu|workload-cuda ...]" >&2; exit 2 ;;
-  esac
-done
-((${#names[@]})) || names=("${ALL[@]}")
-case "${BASES}" in auto|public|local) ;; *)
-  echo "error: DISTGNN_BASES=${BASES}: use auto, public or local" >&2; exit 2 ;;
-esac
 
 log() { echo "build-images: $*" >&2; }
 
@@ -69,6 +57,24 @@ reference() {
     workload-cuda) echo "${REGISTRY}/workload:${VERSION}-cuda" ;;
   esac
 }
+
+push=0
+names=()
+for arg in "$@"; do
+  case "${arg}" in
+    --push) push=1 ;;
+    --print-references)
+      for name in "${ALL[@]}"; do echo "${name} $(reference "${name}")"; done
+      exit 0 ;;
+    operator|workload-cpu|workload-cuda) names+=("${arg}") ;;
+    *) echo "usage: $0 [--push|--print-references] [operator|workload-cpu|workload-cuda ...]" >&2
+       exit 2 ;;
+  esac
+done
+((${#names[@]})) || names=("${ALL[@]}")
+case "${BASES}" in auto|public|local) ;; *)
+  echo "error: DISTGNN_BASES=${BASES}: use auto, public or local" >&2; exit 2 ;;
+esac
 
 # --- tools: Debian's buildah, skopeo, mmdebstrap (as root; the .debs cached) -------------
 need=()
@@ -134,7 +140,9 @@ local_base() {
 mmdebstrap_base() {
   # essential + python3 and pip; no docs, man pages or locales; pip may install into the
   # system Python as it does in python:3.11-slim (no EXTERNALLY-MANAGED marker).
+  # The merged-usr hook sets /usr up itself: no usrmerge package, which would pull in perl.
   mmdebstrap --quiet --variant=essential --format=tar --include="${BASE_PACKAGES}" \
+    --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
     --dpkgopt='path-exclude=/usr/share/man/*' \
     --dpkgopt='path-exclude=/usr/share/doc/*' \
     --dpkgopt='path-include=/usr/share/doc/*/copyright' \

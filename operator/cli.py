@@ -26,13 +26,14 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
 from distgnn_api.capacity import GIB
 from distgnn_api.capacity_check import spec_shortfalls
 from distgnn_api.contract import EXIT_BAD_INPUT, EXIT_INTERNAL_ERROR, EXIT_OK, partition_key
-from distgnn_api.spec import KIND, DistGNNJob, SpecError, parse_job
+from distgnn_api.spec import KIND, DistGNNJob, ImagesSpec, SpecError, parse_job
 
 DEFAULT_DATA_DIR = Path("distgnn-data")
 DEFAULT_GPU_MEMORY_GIB = 80.0
@@ -212,10 +213,23 @@ def _str_presenter(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
 _BlockDumper.add_representer(str, _str_presenter)
 
 
+def _with_images(job: DistGNNJob, *, cpu: str | None, gpu: str | None) -> DistGNNJob:
+    """The job with ``spec.images`` overridden (e.g. images pushed to your own registry)."""
+    changes = {name: image for name, image in (("cpu", cpu), ("gpu", gpu)) if image is not None}
+    if not changes:
+        return job
+    try:
+        images = ImagesSpec.model_validate({**job.spec.images.model_dump(), **changes})
+    except ValidationError as err:
+        flag = f"--{err.errors()[0]['loc'][0]}-image"
+        raise CliError(f"{flag}: {err.errors()[0]['msg']}; give an image reference") from None
+    return job.model_copy(update={"spec": job.spec.model_copy(update={"images": images})})
+
+
 def cmd_render(args: argparse.Namespace, out: Console) -> int:
     from distgnn_operator.builders import JobContext, build_children
 
-    job = load_job(args.job)
+    job = _with_images(load_job(args.job), cpu=args.cpu_image, gpu=args.gpu_image)
     namespace = args.namespace or job.metadata.namespace or DEFAULT_NAMESPACE
     uid = _render_uid(job, namespace, args.uid)
     ctx = JobContext(name=job.metadata.name, namespace=namespace, uid=uid, spec=job.spec)
@@ -336,6 +350,12 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument(
         "--uid", help="UID to write in ownerReferences (default: a stable placeholder)"
     )
+    for kind, pods in (("cpu", "the partition Job and pods without GPUs"), ("gpu", "GPU pods")):
+        render.add_argument(
+            f"--{kind}-image",
+            metavar="IMAGE",
+            help=f"image of {pods} (default: the job's spec.images.{kind})",
+        )
     render.set_defaults(func=cmd_render)
 
     validate = sub.add_parser(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -55,3 +56,26 @@ def test_operator_image_has_no_torch() -> None:
     assert "torch" not in text.lower().replace("no torch", "")
     assert "'.[workload]'" not in text
     assert "'.[all]'" not in text
+
+
+def test_defaults_name_the_images_the_build_script_tags() -> None:
+    """The chart's operator image and a job's default images are what build-images.sh tags."""
+    import yaml
+
+    from distgnn_api.spec import ImagesSpec
+
+    root = DOCKER_DIR.parent
+    out = subprocess.run(
+        ["bash", str(root / "hack" / "build-images.sh"), "--print-references"],
+        capture_output=True, text=True, check=True,
+        env={k: v for k, v in os.environ.items() if not k.startswith("DISTGNN_")},
+    ).stdout  # fmt: skip
+    tagged = dict(line.split() for line in out.splitlines())
+    chart = yaml.safe_load((root / "charts" / "distgnn" / "Chart.yaml").read_text())
+    values = yaml.safe_load((root / "charts" / "distgnn" / "values.yaml").read_text())
+    operator = f"{values['image']['repository']}:{values['image']['tag'] or chart['appVersion']}"
+    assert tagged == {
+        "operator": operator,
+        "workload-cpu": ImagesSpec().cpu,
+        "workload-cuda": ImagesSpec().gpu,
+    }

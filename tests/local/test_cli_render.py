@@ -123,3 +123,26 @@ def test_the_cli_needs_neither_torch_nor_kopf(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+def test_render_takes_image_overrides(capsys: pytest.CaptureFixture[str]) -> None:
+    cpu, gpu = "registry.example/team/workload:1.0-cpu", "registry.example/team/workload:1.0-cuda"
+    assert main(["render", str(QUICKSTART), "--cpu-image", cpu, "--gpu-image", gpu]) == 0
+    docs = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
+    images = {
+        c["image"]
+        for d in docs
+        if d["kind"] in ("Job", "StatefulSet")
+        for c in d["spec"]["template"]["spec"]["containers"]
+    }
+    assert images == {cpu}  # the quickstart runs on CPU only
+    (config_map,) = [d for d in docs if d["kind"] == "ConfigMap"]
+    config = JobConfig.model_validate_json(config_map["data"][CONFIG_FILE_NAME])
+    assert (config.spec.images.cpu, config.spec.images.gpu) == (cpu, gpu)
+
+
+def test_render_rejects_a_bad_image_naming_the_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["render", str(QUICKSTART), "--gpu-image", " spaced"]) == 2
+    captured = capsys.readouterr()
+    assert "--gpu-image" in captured.err
+    assert captured.out == ""
