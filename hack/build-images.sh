@@ -2,10 +2,12 @@
 # Builds the distgnn images from docker/*.Dockerfile with buildah (no daemon: chroot isolation,
 # vfs storage, as root) and writes each as an OCI archive under ~/.cache/distgnn/images.
 #
-# Usage: hack/build-images.sh [--push|--print-references] [operator|workload-cpu|workload-cuda ...]
+# Usage: hack/build-images.sh [--push|--check|--print-references] [operator|workload-cpu|workload-cuda ...]
 #   (no name)           build all three images
 #   --push              also copy each archive to its registry reference (skopeo; log in first
 #                       with `skopeo login` or `buildah login`)
+#   --check             say of each image whether its archive is current; exit 1 if one is
+#                       not; build nothing
 #   --print-references  print each image's name and reference; build nothing
 #
 # The images are tagged ${DISTGNN_REGISTRY}/operator:${VERSION}, .../workload:${VERSION}-cpu and
@@ -59,15 +61,17 @@ reference() {
 }
 
 push=0
+check=0
 names=()
 for arg in "$@"; do
   case "${arg}" in
     --push) push=1 ;;
+    --check) check=1 ;;
     --print-references)
       for name in "${ALL[@]}"; do echo "${name} $(reference "${name}")"; done
       exit 0 ;;
     operator|workload-cpu|workload-cuda) names+=("${arg}") ;;
-    *) echo "usage: $0 [--push|--print-references] [operator|workload-cpu|workload-cuda ...]" >&2
+    *) echo "usage: $0 [--push|--check|--print-references] [operator|workload-cpu|workload-cuda ...]" >&2
        exit 2 ;;
   esac
 done
@@ -78,10 +82,10 @@ esac
 
 # --- tools: Debian's buildah, skopeo, mmdebstrap (as root; the .debs cached) -------------
 need=()
-for tool in buildah skopeo mmdebstrap; do command -v "${tool}" >/dev/null || need+=("${tool}"); done
-if ((${#need[@]})); then
+for tool in buildah skopeo umoci mmdebstrap; do command -v "${tool}" >/dev/null || need+=("${tool}"); done
+if ((${#need[@]} && ! check)); then
   if [[ "$(id -u)" != 0 ]] || ! command -v apt-get >/dev/null; then
-    echo "error: ${need[*]} missing; install Debian's buildah, skopeo and mmdebstrap packages" >&2
+    echo "error: ${need[*]} missing; install Debian's buildah, skopeo, umoci and mmdebstrap packages" >&2
     exit 1
   fi
   debs="${CACHE_DIR}/apt-archives"
@@ -95,15 +99,21 @@ if ((${#need[@]})); then
 fi
 
 mkdir -p "${IMAGES_DIR}"
-exec 9>"${IMAGES_DIR}/.lock"
-flock 9
+if ((! check)); then
+  exec 9>"${IMAGES_DIR}/.lock"
+  flock 9
+fi
 # A storage of this script's own: vfs needs no kernel overlay support.
 BUILDAH=(buildah --root "${IMAGES_DIR}/storage" --runroot "${IMAGES_DIR}/run" --storage-driver vfs)
 export BUILDAH_ISOLATION=chroot
 
 reachable_registry() {
-  timeout 60 skopeo inspect --retry-times 0 --raw "docker://docker.io/library/${PUBLIC_PYTHON_BASE}" \
-    >/dev/null 2>&1
+  if command -v skopeo >/dev/null; then
+    timeout 60 skopeo inspect --retry-times 0 --raw \
+      "docker://docker.io/library/${PUBLIC_PYTHON_BASE}" >/dev/null 2>&1
+  else
+    [[ "$(curl -s -o /dev/null --max-time 20 -w '%{http_code}' https://registry-1.docker.io/v2/)" != 000 ]]
+  fi
 }
 reachable_index() {
   curl -fsS --max-time 20 -o /dev/null "$1/torch/" 2>/dev/null
@@ -114,27 +124,32 @@ if [[ "${BASES}" == auto ]]; then
 fi
 
 # --- the local Debian base ---------------------------------------------------------------
-local_base() {
-  local key tarball ref ctr
+local_base_ref() {
+  local key
   key="$(printf '%s\n' "${BASE_PACKAGES}" "${DEBIAN_MIRROR}" "$(sed -n '/^mmdebstrap_base()/,/^}/p' "${BASH_SOURCE[0]}")" \
     | sha256sum | cut -c1-12)"
-  tarball="${IMAGES_DIR}/base-bookworm-${key}.tar"
-  ref="localhost/distgnn-base:bookworm-${key}"
+  echo "localhost/distgnn-base:bookworm-${key}"
+}
+
+local_base() {
+  local ref tarball ctr
+  ref="$(local_base_ref)"
+  tarball="${IMAGES_DIR}/base-bookworm-${ref##*-}.tar"
   if [[ ! -s "${tarball}" ]]; then
     log "assembling the Debian bookworm base with mmdebstrap (${BASE_PACKAGES})"
-    rm -f "${IMAGES_DIR}"/base-bookworm-*.tar
+    rm -rf "${IMAGES_DIR}"/base-bookworm-*.tar
     mmdebstrap_base "${tarball}.part"
     mv "${tarball}.part" "${tarball}"
   fi
   if ! "${BUILDAH[@]}" inspect --type image "${ref}" >/dev/null 2>&1; then
     log "importing ${tarball} as ${ref}"
+    "${BUILDAH[@]}" rmi --all >/dev/null 2>&1 || true  # an older base
     ctr="$("${BUILDAH[@]}" from --pull-never scratch)"
     "${BUILDAH[@]}" add "${ctr}" "${tarball}" / >/dev/null
     "${BUILDAH[@]}" config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
       --env LANG=C.UTF-8 --cmd '["python3"]' "${ctr}"
     "${BUILDAH[@]}" commit --rm --format oci "${ctr}" "${ref}" >/dev/null
   fi
-  echo "${ref}"
 }
 
 mmdebstrap_base() {
@@ -153,6 +168,8 @@ mmdebstrap_base() {
     bookworm "$1" "${DEBIAN_MIRROR}"
 }
 
+PIP_CONF=$'[global]\nno-index = true\nfind-links = /wheels\n'
+
 # --- the wheelhouse (local base only) ------------------------------------------------------
 # Every requirement of the three images, downloaded once by the base's own pip so the wheels
 # fit its Python; the builds then install from it with no index (an /etc/xdg/pip/pip.conf
@@ -169,7 +186,7 @@ build = tomllib.load(open(sys.argv[1], "rb"))["build-system"]["requires"]
 extras = [req for extra in sys.argv[2:] for req in project["optional-dependencies"][extra]]
 print("\n".join([*build, *project["dependencies"], *extras]))
 EOF2
-  printf '[global]\nno-index = true\nfind-links = /wheels\n' >"${IMAGES_DIR}/pipconf/pip.conf"
+  printf '%s' "${PIP_CONF}" >"${IMAGES_DIR}/pipconf/pip.conf"
   key="$(cat "${req}/requirements.txt" <(echo "${index}" "${base}") | sha256sum | cut -c1-16)"
   if [[ -f "${dir}/.complete-${key}" ]]; then
     return
@@ -211,11 +228,14 @@ with tarfile.open(sys.argv[1]) as archive:
 EOF
 }
 
-build_one() {
-  local name="$1" ref file archive key args=() volumes=() base="" index=""
+# Sets ref, file, archive, key, args and volumes of one image.
+image_plan() {
+  local name="$1" index="" base=""
   ref="$(reference "${name}")"
   file="docker/${name}.Dockerfile"
   archive="${IMAGES_DIR}/${name}.oci.tar"
+  args=()
+  volumes=()
   case "${name}:${BASES}" in
     operator:public) args=(--build-arg "PYTHON_IMAGE=${PUBLIC_PYTHON_BASE}") ;;
     workload-cpu:public) args=(--build-arg "BASE_IMAGE=${PUBLIC_PYTHON_BASE}") ;;
@@ -229,15 +249,23 @@ build_one() {
   esac
   [[ -n "${index}" ]] && args+=(--build-arg "TORCH_INDEX_URL=${index}")
   if [[ "${BASES}" == local ]]; then
-    base="$("${BUILDAH[@]}" inspect --type image --format '{{.FromImageID}}' "${LOCAL_BASE}")"
+    base="${LOCAL_BASE} ${PIP_CONF}"
     volumes=(-v "${IMAGES_DIR}/wheels:/wheels:ro" -v "${IMAGES_DIR}/pipconf:/etc/xdg/pip:ro")
   fi
-  # What decides the image: its Dockerfile, build context, build arguments and base, and on the
-  # local path the wheelhouse's requirements and pip configuration.
+  # What decides the image: its Dockerfile, build context, build arguments and base (on the
+  # local path: the base's recipe and the wheelhouse's pip configuration).
   key="$(cat "${file}" "${file}.dockerignore" <(echo "${ref}" "${args[*]}" "${base}") \
-    <(context_digest) <([[ -z "${base}" ]] || cat "${IMAGES_DIR}/pipconf/pip.conf") \
-    | sha256sum | cut -c1-32)"
-  if [[ -s "${archive}" && "$(cat "${archive}.key" 2>/dev/null)" == "${key}" ]]; then
+    <(context_digest) | sha256sum | cut -c1-32)"
+}
+
+current() {
+  [[ -s "${archive}" && "$(cat "${archive}.key" 2>/dev/null)" == "${key}" ]]
+}
+
+build_one() {
+  local name="$1" ref file archive key args volumes
+  image_plan "${name}"
+  if current; then
     log "${name}: unchanged, ${archive}"
   else
     log "${name}: building ${ref} from ${file} (${args[*]})"
@@ -245,7 +273,9 @@ build_one() {
     # One layer on the base (--layers=false): vfs copies a whole root filesystem per layer.
     "${BUILDAH[@]}" build --isolation chroot --layers=false --pull-never --format oci \
       --ignorefile "${file}.dockerignore" "${args[@]}" "${volumes[@]}" -f "${file}" -t "${ref}" .
-    "${BUILDAH[@]}" push --quiet "${ref}" "oci-archive:${archive}.part:${ref}"
+    # gzip level 1: compressing GBs of torch at the default level takes minutes more.
+    "${BUILDAH[@]}" push --quiet --compression-format gzip --compression-level 1 \
+      "${ref}" "oci-archive:${archive}.part:${ref}"
     # The archive is the cache; the storage keeps only the bases.
     "${BUILDAH[@]}" rmi "${ref}" >/dev/null
     mv "${archive}.part" "${archive}"
@@ -266,10 +296,21 @@ main() {
   TORCH_CUDA_RESOLVED="${TORCH_CUDA}"
   LOCAL_BASE=""
   if [[ "${BASES}" == local ]]; then
-    log "no registry answers: building on the local Debian bookworm base"
-    LOCAL_BASE="$(local_base)"
+    LOCAL_BASE="$(local_base_ref)"
     reachable_index "${TORCH_CPU}" || TORCH_CPU_RESOLVED="${PYPI}"
     reachable_index "${TORCH_CUDA}" || TORCH_CUDA_RESOLVED="${PYPI}"
+  fi
+  if ((check)); then
+    local stale=0 ref file archive key args volumes
+    for name in "${names[@]}"; do
+      image_plan "${name}"
+      if current; then echo "${name} current"; else echo "${name} stale"; stale=1; fi
+    done
+    return "${stale}"
+  fi
+  if [[ "${BASES}" == local ]]; then
+    log "no registry answers: building on the local Debian bookworm base"
+    local_base
     [[ "${TORCH_CPU_RESOLVED}" == "${TORCH_CPU}" ]] || log "${TORCH_CPU} does not answer: torch from PyPI"
     case " ${names[*]} " in
       *" workload-cpu "*) wheelhouse "${LOCAL_BASE}" "${TORCH_CPU_RESOLVED}" "operator workload" ;;

@@ -1,22 +1,18 @@
 """An OCI image archive (``oci-archive``, as ``hack/build-images.sh`` writes it): its config,
-and its root filesystem unpacked into a directory, layer by layer with the OCI whiteouts.
-
-Layers are streamed out of the archive (no copy of the blobs on disk), and owners, modes and
-links are kept: the directory is what a container runtime would mount as the root.
+and its root filesystem unpacked into a directory by umoci (Debian's package), owners, modes,
+links and whiteouts as a container runtime would apply them.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
+import subprocess
 import tarfile
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import IO, Any
 
-WHITEOUT = ".wh."
-OPAQUE = ".wh..wh..opq"
 REF_NAME = "org.opencontainers.image.ref.name"
 
 
@@ -54,19 +50,28 @@ class OciArchive:
         return len(self._read()[1]["layers"])
 
     def unpack(self, root: Path) -> Path:
-        """Unpack every layer into ``root`` (created; must not exist) and return it."""
-        _, manifest, _ = self._read()
-        root.mkdir(parents=True)
-        with tarfile.open(self.path) as archive:
-            for layer in manifest["layers"]:
-                if not layer["mediaType"].endswith(("tar+gzip", "tar")):
-                    raise ValueError(
-                        f"{self.path}: layer type {layer['mediaType']} is not supported"
-                    )
-                blob = _blob(archive, layer["digest"])
-                gzipped = layer["mediaType"].endswith("gzip")
-                with tarfile.open(fileobj=blob, mode="r|gz" if gzipped else "r|") as tar:
-                    _apply_layer(tar, root)
+        """Unpack the image's root filesystem into ``root`` (must not exist) with umoci, which
+        applies the layers and their whiteouts and keeps owners and modes; return it."""
+        layout = root.with_name(root.name + ".layout")
+        layout.mkdir(parents=True)
+        try:
+            subprocess.run(["tar", "-xf", str(self.path), "-C", str(layout)], check=True)
+            # umoci names the image by a tag of the layout: give the one image a plain one.
+            index_path = layout / "index.json"
+            index = json.loads(index_path.read_text())
+            (descriptor,) = index["manifests"]
+            descriptor.setdefault("annotations", {})[REF_NAME] = "image"
+            index_path.write_text(json.dumps(index))
+            result = subprocess.run(
+                ["umoci", "raw", "unpack", "--image", f"{layout}:image", str(root)],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if result.returncode != 0:
+                raise RuntimeError(f"umoci raw unpack of {self.path} failed:\n{result.stderr}")
+        finally:
+            shutil.rmtree(layout, ignore_errors=True)
         return root
 
 
@@ -79,33 +84,3 @@ def _member(archive: tarfile.TarFile, name: str) -> IO[bytes]:
 
 def _blob(archive: tarfile.TarFile, digest: str) -> IO[bytes]:
     return _member(archive, "blobs/" + digest.replace(":", "/"))
-
-
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    elif path.exists() or path.is_symlink():
-        path.unlink()
-
-
-def _apply_layer(tar: tarfile.TarFile, root: Path) -> None:
-    """Extract one layer over ``root``: a ``.wh.NAME`` entry deletes NAME of the layers below,
-    ``.wh..wh..opq`` empties its directory of what the layers below put there."""
-    added: set[PurePosixPath] = set()
-    for member in tar:
-        rel = PurePosixPath(os.path.normpath(member.name.lstrip("/")))
-        if rel.is_absolute() or ".." in rel.parts:
-            raise ValueError(f"layer entry {member.name!r} leaves the root")
-        target = root / rel
-        if rel.name == OPAQUE:
-            for child in list(target.parent.iterdir()) if target.parent.is_dir() else []:
-                if rel.parent / child.name not in added:
-                    _remove(child)
-            continue
-        if rel.name.startswith(WHITEOUT):
-            _remove(target.parent / rel.name[len(WHITEOUT) :])
-            continue
-        if not (member.isdir() and target.is_dir() and not target.is_symlink()):
-            _remove(target)
-        tar.extract(member, root, numeric_owner=True, filter="fully_trusted")
-        added.add(rel)
