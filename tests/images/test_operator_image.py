@@ -54,6 +54,7 @@ def operator_from_image(
     env = release.operator_env()
     env.update(
         {
+            "KUBECONFIG": KUBECONFIG_INSIDE,
             "DISTGNN_OPERATOR_KUBECONFIG": KUBECONFIG_INSIDE,
             "DISTGNN_OPERATOR_METRICS_PORT": str(metrics_port),
             "DISTGNN_OPERATOR_HEALTH_PORT": str(health_port),
