@@ -33,7 +33,6 @@ set -euo pipefail
 {
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-ROOT="$(pwd)"
 CACHE_DIR="${DISTGNN_CACHE:-${HOME}/.cache/distgnn}"
 IMAGES_DIR="${CACHE_DIR}/images"
 REGISTRY="${DISTGNN_REGISTRY:-ghcr.io/distgnn}"
@@ -271,7 +270,9 @@ build_one() {
     log "${name}: building ${ref} from ${file} (${args[*]})"
     rm -f "${archive}" "${archive}.key" "${archive}.size"
     # One layer on the base (--layers=false): vfs copies a whole root filesystem per layer.
-    "${BUILDAH[@]}" build --isolation chroot --layers=false --pull-never --format oci \
+    # The local base is only in this storage; a public one is pulled when missing.
+    "${BUILDAH[@]}" build --isolation chroot --layers=false --format oci \
+      "--pull=$([[ "${BASES}" == local ]] && echo never || echo false)" \
       --ignorefile "${file}.dockerignore" "${args[@]}" "${volumes[@]}" -f "${file}" -t "${ref}" .
     # gzip level 1: compressing GBs of torch at the default level takes minutes more.
     "${BUILDAH[@]}" push --quiet --compression-format gzip --compression-level 1 \
