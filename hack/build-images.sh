@@ -44,8 +44,9 @@ TORCH_CPU="${TORCH_INDEX_URL_CPU:-https://download.pytorch.org/whl/cpu}"
 TORCH_CUDA="${TORCH_INDEX_URL_CUDA:-https://download.pytorch.org/whl/cu128}"
 PYPI="https://pypi.org/simple"
 DEBIAN_MIRROR="${DISTGNN_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
-# The local base: what python:3.11-slim-bookworm offers (python, pip, useradd), from Debian.
-BASE_PACKAGES="python3,python3-pip,python-is-python3,ca-certificates,passwd"
+# The local base: what python:3.11-slim-bookworm offers (python, pip, useradd, libstdc++ that
+# manylinux wheels such as numpy and torch link against), from Debian.
+BASE_PACKAGES="python3,python3-pip,python-is-python3,ca-certificates,passwd,libstdc++6"
 
 ALL=(operator workload-cpu workload-cuda)
 
