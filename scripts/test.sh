@@ -2,8 +2,8 @@
 # The whole test suite, from a fresh clone on a fresh machine (Python >= 3.11 with pip,
 # Go >= 1.26): a cached virtualenv with '.[dev]', the pinned control plane and Kueue built
 # from Go modules (cached), Debian's prometheus package (apt-get, as root; the .debs cached),
-# the static checks (scripts/lint.sh) and pytest on every tier but gpu (and images, unless
-# DISTGNN_IMAGES_TIER=1). Extra arguments go to pytest. Warm runs skip the install and the build.
+# the static checks (scripts/lint.sh) and pytest on every tier but gpu (images only as root,
+# see the pytest stage). Extra arguments go to pytest. Warm runs skip the install and the build.
 #
 # Environment: DISTGNN_CACHE (default ~/.cache/distgnn), DISTGNN_VENV (default
 # $DISTGNN_CACHE/venv), PYTHON (interpreter that creates the venv, default python3).
@@ -121,9 +121,24 @@ fi
 # --- 5. tests ---------------------------------------------------------------------
 begin "pytest"
 set +e
-# The images tier builds images (as root, GBs) and runs only when asked: DISTGNN_IMAGES_TIER=1
-# (.ci/run decides), with DISTGNN_IMAGES naming which images.
+# The images tier (tests/images) builds images with buildah, which needs root. As root it runs
+# unless DISTGNN_IMAGES_TIER=0: the operator image always (its cold build takes minutes); a
+# workload image when its archive is current for this source (a warm run only unpacks and
+# runs it), or every one with DISTGNN_CI_WORKLOAD_IMAGES=1 (a cold workload build installs
+# torch, GBs, and takes tens of minutes on 2 cores). DISTGNN_IMAGES names the images.
 markers="not gpu"
+if [[ -z "${DISTGNN_IMAGES_TIER:-}" && "$(id -u)" == 0 ]]; then
+  images=(operator)
+  while read -r name state; do
+    if [[ "${state}" == current || "${DISTGNN_CI_WORKLOAD_IMAGES:-0}" == 1 ]]; then
+      images+=("${name}")
+    fi
+  done < <(bash hack/build-images.sh --check workload-cpu workload-cuda || true)
+  DISTGNN_IMAGES_TIER=1
+  DISTGNN_IMAGES="${DISTGNN_IMAGES:-$(IFS=,; echo "${images[*]}")}"
+  export DISTGNN_IMAGES
+  echo "images tier: ${DISTGNN_IMAGES}"
+fi
 [[ "${DISTGNN_IMAGES_TIER:-0}" == 1 ]] || markers+=" and not images"
 "${PY}" -P -m pytest -m "${markers}" "$@"
 code=$?
