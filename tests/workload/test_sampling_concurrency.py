@@ -48,7 +48,9 @@ def test_captures_from_several_threads_run_one_at_a_time(monkeypatch: pytest.Mon
     most = 0
     guard = threading.Lock()
 
-    def slow_failing_capture(padded: torch.Tensor, num_seeds: int) -> Any:
+    def slow_failing_capture(
+        padded: torch.Tensor, num_seeds: int, exclude: torch.Tensor | None
+    ) -> Any:
         nonlocal inside, most
         with guard:
             inside += 1
