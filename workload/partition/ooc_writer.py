@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from distgnn_api.contract import PARTITION_FORMAT_VERSION
 from distgnn_api.spec import PartitionSpec
 from distgnn_workload.data.errors import DatasetError
 from distgnn_workload.data.graph import index_dtype
@@ -46,7 +45,7 @@ from distgnn_workload.partition.store import (
     is_complete,
     part_dir_name,
 )
-from distgnn_workload.partition.writer import NpyWriter, balance, save_array
+from distgnn_workload.partition.writer import NpyWriter, meta_record, save_array
 
 log = logging.getLogger(__name__)
 
@@ -168,31 +167,7 @@ def _write(
             )
         )
     report(1.0)
-    edge_cut = sum(s.num_cut_edges for s in stats) // 2
-    und = e // 2
-    return {
-        "format_version": PARTITION_FORMAT_VERSION,
-        "name": graph.name,
-        "num_nodes": n,
-        "num_edges": e,
-        "num_undirected_edges": und,
-        "num_features": graph.num_features,
-        "num_classes": graph.num_classes,
-        "num_partitions": k,
-        "offsets": offsets.tolist(),
-        "edge_cut": edge_cut,
-        "edge_cut_fraction": edge_cut / und if und else 0.0,
-        "index_dtype": idx.name,
-        "num_train_nodes": int(np.count_nonzero(graph.train_mask)),
-        "num_val_nodes": int(np.count_nonzero(graph.val_mask)),
-        "num_test_nodes": int(np.count_nonzero(graph.test_mask)),
-        "partitions": [s.__dict__ for s in stats],
-        "balance": {
-            "nodes": balance(np.array([s.num_nodes for s in stats])),
-            "train_nodes": balance(np.array([s.num_train for s in stats])),
-            "edges": balance(np.array([s.num_edges for s in stats])),
-        },
-    }
+    return meta_record(graph, n, e, e // 2, offsets, idx, stats)
 
 
 def _write_topology(

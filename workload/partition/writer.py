@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -298,8 +298,38 @@ def _write_store(
     if progress:
         progress(1.0)
 
+    return meta_record(graph, n, e, graph.num_undirected_edges, offsets, idx, stats)
+
+
+class MetaSource(Protocol):
+    """What a store's META.json record reads of the graph it partitioned."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def num_features(self) -> int: ...
+    @property
+    def num_classes(self) -> int: ...
+    @property
+    def train_mask(self) -> npt.NDArray[np.bool_]: ...
+    @property
+    def val_mask(self) -> npt.NDArray[np.bool_]: ...
+    @property
+    def test_mask(self) -> npt.NDArray[np.bool_]: ...
+
+
+def meta_record(
+    graph: MetaSource,
+    n: int,
+    e: int,
+    und: int,
+    offsets: npt.NDArray[Any],
+    idx: np.dtype[Any],
+    stats: list[PartitionStats],
+) -> dict[str, Any]:
+    """The META.json record of a homogeneous store (in-memory and out-of-core writers)."""
+    k = len(stats)
     edge_cut = sum(s.num_cut_edges for s in stats) // 2
-    und = graph.num_undirected_edges
     return {
         "format_version": PARTITION_FORMAT_VERSION,
         "name": graph.name,
