@@ -76,6 +76,28 @@ def wait_for(sup: Supervisor, names: Sequence[str], timeout: float) -> str:
     return "hung"
 
 
+def run_side_by_side(steps: Sequence[Sequence[ProcessSpec]], timeout: float) -> str:
+    """Run several jobs' process lists at once (e.g. the partition steps of stores built side
+    by side), one supervisor each, as their processes share names; 'ok', or the first
+    other status of :func:`wait_for` within ``timeout`` seconds for all of them."""
+    t0 = time.perf_counter()
+    sups = [Supervisor(grace_period_s=5) for _ in steps]
+    status = "ok"
+    try:
+        for sup, processes in zip(sups, steps, strict=True):
+            for spec in processes:
+                sup.start(spec)
+        for sup, processes in zip(sups, steps, strict=True):
+            left = timeout - (time.perf_counter() - t0)
+            status = wait_for(sup, [spec.name for spec in processes], max(left, 0.0))
+            if status != "ok":
+                break
+    finally:
+        for sup in sups:
+            sup.stop()
+    return status
+
+
 def log_tail(path: Path, lines: int = 25) -> str:
     """The last ``lines`` of a process's log, warnings left out."""
     text = path.read_text(errors="replace").splitlines() if path.exists() else []

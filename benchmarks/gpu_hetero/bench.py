@@ -56,7 +56,7 @@ from job_run import (  # noqa: E402
     epoch_figures,
     log_tail,
     run_processes,
-    wait_for,
+    run_side_by_side,
 )
 from ours_edges import sampled_edges_per_seed  # noqa: E402
 from records import emit  # noqa: E402
@@ -64,7 +64,6 @@ from run_config import RunConfig, parse_run  # noqa: E402
 from summary import summarise, table  # noqa: E402
 
 from distgnn_api import contract as c  # noqa: E402
-from distgnn_operator.local.supervisor import Supervisor  # noqa: E402
 
 DEFAULT_RUNS = [
     "worker-1-bf16",
@@ -137,21 +136,7 @@ def build_stores(args: argparse.Namespace, configs: list[RunConfig]) -> dict[int
         else:
             pending.append((gpus, partition_plan(spec, args, args.work_dir / f"partition-{gpus}")))
     t0 = time.perf_counter()
-    # one supervisor per step: the steps' processes have the same names
-    sups = [Supervisor(grace_period_s=5) for _ in pending]
-    status = "ok"
-    try:
-        for sup, (_, job) in zip(sups, pending, strict=True):
-            for s in job.partition:
-                sup.start(s)
-        for sup, (_, job) in zip(sups, pending, strict=True):
-            left = args.partition_timeout - (time.perf_counter() - t0)
-            status = wait_for(sup, [s.name for s in job.partition], max(left, 0.0))
-            if status != "ok":
-                break
-    finally:
-        for sup in sups:
-            sup.stop()
+    status = run_side_by_side([job.partition for _, job in pending], args.partition_timeout)
     for gpus, job in pending:
         record: dict[str, Any] = {
             "bench": "hetero_data",

@@ -42,7 +42,7 @@ sys.path[:0] = [
     str(REPO / "benchmarks" / "gpu"),
 ]
 
-from job_run import log_tail, run_processes, wait_for  # noqa: E402
+from job_run import log_tail, run_processes, run_side_by_side  # noqa: E402
 from link_run import STATS_FILE, job_spec, link_figures, partition_plan, plan  # noqa: E402
 from records import emit  # noqa: E402
 from run_config import RunConfig, parse_run  # noqa: E402
@@ -50,7 +50,6 @@ from summary import summarise, table  # noqa: E402
 
 from distgnn_api import contract as c  # noqa: E402
 from distgnn_operator.local.job_plan import UnsupportedJobError, check_supported  # noqa: E402
-from distgnn_operator.local.supervisor import Supervisor  # noqa: E402
 from distgnn_workload.sampling.seed_edges import LinkLayout  # noqa: E402
 
 DEFAULT_RUNS = ["worker-1-bf16", "worker-2-bf16", "server-1-bf16", "server-2-bf16"]
@@ -110,20 +109,7 @@ def build_stores(args: argparse.Namespace, configs: list[RunConfig]) -> dict[int
         else:
             pending.append((gpus, partition_plan(spec, args, args.work_dir / f"partition-{gpus}")))
     t0 = time.perf_counter()
-    sups = [Supervisor(grace_period_s=5) for _ in pending]
-    status = "ok"
-    try:
-        for sup, (_, job) in zip(sups, pending, strict=True):
-            for s in job.partition:
-                sup.start(s)
-        for sup, (_, job) in zip(sups, pending, strict=True):
-            left = args.partition_timeout - (time.perf_counter() - t0)
-            status = wait_for(sup, [s.name for s in job.partition], max(left, 0.0))
-            if status != "ok":
-                break
-    finally:
-        for sup in sups:
-            sup.stop()
+    status = run_side_by_side([job.partition for _, job in pending], args.partition_timeout)
     for gpus, job in pending:
         record: dict[str, Any] = {
             "bench": "link_data",
