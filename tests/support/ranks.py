@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 import torch.distributed as dist
 
 
 def leave_group(*, finished: bool = True) -> None:
-    """Destroy the default group, after a barrier when this rank ``finished`` its work.
+    """Destroy the default group; a rank that ``finished`` its work then exits at once.
 
     Without the barrier, a rank that tears gloo down while its peer's last collective is
     still in flight can abort the peer ("terminate called without an active exception").
-    A rank leaving on an error skips the barrier: its peer may never reach it.
+    Even after it, gloo's C++ destructors at interpreter exit can abort a finished rank
+    the same way, so a finished rank (its results already written) leaves through
+    ``os._exit(0)``, past those destructors. A rank leaving on an error skips both: its
+    peer may never reach the barrier, and its exception must reach the spawning test.
     """
-    if finished:
-        dist.barrier()
+    if not finished:
+        dist.destroy_process_group()
+        return
+    dist.barrier()
     dist.destroy_process_group()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
