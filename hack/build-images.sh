@@ -4,17 +4,19 @@
 #
 # Usage: hack/build-images.sh [--push|--check|--print-references] [operator|workload-cpu|workload-cuda ...]
 #   (no name)           build all three images
-#   --push              also copy each archive to its registry reference (skopeo; log in first
-#                       with `skopeo login` or `buildah login`)
+#   --push              also copy each archive to its registry reference (skopeo copy; log in
+#                       first with `skopeo login`) and print the pushed digest
 #   --check             say of each image whether its archive is current; exit 1 if one is
 #                       not; build nothing
 #   --print-references  print each image's name and reference; build nothing
 #
 # The images are tagged ${DISTGNN_REGISTRY}/operator:${VERSION}, .../workload:${VERSION}-cpu and
-# .../workload:${VERSION}-cuda: the references the chart and the DistGNNJob defaults name.
+# .../workload:${VERSION}-cuda: the references the chart and the DistGNNJob defaults name. The
+# registry is where an image goes, not what it is: an archive built for one registry is pushed
+# to another (DISTGNN_REGISTRY=... --push) without a rebuild.
 #
 # Bases: where a registry answers, the Dockerfiles' own bases (python:3.11-slim-bookworm and
-# the pytorch/pytorch CUDA runtime) and torch indexes. Where none does, a Debian bookworm base
+# the pytorch/pytorch CUDA runtime, fully qualified: docker.io/...) and torch indexes. Where none does, a Debian bookworm base
 # with python3 and pip, assembled here by mmdebstrap from Debian's packages, and torch from PyPI
 # when the torch index does not answer (PyPI's Linux torch is its CUDA build, so both workload
 # images then hold CUDA torch). On that path the Python wheels are downloaded once into a
@@ -26,7 +28,11 @@
 #
 # Environment: DISTGNN_CACHE (default ~/.cache/distgnn), DISTGNN_REGISTRY (default
 # ghcr.io/distgnn), DISTGNN_IMAGE_VERSION (default the chart's appVersion), DISTGNN_BASES
-# (auto|public|local, default auto), TORCH_INDEX_URL_CPU, TORCH_INDEX_URL_CUDA.
+# (auto|public|local, default auto), TORCH_INDEX_URL_CPU (default
+# https://download.pytorch.org/whl/cpu), TORCH_INDEX_URL_CUDA (default .../whl/cu128): the
+# workload images' TORCH_INDEX_URL build argument; DISTGNN_PUSH_TLS_VERIFY (true|false, default
+# true): false lets --push use a registry that speaks plain HTTP or has a self-signed
+# certificate (skopeo copy --dest-tls-verify=false), such as a test registry on localhost.
 set -euo pipefail
 # One compound command: bash reads the whole file before running it, so editing the file
 # during a build is safe.
@@ -35,11 +41,15 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 CACHE_DIR="${DISTGNN_CACHE:-${HOME}/.cache/distgnn}"
 IMAGES_DIR="${CACHE_DIR}/images"
-REGISTRY="${DISTGNN_REGISTRY:-ghcr.io/distgnn}"
+DEFAULT_REGISTRY="ghcr.io/distgnn"
+REGISTRY="${DISTGNN_REGISTRY:-${DEFAULT_REGISTRY}}"
 VERSION="${DISTGNN_IMAGE_VERSION:-$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' charts/distgnn/Chart.yaml)}"
 BASES="${DISTGNN_BASES:-auto}"
-PUBLIC_PYTHON_BASE="python:3.11-slim-bookworm"
-PUBLIC_CUDA_BASE="pytorch/pytorch:2.7.1-cuda12.8-cudnn9-runtime"
+PUSH_TLS_VERIFY="${DISTGNN_PUSH_TLS_VERIFY:-true}"
+# Fully qualified: buildah resolves a short name only through registries.conf, and Debian's
+# defines an alias for python but none for pytorch/pytorch and no search registries.
+PUBLIC_PYTHON_BASE="docker.io/library/python:3.11-slim-bookworm"
+PUBLIC_CUDA_BASE="docker.io/pytorch/pytorch:2.7.1-cuda12.8-cudnn9-runtime"
 TORCH_CPU="${TORCH_INDEX_URL_CPU:-https://download.pytorch.org/whl/cpu}"
 TORCH_CUDA="${TORCH_INDEX_URL_CUDA:-https://download.pytorch.org/whl/cu128}"
 PYPI="https://pypi.org/simple"
@@ -52,11 +62,13 @@ ALL=(operator workload-cpu workload-cuda)
 
 log() { echo "build-images: $*" >&2; }
 
+# reference NAME [REGISTRY]
 reference() {
+  local registry="${2:-${REGISTRY}}"
   case "$1" in
-    operator) echo "${REGISTRY}/operator:${VERSION}" ;;
-    workload-cpu) echo "${REGISTRY}/workload:${VERSION}-cpu" ;;
-    workload-cuda) echo "${REGISTRY}/workload:${VERSION}-cuda" ;;
+    operator) echo "${registry}/operator:${VERSION}" ;;
+    workload-cpu) echo "${registry}/workload:${VERSION}-cpu" ;;
+    workload-cuda) echo "${registry}/workload:${VERSION}-cuda" ;;
   esac
 }
 
@@ -78,6 +90,9 @@ done
 ((${#names[@]})) || names=("${ALL[@]}")
 case "${BASES}" in auto|public|local) ;; *)
   echo "error: DISTGNN_BASES=${BASES}: use auto, public or local" >&2; exit 2 ;;
+esac
+case "${PUSH_TLS_VERIFY}" in true|false) ;; *)
+  echo "error: DISTGNN_PUSH_TLS_VERIFY=${PUSH_TLS_VERIFY}: use true or false" >&2; exit 2 ;;
 esac
 
 # --- tools: Debian's buildah, skopeo, mmdebstrap (as root; the .debs cached) -------------
@@ -110,7 +125,7 @@ export BUILDAH_ISOLATION=chroot
 reachable_registry() {
   if command -v skopeo >/dev/null; then
     timeout 60 skopeo inspect --retry-times 0 --raw \
-      "docker://docker.io/library/${PUBLIC_PYTHON_BASE}" >/dev/null 2>&1
+      "docker://${PUBLIC_PYTHON_BASE}" >/dev/null 2>&1
   else
     [[ "$(curl -s -o /dev/null --max-time 20 -w '%{http_code}' https://registry-1.docker.io/v2/)" != 000 ]]
   fi
@@ -253,8 +268,10 @@ image_plan() {
     volumes=(-v "${IMAGES_DIR}/wheels:/wheels:ro" -v "${IMAGES_DIR}/pipconf:/etc/xdg/pip:ro")
   fi
   # What decides the image: its Dockerfile, build context, build arguments and base (on the
-  # local path: the base's recipe and the wheelhouse's pip configuration).
-  key="$(cat "${file}" "${file}.dockerignore" <(echo "${ref}" "${args[*]}" "${base}") \
+  # local path: the base's recipe and the wheelhouse's pip configuration), and its name and
+  # version, not the registry it is pushed to (the name is taken under the default registry).
+  key="$(cat "${file}" "${file}.dockerignore" \
+    <(echo "$(reference "${name}" "${DEFAULT_REGISTRY}")" "${args[*]}" "${base}") \
     <(context_digest) | sha256sum | cut -c1-32)"
 }
 
@@ -286,7 +303,10 @@ build_one() {
   fi
   if ((push)); then
     log "${name}: pushing ${ref}"
-    skopeo copy "oci-archive:${archive}" "docker://${ref}"
+    skopeo copy --quiet --dest-tls-verify="${PUSH_TLS_VERIFY}" --digestfile "${archive}.pushed" \
+      "oci-archive:${archive}" "docker://${ref}"
+    log "${name}: pushed ${ref}@$(cat "${archive}.pushed")"
+    rm -f "${archive}.pushed"
   fi
   printf '%-14s %-46s %6s MB unpacked, %6s MB archive  %s\n' "${name}" "${ref}" \
     "$(($(cat "${archive}.size") / 1000000))" "$(($(stat -c %s "${archive}") / 1000000))" "${archive}"

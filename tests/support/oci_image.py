@@ -37,6 +37,18 @@ class OciArchive:
         return str(descriptor.get("annotations", {}).get(REF_NAME, ""))
 
     @property
+    def manifest_digest(self) -> str:
+        """The digest of the image's manifest: what a registry names the pushed image by."""
+        descriptor, _, _ = self._read()
+        return str(descriptor["digest"])
+
+    @property
+    def blob_digests(self) -> list[str]:
+        """The digests of the image's config and its layers, in the manifest's order."""
+        _, manifest, _ = self._read()
+        return [manifest["config"]["digest"], *(layer["digest"] for layer in manifest["layers"])]
+
+    @property
     def config(self) -> dict[str, Any]:
         """The image config's ``config`` object: User, Env, Entrypoint, Cmd, WorkingDir."""
         return dict(self._read()[2].get("config", {}))
