@@ -33,6 +33,7 @@ from tests.support.image_run import IMAGE_UID, Bind, ImageRoot
 pytestmark = [pytest.mark.images, pytest.mark.timeout(3600)]
 
 KUBECONFIG_INSIDE = "/etc/distgnn/kubeconfig"
+OPERATOR_MAX_BYTES = 250_000_000  # MB as the build script prints them: 10^6 bytes
 
 
 @pytest.fixture(scope="module")
@@ -91,6 +92,13 @@ def test_operator_image_is_lean_and_non_root(operator_root: ImageRoot) -> None:
     installed_names = {p.name.split("-")[0].lower() for s in site for p in s.iterdir()}
     assert "kopf" in installed_names
     assert not {"torch", "torch_geometric", "pymetis"} & installed_names, installed_names
+
+
+def test_operator_image_is_under_250_mb(tmp_path: Path) -> None:
+    from tests.images.conftest import build_image
+
+    size = build_image("operator", tmp_path).unpacked_bytes
+    assert size < OPERATOR_MAX_BYTES, f"the operator image unpacks to {size / 1e6:.1f} MB"
 
 
 def test_operator_image_runs_a_job_as_the_chart_deploys_it(

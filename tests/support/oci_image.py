@@ -9,6 +9,7 @@ import json
 import shutil
 import subprocess
 import tarfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -47,6 +48,19 @@ class OciArchive:
         """The digests of the image's config and its layers, in the manifest's order."""
         _, manifest, _ = self._read()
         return [manifest["config"]["digest"], *(layer["digest"] for layer in manifest["layers"])]
+
+    @property
+    def unpacked_bytes(self) -> int:
+        """The size of the image's layers uncompressed (what ``hack/build-images.sh`` reports
+        as "MB unpacked"): the tar streams a runtime applies."""
+        _, manifest, _ = self._read()
+        total = 0
+        with tarfile.open(self.path) as archive:
+            for layer in manifest["layers"]:
+                stream, inflate = _blob(archive, layer["digest"]), zlib.decompressobj(31)
+                while chunk := stream.read(1 << 20):
+                    total += len(inflate.decompress(chunk))
+        return total
 
     @property
     def config(self) -> dict[str, Any]:
