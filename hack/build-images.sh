@@ -2,13 +2,15 @@
 # Builds the distgnn images from docker/*.Dockerfile with buildah (no daemon: chroot isolation,
 # vfs storage, as root) and writes each as an OCI archive under ~/.cache/distgnn/images.
 #
-# Usage: hack/build-images.sh [--push|--check|--print-references] [operator|workload-cpu|workload-cuda ...]
+# Usage: hack/build-images.sh [--push|--check|--print-references|--print-build-args] [operator|workload-cpu|workload-cuda ...]
 #   (no name)           build all three images
 #   --push              also copy each archive to its registry reference (skopeo copy; log in
 #                       first with `skopeo login`) and print the pushed digest
 #   --check             say of each image whether its archive is current; exit 1 if one is
 #                       not; build nothing
 #   --print-references  print each image's name and reference; build nothing
+#   --print-build-args  print each image's name, reference, Dockerfile and build arguments as
+#                       this run would build it (`docker build` takes the same); build nothing
 #
 # The images are tagged ${DISTGNN_REGISTRY}/operator:${VERSION}, .../workload:${VERSION}-cpu and
 # .../workload:${VERSION}-cuda: the references the chart and the DistGNNJob defaults name. The
@@ -74,16 +76,18 @@ reference() {
 
 push=0
 check=0
+print_args=0
 names=()
 for arg in "$@"; do
   case "${arg}" in
     --push) push=1 ;;
     --check) check=1 ;;
+    --print-build-args) print_args=1 check=1 ;;  # like --check: installs and builds nothing
     --print-references)
       for name in "${ALL[@]}"; do echo "${name} $(reference "${name}")"; done
       exit 0 ;;
     operator|workload-cpu|workload-cuda) names+=("${arg}") ;;
-    *) echo "usage: $0 [--push|--check|--print-references] [operator|workload-cpu|workload-cuda ...]" >&2
+    *) echo "usage: $0 [--push|--check|--print-references|--print-build-args] [operator|workload-cpu|workload-cuda ...]" >&2
        exit 2 ;;
   esac
 done
@@ -321,6 +325,14 @@ main() {
     LOCAL_BASE="$(local_base_ref)"
     reachable_index "${TORCH_CPU}" || TORCH_CPU_RESOLVED="${PYPI}"
     reachable_index "${TORCH_CUDA}" || TORCH_CUDA_RESOLVED="${PYPI}"
+  fi
+  if ((print_args)); then
+    local ref file archive key args volumes
+    for name in "${names[@]}"; do
+      image_plan "${name}"
+      echo "${name} ${ref} -f ${file} ${args[*]}"
+    done
+    return 0
   fi
   if ((check)); then
     local stale=0 ref file archive key args volumes

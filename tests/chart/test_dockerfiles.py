@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -17,6 +18,7 @@ EXTRAS = {
     "workload-cpu.Dockerfile": "workload",
     "workload-cuda.Dockerfile": "workload",
 }
+IMAGES = ("operator", "workload-cpu", "workload-cuda")
 
 
 def test_the_three_images_exist() -> None:
@@ -79,3 +81,45 @@ def test_defaults_name_the_images_the_build_script_tags() -> None:
         "workload-cpu": ImagesSpec().cpu,
         "workload-cuda": ImagesSpec().gpu,
     }
+
+
+def _script_output(*args: str, **env: str) -> str:
+    root = DOCKER_DIR.parent
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("DISTGNN_", "TORCH_INDEX"))}
+    return subprocess.run(
+        ["bash", str(root / "hack" / "build-images.sh"), *args],
+        capture_output=True, text=True, check=True, env={**clean, **env}, timeout=60,
+    ).stdout  # fmt: skip
+
+
+def test_readme_push_commands_are_what_the_build_script_does() -> None:
+    """The README's commands: one build-images.sh --push per image, and the Docker builds
+    that are exactly the script's public-base builds (Dockerfile, build arguments, tag)."""
+    registry = "registry.example.com/team"
+    readme = (DOCKER_DIR.parent / "README.md").read_text()
+    pushes = re.findall(rf"^DISTGNN_REGISTRY={registry} hack/build-images.sh --push (\S+)$",
+                        readme, re.MULTILINE)  # fmt: skip
+    assert sorted(pushes) == sorted(IMAGES), pushes
+    planned = _script_output(
+        "--print-build-args", DISTGNN_BASES="public", DISTGNN_REGISTRY=registry
+    )
+    docker = {}
+    for line in re.findall(r"^docker build .*$", readme, re.MULTILINE):
+        build, _, push = line.partition(" && ")
+        words = shlex.split(build)
+        tag = words[words.index("-t") + 1]
+        assert shlex.split(push) == ["docker", "push", tag], line
+        dockerfile = words[words.index("-f") + 1]
+        build_args = [w for i, w in enumerate(words) if i and words[i - 1] == "--build-arg"]
+        name = Path(dockerfile).name.removesuffix(".Dockerfile")
+        docker[name] = [tag, "-f", dockerfile, *(f"--build-arg {a}" for a in build_args)]
+        assert words[-1] == ".", f"{line}: the build context is the repository root"
+    script = {}
+    for line in planned.splitlines():
+        name, ref, *rest = line.split(" ")
+        build_args = [rest[i + 1] for i, w in enumerate(rest) if w == "--build-arg"]
+        script[name] = [ref, *rest[:2], *(f"--build-arg {a}" for a in build_args)]
+    assert docker == script
+    # The helm line names the operator's repository; its default tag is the script's tag.
+    operator_repository, _ = script["operator"][0].rsplit(":", 1)
+    assert f"--set image.repository={operator_repository}" in readme
