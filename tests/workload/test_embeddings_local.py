@@ -115,7 +115,7 @@ def test_row_sparse_adam_is_torch_sparse_adam() -> None:
         ((ref(ids) - target[ids]) ** 2).sum().backward()
         opt.step()  # type: ignore[no-untyped-call]
     assert torch.allclose(table.weight, ref.weight.detach(), rtol=1e-6, atol=1e-7)
-    assert table.stats.rows_updated == sum(torch.unique(i).numel() for i in lookups)
+    assert table.stats.as_dict()["rows_updated"] == sum(torch.unique(i).numel() for i in lookups)
 
 
 def test_row_sparse_adagrad_is_torch_adagrad_on_sparse_gradients() -> None:

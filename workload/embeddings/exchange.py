@@ -16,7 +16,7 @@ With one rank nothing is sent: rows are read from the local shard.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 import torch
 import torch.distributed as dist
@@ -45,13 +45,37 @@ class ExchangeStats:
     """Rows of this rank's shard read to serve lookups (its own included)."""
     rows_updated: int = 0
     """Rows of this rank's shard the optimizer updated."""
+    _pending: dict[str, Tensor] = field(default_factory=dict, init=False, repr=False, compare=False)
+    """Counts still on the device (a step adds them without reading them back)."""
+
+    def add(self, name: str, value: Tensor) -> None:
+        """Add the 0-d device count ``value`` to field ``name`` when next read (:meth:`flush`)."""
+        pending = self._pending.get(name)
+        self._pending[name] = value if pending is None else pending + value
+
+    def flush(self) -> None:
+        """Read the counts still on the device into the fields (one copy for all of them)."""
+        if not self._pending:
+            return
+        names = list(self._pending)
+        values = torch.stack([self._pending[k].to(torch.int64) for k in names])
+        self._pending = {}
+        for name, value in zip(
+            names, host_copy(values, "the embedding counts").tolist(), strict=True
+        ):
+            setattr(self, name, getattr(self, name) + int(value))
 
     def reset(self) -> None:
+        self._pending = {}
         for f in fields(self):
-            setattr(self, f.name, 0)
+            if not f.name.startswith("_"):
+                setattr(self, f.name, 0)
 
     def as_dict(self) -> dict[str, int]:
-        return {f.name: int(getattr(self, f.name)) for f in fields(self)}
+        self.flush()
+        return {
+            f.name: int(getattr(self, f.name)) for f in fields(self) if not f.name.startswith("_")
+        }
 
 
 @dataclass(frozen=True)

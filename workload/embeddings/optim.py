@@ -9,6 +9,11 @@ that a step does not touch stay as they are. A table's step count advances on ev
 which it was looked up (on any rank), as torch's counts advance for a table that has a
 gradient. Every operation is elementwise on distinct rows, in a fixed order: a step is
 deterministic.
+
+The touched rows come at a fixed capacity, their number on the device
+(:class:`~.table.Touched`): the update runs over every slot, the slots past the count
+repeating the last row with its gradient, so each row is written with one value; a step
+that touched no row writes every slot's old values back. Nothing is read back to the host.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import torch
 from torch import Tensor
 
 from distgnn_workload.embeddings.exchange import host_copy
-from distgnn_workload.embeddings.table import ShardedEmbedding
+from distgnn_workload.embeddings.table import ShardedEmbedding, Touched
 from distgnn_workload.runtime.transfers import to_device
 
 
@@ -54,8 +59,8 @@ class RowSparseOptimizer(ABC):
     def _new_state(self, table: ShardedEmbedding) -> TableState: ...
 
     @abstractmethod
-    def _update(self, table: ShardedEmbedding, rows: Tensor, grad: Tensor, st: TableState) -> None:
-        """Apply one step to the distinct local ``rows`` with summed gradients ``grad``."""
+    def _update(self, table: ShardedEmbedding, touched: Touched, st: TableState) -> None:
+        """Apply one step to the touched rows (see :func:`_put` for the padding slots)."""
 
     def hyper(self) -> dict[str, float]:
         return {"lr": self.lr}
@@ -64,15 +69,14 @@ class RowSparseOptimizer(ABC):
     def step(self) -> None:
         """Collect each table's row gradients and update the rows it owns. Collective."""
         for table in self.tables:
-            reduced = table.reduce_grads()
-            if reduced is None:
+            touched = table.reduce_touched()
+            if touched is None:
                 continue
-            rows, grad = reduced
             st = self.state[table.node_type]
             st.step += 1
-            if rows.numel():
-                self._update(table, rows, grad, st)
-            table.exchange.stats.rows_updated += rows.numel()
+            if touched.rows.numel():
+                self._update(table, touched, st)
+                table.exchange.stats.add("rows_updated", touched.count)
 
     def zero_grad(self) -> None:
         """Drop the gradients of lookups not yet stepped (every rank must do the same)."""
@@ -149,23 +153,25 @@ class RowSparseAdam(RowSparseOptimizer):
         zeros = torch.zeros_like(table.weight)
         return TableState(rows={"exp_avg": zeros, "exp_avg_sq": zeros.clone()})
 
-    def _update(self, table: ShardedEmbedding, rows: Tensor, grad: Tensor, st: TableState) -> None:
+    def _update(self, table: ShardedEmbedding, touched: Touched, st: TableState) -> None:
         beta1, beta2 = self.betas
+        rows, grad, any_rows = touched.rows, touched.grad, touched.count > 0
         exp_avg, exp_avg_sq = st.rows["exp_avg"], st.rows["exp_avg_sq"]
         # old <- b * old + (1 - b) * new, written old + (1 - b) * (new - old) as torch does
         old_avg = exp_avg[rows]
         avg_update = grad.sub(old_avg).mul_(1 - beta1)
-        exp_avg[rows] = old_avg + avg_update
+        _put(exp_avg, rows, old_avg + avg_update, old_avg, any_rows)
         old_sq = exp_avg_sq[rows]
         sq_update = grad.pow(2).sub_(old_sq).mul_(1 - beta2)
-        exp_avg_sq[rows] = old_sq + sq_update
+        _put(exp_avg_sq, rows, old_sq + sq_update, old_sq, any_rows)
         numer = avg_update.add_(old_avg)
         denom = sq_update.add_(old_sq).sqrt_().add_(self.eps)
         bias1 = 1 - beta1**st.step
         bias2 = 1 - beta2**st.step
         step_size = self.lr * math.sqrt(bias2) / bias1
         w = table.weight
-        w[rows] = w[rows] + (-step_size * numer.div_(denom))
+        old_w = w[rows]
+        _put(w, rows, old_w + (-step_size * numer.div_(denom)), old_w, any_rows)
 
 
 class RowSparseAdagrad(RowSparseOptimizer):
@@ -197,11 +203,23 @@ class RowSparseAdagrad(RowSparseOptimizer):
     def _new_state(self, table: ShardedEmbedding) -> TableState:
         return TableState(rows={"sum": torch.full_like(table.weight, self.initial)})
 
-    def _update(self, table: ShardedEmbedding, rows: Tensor, grad: Tensor, st: TableState) -> None:
+    def _update(self, table: ShardedEmbedding, touched: Touched, st: TableState) -> None:
+        rows, grad, any_rows = touched.rows, touched.grad, touched.count > 0
         clr = self.lr / (1 + (st.step - 1) * self.lr_decay)
         acc = st.rows["sum"]
-        total = acc[rows] + grad.pow(2)
-        acc[rows] = total
+        old_acc = acc[rows]
+        total = old_acc + grad.pow(2)
+        _put(acc, rows, total, old_acc, any_rows)
         std = total.sqrt().add_(self.eps)
         w = table.weight
-        w[rows] = torch.add(w[rows], grad / std, alpha=-clr)
+        old_w = w[rows]
+        _put(w, rows, torch.add(old_w, grad / std, alpha=-clr), old_w, any_rows)
+
+
+def _put(buffer: Tensor, rows: Tensor, new: Tensor, old: Tensor, any_rows: Tensor) -> None:
+    """``buffer[rows] = new`` where the step touched any row, else the ``old`` values.
+
+    Padding slots repeat the last touched row with its inputs, so each of a row's
+    duplicates writes the same value and the scatter's order does not matter.
+    """
+    buffer.index_put_((rows,), torch.where(any_rows, new, old))

@@ -10,12 +10,19 @@ the same order, once per step (with no ids if it needs none). A lookup
 4. returns ``rows[inverse]``, differentiable.
 
 The backward sums the gradients of repeated ids into one row per distinct id and keeps them
-on the rank that asked. The optimizer's :meth:`reduce_grads` (after ``loss.backward()``)
+on the rank that asked. The optimizer's :meth:`reduce_touched` (after ``loss.backward()``)
 sends each row's gradient to its owner with a third all-to-all, in the order of the ids of
 step 2; the owner sums the gradients that several ranks sent for one row. Only the rows a
 mini-batch touches are read, sent and updated. The gradients never pass through the
 autograd engine's scheduling order, so no rank can start a collective that another rank
 issues in a different order.
+
+Distinct ids are kept at the batch's size (:func:`~.distinct.sorted_distinct`), their
+number on the device, so that nothing but the exchange's counts is read back. With one
+rank (every row local) there is no exchange at all and a step reads nothing back: the
+lookup gathers the padded distinct rows, the optimizer updates them under the device-side
+count, and the rows-looked-up counters and the range check of ids on a GPU wait on the
+device until read (:meth:`ShardedEmbedding.take_counts`, :meth:`check_lookups`).
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from distgnn_workload.embeddings.distinct import repeat_last, sorted_distinct
 from distgnn_workload.embeddings.exchange import ExchangeStats, RowExchange, host_copy, sum_rows
 from distgnn_workload.embeddings.ownership import RowOwnership
 from distgnn_workload.runtime.transfers import to_device
@@ -56,16 +64,32 @@ def initial_rows(seed: int, node_type: str, rows: Tensor, dim: int, *, std: floa
     return out
 
 
+@dataclass(frozen=True)
+class Touched:
+    """The rows of this rank's shard that a step touched, at a fixed capacity.
+
+    ``rows[:count]`` are the distinct local rows (increasing) and ``grad[:count]`` their
+    summed fp32 gradients; the slots past ``count`` repeat the last row and its gradient
+    (:func:`~.distinct.repeat_last`), so an update of every slot writes each row once in
+    effect. ``count`` is a 0-d device tensor.
+    """
+
+    rows: Tensor
+    grad: Tensor
+    count: Tensor
+
+
 @dataclass
 class _Route:
     """One lookup's distinct ids, how they went to their owners, and their gradients."""
 
-    inverse: Tensor  # batch position -> distinct id
-    perm: Tensor  # distinct ids in the order they were sent (grouped by owner)
+    inverse: Tensor  # batch position -> distinct slot
+    perm: Tensor | None  # the real slots in the order sent (grouped by owner); None: local
     send: list[int]  # ids sent to each rank
     recv: list[int]  # ids received from each rank
     served: Tensor  # the local rows of this shard that each rank asked for, in rank order
-    grad: Tensor | None = None  # [distinct ids, dim] fp32, summed over the batch
+    count: Tensor | None = None  # local: the real slots of ``served`` (padded), on the device
+    grad: Tensor | None = None  # [distinct slots, dim] fp32, summed over the batch
 
 
 class _Lookup(torch.autograd.Function):
@@ -124,15 +148,51 @@ class ShardedEmbedding:
         self._local = to_device(ownership.local, self.device)
         self._anchor = torch.empty(0, device=self.device, requires_grad=True)
         self._routes: list[_Route] = []
-        self.rows_looked_up = 0
-        """Distinct rows of this table that this rank's lookups asked for, all owners."""
-        self.rows_received = 0
-        """Of those, the rows that came from other ranks."""
+        self._looked_up = 0
+        self._received = 0
+        self._taken = (0, 0)
+        self._pending: Tensor | None = None  # [rows looked up, ids out of range], on the device
+        self.defer_checks = self.device.type == "cuda"
+        """Whether a one-rank lookup leaves its range check on the device, raised by
+        :meth:`check_lookups` (on GPUs, so that no step reads anything back)."""
 
     @property
     def num_rows(self) -> int:
         """Rows of the whole table (all ranks)."""
         return self.ownership.num_rows
+
+    @property
+    def rows_looked_up(self) -> int:
+        """Distinct rows of this table that this rank's lookups asked for, all owners."""
+        self.check_lookups()
+        return self._looked_up
+
+    @property
+    def rows_received(self) -> int:
+        """Of those, the rows that came from other ranks."""
+        return self._received
+
+    def take_counts(self) -> tuple[int, int]:
+        """``(rows looked up, rows received)`` since the last call (one read-back on GPUs)."""
+        now = (self.rows_looked_up, self.rows_received)
+        before, self._taken = self._taken, now
+        return now[0] - before[0], now[1] - before[1]
+
+    def check_lookups(self) -> None:
+        """Read the counts a local lookup left on the device; raise
+        :class:`LookupRangeError` if any id since the last check was out of range."""
+        if self._pending is None:
+            return
+        pending, self._pending = self._pending, None
+        looked_up, bad = (int(v) for v in host_copy(pending, "the embedding counts").tolist())
+        self._looked_up += looked_up
+        if bad:
+            span = f"0..{self.num_rows - 1}" if self.num_rows else "(the table is empty)"
+            raise LookupRangeError(
+                f"node type {self.node_type!r}: {bad} ids looked up since the last check were "
+                f"outside {span} (they were left out of the lookups); embedding lookups take "
+                f"type-local ids of {self.node_type!r}, not global or other types' ids"
+            )
 
     @property
     def stats(self) -> ExchangeStats:
@@ -155,21 +215,27 @@ class ShardedEmbedding:
         gradients (a sparse optimizer's ``step`` calls it).
         """
         flat = to_device(ids.reshape(-1), self.device).to(torch.int64)
-        self.exchange.settle(f"the embedding lookup of {self.node_type!r}")
+        if self.exchange.world_size == 1:
+            return self._lookup_local(flat, ids.shape)
         n = self.num_rows
+        ex = self.exchange
         out_of_range = (flat < 0) | (flat >= n)
-        distinct, inverse = torch.unique(flat.clamp(0, max(n - 1, 0)), return_inverse=True)
-        owner = self._owner[distinct]
+        distinct = sorted_distinct(flat.clamp(0, max(n - 1, 0)))
+        world = ex.world_size
+        owner = torch.full_like(distinct.ids, world)
+        if n:  # real slots to their owner, padding slots to a rank past the last
+            owner = torch.where(distinct.valid(), self._owner[distinct.ids], owner)
         perm = torch.argsort(owner, stable=True)
-        send_counts = torch.bincount(owner, minlength=self.exchange.world_size)
-        counts = self.exchange.counts(send_counts, out_of_range.sum())
+        send_counts = torch.zeros(world + 1, dtype=torch.int64, device=self.device)
+        send_counts.scatter_add_(0, owner, torch.ones_like(owner))
+        counts = ex.counts(send_counts[:world], out_of_range.sum())
         if counts.bad_ranks:
             raise self._range_error(flat, out_of_range, counts.bad_ranks)
-        ex = self.exchange
-        served = ex.rows(self._local[distinct[perm]], counts.send, counts.recv)
+        perm = perm[: sum(counts.send)]  # the real slots, grouped by owner
+        served = ex.rows(self._local[distinct.ids[perm]], counts.send, counts.recv)
         block = self.weight[served].to(self.out_dtype)
         got = ex.rows(block, counts.recv, counts.send)
-        rows = torch.empty_like(got)
+        rows = got.new_zeros((distinct.capacity, self.dim))
         rows[perm] = got
         s = ex.stats
         s.lookups += 1
@@ -178,14 +244,35 @@ class ShardedEmbedding:
         s.ids_sent += remote_ids
         s.rows_sent += remote_rows
         s.bytes_sent += remote_ids * 8 + remote_rows * self.dim * block.element_size()
-        self.rows_looked_up += distinct.numel()
-        self.rows_received += remote_ids
+        self._looked_up += perm.numel()
+        self._received += remote_ids
         if not torch.is_grad_enabled():
-            return rows[inverse].reshape(*ids.shape, self.dim)
-        route = _Route(inverse, perm, counts.send, counts.recv, served)
+            return rows[distinct.inverse].reshape(*ids.shape, self.dim)
+        route = _Route(distinct.inverse, perm, counts.send, counts.recv, served)
         self._routes.append(route)
         out: Tensor = _Lookup.apply(self._anchor, rows, route)
         return out.reshape(*ids.shape, self.dim)
+
+    def _lookup_local(self, flat: Tensor, shape: torch.Size) -> Tensor:
+        """The lookup of a one-rank table: every row is here, nothing is sent or read back."""
+        n = self.num_rows
+        bad = (flat < 0) | (flat >= n)
+        if (not self.defer_checks or n == 0) and flat.numel() and bool(bad.any()):
+            raise self._range_error(flat, bad, [self.rank])
+        distinct = sorted_distinct(flat, valid=~bad, sentinel=n)
+        # one rank owns every row: a row's place in the shard is its id
+        block = self.weight.index_select(0, distinct.ids).to(self.out_dtype)
+        self.exchange.stats.lookups += 1
+        self.exchange.stats.add("rows_read", distinct.count)
+        tally = torch.stack([distinct.count, bad.sum()])
+        self._pending = tally if self._pending is None else self._pending + tally
+        if not torch.is_grad_enabled():
+            return block[distinct.inverse].reshape(*shape, self.dim)
+        size = [distinct.capacity]
+        route = _Route(distinct.inverse, None, size, size, distinct.ids, distinct.count)
+        self._routes.append(route)
+        out: Tensor = _Lookup.apply(self._anchor, block, route)
+        return out.reshape(*shape, self.dim)
 
     def _range_error(self, flat: Tensor, bad: Tensor, ranks: list[int]) -> LookupRangeError:
         span = f"0..{self.num_rows - 1}" if self.num_rows else "(the table is empty)"
@@ -204,11 +291,19 @@ class ShardedEmbedding:
     # ------------------------------------------------------------------ gradients
 
     def reduce_grads(self) -> tuple[Tensor, Tensor] | None:
+        """:meth:`reduce_touched`, cut to the touched rows (reads their number back)."""
+        touched = self.reduce_touched()
+        if touched is None:
+            return None
+        count = int(host_copy(touched.count, "the touched embedding rows"))
+        return touched.rows[:count], touched.grad[:count]
+
+    def reduce_touched(self) -> Touched | None:
         """Send the row gradients of this step's lookups to their owners and sum them.
 
-        Collective. Returns the distinct local rows of this shard that the step touched
-        (increasing) and their summed fp32 gradients; None when no lookup took part in
-        autograd this step (on any rank: lookups are collective). A lookup whose result
+        Collective. Returns the distinct local rows of this shard that the step touched and
+        their summed fp32 gradients, padded (:class:`Touched`); None when no lookup took part
+        in autograd this step (on any rank: lookups are collective). A lookup whose result
         did not reach the loss sends zero gradients for its rows, so that the collectives
         still match; the optimizer then updates those rows with a zero gradient.
         """
@@ -216,20 +311,31 @@ class ShardedEmbedding:
         if not routes:
             return None
         ex = self.exchange
-        ex.settle(f"the embedding gradients of {self.node_type!r}")
-        # before any collective is queued: unique reads its size back from the device
-        touched, inverse = torch.unique(torch.cat([r.served for r in routes]), return_inverse=True)
         grads: list[Tensor] = []
         for route in routes:
             grad = route.grad
             if grad is None:
-                grad = torch.zeros((route.perm.numel(), self.dim), device=self.device)
+                grad = torch.zeros((route.inverse.numel(), self.dim), device=self.device)
+            if route.perm is None:  # local: the exchange's rounding only
+                grads.append(grad.to(self.out_dtype).float())
+                continue
             block = grad[route.perm].to(self.out_dtype)
             grads.append(ex.rows(block, route.send, route.recv).float())
             remote = ex.remote(route.send)
             ex.stats.grad_rows_sent += remote
             ex.stats.bytes_sent += remote * self.dim * block.element_size()
-        return touched, sum_rows(torch.cat(grads), inverse, touched.numel())
+        if len(routes) == 1 and routes[0].count is not None:
+            route = routes[0]  # one local lookup: its rows are distinct already
+            assert route.count is not None
+            summed = torch.zeros_like(grads[0]).add_(grads[0])  # as sum_rows adds: 0 + g
+            return Touched(route.served, repeat_last(summed, route.count), route.count)
+        served = torch.cat([r.served for r in routes])
+        valid = None
+        if routes[0].count is not None:  # local lookups: padded, each with its count
+            valid = torch.cat([_slots(r.served.numel(), r.count, self.device) for r in routes])
+        distinct = sorted_distinct(served, valid=valid, sentinel=self.num_rows)
+        summed = sum_rows(torch.cat(grads), distinct.inverse, distinct.capacity)
+        return Touched(distinct.ids, repeat_last(summed, distinct.count), distinct.count)
 
     def discard_grads(self) -> None:
         """Forget this step's lookups without an update (every rank must do the same)."""
@@ -250,6 +356,7 @@ class ShardedEmbedding:
 
     def shard_state(self) -> dict[str, Any]:
         """This rank's rows and the layout they belong to (host tensors)."""
+        self.check_lookups()
         return {
             **self.layout(),
             "rows": self.rows.clone(),
@@ -271,3 +378,9 @@ class ShardedEmbedding:
                 f"this rank owns {(self.rows.numel(), self.dim)}"
             )
         self.weight = to_device(weight.to(torch.float32), self.device).clone()
+
+
+def _slots(capacity: int, count: Tensor | None, device: torch.device) -> Tensor:
+    """``slot < count`` for ``capacity`` slots (all of them without a count)."""
+    slots = torch.arange(capacity, device=device)
+    return slots < count if count is not None else torch.ones_like(slots, dtype=torch.bool)

@@ -1,0 +1,215 @@
+"""The fixed-capacity embedding path against the compact one (``embedding_reference``), step
+by step, on one rank or on each of two spawned ranks (a module the children import).
+
+Each run trains two featureless types side by side on both paths from the same initial
+rows: lookups with repeated ids, a step where one table is looked up twice, a step where a
+rank asks for no row of a type, a squared loss, row-sparse Adam or Adagrad; then lookups
+without grad, and a resume from the fixed-capacity path's checkpoint. What each rank
+records (losses, rows, optimizer state per step) must be equal bit for bit.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch import Tensor
+
+from distgnn_workload.embeddings import (
+    RowExchange,
+    RowOwnership,
+    RowSparseAdagrad,
+    RowSparseAdam,
+    RowSparseOptimizer,
+    ShardedEmbedding,
+    load_shards,
+    save_shards,
+)
+from tests.support.embedding_reference import (
+    CompactAdagrad,
+    CompactAdam,
+    CompactTable,
+    _CompactOptimizer,
+)
+from tests.support.ranks import leave_group
+
+DIM = 6
+SEED = 3
+LR = 0.05
+STEPS = 6
+RESUME_AT = 3
+TWICE_AT = 1
+"""The step at which each table is looked up twice before the optimizer steps."""
+SIZES = {"author": 60, "institution": 5}
+RANKS_OF_PARTITION = [[0], [1], [0, 1]]
+
+Record = dict[str, Any]
+
+
+def ownership(node_type: str, world: int) -> RowOwnership:
+    if world == 1:
+        return RowOwnership.single(node_type, SIZES[node_type])
+    g = torch.Generator().manual_seed(len(node_type))
+    book = torch.randint(0, 3, (SIZES[node_type],), generator=g)
+    return RowOwnership.from_partition_book(node_type, book, RANKS_OF_PARTITION, world)
+
+
+def ids_of(node_type: str, step: int, rank: int, part: int = 0, *, world: int = 2) -> Tensor:
+    """With repeats; the last rank asks for no author at step 2."""
+    if node_type == "author" and step == 2 and rank == world - 1:
+        return torch.empty(0, dtype=torch.int64)
+    g = torch.Generator().manual_seed(1000 * step + 100 * part + 10 * rank + len(node_type))
+    n = SIZES[node_type]
+    return torch.randint(0, n, (int(n * 0.4) + 3,), generator=g)
+
+
+def _target(node_type: str) -> Tensor:
+    g = torch.Generator().manual_seed(7 + len(node_type))
+    return torch.randn(SIZES[node_type], DIM, generator=g)
+
+
+def _loss(lookup: Any, names: list[str], step: int, rank: int, world: int) -> Tensor:
+    total = torch.zeros(())
+    parts = 2 if step == TWICE_AT else 1
+    for t in names:
+        for part in range(parts):
+            ids = ids_of(t, step, rank, part, world=world)
+            diff = lookup(t, ids).float().cpu() - _target(t)[ids]
+            total = total + (diff**2).sum() / (ids.numel() + 1)
+    return total
+
+
+def _state(tables: list[ShardedEmbedding], rows: dict[str, dict[str, Tensor]]) -> Record:
+    return {
+        t.node_type: {"weight": t.weight.cpu().clone()}
+        | {k: v.cpu().clone() for k, v in rows[t.node_type].items()}
+        for t in tables
+    }
+
+
+def _tables(
+    rank: int, world: int, device: torch.device, host: Any, out_dtype: torch.dtype, seed: int
+) -> list[ShardedEmbedding]:
+    exchange = RowExchange(rank, world, device, host_group=host)
+    return [
+        ShardedEmbedding(ownership(t, world), DIM, exchange, seed=seed, out_dtype=out_dtype)
+        for t in SIZES
+    ]
+
+
+def _optimizers(
+    kind: str, tables: list[ShardedEmbedding], ref: list[CompactTable]
+) -> tuple[RowSparseOptimizer, _CompactOptimizer]:
+    if kind == "adam":
+        return RowSparseAdam(tables, lr=LR), CompactAdam(ref, lr=LR)
+    return RowSparseAdagrad(tables, lr=LR, lr_decay=0.01), CompactAdagrad(ref, LR, 0.01)
+
+
+def _step(step: int, rank: int, tables: list[ShardedEmbedding], opt: RowSparseOptimizer) -> Tensor:
+    by_name = {t.node_type: t for t in tables}
+    world = tables[0].exchange.world_size
+    loss = _loss(lambda t, ids: by_name[t].lookup(ids), list(by_name), step, rank, world)
+    loss.backward()  # type: ignore[no-untyped-call]
+    opt.step()
+    return loss.detach()
+
+
+def compare_paths(
+    rank: int, world: int, device: torch.device, host: Any, run_dir: Path, kind: str, bf16: bool
+) -> Record:
+    """Train both paths side by side; per step the losses and states of each."""
+    out_dtype = torch.bfloat16 if bf16 else torch.float32
+    fixed = _tables(rank, world, device, host, out_dtype, SEED)
+    compact = [CompactTable(t) for t in _tables(rank, world, device, host, out_dtype, SEED)]
+    opt, ref_opt = _optimizers(kind, fixed, compact)
+    fixed_rows = {t.node_type: opt.state[t.node_type].rows for t in fixed}
+    record: Record = {"steps": []}
+    by_name = {c.table.node_type: c for c in compact}
+
+    def ref_lookup(node_type: str, ids: Tensor) -> Tensor:
+        return by_name[node_type].lookup(ids)
+
+    for step in range(STEPS):
+        loss = _step(step, rank, fixed, opt)
+        ref_loss = _loss(ref_lookup, list(by_name), step, rank, world)
+        ref_loss.backward()  # type: ignore[no-untyped-call]
+        ref_opt.step()
+        record["steps"].append(
+            {
+                "loss": (loss, ref_loss.detach()),
+                "fixed": _state(fixed, fixed_rows),
+                "compact": _state([c.table for c in compact], ref_opt.rows),
+                "step": (
+                    {t.node_type: opt.state[t.node_type].step for t in fixed},
+                    dict(ref_opt.steps),
+                ),
+            }
+        )
+        if step + 1 == RESUME_AT:
+            save_shards(run_dir, RESUME_AT, fixed, opt)
+    with torch.no_grad():
+        everything = {t: torch.arange(SIZES[t]).flip(0).repeat(2) for t in SIZES}
+        record["no_grad"] = [
+            (f.lookup(everything[f.node_type]).cpu(), c.lookup(everything[f.node_type]).cpu())
+            for f, c in zip(fixed, compact, strict=True)
+        ]
+    if world > 1:
+        dist.barrier(group=host)
+    resumed = _tables(rank, world, device, host, out_dtype, SEED + 1)
+    resumed_opt, _ = _optimizers(kind, resumed, [])
+    load_shards(run_dir, RESUME_AT, resumed, resumed_opt)
+    for step in range(RESUME_AT, STEPS):
+        _step(step, rank, resumed, resumed_opt)
+    record["resumed"] = _state(
+        resumed, {t.node_type: resumed_opt.state[t.node_type].rows for t in resumed}
+    )
+    record["stats"] = [fixed[0].stats.as_dict(), [t.rows_looked_up for t in fixed]]
+    return record
+
+
+def check_equal(record: Record) -> None:
+    """Bit-equal losses, rows, optimizer state and step counts at every step; the resumed
+    run ends where the straight one did; lookups without grad agree."""
+    trained = False
+    for i, s in enumerate(record["steps"]):
+        a, b = s["loss"]
+        assert torch.equal(a, b), (i, a, b)
+        assert s["step"][0] == s["step"][1], (i, s["step"])
+        for t in SIZES:
+            for key, value in s["fixed"][t].items():
+                assert torch.equal(value, s["compact"][t][key]), (i, t, key)
+        trained = trained or any(
+            not torch.equal(s["fixed"][t]["weight"], record["steps"][0]["fixed"][t]["weight"])
+            for t in SIZES
+        )
+    assert trained, "nothing was trained"
+    last = record["steps"][-1]["fixed"]
+    for t in SIZES:
+        for key, value in last[t].items():
+            assert torch.equal(record["resumed"][t][key], value), ("resumed", t, key)
+    for got, want in record["no_grad"]:
+        assert torch.equal(got, want)
+
+
+# ---------------------------------------------------------------------- two ranks
+
+
+def _worker(rank: int, tmp: str, kind: str, bf16: bool) -> None:
+    timeout = timedelta(seconds=60)
+    dist.init_process_group(
+        "gloo", init_method=f"file://{tmp}/store", rank=rank, world_size=2, timeout=timeout
+    )
+    host = dist.new_group(backend="gloo", timeout=timeout)
+    record = compare_paths(rank, 2, torch.device("cpu"), host, Path(tmp) / "run", kind, bf16)
+    torch.save(record, f"{tmp}/rank{rank}.pt")
+    leave_group()
+
+
+def run_two_ranks(tmp: Path, kind: str, bf16: bool) -> list[Record]:
+    tmp.mkdir(parents=True, exist_ok=True)
+    mp.spawn(_worker, args=(str(tmp), kind, bf16), nprocs=2, join=True)  # type: ignore[attr-defined,no-untyped-call]
+    return [torch.load(tmp / f"rank{r}.pt", weights_only=False) for r in range(2)]
