@@ -185,9 +185,18 @@ def sum_rows(values: Tensor, index: Tensor, num_rows: int) -> Tensor:
 
     On CPU ``index_add_`` adds in index order. On CUDA ``index_add_`` uses atomics (the sum's
     order, and so its last bits, vary from run to run); ``index_put_`` with ``accumulate``
-    sorts the indices and adds each row's values in that order, the same every run.
+    sorts the indices and adds each row's values in that order, the same every run. Its
+    public form reads the indices' minimum and maximum back to check them (two host syncs);
+    the indices here are built in range, so the unchecked form runs instead.
     """
     out = torch.zeros((num_rows, *values.shape[1:]), dtype=values.dtype, device=values.device)
     if values.device.type == "cuda":
-        return out.index_put_((index,), values, accumulate=True)
+        return put_rows(out, index, values, accumulate=True)
     return out.index_add_(0, index, values)
+
+
+def put_rows(out: Tensor, index: Tensor, values: Tensor, *, accumulate: bool = False) -> Tensor:
+    """``out[index] = values`` (``+=`` with ``accumulate``), ``index`` known to be in range:
+    ``index_put_`` without its range check, which on CUDA reads the indices back."""
+    torch.ops.aten._index_put_impl_(out, (index,), values, accumulate, True)
+    return out

@@ -27,7 +27,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from distgnn_workload.embeddings.exchange import host_copy
+from distgnn_workload.embeddings.exchange import host_copy, put_rows
 from distgnn_workload.embeddings.table import ShardedEmbedding, Touched
 from distgnn_workload.runtime.transfers import to_device
 
@@ -222,4 +222,4 @@ def _put(buffer: Tensor, rows: Tensor, new: Tensor, old: Tensor, any_rows: Tenso
     Padding slots repeat the last touched row with its inputs, so each of a row's
     duplicates writes the same value and the scatter's order does not matter.
     """
-    buffer.index_put_((rows,), torch.where(any_rows, new, old))
+    put_rows(buffer, rows, torch.where(any_rows, new, old))

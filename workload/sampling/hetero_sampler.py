@@ -126,7 +126,10 @@ class HeteroNeighborSampler(RandomStream):
             self._give_up_graphs(error)
 
     def sample(self, seeds: Tensor, seed_type: str | None = None) -> HeteroHopBatch:
-        """Sample around ``seeds`` (global ids of ``seed_type``; each occurrence is a row)."""
+        """Sample around ``seeds`` (global ids of ``seed_type``; each occurrence is a row).
+
+        Seeds on the host are checked there and copied to the device through pinned
+        memory, so that the static execution waits for the device once (its sizes)."""
         seed_type = self._resolve(seed_type)
         seeds = seeds.reshape(-1).to(torch.int64)
         self.graph.check_seeds(seeds, seed_type)
@@ -237,6 +240,7 @@ class HeteroNeighborSampler(RandomStream):
         pad = self.graph.num_nodes[seed_type]
         padded = torch.full((capacity,), pad, dtype=torch.int64, device=seeds.device)
         padded[:num_seeds] = seeds
+        padded = _to_device(padded, self.device)
         if self.cuda_graph:
             try:
                 out = self._replay(seed_type, padded, num_seeds)
@@ -244,9 +248,9 @@ class HeteroNeighborSampler(RandomStream):
                 self._give_up_graphs(error)
                 return self.sample(seeds, seed_type)
         else:
-            count = torch.tensor(num_seeds, dtype=torch.int64, device=self.device)
-            out = self._run_static(seed_type, padded.to(self.device), count)
-        sizes = out.counts.tolist()  # the one host sync
+            count = torch.full((), num_seeds, dtype=torch.int64, device=self.device)
+            out = self._run_static(seed_type, padded, count)
+        sizes = _to_host(out.counts).tolist()  # the one host sync
         hops, at = self.num_hops, 0
         nodes_per_hop: dict[str, list[int]] = {}
         for t in self.graph.num_nodes:
@@ -333,3 +337,20 @@ class HeteroNeighborSampler(RandomStream):
             with torch.cuda.graph(graph, stream=stream, capture_error_mode="thread_local"):
                 out = self._run_static(seed_type, seeds, count)
             return _CapturedSample(graph=graph, seeds=seeds, num_seeds=count, out=out)
+
+
+def _to_device(tensor: Tensor, device: torch.device) -> Tensor:
+    """A host tensor on a GPU through pinned memory: the copy does not wait for the device."""
+    if device.type != "cuda" or tensor.device.type == "cuda":
+        return tensor.to(device)
+    return tensor.pin_memory().to(device, non_blocking=True)
+
+
+def _to_host(tensor: Tensor) -> Tensor:
+    """A device tensor on the host through pinned memory, after this thread's stream only."""
+    if tensor.device.type != "cuda":
+        return tensor
+    out = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True)
+    out.copy_(tensor, non_blocking=True)
+    torch.cuda.current_stream(tensor.device).synchronize()
+    return out

@@ -98,6 +98,9 @@ class HeteroGraphStep(CapturedStep):
         all_agree: Callable[[bool], bool] | None = None,
         on_lookup: Callable[[ShardedEmbedding, int, int], None] | None = None,
     ) -> None:
+        """``on_lookup(table, rows, remote)`` after each lookup, if given, reads the rows
+        looked up back from the device: a host sync per table and step on GPUs (the trainer
+        reads :meth:`ShardedEmbedding.take_counts` once per epoch instead)."""
         self.hops = HeteroStaticHops(caps, edge_types, device)
         super().__init__(
             model,
@@ -144,11 +147,11 @@ class HeteroGraphStep(CapturedStep):
         self._lookups = []
         for table in self.tables:  # the same order on every rank: lookups are collective
             ids = hop.node_ids[table.node_type]
-            before = (table.rows_looked_up, table.rows_received)
+            if self.on_lookup is not None:
+                table.take_counts()
             rows = table.lookup(ids)
             if self.on_lookup is not None:
-                looked, received = table.rows_looked_up, table.rows_received
-                self.on_lookup(table, looked - before[0], received - before[1])
+                self.on_lookup(table, *table.take_counts())
             buffer = self.embedded[table.node_type]
             with torch.no_grad():
                 buffer[: ids.numel()].copy_(rows)

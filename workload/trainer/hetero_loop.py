@@ -202,9 +202,6 @@ class HeteroTrainer(Trainer):
             bf16=self.bf16,
             world_size=self.world_size,
             all_agree=self.collectives.all_agree,
-            on_lookup=lambda table, rows, remote: self.metrics.embedding_rows(
-                table.node_type, rows, remote
-            ),
         )
 
     # ------------------------------------------------------------------ hooks
@@ -261,12 +258,7 @@ class HeteroTrainer(Trainer):
     def _train_step(self, batch: HeteroMiniBatch) -> Tensor:
         if self.graph_step is not None:
             return self.graph_step.step(batch)
-        before = [(t.rows_looked_up, t.rows_received) for t in self.tables]
         x = self._inputs(batch)
-        for table, (rows, remote) in zip(self.tables, before, strict=True):
-            self.metrics.embedding_rows(
-                table.node_type, table.rows_looked_up - rows, table.rows_received - remote
-            )
         with self.autocast():
             logits = self.ddp(x, batch.hop)
         loss = F.cross_entropy(logits.float(), batch.y)
@@ -294,7 +286,14 @@ class HeteroTrainer(Trainer):
         # dropout's stream restarts per epoch, as the sampler's does: resumes are exact
         torch.manual_seed(stream_seed(self.spec.training.seed, epoch, self.rank))
         self._epochs_done = epoch + 1
-        return super().train_epoch(epoch)
+        for table in self.tables:  # leave out the evaluations' lookups
+            table.take_counts()
+        stats = super().train_epoch(epoch)
+        # once per epoch: reading the counts per step would wait for the GPU every step
+        for table in self.tables:
+            rows, remote = table.take_counts()
+            self.metrics.embedding_rows(table.node_type, rows, remote)
+        return stats
 
     # ------------------------------------------------------------------ checkpoints
 

@@ -161,7 +161,7 @@ class HeteroPipeline:
         )
 
     def batch(self, seeds: Tensor) -> HeteroMiniBatch:
-        hop = self.sampler.sample(seeds.to(self.device))
+        hop = self.sampler.sample(seeds)  # host seeds: checked there, copied through pinned memory
         if self.features is None:
             x = {t: feats[hop.node_ids[t]] for t, feats in self.x.items()}
         else:
