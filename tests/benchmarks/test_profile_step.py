@@ -1,0 +1,60 @@
+"""benchmarks/gpu_hetero/profile_step.py at toy scale on CPU, as its own process: the
+product's typed trainer (the fixed-shape step, ``DISTGNN_CUDA_GRAPH=static``) runs its
+steps under the profiler and the read-back counter; no timing is checked.
+
+On CPU a one-rank embedding lookup checks its ids on the host at once (on a GPU the check
+waits on the device), so those checks must be the only read-backs the training thread's
+Python makes; the GPU figures are left out."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.benchmark, pytest.mark.timeout(300)]
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_hetero" / "profile_step.py"
+STEPS = 3
+
+
+def test_profile_step_runs_on_cpu(tmp_path: Path) -> None:
+    out = tmp_path / "profile.jsonl"
+    cmd = [
+        sys.executable,
+        "-P",
+        str(SCRIPT),
+        "--device=cpu",
+        "--scale=0.002",
+        "--fanout",
+        "5",
+        "3",
+        "--hidden=16",
+        "--embedding-dim=8",
+        "--batch-size=64",
+        "--warmup=4",
+        f"--steps={STEPS}",
+        f"--graph-cache={tmp_path / 'graph.pkl'}",
+        f"--table={tmp_path / 'table.txt'}",
+        f"--out={out}",
+    ]
+    env = {**os.environ, "DISTGNN_CUDA_GRAPH": "static"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=280, env=env)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    (record,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert record["bench"] == "hetero_profile_step"
+    assert record["graph_step"] is True
+    assert record["steps"] == STEPS
+    assert record["ms_per_step"] > 0
+    assert "gpu_busy_ms_per_step" not in record
+    assert (tmp_path / "graph.pkl").is_file()
+    assert "Self CPU" in (tmp_path / "table.txt").read_text()
+    # three featureless types: one host-side range check each per step, nothing else
+    assert record["host_syncs_per_step"] == 3.0
+    assert all(
+        "embeddings/table.py" in s and "_lookup_local" in s for s in record["host_sync_sites"]
+    )
