@@ -2,8 +2,8 @@
 by step, on one rank or on each of two spawned ranks (a module the children import).
 
 Each run trains two featureless types side by side on both paths from the same initial
-rows: lookups with repeated ids, a step where one table is looked up twice, a step where a
-rank asks for no row of a type, a squared loss, row-sparse Adam or Adagrad; then lookups
+rows: lookups with repeated ids (every table's at once, one exchange of counts: ``lookup_tables``),
+a step where each table is looked up twice, a step where a rank asks for no row of a type, a squared loss, row-sparse Adam or Adagrad; then lookups
 without grad, and a resume from the fixed-capacity path's checkpoint. What each rank
 records (losses, rows, optimizer state per step) must be equal bit for bit.
 """
@@ -27,8 +27,10 @@ from distgnn_workload.embeddings import (
     RowSparseOptimizer,
     ShardedEmbedding,
     load_shards,
+    lookup_tables,
     save_shards,
 )
+from distgnn_workload.runtime.host_syncs import HostSyncCounter
 from tests.support.embedding_reference import (
     CompactAdagrad,
     CompactAdam,
@@ -72,14 +74,15 @@ def _target(node_type: str) -> Tensor:
     return torch.randn(SIZES[node_type], DIM, generator=g)
 
 
-def _loss(lookup: Any, names: list[str], step: int, rank: int, world: int) -> Tensor:
+def _loss(lookup_all: Any, names: list[str], step: int, rank: int, world: int) -> Tensor:
+    """The squared loss of every table's lookups of ``step``; ``lookup_all(ids)`` looks all
+    tables up at once (ids in the order of ``names``)."""
     total = torch.zeros(())
-    parts = 2 if step == TWICE_AT else 1
-    for t in names:
-        for part in range(parts):
-            ids = ids_of(t, step, rank, part, world=world)
-            diff = lookup(t, ids).float().cpu() - _target(t)[ids]
-            total = total + (diff**2).sum() / (ids.numel() + 1)
+    for part in range(2 if step == TWICE_AT else 1):
+        ids = [ids_of(t, step, rank, part, world=world) for t in names]
+        for t, i, rows in zip(names, ids, lookup_all(ids), strict=True):
+            diff = rows.float().cpu() - _target(t)[i]
+            total = total + (diff**2).sum() / (i.numel() + 1)
     return total
 
 
@@ -110,9 +113,9 @@ def _optimizers(
 
 
 def _step(step: int, rank: int, tables: list[ShardedEmbedding], opt: RowSparseOptimizer) -> Tensor:
-    by_name = {t.node_type: t for t in tables}
+    names = [t.node_type for t in tables]
     world = tables[0].exchange.world_size
-    loss = _loss(lambda t, ids: by_name[t].lookup(ids), list(by_name), step, rank, world)
+    loss = _loss(lambda ids: lookup_tables(tables, ids), names, step, rank, world)
     loss.backward()  # type: ignore[no-untyped-call]
     opt.step()
     return loss.detach()
@@ -128,14 +131,14 @@ def compare_paths(
     opt, ref_opt = _optimizers(kind, fixed, compact)
     fixed_rows = {t.node_type: opt.state[t.node_type].rows for t in fixed}
     record: Record = {"steps": []}
-    by_name = {c.table.node_type: c for c in compact}
+    names = [c.table.node_type for c in compact]
 
-    def ref_lookup(node_type: str, ids: Tensor) -> Tensor:
-        return by_name[node_type].lookup(ids)
+    def ref_lookup(ids: list[Tensor]) -> list[Tensor]:
+        return [c.lookup(i) for c, i in zip(compact, ids, strict=True)]
 
     for step in range(STEPS):
         loss = _step(step, rank, fixed, opt)
-        ref_loss = _loss(ref_lookup, list(by_name), step, rank, world)
+        ref_loss = _loss(ref_lookup, names, step, rank, world)
         ref_loss.backward()  # type: ignore[no-untyped-call]
         ref_opt.step()
         record["steps"].append(
@@ -157,6 +160,13 @@ def compare_paths(
             (f.lookup(everything[f.node_type]).cpu(), c.lookup(everything[f.node_type]).cpu())
             for f, c in zip(fixed, compact, strict=True)
         ]
+        # by construction: the read-backs of looking every table up at once, and one by one
+        with HostSyncCounter() as batched:
+            lookup_tables(fixed, [everything[t.node_type] for t in fixed])
+        with HostSyncCounter() as separate:
+            for t in fixed:
+                t.lookup(everything[t.node_type])
+        record["read_backs"] = (batched.count, separate.count)
     if world > 1:
         dist.barrier(group=host)
     resumed = _tables(rank, world, device, host, out_dtype, SEED + 1)

@@ -53,7 +53,12 @@ from distgnn_workload.embeddings.checkpoint import load_shards, save_shards, sha
 from distgnn_workload.embeddings.exchange import ExchangeStats, RowExchange
 from distgnn_workload.embeddings.optim import RowSparseAdagrad, RowSparseAdam, RowSparseOptimizer
 from distgnn_workload.embeddings.ownership import OwnershipError, RowOwnership
-from distgnn_workload.embeddings.table import LookupRangeError, ShardedEmbedding, initial_rows
+from distgnn_workload.embeddings.table import (
+    LookupRangeError,
+    ShardedEmbedding,
+    initial_rows,
+    lookup_tables,
+)
 
 __all__ = [
     "ExchangeStats",
@@ -67,6 +72,7 @@ __all__ = [
     "ShardedEmbedding",
     "initial_rows",
     "load_shards",
+    "lookup_tables",
     "save_shards",
     "shard_path",
 ]

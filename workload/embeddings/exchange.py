@@ -16,6 +16,7 @@ With one rank nothing is sent: rows are read from the local shard.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 
 import torch
@@ -139,7 +140,18 @@ class RowExchange:
     def counts(self, send: Tensor, bad: Tensor) -> Counts:
         """Exchange the per-destination counts ``send`` (int64, on the device) and the
         number of out-of-range ids ``bad`` (a scalar); every rank learns which ranks had any."""
-        payload = torch.stack([send.to(torch.int64), bad.to(torch.int64).expand(send.numel())], 1)
+        return self.counts_of([send], [bad])[0]
+
+    def counts_of(self, sends: Sequence[Tensor], bads: Sequence[Tensor]) -> list[Counts]:
+        """:meth:`counts` of several lookups at once: one read-back and one host all-to-all."""
+        k = len(sends)
+        payload = torch.stack(
+            [
+                torch.stack([send.to(torch.int64), bad.to(torch.int64).expand(send.numel())], 1)
+                for send, bad in zip(sends, bads, strict=True)
+            ],
+            1,
+        )  # [destination rank, lookup, (count, bad)]
         # the stream may hold collectives that wait for peers: poll, then copy (pinned)
         self.settle("an embedding lookup")
         mine = to_host(payload).clone()
@@ -148,10 +160,15 @@ class RowExchange:
         else:
             theirs = torch.empty_like(mine)
             dist.all_to_all_single(theirs, mine, group=self.host_group)
-        send_list = [int(v) for v in mine[:, 0].tolist()]
-        recv_list = [int(v) for v in theirs[:, 0].tolist()]
-        flags = theirs[:, 1].tolist()
-        return Counts(send_list, recv_list, [r for r, f in enumerate(flags) if f > 0])
+        sent, got = mine.tolist(), theirs.tolist()
+        return [
+            Counts(
+                [int(row[i][0]) for row in sent],
+                [int(row[i][0]) for row in got],
+                [r for r, row in enumerate(got) if row[i][1] > 0],
+            )
+            for i in range(k)
+        ]
 
     def rows(self, block: Tensor, send: list[int], recv: list[int]) -> Tensor:
         """Send ``block``'s rows, ``send[r]`` of them to rank ``r`` in order; return the

@@ -28,7 +28,8 @@ import torch
 from torch import Tensor
 
 from distgnn_workload.embeddings.exchange import host_copy, put_rows
-from distgnn_workload.embeddings.table import ShardedEmbedding, Touched
+from distgnn_workload.embeddings.routes import Touched
+from distgnn_workload.embeddings.table import ShardedEmbedding
 from distgnn_workload.runtime.transfers import to_device
 
 

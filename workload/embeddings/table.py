@@ -28,15 +28,22 @@ device until read (:meth:`ShardedEmbedding.take_counts`, :meth:`check_lookups`).
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 import torch
 from torch import Tensor
 
 from distgnn_workload.embeddings.distinct import repeat_last, sorted_distinct
-from distgnn_workload.embeddings.exchange import ExchangeStats, RowExchange, host_copy, sum_rows
+from distgnn_workload.embeddings.exchange import (
+    Counts,
+    ExchangeStats,
+    RowExchange,
+    host_copy,
+    sum_rows,
+)
 from distgnn_workload.embeddings.ownership import RowOwnership
+from distgnn_workload.embeddings.routes import LookupRows, PendingLookup, Route, Touched
 from distgnn_workload.runtime.transfers import to_device
 
 INIT_CHUNK_ROWS = 65536
@@ -62,52 +69,6 @@ def initial_rows(seed: int, node_type: str, rows: Tensor, dim: int, *, std: floa
         at = (chunk_of == chunk).nonzero().flatten()
         out[at] = values[rows[at] - chunk * INIT_CHUNK_ROWS]
     return out
-
-
-@dataclass(frozen=True)
-class Touched:
-    """The rows of this rank's shard that a step touched, at a fixed capacity.
-
-    ``rows[:count]`` are the distinct local rows (increasing) and ``grad[:count]`` their
-    summed fp32 gradients; the slots past ``count`` repeat the last row and its gradient
-    (:func:`~.distinct.repeat_last`), so an update of every slot writes each row once in
-    effect. ``count`` is a 0-d device tensor.
-    """
-
-    rows: Tensor
-    grad: Tensor
-    count: Tensor
-
-
-@dataclass
-class _Route:
-    """One lookup's distinct ids, how they went to their owners, and their gradients."""
-
-    inverse: Tensor  # batch position -> distinct slot
-    perm: Tensor | None  # the real slots in the order sent (grouped by owner); None: local
-    send: list[int]  # ids sent to each rank
-    recv: list[int]  # ids received from each rank
-    served: Tensor  # the local rows of this shard that each rank asked for, in rank order
-    count: Tensor | None = None  # local: the real slots of ``served`` (padded), on the device
-    grad: Tensor | None = None  # [distinct slots, dim] fp32, summed over the batch
-
-
-class _Lookup(torch.autograd.Function):
-    """``rows[inverse]``; the backward keeps the summed row gradients in the route."""
-
-    @staticmethod
-    def forward(ctx: Any, anchor: Tensor, rows: Tensor, route: _Route) -> Tensor:
-        del anchor  # only there so that autograd calls the backward
-        ctx.route = route
-        ctx.num_rows = rows.shape[0]
-        return rows[route.inverse]
-
-    @staticmethod
-    def backward(ctx: Any, grad: Tensor) -> tuple[None, None, None]:
-        route: _Route = ctx.route
-        summed = sum_rows(grad.float(), route.inverse, ctx.num_rows)
-        route.grad = summed if route.grad is None else route.grad + summed
-        return None, None, None
 
 
 class ShardedEmbedding:
@@ -147,7 +108,7 @@ class ShardedEmbedding:
         self._owner = to_device(ownership.owner, self.device)
         self._local = to_device(ownership.local, self.device)
         self._anchor = torch.empty(0, device=self.device, requires_grad=True)
-        self._routes: list[_Route] = []
+        self._routes: list[Route] = []
         self._looked_up = 0
         self._received = 0
         self._taken = (0, 0)
@@ -217,21 +178,30 @@ class ShardedEmbedding:
         flat = to_device(ids.reshape(-1), self.device).to(torch.int64)
         if self.exchange.world_size == 1:
             return self._lookup_local(flat, ids.shape)
+        pending = self._prepare(flat, ids.shape)
+        counts = self.exchange.counts(pending.send_counts, pending.out_of_range.sum())
+        if counts.bad_ranks:
+            raise self._range_error(flat, pending.out_of_range, counts.bad_ranks)
+        return self._finish(pending, counts)
+
+    def _prepare(self, flat: Tensor, shape: torch.Size) -> PendingLookup:
+        """A multi-rank lookup up to its counts: all on the device, nothing read back."""
         n = self.num_rows
-        ex = self.exchange
+        world = self.exchange.world_size
         out_of_range = (flat < 0) | (flat >= n)
         distinct = sorted_distinct(flat.clamp(0, max(n - 1, 0)))
-        world = ex.world_size
         owner = torch.full_like(distinct.ids, world)
         if n:  # real slots to their owner, padding slots to a rank past the last
             owner = torch.where(distinct.valid(), self._owner[distinct.ids], owner)
         perm = torch.argsort(owner, stable=True)
         send_counts = torch.zeros(world + 1, dtype=torch.int64, device=self.device)
         send_counts.scatter_add_(0, owner, torch.ones_like(owner))
-        counts = ex.counts(send_counts[:world], out_of_range.sum())
-        if counts.bad_ranks:
-            raise self._range_error(flat, out_of_range, counts.bad_ranks)
-        perm = perm[: sum(counts.send)]  # the real slots, grouped by owner
+        return PendingLookup(flat, shape, out_of_range, distinct, perm, send_counts[:world])
+
+    def _finish(self, pending: PendingLookup, counts: Counts) -> Tensor:
+        """The rest of a multi-rank lookup, once the counts are on the host."""
+        ex, distinct = self.exchange, pending.distinct
+        perm = pending.perm[: sum(counts.send)]  # the real slots, grouped by owner
         served = ex.rows(self._local[distinct.ids[perm]], counts.send, counts.recv)
         block = self.weight[served].to(self.out_dtype)
         got = ex.rows(block, counts.recv, counts.send)
@@ -247,11 +217,11 @@ class ShardedEmbedding:
         self._looked_up += perm.numel()
         self._received += remote_ids
         if not torch.is_grad_enabled():
-            return rows[distinct.inverse].reshape(*ids.shape, self.dim)
-        route = _Route(distinct.inverse, perm, counts.send, counts.recv, served)
+            return rows[distinct.inverse].reshape(*pending.shape, self.dim)
+        route = Route(distinct.inverse, perm, counts.send, counts.recv, served)
         self._routes.append(route)
-        out: Tensor = _Lookup.apply(self._anchor, rows, route)
-        return out.reshape(*ids.shape, self.dim)
+        out: Tensor = LookupRows.apply(self._anchor, rows, route)
+        return out.reshape(*pending.shape, self.dim)
 
     def _lookup_local(self, flat: Tensor, shape: torch.Size) -> Tensor:
         """The lookup of a one-rank table: every row is here, nothing is sent or read back."""
@@ -269,9 +239,9 @@ class ShardedEmbedding:
         if not torch.is_grad_enabled():
             return block[distinct.inverse].reshape(*shape, self.dim)
         size = [distinct.capacity]
-        route = _Route(distinct.inverse, None, size, size, distinct.ids, distinct.count)
+        route = Route(distinct.inverse, None, size, size, distinct.ids, distinct.count)
         self._routes.append(route)
-        out: Tensor = _Lookup.apply(self._anchor, block, route)
+        out: Tensor = LookupRows.apply(self._anchor, block, route)
         return out.reshape(*shape, self.dim)
 
     def _range_error(self, flat: Tensor, bad: Tensor, ranks: list[int]) -> LookupRangeError:
@@ -384,3 +354,26 @@ def _slots(capacity: int, count: Tensor | None, device: torch.device) -> Tensor:
     """``slot < count`` for ``capacity`` slots (all of them without a count)."""
     slots = torch.arange(capacity, device=device)
     return slots < count if count is not None else torch.ones_like(slots, dtype=torch.bool)
+
+
+def lookup_tables(tables: Sequence[ShardedEmbedding], ids: Sequence[Tensor]) -> list[Tensor]:
+    """``[table.lookup(i) for table, i in zip(tables, ids)]`` with one exchange of counts for
+    all of them (one read-back per step instead of one per table). Collective: every rank
+    calls it with the same tables, and looks these tables up only this way in a phase where
+    another rank may do so (the counts' collectives must match)."""
+    if len(tables) != len(ids):
+        raise ValueError(f"{len(tables)} tables but {len(ids)} id tensors")
+    exchanges = {id(t.exchange) for t in tables}
+    if not tables or tables[0].exchange.world_size == 1 or len(exchanges) > 1:
+        return [table.lookup(i) for table, i in zip(tables, ids, strict=True)]
+    pending = [
+        table._prepare(to_device(i.reshape(-1), table.device).to(torch.int64), i.shape)
+        for table, i in zip(tables, ids, strict=True)
+    ]
+    counts = tables[0].exchange.counts_of(
+        [p.send_counts for p in pending], [p.out_of_range.sum() for p in pending]
+    )
+    for table, p, c in zip(tables, pending, counts, strict=True):
+        if c.bad_ranks:  # every rank sees the same flags: all raise before any row moves
+            raise table._range_error(p.flat, p.out_of_range, c.bad_ranks)
+    return [t._finish(p, c) for t, p, c in zip(tables, pending, counts, strict=True)]

@@ -31,7 +31,7 @@ import torch
 from torch import Tensor
 
 from distgnn_api.edge_types import EdgeType
-from distgnn_workload.embeddings import RowSparseAdam, ShardedEmbedding
+from distgnn_workload.embeddings import RowSparseAdam, ShardedEmbedding, lookup_tables
 from distgnn_workload.models.relational import RelationalGNN
 from distgnn_workload.sampling.hetero_static import StaticCaps
 from distgnn_workload.sampling.hetero_static_hops import HeteroStaticHops
@@ -145,17 +145,19 @@ class HeteroGraphStep(CapturedStep):
             rows = batch.x[t]
             buffer[: rows.size(0)].copy_(rows, non_blocking=True)
         self._lookups = []
-        for table in self.tables:  # the same order on every rank: lookups are collective
-            ids = hop.node_ids[table.node_type]
-            if self.on_lookup is not None:
+        if self.on_lookup is not None:
+            for table in self.tables:
                 table.take_counts()
-            rows = table.lookup(ids)
+        # the same tables in the same order on every rank, their counts in one exchange
+        ids = [hop.node_ids[table.node_type] for table in self.tables]
+        for table, rows in zip(self.tables, lookup_tables(self.tables, ids), strict=True):
             if self.on_lookup is not None:
                 self.on_lookup(table, *table.take_counts())
             buffer = self.embedded[table.node_type]
+            n = rows.size(0)
             with torch.no_grad():
-                buffer[: ids.numel()].copy_(rows)
-            self._lookups.append((rows, buffer, ids.numel()))
+                buffer[:n].copy_(rows)
+            self._lookups.append((rows, buffer, n))
         self.y[: hop.num_seeds].copy_(batch.y, non_blocking=True)
         self.num_seeds.fill_(hop.num_seeds)
 

@@ -50,6 +50,7 @@ from distgnn_workload.embeddings import (
     RowSparseAdam,
     ShardedEmbedding,
     load_shards,
+    lookup_tables,
     save_shards,
 )
 from distgnn_workload.evaluation import FullEvaluation
@@ -251,8 +252,10 @@ class HeteroTrainer(Trainer):
     def _inputs(self, batch: HeteroMiniBatch) -> dict[str, Tensor]:
         """Features of the featured types, embedding rows of the others (collective)."""
         x = dict(batch.x)
-        for table in self.tables:  # the same order on every rank
-            x[table.node_type] = table.lookup(batch.hop.node_ids[table.node_type])
+        # the same tables in the same order on every rank, their counts in one exchange
+        ids = [batch.hop.node_ids[t.node_type] for t in self.tables]
+        for table, rows in zip(self.tables, lookup_tables(self.tables, ids), strict=True):
+            x[table.node_type] = rows
         return x
 
     def _train_step(self, batch: HeteroMiniBatch) -> Tensor:
@@ -279,8 +282,7 @@ class HeteroTrainer(Trainer):
         # meet the other ranks' remaining lookups with empty ones
         empty = torch.zeros(0, dtype=torch.int64, device=self.device)
         for _ in range(self._evaluation_steps - num_batches):
-            for table in self.tables:
-                table.lookup(empty)
+            lookup_tables(self.tables, [empty] * len(self.tables))
 
     def train_epoch(self, epoch: int) -> EpochStats:
         # dropout's stream restarts per epoch, as the sampler's does: resumes are exact
