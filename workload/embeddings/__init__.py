@@ -3,8 +3,10 @@
 - ``ownership``: which rank owns each row (from the partition book, or contiguous blocks);
 - ``exchange``: the all-to-all of ids, rows and row gradients (gloo on CPU, NCCL on GPUs,
   counts on the host-side gloo group), and what each rank sent;
+- ``distinct``: distinct ids at a fixed capacity, their number on the device;
 - ``table``: :class:`ShardedEmbedding`, one per featureless node type: the rows this rank
-  owns (fp32) and the collective, differentiable ``lookup``;
+  owns (fp32) and the collective, differentiable ``lookup`` (``lookup_tables``: several
+  tables with one exchange of counts); ``routes``: what a lookup leaves for its update;
 - ``optim``: row-sparse Adam (lazy, as ``torch.optim.SparseAdam``) and Adagrad, applied by
   each owner to the rows a step touched;
 - ``checkpoint``: each rank's shards and optimizer state beside the model's checkpoint.
@@ -22,7 +24,8 @@ every featureless type::
 
     # each step, on every rank, every table in the same order (empty ids when a batch has
     # no node of that type), outside any CUDA graph capture:
-    x[ntype] = table.lookup(batch.node_ids[ntype])
+    x[ntype] = table.lookup(batch.node_ids[ntype])      # or, all tables at once:
+    rows = lookup_tables(tables, [batch.node_ids[t.node_type] for t in tables])
     loss.backward(); dense_optimizer.step(); sparse.step()   # sparse.step is collective
 
 The sampled neighbourhoods of a partition's seeds lie mostly in that partition, so most
@@ -39,14 +42,24 @@ sampler-side optimizer; nothing here needs it.
 GPU and CUDA graphs
 -------------------
 On GPUs the shard, its optimizer state and every exchanged block are device tensors and
-the all-to-alls run on NCCL; only the per-lookup counts go through the host, read back
-through pinned memory after polling the stream (``runtime.transfers``). Each lookup and each
-table's gradient reduction therefore drains the stream once (``torch.unique`` reads its size
-back too, and runs only after the poll, so that no read-back waits for a peer). The CPU tests run
-the same code with gloo for both groups. A lookup's shapes depend on the batch and it reads
-counts on the host, so it runs eagerly, outside any CUDA graph capture; a captured
-fixed-shape step would take the looked-up rows as an input and hand their gradient back
-before ``sparse.step()`` (the trainer's part, not built here).
+the all-to-alls run on NCCL. Nothing in a lookup or an update has a size that depends on
+the data: the distinct ids of a lookup are kept at the batch's size with their number on
+the device (``distinct``: a sort and a cumulative sum instead of ``torch.unique``), and the
+optimizer updates that fixed-size set of rows, the padding slots repeating the last real
+row, so that no row other than the touched ones changes (``optim``). So:
+
+- one rank (every row local): a lookup and an update read nothing back; the rows-looked-up
+  counts and the ids' range check stay on the device until read
+  (``ShardedEmbedding.take_counts``, once per epoch in the trainer);
+- several ranks: only the split sizes of the all-to-alls go through the host, for every
+  table of a step at once (``lookup_tables``: one read-back per step, through pinned memory
+  after polling the stream, ``runtime.transfers``, and one all-to-all on the host group).
+
+``runtime.host_syncs.HostSyncCounter`` counts the read-backs a step's Python makes on any
+device; the CPU tests run the same code with gloo for both groups. A multi-rank lookup reads
+counts on the host, so it runs eagerly, outside any CUDA graph capture; the captured
+fixed-shape step takes the looked-up rows as an input and hands their gradient back before
+``sparse.step()`` (``trainer.hetero_graph_step``).
 """
 
 from distgnn_workload.embeddings.checkpoint import load_shards, save_shards, shard_path

@@ -5,8 +5,9 @@ Each exchange moves a block of rows from every rank to every rank with
 device tensors on GPUs. The split sizes must be known on the host before the call, so each
 lookup first exchanges its per-destination counts (and an out-of-range flag, so that every
 rank raises together instead of leaving its peers inside a collective) over the host-side
-group: the gloo control group of :class:`~distgnn_workload.runtime.ddp.Collectives` beside
-NCCL, the data group itself on CPU. Reading the counts back from a GPU follows
+group (:meth:`RowExchange.counts_of`: those of every table of a step in one read-back and
+one all-to-all): the gloo control group of
+:class:`~distgnn_workload.runtime.ddp.Collectives` beside NCCL, the data group itself on CPU. Reading the counts back from a GPU follows
 :mod:`distgnn_workload.runtime.transfers`: the stream is polled until done, then the counts
 come back through pinned memory, so the read never blocks inside the CUDA driver while a
 collective waits for a peer.
@@ -133,8 +134,8 @@ class RowExchange:
 
     def settle(self, what: str) -> None:
         """Poll until the device's stream has run what is queued (collectives that wait for
-        peers included), so that an implicit read-back after it (``torch.unique`` reads its
-        output size) waits only for this process's own kernels. A no-op on CPU."""
+        peers included), so that a read-back after it waits only for this process's own
+        kernels. A no-op on CPU."""
         wait_for_stream(self.device, timeout_s=EXCHANGE_TIMEOUT_S, what=what)
 
     def counts(self, send: Tensor, bad: Tensor) -> Counts:

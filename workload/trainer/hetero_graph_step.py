@@ -9,15 +9,18 @@ The learnt embeddings stay outside the graph, as their lookups and row-gradient 
 are collectives of variable size. Per step, the host:
 
 1. copies the batch's edges and sizes and the featured types' rows into the fixed inputs;
-2. looks the featureless types' rows up in their sharded tables (collective) and copies
-   them into fixed input buffers whose gradients the graph computes;
+2. looks the featureless types' rows up in their sharded tables (collective, every table
+   at once: ``lookup_tables``) and copies them into fixed input buffers whose gradients the
+   graph computes;
 3. replays the graph (forward, loss, backward);
 4. hands the real rows' input gradients back to the lookups (``autograd.backward``), runs
    the dense optimizer, then the row-sparse one (collective: rows go to their owners).
 
 Padding rows get zero gradients (see the layout's module), and only the real rows are
 handed back, so the sparse optimizer touches exactly the rows the batch holds, as in the
-eager step.
+eager step. With one rank, none of the four reads anything back from the GPU (the lookups
+and updates are fixed-capacity, :mod:`distgnn_workload.embeddings`); with several, the
+lookups' counts are read once per step.
 """
 
 from __future__ import annotations
