@@ -173,10 +173,17 @@ def _partition_items(cost: PartitionCost) -> tuple[Item, ...]:
     process = Item("process runtime", PROCESS_BYTES, "host", "partition_cost.PROCESS_BYTES")
     store = Item("partition store", cost.store_bytes, "disk", "partition/writer.py arrays")
     if cost.out_of_core:
+        metis = (
+            (Item(f"METIS on a {cost.metis_edges:,}-edge sample, then streamed passes",
+                  cost.metis_bytes, "host", "partition/ooc_metis.py", transient=True),)
+            if cost.metis_bytes
+            else ()
+        )  # fmt: skip
         return (
             process,
             Item("node arrays (ids, degrees, labels, masks)", cost.graph_bytes, "host",
                  "partition/ooc_writer.py"),
+            *metis,
             Item("one bucket of edges, sorted", cost.writer_bytes, "host",
                  "partition/external_sort.py BUCKET_EDGES", transient=True),
             Item("spilled edge buckets", cost.spill_bytes, "disk",

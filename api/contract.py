@@ -141,6 +141,9 @@ def partition_key(spec: DistGNNJobSpec) -> str:
         # The streamed generator draws another graph of the same family (about numEdges
         # edges); stores of other datasets are the same on either path.
         payload["streamedSynthetic"] = True
+    if spec.partition.metis_sample_edges:
+        # Out of core, METIS on a sample instead of the random assignment (and its size).
+        payload["metisSampleEdges"] = spec.partition.metis_sample_edges
     link = spec.link_prediction
     if link is not None:
         # The store holds the edge split and the fixed evaluation negatives: what draws them

@@ -62,6 +62,18 @@ OOC_SECONDS_PER_EDGE = 0.38e-6
 """CPU seconds per stored edge of the out-of-core path: generate or parse, spill, sort, write
 (0.38 at 320M edges, 0.28 at 32M)."""
 
+# partition.metisSampleEdges out of core (partition/ooc_metis.py), fitted on
+# benchmarks/capacity/results/out-of-core-metis-32m.json (1.25M nodes, 32M stored edges,
+# a 4M-edge sample, 8 partitions).
+OOC_METIS_PASSES = 5
+"""Passes over the edges before the writer's: the sample's, then ooc_metis.ROUNDS."""
+OOC_METIS_BYTES_PER_NODE = 40
+"""The passes' node-sized arrays: the partition, two draws and their keys, three counts."""
+OOC_METIS_CHUNK_BYTES = 96 << 20
+"""One chunk of edges in both directions with its masks and draws (data/graph.py EDGE_CHUNK)."""
+OOC_METIS_SECONDS_PER_EDGE_PASS = 0.35e-6
+"""CPU seconds per stored edge and pass (generate or parse, draw, count)."""
+
 
 def ooc_bucket_edges(num_edges: int, partitions: int) -> int:
     """Edges of one bucket: each partition's share cut into equal buckets of at most
@@ -136,21 +148,44 @@ def out_of_core(spec: DistGNNJobSpec, g: GraphSize | None) -> tuple[bool, str]:
     )
 
 
+def ooc_metis_edges(spec: DistGNNJobSpec, g: GraphSize) -> int:
+    """Stored edges METIS is given out of core: about partition.metisSampleEdges (the graph's
+    own when smaller); 0 for a random assignment."""
+    p = spec.partition
+    if p.algorithm != PartitionAlgorithm.metis or p.metis_sample_edges <= 0:
+        return 0
+    return min(p.metis_sample_edges, g.num_edges)
+
+
 def out_of_core_cost(spec: DistGNNJobSpec, g: GraphSize) -> PartitionCost:
-    """Peak memory and time of the out-of-core path (random assignment)."""
+    """Peak memory and time of the out-of-core path: random assignment, or METIS on a
+    sampled subgraph (partition.metisSampleEdges) and the streamed passes after it."""
     n, e = g.num_nodes, g.num_edges
     nodes_b = n * OOC_BYTES_PER_NODE
     bucket_b = ooc_bucket_edges(e, spec.num_partitions) * OOC_BYTES_PER_BUCKET_EDGE
+    metis_edges = ooc_metis_edges(spec, g)
+    if metis_edges:
+        metis_b = max(
+            metis_edges * METIS_SAMPLED_BYTES_PER_EDGE,
+            n * OOC_METIS_BYTES_PER_NODE + OOC_METIS_CHUNK_BYTES,
+        )
+        assign_s = (
+            OOC_METIS_PASSES * e * OOC_METIS_SECONDS_PER_EDGE_PASS
+            + METIS_SECONDS_COEFFICIENT * metis_edges**METIS_SECONDS_EXPONENT
+        )
+    else:
+        metis_b = 0
+        assign_s = n * RANDOM_SECONDS_PER_NODE
     return PartitionCost(
         graph_bytes=nodes_b,
-        metis_bytes=0,
+        metis_bytes=metis_b,
         writer_bytes=bucket_b,
-        peak_bytes=PROCESS_BYTES + nodes_b + bucket_b,
+        peak_bytes=PROCESS_BYTES + nodes_b + max(bucket_b, metis_b),
         seconds=e * OOC_SECONDS_PER_EDGE
-        + n * RANDOM_SECONDS_PER_NODE
+        + assign_s
         + n * g.num_features * 4 * WRITE_SECONDS_PER_FEATURE_BYTE,
         store_bytes=store_bytes(g, spec.num_partitions),
-        metis_edges=0,
+        metis_edges=metis_edges,
         spill_bytes=e * 2 * g.index_bytes,
         out_of_core=True,
     )

@@ -303,7 +303,9 @@ class PartitionSpec(Model):
     seed: int = Field(default=0, ge=0, le=2**31 - 1)
     """Seed of the partitioner."""
     out_of_core: OutOfCore = OutOfCore.auto
-    """Stream the graph through bounded memory (chunked input, external sort, chunked store; random assignment only): auto does so when the in-memory partitioner would exceed this Job's memory limit, always and never force the choice."""
+    """Stream the graph through bounded memory (chunked input, external sort, chunked store): auto does so when the in-memory partitioner would exceed this Job's memory limit, always and never force the choice. Out of core, nodes are assigned at random unless metisSampleEdges is set."""
+    metis_sample_edges: int = Field(default=0, ge=0, le=2_000_000_000)
+    """Out of core with algorithm metis: METIS partitions the subgraph induced by a random node sample of about this many stored edges (its memory: about 100 bytes each), and the other nodes are streamed into the partitions most of their neighbours are in (5 more passes over the edges); 0 assigns nodes at random out of core. Ignored in memory."""
     resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
     """Resources of the partition Job's container."""
 
@@ -653,13 +655,30 @@ class DistGNNJobSpec(_OmitsUnset):
             lambda s: s.storage.claim_name is None or s.storage.storage_class_name is None,
         ),
         _cel(
-            "self.partition.outOfCore != 'always' || self.partition.algorithm == 'random'",
-            "the out-of-core partitioner assigns nodes at random: with outOfCore always, set "
+            "self.partition.outOfCore != 'always' || self.partition.algorithm == 'random' || "
+            "self.partition.metisSampleEdges > 0",
+            "the out-of-core partitioner runs METIS on a sample only: with outOfCore always and "
+            "algorithm metis, set partition.metisSampleEdges (e.g. 16000000), or set "
             "partition.algorithm to random (or outOfCore to auto)",
             ".partition.outOfCore",
             lambda s: (
                 s.partition.out_of_core != OutOfCore.always
                 or s.partition.algorithm == PartitionAlgorithm.random
+                or s.partition.metis_sample_edges > 0
+            ),
+        ),
+        _cel(
+            "self.partition.metisSampleEdges == 0 || "
+            "(self.partition.algorithm == 'metis' && self.partition.metisSampleEdges >= 10000)",
+            "metisSampleEdges selects METIS on a sampled subgraph out of core: it needs "
+            "partition.algorithm metis and at least 10000 edges (or 0 for random assignment)",
+            ".partition.metisSampleEdges",
+            lambda s: (
+                s.partition.metis_sample_edges == 0
+                or (
+                    s.partition.algorithm == PartitionAlgorithm.metis
+                    and s.partition.metis_sample_edges >= 10_000
+                )
             ),
         ),
         _cel(

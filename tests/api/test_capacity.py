@@ -16,9 +16,12 @@ from distgnn_api.capacity import GIB, SAMPLER_PROCESS_BYTES, TRAINER_PROCESS_BYT
 from distgnn_api.capacity_check import check
 from distgnn_api.graph_size import GraphSizeError, SamplingProbe, from_meta, from_spec, resolve
 from distgnn_api.partition_cost import (
+    METIS_SAMPLED_BYTES_PER_EDGE,
     OOC_BUCKET_EDGES,
     OOC_BYTES_PER_BUCKET_EDGE,
     OOC_BYTES_PER_NODE,
+    OOC_METIS_BYTES_PER_NODE,
+    OOC_METIS_CHUNK_BYTES,
     PROCESS_BYTES,
     ooc_bucket_edges,
     out_of_core,
@@ -282,3 +285,27 @@ def test_out_of_core_partition_when_asked_or_too_large() -> None:
     hetero = parse_spec({"dataset": {"syntheticMag": {"scale": 0.001}}, "model": {"arch": "rsage"},
                          "partition": {"resources": {"limits": {"memory": "1Ki"}}}})  # fmt: skip
     assert not out_of_core(hetero, from_spec(hetero))[0]
+
+
+def test_out_of_core_metis_on_a_sample_costs_its_sample_and_passes() -> None:
+    rand = small(partition={"outOfCore": "always", "algorithm": "random"})
+    g = replace(from_spec_or_fail(rand), num_nodes=10_000_000, num_edges=3_000_000_000)
+    sampled = small(
+        partition={"outOfCore": "always", "algorithm": "metis", "metisSampleEdges": 40_000_000}
+    )
+    base, cost = partition_cost(rand, g), partition_cost(sampled, g)
+    assert base.metis_bytes == 0
+    assert base.metis_edges == 0
+    assert cost.metis_edges == 40_000_000
+    assert cost.metis_bytes == max(
+        40_000_000 * METIS_SAMPLED_BYTES_PER_EDGE,
+        10_000_000 * OOC_METIS_BYTES_PER_NODE + OOC_METIS_CHUNK_BYTES,
+    )
+    assert cost.peak_bytes == PROCESS_BYTES + base.graph_bytes + max(
+        base.writer_bytes, cost.metis_bytes
+    )
+    assert cost.seconds > base.seconds  # five more passes over the edges
+    role = build_plan(sampled, g).role("partition")
+    assert role is not None
+    assert any("40,000,000-edge sample" in item.what for item in role.items)
+    assert role.host_bytes == cost.peak_bytes

@@ -142,6 +142,7 @@ def test_every_cel_rule_has_a_python_twin_that_fires() -> None:
         _spec(storage={"claimName": "a", "storageClassName": "b"}),
         _spec(metricsPort=29500),
         _spec(partition={"outOfCore": "always"}),
+        _spec(partition={"metisSampleEdges": 5000}),
         {
             "dataset": {"pyg": {"path": "g"}},
             "partition": {"outOfCore": "always", "algorithm": "random"},

@@ -215,3 +215,31 @@ def test_job_bad_ogb_input_exits_2(tmp_path: Path) -> None:
     assert "edge.csv.gz line 183: edge (1, 99) refers to a node outside [0, 40)" in done.stderr
     assert not job.out.exists()
     assert not list((job.data / c.PARTITIONS_DIR).iterdir()), "no staging directory is left"
+
+
+def test_job_runs_metis_on_a_sample_out_of_core(tmp_path: Path) -> None:
+    """metisSampleEdges: METIS on a sampled subgraph, the rest streamed; META.json and the
+    Job's log carry the measured cut, far below a random assignment's."""
+    dataset = {
+        "synthetic": {"numNodes": 6000, "numEdges": 60000, "numFeatures": 4, "numClasses": 8}
+    }
+    sampled = job_in(
+        tmp_path / "a",
+        dataset,
+        {"numPartitions": 4, "outOfCore": "always", "metisSampleEdges": 30000},
+    )
+    done = sampled.run()
+    assert done.returncode == 0, done.stderr
+    store = PartitionStore.open(sampled.out)
+    assert store.meta.algorithm == "metis"
+    how = store.meta.extra["out_of_core_assignment"]
+    assert 0 < how["sample_nodes"] < 6000
+    assert "a random assignment cuts about 0.7500" in done.stderr
+    assert f"edge cut: {store.meta.edge_cut} of" in done.stderr
+    rand = job_in(
+        tmp_path / "b", dataset, {"numPartitions": 4, "algorithm": "random", "outOfCore": "always"}
+    )
+    assert rand.key != sampled.key
+    random_cut = job_run(rand).meta.edge_cut_fraction
+    assert random_cut > 0.7
+    assert store.meta.edge_cut_fraction < 0.6 * random_cut

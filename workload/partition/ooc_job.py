@@ -1,19 +1,23 @@
-"""The partition Job's out-of-core path: stream the dataset, assign nodes at random, write
-the store through the external bucket sort (:mod:`.ooc_writer`).
+"""The partition Job's out-of-core path: stream the dataset, assign its nodes, write the
+store through the external bucket sort (:mod:`.ooc_writer`).
 
 Taken when ``partition.outOfCore`` is ``always``, or ``auto`` and the capacity model
 (``distgnn_api.partition_cost.out_of_core``) says the in-memory partitioner would exceed the
-partition container's memory. METIS needs the whole graph in memory, so a METIS spec is
-partitioned at random here (with its seed), and META.json records ``random``.
+partition container's memory. METIS needs the whole graph in memory: with
+``partition.metisSampleEdges`` set, a METIS spec runs METIS on a sampled subgraph and streams
+the other nodes to their neighbours' partitions (:mod:`.ooc_metis`; META.json records
+``metis`` and how under ``out_of_core_assignment``); without it, nodes are assigned at random
+(with the spec's seed) and META.json records ``random``.
 """
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import numpy as np
+import numpy.typing as npt
 
 from distgnn_api.contract import JobConfig, WorkloadEnv
 from distgnn_api.graph_size import GraphSize, from_spec
@@ -23,6 +27,7 @@ from distgnn_workload.data.errors import DatasetError
 from distgnn_workload.data.ogb import RAW_DIR, _single_count
 from distgnn_workload.data.stream import StreamedGraph
 from distgnn_workload.partition import algorithms, stages
+from distgnn_workload.partition.ooc_metis import sampled_metis_assignment
 from distgnn_workload.partition.ooc_writer import write_streamed
 from distgnn_workload.partition.store import PartitionStore
 
@@ -82,10 +87,11 @@ def partition_streamed(
     spec = config.spec
     k = spec.num_partitions
     part_spec = spec.partition
-    if part_spec.algorithm != PartitionAlgorithm.random:
+    sampled = part_spec.algorithm == PartitionAlgorithm.metis and part_spec.metis_sample_edges > 0
+    if part_spec.algorithm != PartitionAlgorithm.random and not sampled:
         log.warning(
             "out of core: METIS needs the whole graph in memory; assigning nodes at random "
-            "(seed %d) instead",
+            "(seed %d) instead (set partition.metisSampleEdges for METIS on a sampled subgraph)",
             part_spec.seed,
         )
         part_spec = part_spec.model_copy(update={"algorithm": PartitionAlgorithm.random})
@@ -102,8 +108,19 @@ def partition_streamed(
         graph.num_features,
         graph.num_classes,
     )
+    how: dict[str, Any] = {"method": "random"}
+
+    def assign() -> npt.NDArray[np.int32]:
+        if not sampled:
+            return algorithms.random_assignment(graph.num_nodes, k, part_spec.seed)
+        parts, found = sampled_metis_assignment(
+            graph, k, sample_edges=part_spec.metis_sample_edges, seed=part_spec.seed
+        )
+        how.update(found)
+        return parts
+
     store, assign_s, write_s = stages.partition_stage(
-        lambda: algorithms.random_assignment(graph.num_nodes, k, part_spec.seed),
+        assign,
         lambda assignment, progress: write_streamed(
             env.partition_dir,
             graph,
@@ -111,10 +128,17 @@ def partition_streamed(
             k,
             spec=part_spec,
             key=config.partition_key,
-            extra_meta=stages.store_meta(config),
+            extra_meta={**stages.store_meta(config), "out_of_core_assignment": how},
             progress=progress,
         ),
         out,
+    )
+    log.info(
+        "edge cut: %d of %d undirected edges (%.4f; a random assignment cuts about %.4f)",
+        store.meta.edge_cut,
+        store.meta.num_undirected_edges,
+        store.meta.edge_cut_fraction,
+        1 - 1 / k,
     )
     return store, {
         "generate" if synthetic else "load": open_s,
