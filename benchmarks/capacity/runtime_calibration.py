@@ -39,11 +39,18 @@ METRICS = (
     "distgnn_sampler_bytes_sent_total",
     "distgnn_sampler_requests_total",
 )
+CLI = (sys.executable, "-P", "-m", "distgnn_operator.cli")
+"""``distgnn``, as a module (the device machine has the packages on PYTHONPATH, no script)."""
 _LINE = re.compile(r"^(?P<name>[a-z_]+)(?:\{(?P<labels>[^}]*)\})? (?P<value>\S+)$")
 
 
-def job(scale: float, mode: str, batch: int) -> dict[str, Any]:
+def job(
+    scale: float, mode: str, batch: int, gpus: int = 0, algorithm: str = "metis"
+) -> dict[str, Any]:
+    """The calibration job: on CPU 2 trainers (and 2 samplers in server mode); with ``gpus``
+    one trainer per GPU (and one sampler per GPU, on it), bf16, as the GPU examples run."""
     server = mode == "server"
+    pods = gpus or 2
     return {
         "apiVersion": "distgnn.io/v1alpha1",
         "kind": "DistGNNJob",
@@ -55,15 +62,20 @@ def job(scale: float, mode: str, batch: int) -> dict[str, Any]:
                     "numEdges": round(PRODUCTS_EDGES * scale),
                 }
             },
-            "partition": {"algorithm": "metis", "numPartitions": 2},
-            "samplers": {"replicas": 2 if server else 0, "gpusPerPod": 0, "workers": 1},
-            "trainers": {"replicas": 2, "gpusPerPod": 0, "prefetch": 2},
+            "partition": {"algorithm": algorithm, "numPartitions": 2},
+            "samplers": {
+                "replicas": pods if server else 0,
+                "gpusPerPod": 1 if gpus else 0,
+                "workers": 1,
+            },
+            "trainers": {"replicas": pods, "gpusPerPod": 1 if gpus else 0, "prefetch": 2},
             "model": {"arch": "sage", "hiddenChannels": 256, "numLayers": 3, "fanout": [15, 10, 5]},
             "training": {
                 "epochs": 1,
                 "batchSize": batch,
                 "evalEvery": 0,
                 "evaluation": {"test": "full", "validation": "full"},
+                **({"bf16": True} if gpus else {}),
             },
             "storage": {"size": "50Gi"},
         },
@@ -98,14 +110,16 @@ def contract_of(pid: int) -> tuple[str, str, str] | None:
     return env["DISTGNN_ROLE"], env.get("DISTGNN_RANK", "0"), env.get("DISTGNN_METRICS_PORT", "")
 
 
-def vm_hwm(pid: int) -> int:
+def vm_status(pid: int) -> dict[str, int]:
+    """VmHWM and VmRSS of a process, in bytes (empty once it is gone)."""
+    out: dict[str, int] = {}
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
+            if line.startswith(("VmHWM:", "VmRSS:")):
+                out[line.split(":")[0]] = int(line.split()[1]) * 1024
     except OSError:
         pass
-    return 0
+    return out
 
 
 def scrape(port: str) -> dict[str, float]:
@@ -123,34 +137,49 @@ def scrape(port: str) -> dict[str, float]:
     return out
 
 
-def run(scale: float, mode: str, batch: int, work: Path) -> dict[str, Any]:
-    manifest = job(scale, mode, batch)
+def gpu_used_by_pid() -> dict[int, int]:
+    """GPU memory each process holds (``nvidia-smi``: its context and the caching
+    allocator's reserve), in bytes; empty without nvidia-smi."""
+    try:
+        done = subprocess.run(
+            ["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    out: dict[int, int] = {}
+    for line in done.stdout.splitlines():
+        pid, _, mib = line.partition(",")
+        if pid.strip().isdigit() and mib.strip().isdigit():
+            out[int(pid)] = out.get(int(pid), 0) + int(mib) * 2**20
+    return out
+
+
+def run(
+    scale: float,
+    mode: str,
+    batch: int,
+    work: Path,
+    *,
+    gpus: int = 0,
+    algorithm: str = "metis",
+    timeout: float | None = None,
+) -> dict[str, Any]:
+    manifest = job(scale, mode, batch, gpus, algorithm)
     path = work / f"{mode}.yaml"
     path.write_text(yaml.safe_dump(manifest))
-    cli = str(Path(sys.executable).parent / "distgnn")
-    proc = subprocess.Popen(
-        [cli, "run", str(path), "--data-dir", str(work / "data"), "--gpus", "0"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    peak: dict[str, int] = {}
-    counters: dict[str, dict[str, float]] = {}
-    started = time.monotonic()
-    while proc.poll() is None:
-        for pid in descendants(proc.pid):
-            who = contract_of(pid)
-            if who is None:
-                continue
-            role, rank, port = who
-            key = f"{role}-{rank}"
-            peak[key] = max(peak.get(key, 0), vm_hwm(pid))
-            if port and role != "partition":
-                got = scrape(port)
-                if got:
-                    counters[key] = got
-        time.sleep(0.5)
-    _, err = proc.communicate()
+    log_path = work / f"{mode}.log"
+    with log_path.open("w") as log_file:
+        proc = subprocess.Popen(
+            [*CLI, "run", str(path), "--data-dir", str(work / "data"), "--gpus", str(gpus)],
+            stdout=subprocess.DEVNULL,
+            stderr=log_file,
+            text=True,
+        )
+        result = _watch(proc, manifest, gpus, timeout)
+    err = log_path.read_text(errors="replace")
     if proc.returncode != 0:
         raise SystemExit(f"distgnn run failed ({proc.returncode}): {err[-2000:]}")
     metas = list((work / "data").glob("partitions/*/META.json"))
@@ -159,13 +188,56 @@ def run(scale: float, mode: str, batch: int, work: Path) -> dict[str, Any]:
     return {
         "mode": mode,
         "scale": scale,
-        "wall_s": time.monotonic() - started,
-        "peak_rss_bytes": peak,
-        "counters": counters,
+        **result,
         "batch": batch,
         "job": manifest,
         "edge_cut_fraction": cut,
         "meta": meta,
+        "log_tail": err.splitlines()[-60:],
+    }
+
+
+def _watch(
+    proc: subprocess.Popen[str], manifest: dict[str, Any], gpus: int, timeout: float | None
+) -> dict[str, Any]:
+    """Every workload process's peak RSS, RSS over time, GPU memory (with ``gpus``) and
+    counters, until ``distgnn run`` exits (or is stopped at ``timeout``)."""
+    peak: dict[str, int] = {}
+    gpu_peak: dict[str, int] = {}
+    timeline: dict[str, list[tuple[float, int]]] = {}
+    counters: dict[str, dict[str, float]] = {}
+    started, started_at = time.monotonic(), time.time()
+    while proc.poll() is None:
+        if timeout is not None and time.monotonic() - started > timeout:
+            proc.terminate()  # the supervisor stops its processes on SIGTERM
+            proc.wait(60)
+            raise SystemExit(f"{manifest['metadata']['name']}: no end within {timeout:.0f} s")
+        on_gpu = gpu_used_by_pid() if gpus else {}
+        for pid in descendants(proc.pid):
+            who = contract_of(pid)
+            if who is None:
+                continue
+            role, rank, port = who
+            key = f"{role}-{rank}"
+            status = vm_status(pid)
+            peak[key] = max(peak.get(key, 0), status.get("VmHWM", 0))
+            if pid in on_gpu:
+                gpu_peak[key] = max(gpu_peak.get(key, 0), on_gpu[pid])
+            if "VmRSS" in status:
+                at = round(time.monotonic() - started, 1)
+                timeline.setdefault(key, []).append((at, status["VmRSS"]))
+            if port and role != "partition":
+                got = scrape(port)
+                if got:
+                    counters[key] = got
+        time.sleep(0.5)
+    return {
+        "wall_s": time.monotonic() - started,
+        "started_at": started_at,
+        "peak_rss_bytes": peak,
+        **({"peak_gpu_bytes": gpu_peak} if gpus else {}),
+        "rss_timeline": {k: v[:: max(1, len(v) // 300)] for k, v in timeline.items()},
+        "counters": counters,
     }
 
 
@@ -181,7 +253,6 @@ def model_plan(
     ):
         f.write(yaml.safe_dump(manifest))
         f.flush()
-        cli = str(Path(sys.executable).parent / "distgnn")
         if meta is not None:
             m.write(json.dumps(meta))
             m.flush()
@@ -189,7 +260,7 @@ def model_plan(
         else:
             given = [] if edge_cut is None else ["--edge-cut", str(edge_cut)]
         done = subprocess.run(
-            [cli, "plan", "--json", *given, f.name], capture_output=True, text=True, check=True
+            [*CLI, "plan", "--json", *given, f.name], capture_output=True, text=True, check=True
         )
     return dict(json.loads(done.stdout))
 
@@ -204,6 +275,12 @@ def compare(r: dict[str, Any]) -> dict[str, Any]:
             model = roles[role]["hostBytesPerPod"]
             out["memory"][key] = {"measured": measured, "model": model,
                                   "error": model / measured - 1}  # fmt: skip
+    for key, measured in r.get("peak_gpu_bytes", {}).items():
+        role = key.split("-")[0]
+        if role in roles and measured:
+            model = roles[role]["gpuBytesPerCard"]
+            out.setdefault("gpu_memory", {})[key] = {
+                "measured": measured, "model": model, "error": model / measured - 1}  # fmt: skip
     per_batch = plan["bytesPerBatch"]
     g = plan["graph"]
     row = g["num_features"] * 4
