@@ -240,6 +240,18 @@ def build_plan(
         )
     titems = process_items(tdev, "trainer") + trainer_items(spec, graph, s, tdev)
     titems += evaluation_items(spec, graph, s, tdev, trainer_procs)
+    if (
+        not spec.worker_mode
+        and _holder_device(spec) == "host"
+        and all(k >= 1 for k in spec.model.fanout)
+    ):
+        # The samplers on this host write each batch into a shared slot this trainer maps
+        # and reads: resident here too (charged to the sampler's cgroup, which wrote it).
+        samplers = min(spec.samplers.replicas, MAX_PEERS_PER_HOST + 1)
+        count = spec.samplers.concurrency + 1
+        titems.append(Item(f"batch slots of {samplers} sampler(s) on the host, mapped "
+                           f"({count} each)", samplers * count * batch_bytes(s, graph, "host"),
+                           "host", "runtime/shared_slots.py SlotReader.attach"))  # fmt: skip
     if spec.worker_mode:
         titems += holder_items(spec, graph, s, tdev)
     roles.append(

@@ -268,8 +268,10 @@ def trainer_items(spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: Where)
              "trainer/loop.py torch.optim.Adam"),
         Item("activations (estimate)", round(acts), dev,
              f"{ACTIVATION_COPIES} x each layer's output"),
-        Item(f"prefetched batches ({spec.trainers.prefetch})",
-             spec.trainers.prefetch * batch_bytes(s, graph, dev), dev, "trainers.prefetch"),
+        Item(f"prefetched batches ({spec.trainers.prefetch} + 2 in use)",
+             (spec.trainers.prefetch + 2) * batch_bytes(s, graph, dev), dev,
+             "trainers.prefetch, the batch in the step and the one being produced "
+             "(loader/batch_loader.py Prefetcher)"),
     ]  # fmt: skip
     if dev == "gpu" and spec.model.arch == Arch.sage:
         static = (
@@ -310,13 +312,22 @@ def evaluation_items(
             + 2 * chunk_nodes * o * ab  # the chunk's aggregate and output
             + 2 * chunk_edges * 8,  # the chunk's block (int64 sources, local ids)
         )
-    # file pages (reclaimable, but counted in RSS): the topology, this rank's feature rows
+    # file pages (reclaimable, but counted in RSS): the topology, this rank's feature rows;
+    # mapped while the layers run, so on top of the largest one
     share = math.ceil(n / world)
     store_pages = (n + 1) * 8 + graph.num_edges * graph.index_bytes + share * graph.num_features * 4
+    store_host = store_pages + n * 16
+    if dev == "host":
+        return [
+            Item("full-neighbourhood evaluation (largest layer, and the topology, features and "
+                 "labels it reads from the store)", peak + store_host, dev,
+                 "evaluation/inference.py LayerwiseInference, store_rows.py (mmap)",
+                 transient=True),
+        ]  # fmt: skip
     return [
         Item("full-neighbourhood evaluation (largest layer)", peak, dev,
              "evaluation/inference.py LayerwiseInference", transient=True),
-        Item("evaluation: topology, features, labels read from the store", store_pages + n * 16,
+        Item("evaluation: topology, features, labels read from the store", store_host,
              "host", "evaluation/store_rows.py, inference.py store.topology() (mmap)",
              transient=True),
     ]  # fmt: skip

@@ -110,12 +110,17 @@ def contract_of(pid: int) -> tuple[str, str, str] | None:
     return env["DISTGNN_ROLE"], env.get("DISTGNN_RANK", "0"), env.get("DISTGNN_METRICS_PORT", "")
 
 
+RSS_KINDS = ("VmRSS", "RssAnon", "RssFile", "RssShmem")
+"""The resident set over time: all of it, then its anonymous (heap), file-backed (mapped
+store pages) and shared-memory (slots mapped from other processes) parts."""
+
+
 def vm_status(pid: int) -> dict[str, int]:
-    """VmHWM and VmRSS of a process, in bytes (empty once it is gone)."""
+    """VmHWM and the RSS_KINDS of a process, in bytes (empty once it is gone)."""
     out: dict[str, int] = {}
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(("VmHWM:", "VmRSS:")):
+            if line.startswith(("VmHWM:", *(f"{k}:" for k in RSS_KINDS))):
                 out[line.split(":")[0]] = int(line.split()[1]) * 1024
     except OSError:
         pass
@@ -204,7 +209,7 @@ def _watch(
     counters, until ``distgnn run`` exits (or is stopped at ``timeout``)."""
     peak: dict[str, int] = {}
     gpu_peak: dict[str, int] = {}
-    timeline: dict[str, list[tuple[float, int]]] = {}
+    timeline: dict[str, list[tuple[float, ...]]] = {}
     counters: dict[str, dict[str, float]] = {}
     started, started_at = time.monotonic(), time.time()
     while proc.poll() is None:
@@ -225,7 +230,8 @@ def _watch(
                 gpu_peak[key] = max(gpu_peak.get(key, 0), on_gpu[pid])
             if "VmRSS" in status:
                 at = round(time.monotonic() - started, 1)
-                timeline.setdefault(key, []).append((at, status["VmRSS"]))
+                kinds = tuple(status.get(k, 0) for k in RSS_KINDS)
+                timeline.setdefault(key, []).append((at, *kinds))
             if port and role != "partition":
                 got = scrape(port)
                 if got:

@@ -107,7 +107,14 @@ def test_trainer_pod_memory_by_hand() -> None:
     # nodes' 16 features gathered, a chunk's source rows, the rank's 500 x 8 outputs, the
     # chunk's aggregate and output, its block of 10000 int64 sources and local ids
     evaluation = 1000 * 16 * 4 * 2 + 500 * 8 * 4 + 2 * 1000 * 8 * 4 + 2 * 10000 * 8
-    expected = TRAINER_PROCESS_BYTES + 16 * PARAMS + round(acts) + 4 * BATCH + evaluation
+    # ... and beside it the store pages it reads: int64 indptr, int32 ids, the rank's 500
+    # feature rows, and 16 bytes per node of labels and masks
+    evaluation += 1001 * 8 + 10000 * 4 + 500 * 16 * 4 + 1000 * 16
+    # prefetch 4, the batch in the step and the one being produced
+    batches = (4 + 2) * BATCH
+    # the 2 samplers' batch slots for this trainer (concurrency 4 + 1 each), mapped and read
+    slots = 2 * 5 * BATCH
+    expected = TRAINER_PROCESS_BYTES + 16 * PARAMS + round(acts) + batches + slots + evaluation
     assert trainer.host_bytes == expected
 
 
@@ -123,7 +130,7 @@ def test_worker_mode_trainer_holds_the_partition_on_its_gpus() -> None:
     assert gpu_items["owned feature rows"] == 500 * 16 * 4
     assert gpu_items["replicated topology"] == 1001 * 8 + 10000 * 4
     # GPU buffers are allocated at the layout's capacities
-    assert gpu_items["prefetched batches (4)"] == 4 * BATCH_CAPS
+    assert gpu_items["prefetched batches (4 + 2 in use)"] == 6 * BATCH_CAPS
     # x (100 rows + dump), per layer src/dst/ptr: 2*90 + 40+2, then 2*30 + 10+2; labels
     assert gpu_items["CUDA-graph static inputs"] == 101 * 16 * 4 + (222 + 72) * 8 + 10 * 8
     assert trainer.host_bytes == 2 * (
