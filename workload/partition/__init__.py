@@ -14,6 +14,7 @@ else int64. Every array is a ``.npy`` file that ``numpy.load(mmap_mode="r")`` op
     ├── META.json              format_version, graph stats, offsets, per-partition stats,
     │                          edge cut, balance, dataset and partition specs, step timings,
     │                          the sampling probe (:mod:`.probe`), out_of_core when streamed
+    │                          (and out_of_core_assignment: how the nodes were assigned)
     ├── topology/
     │   ├── indptr.npy         int64 [N+1]   the full CSR, rows sorted, no self-loops
     │   └── indices.npy        idx   [E]
@@ -39,8 +40,9 @@ complete; readers still check ``_SUCCESS`` and the format version.
 
 A graph larger than the partition pod's memory takes the out-of-core path
 (``partition.outOfCore``; :mod:`.ooc_job`): the dataset is streamed in chunks, nodes are
-assigned at random, and :mod:`.ooc_writer` writes the same store through an external bucket
-sort (:mod:`.external_sort`).
+assigned at random or, with ``partition.metisSampleEdges``, by METIS on a sampled subgraph
+and streamed passes (:mod:`.ooc_metis`), and :mod:`.ooc_writer` writes the same store
+through an external bucket sort (:mod:`.external_sort`).
 
 A heterogeneous graph gets a typed store instead (META.json's ``graph_kind`` is ``hetero``):
 :mod:`.hetero_store` draws it; read it with :func:`load_hetero_partition`, write one with

@@ -6,22 +6,24 @@ into the partitions their neighbours are in.
    (``partition.metisSampleEdges``). One pass over the edge chunks collects it.
 2. **METIS** k-way on the sample, balancing its nodes.
 3. **Projection and refinement.** :data:`ROUNDS` more passes over the edge chunks. In each,
-   every node draws the partition of one neighbour chosen uniformly among its assigned
-   neighbours (a reservoir draw per chunk: the occurrence with the largest random key), and
-   counts its neighbours in its own partition and in the partition it drew in the pass
-   before. After the first pass every unassigned node takes the partition it drew (a
-   random neighbour's: the majority one with probability the majority's share); after each
-   later pass a node moves to its previous draw when more of its neighbours are there
-   (gain first, within the balance capacity, half of the candidates each round so that
-   neighbours do not swap past each other).
+   every node draws the partitions of :data:`DRAWS` neighbours, each chosen uniformly among
+   its assigned neighbours (a reservoir draw: the occurrence with the largest random key),
+   and counts its neighbours in its own partition and in each partition it drew in the pass
+   before. After the first pass every unassigned node takes its first draw (a random
+   neighbour's partition: the majority one with probability the majority's share); after
+   each later pass a node moves to the better of its previous draws when more of its
+   neighbours are there (highest gain first, within the balance capacity, a random
+   :data:`MOVE_SHARE` of the candidates each round so that neighbours do not swap past each
+   other).
 4. **Balance.** Partitions never exceed ``(1 + NODE_TOLERANCE)`` times the mean node count:
    moves into a full partition are refused, nodes that cannot join their draw and nodes with
    no assigned neighbour go to the partitions with room, and a partition the METIS sample
    left over capacity sheds the nodes with the fewest neighbours at home.
 
-Memory: five node-sized 4-byte arrays (partition, draw, its key, two counts) and the node
-sample's ids, one chunk of edges in both directions, and METIS on the sample (about
-``METIS_BYTES_PER_EDGE`` per stored sample edge). Only the node count is balanced; train
+Memory: ten node-sized 4-byte arrays (the partition, two draws and their keys, the previous
+pass's two draws, three counts) and the node sample's ids, one chunk of edges in both
+directions, and METIS on the sample (about 138 bytes per stored sample edge, measured:
+``distgnn_api.partition_cost``). Only the node count is balanced; train
 nodes and edges follow the nodes (META.json's ``balance`` reports all three).
 """
 
