@@ -62,7 +62,7 @@ def main() -> None:
     ap.add_argument("--scale", type=float, default=1.0, help="share of products (1: products)")
     ap.add_argument("--gpus", type=int, help="GPUs to use (default: up to 2 of those visible)")
     ap.add_argument("--modes", nargs="+", default=["worker", "server"])
-    ap.add_argument("--run-timeout", type=float, default=210.0, help="seconds per run")
+    ap.add_argument("--run-timeout", type=float, default=240.0, help="seconds per run")
     ap.add_argument("--out-dir", type=Path, default=Path(os.environ.get("OUT", "results/run")))
     ap.add_argument("--work-dir", type=Path, help="default: a temporary directory")
     args = ap.parse_args()

@@ -162,6 +162,26 @@ def gpu_used_by_pid() -> dict[int, int]:
     return out
 
 
+def gpu_used_by_card() -> dict[str, int]:
+    """Memory in use on each GPU (``nvidia-smi``), in bytes, as ``card-<index>``: the
+    fallback when a container's process ids are not those nvidia-smi reports."""
+    try:
+        done = subprocess.run(
+            ["nvidia-smi", "--query-gpu=index,memory.used", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    out: dict[str, int] = {}
+    for line in done.stdout.splitlines():
+        index, _, mib = line.partition(",")
+        if index.strip().isdigit() and mib.strip().isdigit():
+            out[f"card-{index.strip()}"] = int(mib) * 2**20
+    return out
+
+
 def run(
     scale: float,
     mode: str,
@@ -209,6 +229,7 @@ def _watch(
     counters, until ``distgnn run`` exits (or is stopped at ``timeout``)."""
     peak: dict[str, int] = {}
     gpu_peak: dict[str, int] = {}
+    card_peak: dict[str, int] = {}
     timeline: dict[str, list[tuple[float, ...]]] = {}
     counters: dict[str, dict[str, float]] = {}
     started, started_at = time.monotonic(), time.time()
@@ -218,6 +239,8 @@ def _watch(
             proc.wait(60)
             raise SystemExit(f"{manifest['metadata']['name']}: no end within {timeout:.0f} s")
         on_gpu = gpu_used_by_pid() if gpus else {}
+        for card, used in (gpu_used_by_card() if gpus else {}).items():
+            card_peak[card] = max(card_peak.get(card, 0), used)
         for pid in descendants(proc.pid):
             who = contract_of(pid)
             if who is None:
@@ -241,7 +264,7 @@ def _watch(
         "wall_s": time.monotonic() - started,
         "started_at": started_at,
         "peak_rss_bytes": peak,
-        **({"peak_gpu_bytes": gpu_peak} if gpus else {}),
+        **({"peak_gpu_bytes": gpu_peak, "peak_card_bytes": card_peak} if gpus else {}),
         "rss_timeline": {k: v[:: max(1, len(v) // 300)] for k, v in timeline.items()},
         "counters": counters,
     }
@@ -286,6 +309,12 @@ def compare(r: dict[str, Any]) -> dict[str, Any]:
         if role in roles and measured:
             model = roles[role]["gpuBytesPerCard"]
             out.setdefault("gpu_memory", {})[key] = {
+                "measured": measured, "model": model, "error": model / measured - 1}  # fmt: skip
+    for card, measured in r.get("peak_card_bytes", {}).items():
+        # one trainer per GPU, and in server mode one sampler on it too (job(gpus=...))
+        model = sum(x["gpuBytesPerCard"] for x in roles.values() if x["role"] != "partition")
+        if measured:
+            out.setdefault("gpu_memory", {})[f"{card} (all processes)"] = {
                 "measured": measured, "model": model, "error": model / measured - 1}  # fmt: skip
     per_batch = plan["bytesPerBatch"]
     g = plan["graph"]
