@@ -168,6 +168,10 @@ def _memory_limit(spec: DistGNNJobSpec) -> int | None:
     return resource_bytes(res, "memory")
 
 
+OOC_METIS_SOURCE = "partition/ooc_metis.py"
+"""Source of the out-of-core METIS item (partition.metisSampleEdges) in a partition plan."""
+
+
 def _partition_items(cost: PartitionCost) -> tuple[Item, ...]:
     """The partition Job's memory and disk, on the path it takes."""
     process = Item("process runtime", PROCESS_BYTES, "host", "partition_cost.PROCESS_BYTES")
@@ -175,7 +179,7 @@ def _partition_items(cost: PartitionCost) -> tuple[Item, ...]:
     if cost.out_of_core:
         metis = (
             (Item(f"METIS on a {cost.metis_edges:,}-edge sample, then streamed passes",
-                  cost.metis_bytes, "host", "partition/ooc_metis.py", transient=True),)
+                  cost.metis_bytes, "host", OOC_METIS_SOURCE, transient=True),)
             if cost.metis_bytes
             else ()
         )  # fmt: skip

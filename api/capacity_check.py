@@ -11,7 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from distgnn_api.capacity import GIB, Plan, RolePlan, build_plan, resource_bytes
+from distgnn_api.capacity import (
+    GIB,
+    OOC_METIS_SOURCE,
+    Plan,
+    RolePlan,
+    build_plan,
+    resource_bytes,
+)
 from distgnn_api.core_types import ResourceRequirements
 from distgnn_api.graph_size import from_spec
 from distgnn_api.kube import parse_quantity
@@ -29,6 +36,8 @@ class Shortfall:
     """The spec field (or setting) that sets the available amount."""
     need: int
     have: int
+    hint: str = ""
+    """Another way out, when there is one (a smaller partition.metisSampleEdges)."""
 
     @property
     def short(self) -> int:
@@ -44,6 +53,7 @@ class Shortfall:
         return (
             f"{self.role}: needs {gib(self.need)} of {what}, {self.field} gives "
             f"{gib(self.have)}: short by {gib(self.short)}"
+            + (f" ({self.hint})" if self.hint else "")
         )
 
 
@@ -63,6 +73,19 @@ def _memory_field(res: ResourceRequirements, prefix: str) -> str:
     return f"{prefix}.{'limits' if 'memory' in res.limits else 'requests'}.memory"
 
 
+def _sample_hint(spec: DistGNNJobSpec, role: RolePlan) -> str:
+    """Out of core, METIS on a sample may be what does not fit: say so, and its size."""
+    if role.role != "partition":
+        return ""
+    found = [i for i in role.items if i.source == OOC_METIS_SOURCE]
+    if not found:
+        return ""
+    return (
+        f"or lower spec.partition.metisSampleEdges={spec.partition.metis_sample_edges}: "
+        f"METIS on the sample and the passes after it need {gib(found[0].bytes)}"
+    )
+
+
 def check_role(
     spec: DistGNNJobSpec, role: RolePlan, gpu_memory: int, gpu_field: str
 ) -> list[Shortfall]:
@@ -71,7 +94,14 @@ def check_role(
     have = resource_bytes(res, "memory")
     if have is not None and role.host_bytes > have:
         out.append(
-            Shortfall(role.role, "memory", _memory_field(res, prefix), role.host_bytes, have)
+            Shortfall(
+                role.role,
+                "memory",
+                _memory_field(res, prefix),
+                role.host_bytes,
+                have,
+                _sample_hint(spec, role),
+            )
         )
     if role.gpus_per_pod > 0 and role.gpu_bytes > gpu_memory:
         out.append(Shortfall(role.role, "gpu-memory", gpu_field, role.gpu_bytes, gpu_memory))

@@ -316,3 +316,18 @@ def test_out_of_core_metis_on_a_sample_costs_its_sample_and_passes() -> None:
     assert role is not None
     assert any("40,000,000-edge sample" in item.what for item in role.items)
     assert role.host_bytes == cost.peak_bytes
+
+
+def test_a_sample_too_large_for_the_partition_job_is_named() -> None:
+    g = replace(from_spec_or_fail(small()), num_nodes=10_000_000, num_edges=3_000_000_000)
+    partition = {"outOfCore": "always", "algorithm": "metis", "metisSampleEdges": 40_000_000}
+    need = partition_cost(small(partition=partition), g).peak_bytes
+    tight = {**partition, "resources": {"limits": {"memory": str(need - 1)}}}
+    spec = small(partition=tight)
+    found = [s for s in check(spec, build_plan(spec, g), 80 * GIB) if s.role == "partition"]
+    assert len(found) == 1
+    assert found[0].field == "spec.partition.resources.limits.memory"
+    assert "or lower spec.partition.metisSampleEdges=40000000" in found[0].message
+    rand = small(partition={"outOfCore": "always", "resources": {"limits": {"memory": "1Mi"}}})
+    (short,) = [s for s in check(rand, build_plan(rand, g), 80 * GIB) if s.role == "partition"]
+    assert "metisSampleEdges" not in short.message
