@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from distgnn_api.graph_size import from_spec
+from distgnn_api.link import LINK_SPLIT_VERSION, SYNTHETIC_LINK_GENERATOR
 from distgnn_api.partition_cost import out_of_core
 from distgnn_api.ports import DDP_PORT as DDP_PORT  # the fixed ports live with the spec's rule
 from distgnn_api.ports import RPC_PORT as RPC_PORT
@@ -144,6 +145,8 @@ def partition_key(spec: DistGNNJobSpec) -> str:
     if spec.partition.metis_sample_edges:
         # Out of core, METIS on a sample instead of the random assignment (and its size).
         payload["metisSampleEdges"] = spec.partition.metis_sample_edges
+    if spec.dataset.synthetic_link is not None:
+        payload["syntheticLinkGenerator"] = SYNTHETIC_LINK_GENERATOR
     link = spec.link_prediction
     if link is not None:
         # The store holds the edge split and the fixed evaluation negatives: what draws them
@@ -157,6 +160,7 @@ def partition_key(spec: DistGNNJobSpec) -> str:
             "reverseEdgeType": link.reverse_edge_type,
             "evaluationNegatives": link.evaluation.negatives,
             "maxPositives": link.evaluation.max_positives,
+            "draw": LINK_SPLIT_VERSION,
         }
     blob = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
     return hashlib.sha256(blob).hexdigest()[:16]

@@ -38,6 +38,12 @@ CITATION2_NODES: Final = 2_927_963
 CITATION2_EDGES: Final = 30_561_187
 """ogbl-citation2's papers and (directed) citations; the generator's size at scale 1.0."""
 CITATION2_FEATURES: Final = 128
+SYNTHETIC_LINK_GENERATOR: Final = 2
+"""How ``syntheticLink`` draws its graph (1: one stream, one thread; 2: a stream per chunk,
+all cores). Part of the store's content key: a store drawn another way is never reused."""
+LINK_SPLIT_VERSION: Final = 2
+"""How the partition Job draws a link split (2: evaluation negatives in blocks of positives,
+one stream each). Part of the store's content key."""
 MIN_LINK_SCALE: Final = 0.0001
 """293 nodes and 3,056 edges: the smallest graph that still splits into three edge sets."""
 
@@ -48,6 +54,7 @@ DEFAULT_SPLIT_FRACTION: Final = 0.05
 """valid and test each take this share of the supervised edges when unset."""
 MAX_EVAL_NEGATIVES: Final = 100_000
 MAX_HITS_AT: Final = 16
+MAX_POSITIVES_PER_EPOCH: Final = 10_000_000_000
 
 
 def link_scaled_count(full: int, scale: float) -> int:
@@ -254,6 +261,8 @@ class LinkPrediction(CoreModel):
     """MRR and Hits@K against fixed negatives per positive."""
     decoder: Decoder = Decoder.dot
     """dot (the embeddings' inner product) or mlp (an MLP over the pair's elementwise product)."""
+    positives_per_epoch: int | None = Field(default=None, ge=1, le=MAX_POSITIVES_PER_EPOCH)
+    """Train each epoch on a fresh random subset of this many training positives (all ranks agree on it); unset trains on all of them every epoch."""
 
     _rules: ClassVar[tuple[CelRule, ...]] = (
         _cel(

@@ -137,6 +137,8 @@ MISTAKES: list[tuple[dict[str, Any], str]] = [
     ),
     (_job({"evaluation": {"maxPositives": 0}}), "spec.linkPrediction.evaluation.maxPositives"),
     (_job({"decoder": "bilinear"}), "spec.linkPrediction.decoder"),
+    (_job({"positivesPerEpoch": 0}), "spec.linkPrediction.positivesPerEpoch"),
+    (_job({"positivesPerEpoch": "half"}), "spec.linkPrediction.positivesPerEpoch"),
     (_job({"excludeReverse": False}), "spec.linkPrediction.excludeReverse"),
     (_job({"edgeType": "paper__cites__paper"}), "spec.linkPrediction.edgeType"),
     (_hetero({}), "spec.linkPrediction.edgeType"),
@@ -201,6 +203,7 @@ VALID_JOBS: list[dict[str, Any]] = [
     ),
     _hetero({"edgeType": "paper__cites__paper"}, {"ogb": {"path": "m"}, "hetero": {}}),
     _job({}, {"synthetic": {"numNodes": 1000, "numEdges": 4000}}),
+    _job({"positivesPerEpoch": 300_000}),
 ]
 """Link-prediction jobs that every rule must accept."""
 
@@ -218,7 +221,9 @@ def test_all_negatives_on_files_is_checked_by_size_at_load() -> None:
 
 def test_partition_key_follows_the_split_and_not_the_training_settings() -> None:
     base = parse_spec(_job({}))
-    same = parse_spec(_job({"negatives": {"perPositive": 4}, "decoder": "mlp"}))
+    same = parse_spec(
+        _job({"negatives": {"perPositive": 4}, "decoder": "mlp", "positivesPerEpoch": 1000})
+    )
     other_split = parse_spec(_job({"split": {"valid": 0.1}}))
     other_negatives = parse_spec(_job({"evaluation": {"negatives": 500}}))
     other_reverse = parse_spec(_job({"evaluation": {"maxPositives": 10}}))
@@ -230,3 +235,19 @@ def test_partition_key_follows_the_split_and_not_the_training_settings() -> None
     )
     assert partition_key(node) == partition_key(parse_spec({"dataset": {"synthetic": {}}}))
     assert json.loads(node.model_dump_json(by_alias=True)).get("task") is None
+
+
+def test_a_store_drawn_by_another_generator_or_split_version_is_not_reused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import distgnn_api.contract as contract
+
+    spec = parse_spec(_job({}))
+    node = parse_spec({"dataset": {"synthetic": {}}})
+    before, node_before = partition_key(spec), partition_key(node)
+    monkeypatch.setattr(contract, "SYNTHETIC_LINK_GENERATOR", 1)
+    after_generator = partition_key(spec)
+    monkeypatch.setattr(contract, "LINK_SPLIT_VERSION", 1)
+    after_split = partition_key(spec)
+    assert len({before, after_generator, after_split}) == 3
+    assert partition_key(node) == node_before  # node-classification stores keep their keys

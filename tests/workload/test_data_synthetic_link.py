@@ -5,9 +5,11 @@ MRR on it is in tests/workload/test_link_reference.py)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from distgnn_api.link import CITATION2_EDGES, CITATION2_NODES, SyntheticLinkDataset
-from distgnn_workload.data.synthetic_link import generate_link
+from distgnn_workload.data.host_threads import ENV_THREADS
+from distgnn_workload.data.synthetic_link import DRAW_CHUNK, FEATURE_ROWS, generate_link
 
 
 def test_sizes_dtypes_and_a_simple_graph() -> None:
@@ -45,3 +47,18 @@ def test_linked_nodes_have_more_similar_features_than_random_pairs() -> None:
     # Popular sources: the degree distribution is skewed.
     degree = np.bincount(np.concatenate([data.src, data.dst]), minlength=data.num_nodes)
     assert degree.max() > 4 * degree.mean()
+
+
+def test_the_graph_does_not_depend_on_the_number_of_threads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    spec = SyntheticLinkDataset(scale=0.006, seed=5)
+    monkeypatch.setenv(ENV_THREADS, "1")
+    one = generate_link(spec)
+    monkeypatch.setenv(ENV_THREADS, "3")
+    three = generate_link(spec)
+    assert spec.num_edges > DRAW_CHUNK
+    assert spec.num_nodes > FEATURE_ROWS
+    assert np.array_equal(one.src, three.src)
+    assert np.array_equal(one.dst, three.dst)
+    assert np.array_equal(one.x, three.x)

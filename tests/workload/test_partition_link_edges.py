@@ -12,6 +12,7 @@ import pytest
 from distgnn_api.link import ALL_NEGATIVES_MAX_NODES
 from distgnn_api.spec import parse_spec
 from distgnn_workload.data import DatasetError
+from distgnn_workload.data.host_threads import ENV_THREADS
 from distgnn_workload.data.link_data import GivenEdges, LinkData
 from distgnn_workload.partition import link_edges
 from distgnn_workload.partition.link_edges import pair_keys, split_edges
@@ -104,3 +105,21 @@ def test_what_cannot_work_names_the_field(monkeypatch: pytest.MonkeyPatch) -> No
     )
     with pytest.raises(DatasetError, match=r"spec\.linkPrediction\.evaluation\.negatives: 'all'"):
         split_edges(big, _lp(evaluation={"negatives": "all", "hitsAt": [1]}), seed=0)
+
+
+def test_evaluation_negatives_do_not_depend_on_the_number_of_threads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seq = np.random.SeedSequence([3, 14])
+    rows = 3 * link_edges.NEGATIVE_ROWS + 5
+    monkeypatch.setenv(ENV_THREADS, "1")
+    one = link_edges.uniform_negatives(seq, 1000, rows, 7)
+    monkeypatch.setenv(ENV_THREADS, "4")
+    four = link_edges.uniform_negatives(seq, 1000, rows, 7)
+    assert one.shape == (rows, 7)
+    assert np.array_equal(one, four)
+    assert one.min() >= 0
+    assert one.max() < 1000
+    # blocks draw from their own streams: no block repeats another
+    block = link_edges.NEGATIVE_ROWS
+    assert not np.array_equal(one[:block], one[block : 2 * block])

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from distgnn_workload.runtime.seeds import (
+    epoch_subset,
     eval_batches,
     holder_ranks,
     local_ranks,
@@ -103,3 +104,28 @@ def test_locality_a_sampler_with_no_trainer_near_it_is_shared_by_all() -> None:
         torch.cat([b for r in range(2) for _, b in eval_batches(seeds, ranks, r, 16)]).sort().values
     )
     assert torch.equal(covered, torch.cat(seeds).sort().values)
+
+
+def test_an_epoch_subset_is_fresh_each_epoch_the_same_on_every_call_and_proportional() -> None:
+    seeds = _holders(3000, 1000, 0)
+    first = epoch_subset(seeds, 400, epoch=0, seed=7)
+    again = epoch_subset(seeds, 400, epoch=0, seed=7)  # another rank computes the same
+    second = epoch_subset(seeds, 400, epoch=1, seed=7)
+    assert [len(p) for p in first] == [300, 100, 0]  # each holder its share
+    for got, same, later, full in zip(first, again, second, seeds, strict=True):
+        assert torch.equal(got, same)
+        assert len(set(got.tolist())) == len(got)  # no seed twice
+        assert set(got.tolist()) <= set(full.tolist())
+        assert set(later.tolist()) <= set(full.tolist())
+    assert not torch.equal(first[0], second[0])
+    assert epoch_subset(seeds, None, epoch=0, seed=7) == seeds
+    assert epoch_subset(seeds, 4000, epoch=3, seed=7) == seeds
+
+
+def test_every_holder_with_seeds_keeps_one_and_the_ranks_still_agree_on_steps() -> None:
+    seeds = _holders(1000, 3)
+    subset = epoch_subset(seeds, 10, epoch=2, seed=0)
+    assert [len(p) for p in subset] == [10, 1]
+    ranks = holder_ranks(2, 2, worker_mode=True)
+    plans = [train_batches(subset, ranks, 2, r, 4, epoch=2, seed=0) for r in range(2)]
+    assert {len(p) for p in plans} == {steps_per_epoch(subset, ranks, 2, 4)} == {3}

@@ -13,8 +13,11 @@ far from always first (see tests/workload/test_data_synthetic_link.py for its MR
 
 Edges are directed (a citing and a cited node); an undirected pair appears at most once
 and there are no self-loops, so the store's undirected topology holds exactly
-``num_edges`` pairs. Generation streams in chunks with independent seeded streams: the
-same spec gives the same bytes.
+``num_edges`` pairs. Edges and features are drawn in fixed-size chunks, each from its own
+seeded stream, on all the host's cores (numpy releases the GIL in its array work): the same
+spec gives the same bytes whatever the number of threads. :data:`GENERATOR_VERSION` names
+this way of drawing; the store's content key carries it, so a store of another version is
+never reused.
 """
 
 from __future__ import annotations
@@ -27,7 +30,9 @@ import numpy as np
 import numpy.typing as npt
 
 from distgnn_api.link import SyntheticLinkDataset
+from distgnn_workload.data.distinct_pairs import first_occurrences
 from distgnn_workload.data.graph import chunks
+from distgnn_workload.data.host_threads import host_threads, run_parallel
 from distgnn_workload.data.link_data import LinkData
 
 log = logging.getLogger(__name__)
@@ -45,8 +50,11 @@ CANDIDATES = 16
 POPULARITY_SIGMA = 1.0
 STUBS_PER_NODE = 8
 MAX_ROUNDS = 16
-DRAW_CHUNK = 1 << 17
-"""Edges drawn per step: bounds the [chunk, CANDIDATES, LATENT_DIM] temporaries (~130 MB)."""
+DRAW_CHUNK = 1 << 16
+"""Edges drawn per task: bounds each thread's [chunk, CANDIDATES, LATENT_DIM] temporaries
+(~70 MB). The draw depends on it (one stream per chunk): changing it changes the graph."""
+FEATURE_ROWS = 1 << 14
+"""Feature rows drawn per task (one stream per block): changing it changes the features."""
 
 ProgressFn = Callable[[float], None]
 Communities = tuple[npt.NDArray[np.int32], npt.NDArray[np.int64], npt.NDArray[np.int64]]
@@ -57,13 +65,20 @@ def num_communities(num_nodes: int) -> int:
     return max(1, min(NUM_COMMUNITIES, num_nodes // NODES_PER_COMMUNITY))
 
 
+def _stream(seq: np.random.SeedSequence, *key: int) -> np.random.Generator:
+    """The generator of one chunk: ``seq``'s child at ``key`` (no shared state)."""
+    return np.random.default_rng(
+        np.random.SeedSequence(seq.entropy, spawn_key=(*seq.spawn_key, *key))
+    )
+
+
 def generate_link(spec: SyntheticLinkDataset, *, progress: ProgressFn | None = None) -> LinkData:
     """Generate the graph of ``spec``; deterministic by ``spec.seed``."""
     n, m, f = spec.num_nodes, spec.num_edges, spec.num_features
     report = progress or (lambda _: None)
-    r_comm, r_latent, r_pop, r_edge, r_feat = (
-        np.random.default_rng(s) for s in np.random.SeedSequence(spec.seed).spawn(5)
-    )
+    threads = host_threads()
+    s_comm, s_latent, s_pop, s_edge, s_feat = np.random.SeedSequence(spec.seed).spawn(5)
+    r_comm, r_latent, r_pop = (np.random.default_rng(s) for s in (s_comm, s_latent, s_pop))
     c = num_communities(n)
     comm = r_comm.integers(0, c, n).astype(np.int32)
     centres = r_latent.standard_normal((c, LATENT_DIM)).astype(np.float32)
@@ -81,11 +96,11 @@ def generate_link(spec: SyntheticLinkDataset, *, progress: ProgressFn | None = N
     report(0.05)
 
     src, dst = _edges(
-        n, m, comm, direction, stubs, (members, comm_start, comm_size), r_edge, report
+        n, m, comm, direction, stubs, (members, comm_start, comm_size), s_edge, report, threads
     )
     del stubs, direction, members
     report(0.75)
-    x = _features(z, f, r_feat)
+    x = _features(z, f, s_feat, threads)
     report(1.0)
     data = LinkData(
         x=x,
@@ -108,13 +123,13 @@ def _edges(
     direction: npt.NDArray[np.float32],
     stubs: npt.NDArray[np.int32],
     communities: Communities,
-    rng: np.random.Generator,
+    seq: np.random.SeedSequence,
     report: ProgressFn,
+    threads: int,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """Exactly ``m`` directed edges, no self-loops, each undirected pair at most once, in
     the order they were drawn. A small graph whose communities run out of distinct pairs
     near each source gets fewer candidates per edge in later rounds (weaker preference)."""
-    nn = np.int64(n)
     src = np.empty(0, dtype=np.int64)
     dst = np.empty(0, dtype=np.int64)
     for rounds in range(1, MAX_ROUNDS + 1):
@@ -122,20 +137,27 @@ def _edges(
         new_src = np.empty(want, dtype=np.int64)
         new_dst = np.empty(want, dtype=np.int64)
         k = max(1, CANDIDATES >> (rounds - 1))
-        for a, b in chunks(want, DRAW_CHUNK):
-            u, v = _draw(b - a, k, comm, direction, stubs, communities, rng)
-            new_src[a:b] = u
-            new_dst[a:b] = v
-            report(0.05 + 0.6 * min(1.0, (len(src) + b) / m))
+
+        def task(
+            c: int,
+            a: int,
+            b: int,
+            k: int = k,
+            r: int = rounds,
+            out: tuple[Any, Any] = (new_src, new_dst),
+        ) -> None:
+            u, v = _draw(b - a, k, comm, direction, stubs, communities, _stream(seq, r, c))
+            out[0][a:b] = u
+            out[1][a:b] = v
+
+        run_parallel(
+            task, [(c, a, b) for c, (a, b) in enumerate(chunks(want, DRAW_CHUNK))], threads
+        )
+        report(0.05 + 0.6 * min(1.0, (len(src) + want) / m))
         src = np.concatenate([src, new_src])
         dst = np.concatenate([dst, new_dst])
         del new_src, new_dst
-        keys = np.minimum(src, dst) * nn + np.maximum(src, dst)
-        keys[src == dst] = -1
-        _, first = np.unique(keys, return_index=True)
-        del keys
-        first = first[src[first] != dst[first]]
-        first.sort()  # draw order: a later duplicate is dropped, the first one kept
+        first = first_occurrences(src, dst, n, threads)  # in draw order: later repeats go
         src, dst = src[first], dst[first]
         del first
         if len(src) >= m:
@@ -166,22 +188,29 @@ def _draw(
         comm_start[cu][:, None] + (draw * comm_size[cu][:, None]).astype(np.int64),
         (draw * n).astype(np.int64),
     )
-    cand = members[np.minimum(pos, n - 1)].astype(np.int64)
-    sim = np.einsum("ekd,ed->ek", direction[cand], direction[u])
-    v = cand[np.arange(size), np.argmax(sim, axis=1)]
+    cand = np.take(members, np.minimum(pos, n - 1)).astype(np.int64)
+    # np.take: a row gather several times faster than fancy indexing
+    sim = np.einsum("ekd,ed->ek", np.take(direction, cand, axis=0), np.take(direction, u, axis=0))
+    v = np.take_along_axis(cand, np.argmax(sim, axis=1)[:, None], axis=1)[:, 0]
     return u, v
 
 
-def _features(z: npt.NDArray[np.float32], f: int, rng: np.random.Generator) -> npt.NDArray[Any]:
-    """A fixed random projection of the latent positions (unit gain) plus noise, float32."""
-    proj = (rng.standard_normal((LATENT_DIM, f)) / np.sqrt(LATENT_DIM)).astype(np.float32)
+def _features(
+    z: npt.NDArray[np.float32], f: int, seq: np.random.SeedSequence, threads: int
+) -> npt.NDArray[Any]:
+    """A fixed random projection of the latent positions (unit gain) plus noise, float32;
+    each block of :data:`FEATURE_ROWS` rows draws its noise from its own stream."""
+    proj_rng = _stream(seq, 0)
+    proj = (proj_rng.standard_normal((LATENT_DIM, f)) / np.sqrt(LATENT_DIM)).astype(np.float32)
     n = len(z)
     x = np.empty((n, f), dtype=np.float32)
-    rows = max(1, (16 << 20) // (4 * f))
-    for a in range(0, n, rows):
-        b = min(n, a + rows)
-        block = rng.standard_normal((b - a, f), dtype=np.float32)
-        block *= np.float32(FEATURE_NOISE)
-        block += z[a:b] @ proj
-        x[a:b] = block
+
+    def block(i: int, a: int, b: int) -> None:
+        rng = _stream(seq, 1, i)
+        out = x[a:b]
+        rng.standard_normal((b - a, f), dtype=np.float32, out=out)
+        out *= np.float32(FEATURE_NOISE)
+        out += z[a:b] @ proj
+
+    run_parallel(block, [(i, a, b) for i, (a, b) in enumerate(chunks(n, FEATURE_ROWS))], threads)
     return x

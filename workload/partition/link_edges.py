@@ -29,7 +29,9 @@ import numpy as np
 import numpy.typing as npt
 
 from distgnn_api.link import LinkPrediction, check_all_negatives
+from distgnn_workload.data.distinct_pairs import first_occurrences, sorted_pair_keys
 from distgnn_workload.data.errors import DatasetError
+from distgnn_workload.data.host_threads import run_parallel
 from distgnn_workload.data.link_data import GivenEdges, IdArray, LinkData
 
 HELD_OUT = ("valid", "test")
@@ -38,6 +40,10 @@ MAX_NEGATIVE_ENTRIES = 250_000_000
 """Stored negatives per held-out split (positives x negatives): about 1 GB on disk. Beyond
 it, ``evaluation.maxPositives`` must cap the positives (ogbl-citation2 itself has 86,596 x
 1000; a full-scale generated graph's 5% is 1.5M x 1000)."""
+NEGATIVE_ROWS = 1 << 13
+"""Positives whose evaluation negatives one stream draws (changing it changes them)."""
+"""How these draws are made is :data:`distgnn_api.link.LINK_SPLIT_VERSION`, which the
+store's content key carries: change it with them."""
 
 
 @dataclass
@@ -65,12 +71,7 @@ def pair_keys(src: IdArray, dst: IdArray, n: int) -> IdArray:
 def first_distinct(src: IdArray, dst: IdArray, n: int) -> tuple[IdArray, IdArray, int]:
     """The pairs without self-loops, each unordered pair once (its first occurrence, in
     order); returns them and the count dropped."""
-    keys = pair_keys(src, dst, n)
-    keys[src == dst] = -1
-    _, first = np.unique(keys, return_index=True)
-    del keys
-    first = first[src[first] != dst[first]]
-    first.sort()
+    first = first_occurrences(src, dst, n)
     return src[first], dst[first], len(src) - len(first)
 
 
@@ -82,9 +83,8 @@ def split_edges(data: LinkData, lp: LinkPrediction, seed: int) -> EdgeSplitResul
             check_all_negatives(n)
         except ValueError as err:
             raise DatasetError(str(err).partition(": ")[2], source=NEGATIVES_FIELD) from None
-    split_rng, neg_rng, cap_rng = (
-        np.random.default_rng(s) for s in np.random.SeedSequence([seed, 14]).spawn(3)
-    )
+    split_seq, neg_seq, cap_seq = np.random.SeedSequence([seed, 14]).spawn(3)
+    split_rng, cap_rng = np.random.default_rng(split_seq), np.random.default_rng(cap_seq)
     src, dst, dropped = first_distinct(data.src, data.dst, n)
     info: dict[str, Any] = {"duplicate_or_self_loop_edges_dropped": dropped}
     if lp.split.from_dataset:
@@ -94,16 +94,21 @@ def split_edges(data: LinkData, lp: LinkPrediction, seed: int) -> EdgeSplitResul
         held, train_src, train_dst = _fractions(src, dst, lp, split_rng)
         info["split"] = "fractions"
     held_keys = np.unique(np.concatenate([pair_keys(e.src, e.dst, n) for e in held.values()]))
-    topo = pair_keys(src, dst, n)
-    topology_keys = np.unique(topo[~np.isin(topo, held_keys)])
-    del topo
-    leaked = np.isin(pair_keys(train_src, train_dst, n), held_keys)
+    if lp.split.from_dataset:
+        topo = pair_keys(src, dst, n)
+        topology_keys = np.unique(topo[~np.isin(topo, held_keys)])
+        del topo
+        leaked = np.isin(pair_keys(train_src, train_dst, n), held_keys)
+    else:
+        # fractions split distinct pairs: the training pairs are exactly the rest
+        topology_keys = sorted_pair_keys(train_src, train_dst, n)
+        leaked = np.zeros(len(train_src), dtype=np.bool_)
     train = GivenEdges(train_src[~leaked], train_dst[~leaked])
     info["train_positives_also_held_out_dropped"] = int(leaked.sum())
     out: dict[str, GivenEdges] = {}
-    for name in HELD_OUT:
+    for i, name in enumerate(HELD_OUT):
         edges = _cap(held[name], lp.evaluation.max_positives, cap_rng)
-        out[name] = _with_negatives(edges, lp, n, neg_rng, name)
+        out[name] = _with_negatives(edges, lp, n, neg_seq.spawn(i + 1)[i], name)
     info.update(
         held_out_pairs=len(held_keys),
         topology_pairs=len(topology_keys),
@@ -155,7 +160,7 @@ def _cap(edges: GivenEdges, cap: int | None, rng: np.random.Generator) -> GivenE
 
 
 def _with_negatives(
-    edges: GivenEdges, lp: LinkPrediction, n: int, rng: np.random.Generator, name: str
+    edges: GivenEdges, lp: LinkPrediction, n: int, seq: np.random.SeedSequence, name: str
 ) -> GivenEdges:
     negatives = lp.evaluation.negatives
     if isinstance(negatives, str):  # "all": every node is a candidate
@@ -177,5 +182,22 @@ def _with_negatives(
                 source=NEGATIVES_FIELD,
             )
         return GivenEdges(edges.src, edges.dst, np.ascontiguousarray(edges.dst_neg[:, :negatives]))
-    neg: npt.NDArray[np.int64] = rng.integers(0, n, (len(edges), negatives), dtype=np.int64)
-    return GivenEdges(edges.src, edges.dst, neg)
+    return GivenEdges(edges.src, edges.dst, uniform_negatives(seq, n, len(edges), negatives))
+
+
+def uniform_negatives(
+    seq: np.random.SeedSequence, n: int, rows: int, per_row: int
+) -> npt.NDArray[np.int64]:
+    """``[rows, per_row]`` uniform node ids; each block of :data:`NEGATIVE_ROWS` rows draws
+    from its own child stream of ``seq``, on all cores (the same ids whatever the threads)."""
+    out = np.empty((rows, per_row), dtype=np.int64)
+
+    def block(i: int, a: int, b: int) -> None:
+        rng = np.random.default_rng(
+            np.random.SeedSequence(seq.entropy, spawn_key=(*seq.spawn_key, i))
+        )
+        out[a:b] = rng.integers(0, n, (b - a, per_row), dtype=np.int64)
+
+    starts = range(0, rows, NEGATIVE_ROWS)
+    run_parallel(block, [(i, a, min(a + NEGATIVE_ROWS, rows)) for i, a in enumerate(starts)])
+    return out

@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from distgnn_workload.data.graph import index_dtype
+from distgnn_workload.data.host_threads import take
 from distgnn_workload.data.link_data import GivenEdges
 from distgnn_workload.partition.link_edges import EdgeSplitResult
 from distgnn_workload.partition.store import META_FILE, StoreError, part_dir_name
@@ -85,7 +86,8 @@ def write_link_split(
         np.save(folder / "dst.npy", remap[edges.dst])
         if edges.dst_neg is not None:
             # The narrowest dtype of the store's ids: half the bytes below 2^31 nodes.
-            np.save(folder / "dst_neg.npy", remap[edges.dst_neg].astype(index_dtype(len(remap))))
+            narrow = remap.astype(index_dtype(len(remap)))
+            np.save(folder / "dst_neg.npy", take(narrow, edges.dst_neg))
         meta[f"num_{name}"] = len(edges)
         meta[f"{name}_negatives"] = None if edges.dst_neg is None else int(edges.dst_neg.shape[1])
     meta["info"] = split.info

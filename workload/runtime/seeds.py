@@ -174,6 +174,26 @@ def train_batches(
     return [own[i % len(own)] for i in range(steps)]
 
 
+def epoch_subset(
+    seeds_by_holder: Sequence[Tensor], count: int | None, *, epoch: int, seed: int
+) -> list[Tensor]:
+    """A fresh random subset of about ``count`` seeds for ``epoch`` (None or at least all:
+    every seed), drawn from each holder in proportion to its share (rounded up, so that a
+    holder with seeds keeps at least one). Seeded by (seed, epoch, holder): every rank
+    draws the same subset without communication."""
+    total = sum(int(s.numel()) for s in seeds_by_holder)
+    if count is None or count >= total:
+        return list(seeds_by_holder)
+    out = []
+    for h, seeds in enumerate(seeds_by_holder):
+        n = int(seeds.numel())
+        take = min(n, _ceil_div(count * n, total))
+        # another stream than _share's shuffle of the same (seed, epoch, holder)
+        g = _generator(seed + 1, epoch, h)
+        out.append(seeds[torch.randperm(n, generator=g)[:take]] if take < n else seeds)
+    return out
+
+
 def eval_batches(
     seeds_by_holder: Sequence[Tensor],
     ranks_of_holder: Sequence[Sequence[int]],

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from distgnn_workload.evaluation.link_ranking import LinkMetrics, LinkSplit, eva
 from distgnn_workload.models import build_model
 from distgnn_workload.models.link import LinkModel, build_decoder, link_loss
 from distgnn_workload.partition.store import PartitionStore
+from distgnn_workload.runtime.seeds import epoch_subset
 from distgnn_workload.trainer.loop import Trainer
 
 log = logging.getLogger(__name__)
@@ -90,6 +91,15 @@ class LinkTrainer(Trainer):
         loss.backward()  # type: ignore[no-untyped-call]
         self.optimizer.step()
         return loss
+
+    def _epoch_train_ids(self, epoch: int) -> Sequence[Tensor]:
+        """``positivesPerEpoch``: a fresh random subset of the training positives each epoch."""
+        return epoch_subset(
+            self.train_ids,
+            self.link.positives_per_epoch,
+            epoch=epoch,
+            seed=self.spec.training.seed,
+        )
 
     def rank_splits(self, names: tuple[str, ...]) -> dict[str, LinkMetrics]:
         """MRR and Hits@K of the named splits (every rank must call)."""

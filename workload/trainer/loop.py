@@ -284,6 +284,10 @@ class Trainer:
         self.optimizer.step()
         return loss
 
+    def _epoch_train_ids(self, epoch: int) -> Sequence[Tensor]:
+        """The training seeds of ``epoch``, by holder (all of them; a subclass may subset)."""
+        return self.train_ids
+
     def _eval_logits(self, batch: Any) -> Tensor:
         with self.autocast():
             logits: Tensor = self.model(self._input(batch), batch.hop)
@@ -299,7 +303,7 @@ class Trainer:
     def train_epoch(self, epoch: int) -> EpochStats:
         spec = self.spec.training
         batches = train_batches(
-            self.train_ids,
+            self._epoch_train_ids(epoch),
             self.ranks_of_holder,
             self.world_size,
             self.rank,
