@@ -152,18 +152,22 @@ class CapturedStep:
         self.steps += 1
         return loss
 
-    def _forward_backward(self) -> Tensor:
-        autocast: Any = (
-            torch.autocast(device_type="cuda", dtype=torch.bfloat16, cache_enabled=False)
-            if self.bf16
-            else nullcontext()
-        )
-        with autocast:
+    def _autocast(self) -> Any:
+        if self.bf16:
+            return torch.autocast(device_type="cuda", dtype=torch.bfloat16, cache_enabled=False)
+        return nullcontext()
+
+    def _loss(self) -> Tensor:
+        """The batch's loss from the fixed inputs: cross-entropy over the real seeds."""
+        with self._autocast():
             logits = self._logits()
         batch = self.batch_size
         per_seed = F.cross_entropy(logits[:batch].float(), self.y, reduction="none")
         real = (self.rows < self.num_seeds).to(per_seed.dtype)
-        loss = (per_seed * real).sum() / self.num_seeds.clamp(min=1).to(per_seed.dtype)
+        return (per_seed * real).sum() / self.num_seeds.clamp(min=1).to(per_seed.dtype)
+
+    def _forward_backward(self) -> Tensor:
+        loss = self._loss()
         # the all-reduce sums the ranks' gradients: scale by 1/world like DDP's mean
         (loss / self.world_size).backward()  # type: ignore[no-untyped-call]
         return loss.detach()

@@ -27,8 +27,11 @@ from distgnn_workload.evaluation.link_ranking import LinkMetrics, LinkSplit, eva
 from distgnn_workload.models import build_model
 from distgnn_workload.models.link import LinkModel, build_decoder, link_loss
 from distgnn_workload.partition.store import PartitionStore
+from distgnn_workload.runtime.link_batches import seed_rows
 from distgnn_workload.runtime.seeds import epoch_subset
+from distgnn_workload.trainer.link_graph_step import LinkGraphStep
 from distgnn_workload.trainer.loop import Trainer
+from distgnn_workload.trainer.step_policy import graph_layout
 
 log = logging.getLogger(__name__)
 
@@ -82,8 +85,38 @@ class LinkTrainer(Trainer):
             name: _first(split, cap) for name, split in splits.items() if split[0].numel()
         }
         self.partition_dir = partition_dir
+        self._link_graph_step(spec, num_features)
+
+    def _link_graph_step(self, spec: DistGNNJobSpec, num_features: int) -> None:
+        """The fixed-shape (CUDA-graph) step where the node path would take one: the same
+        flags (``DISTGNN_CUDA_GRAPH``, a GPU, GraphSAGE, bounded fanouts), over the seed rows
+        of a full link batch."""
+        layout = graph_layout(
+            spec,
+            self.link_model.encoder,
+            self.device,
+            num_features,
+            self.input_dtype,
+            seeds=seed_rows(spec),
+        )
+        if layout is None:
+            return
+        self.static_layout = layout
+        self.graph_step = LinkGraphStep(
+            self.link_model,
+            self.optimizer,
+            layout,
+            num_features=num_features,
+            input_dtype=self.input_dtype,
+            device=self.device,
+            bf16=self.bf16,
+            world_size=self.world_size,
+            all_agree=self.collectives.all_agree,
+        )
 
     def _train_step(self, batch: Any) -> Tensor:
+        if self.graph_step is not None:
+            return self.graph_step.step(batch)
         with self.autocast():
             pos, neg = self.ddp(self._input(batch), batch.hop)
         loss = link_loss(pos, neg)

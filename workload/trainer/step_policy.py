@@ -27,11 +27,15 @@ def graph_layout(
     device: torch.device,
     num_features: int,
     dtype: torch.dtype,
+    *,
+    seeds: int | None = None,
 ) -> StaticLayout | None:
     """The fixed shapes of CUDA-graph training steps, or None where steps stay eager.
 
     Graph steps need a GPU, GraphSAGE (the model with a fixed-shape forward), bounded
     fanouts, and fixed-shape inputs that fit in a small share of the GPU's memory.
+    ``seeds``: seed rows of a full batch (default ``training.batchSize``; a link batch
+    seeds both ends of each positive and of its negatives).
     """
     want = os.environ.get(ENV_CUDA_GRAPH, "1").strip().lower()
     if want in ("0", "false", "no") or not isinstance(model, GraphSAGE):
@@ -40,7 +44,7 @@ def graph_layout(
         return None
     if any(k < 1 for k in spec.model.fanout):
         return None
-    layout = StaticLayout(spec.training.batch_size, tuple(spec.model.fanout))
+    layout = StaticLayout(seeds or spec.training.batch_size, tuple(spec.model.fanout))
     element = torch.tensor([], dtype=dtype).element_size()
     needed = (layout.node_cap + 1) * num_features * element + 8 * sum(layout.index_sizes())
     if device.type != "cuda":
