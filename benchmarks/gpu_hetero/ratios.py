@@ -166,7 +166,7 @@ def compute(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {"runs": runs, "scaling": scaling, "edges": edges, "targets": targets}
 
 
-def _verdict(ok: bool | None) -> str:
+def verdict(ok: bool | None) -> str:
     return {True: "met", False: "MISSED", None: "not measured"}[ok]
 
 
@@ -203,9 +203,9 @@ def render(result: dict[str, Any]) -> str:
     t = result["targets"]
     lines.append(
         f"targets: >= {SPEED_TARGET:g}x best-effort PyG (worker, 1 GPU, bf16): "
-        f"{_verdict(t['speed'])}; >= {SCALING_TARGET}x 1 -> 2 GPUs (worker, bf16): "
-        f"{_verdict(t['scaling'])}; edges per seed within {EDGES_TOLERANCE:.0%}: "
-        f"{_verdict(t['edges_per_seed'])}"
+        f"{verdict(t['speed'])}; >= {SCALING_TARGET}x 1 -> 2 GPUs (worker, bf16): "
+        f"{verdict(t['scaling'])}; edges per seed within {EDGES_TOLERANCE:.0%}: "
+        f"{verdict(t['edges_per_seed'])}"
     )
     return "\n".join(lines)
 

@@ -9,7 +9,8 @@ random), side by side; every run of that count reuses it. Each run of ``--runs``
 through the launch plan of ``distgnn run``, one trainer per GPU with NCCL: ``len(--fanout)``-
 layer GraphSAGE, hidden ``--hidden``, the ``--decoder``, batch ``--batch-size`` positive edges
 per GPU with ``--negatives`` uniform negatives each, ``--epochs`` epochs of which the first is
-warm-up, then the final ranking evaluation of valid and test (each at most
+warm-up (``--positives-per-gpu`` bounds an epoch: ``linkPrediction.positivesPerEpoch``, a
+fresh random subset of the training positives each epoch), then the final ranking evaluation of valid and test (each at most
 ``--eval-positives`` positives against ``--eval-negatives`` fixed negatives).
 
 Per run (JSON lines, ``bench: link_run``): seed rows/s and positive edges/s per GPU, the
@@ -67,6 +68,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--epochs", type=int, default=2, help="the first is warm-up")
     p.add_argument("--batch-size", type=int, default=1024, help="positive edges per GPU")
     p.add_argument("--negatives", type=int, default=1, help="training negatives per positive")
+    p.add_argument(
+        "--positives-per-gpu",
+        type=int,
+        default=None,
+        help="an epoch's positives per GPU (linkPrediction.positivesPerEpoch = this x GPUs); "
+        "unset: every training positive",
+    )
     p.add_argument("--fanout", type=int, nargs="+", default=[15, 10, 5])
     p.add_argument("--hidden", type=int, default=256)
     p.add_argument("--decoder", default="dot", choices=["dot", "mlp"])
@@ -88,6 +96,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("--env: write each as KEY=VALUE")
     if args.repeats < 1:
         p.error("--repeats: must be at least 1")
+    if args.positives_per_gpu is not None and args.positives_per_gpu < 1:
+        p.error("--positives-per-gpu: must be at least 1")
     if not args.scale > 0:
         p.error("--scale: must be positive")
     if not args.fanout or any(k < 1 for k in args.fanout):
@@ -190,6 +200,7 @@ def main(argv: list[str] | None = None) -> int:
             "decoder": args.decoder,
             "batch_size": args.batch_size,
             "negatives": args.negatives,
+            "positives_per_gpu": args.positives_per_gpu,
             "eval_negatives": args.eval_negatives,
             "eval_positives": args.eval_positives,
             "epochs": args.epochs,

@@ -29,7 +29,8 @@ EVAL_LINE = re.compile(r"ranking evaluation in ([0-9.]+) s")
 def job_spec(
     cfg: RunConfig, args: argparse.Namespace, cuda: bool, partitions: int
 ) -> DistGNNJobSpec:
-    """The run's ``DistGNNJob`` spec: the citation2-shaped graph, random partitions."""
+    """The run's ``DistGNNJob`` spec: the citation2-shaped graph, random partitions; with
+    ``--positives-per-gpu``, each epoch a fresh subset of that many positives per GPU."""
     server = cfg.mode == "server"
     return parse_spec(
         {
@@ -42,6 +43,11 @@ def job_spec(
                     "maxPositives": args.eval_positives,
                 },
                 "decoder": args.decoder,
+                **(
+                    {"positivesPerEpoch": args.positives_per_gpu * cfg.gpus}
+                    if args.positives_per_gpu
+                    else {}
+                ),
             },
             "dataset": {"syntheticLink": {"scale": args.scale, "seed": args.graph_seed}},
             "partition": {"algorithm": "random", "numPartitions": partitions},

@@ -13,7 +13,8 @@ negatives per positive (PyG's ``neg_sampling="binary"``: both ends drawn uniform
 ``--sampler distgnn`` swaps the sampling for ``LinkLoader`` over our sampler's PyG adapter
 (``PyGNeighborSampler.sample_from_edges``: PyG's own edge sampling), for machines without
 pyg-lib or torch-sparse. One JSON line per run (``bench: pyg_link_train``): positive edges/s
-and seed rows/s (``2 + 2K`` per positive, as ``bench.py`` counts them), after ``--warmup``.
+and seed rows/s (``2 + 2K`` per positive, as ``bench.py`` counts them), after ``--warmup``,
+over ``--batches`` batches or ``--max-seconds`` of them, whichever ends first.
 
     python benchmarks/gpu_link/pyg_link.py --setup stock --workers 12 --store <dir>
     python benchmarks/gpu_link/pyg_link.py --setup best --workers 16 --precision bf16 --store <dir>
@@ -52,7 +53,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--batch-size", type=int, default=1024, help="positive edges")
     p.add_argument("--negatives", type=float, default=1.0, help="per positive (binary)")
     p.add_argument("--warmup", type=int, default=5)
-    p.add_argument("--batches", type=int, default=40, help="timed batches")
+    p.add_argument("--batches", type=int, default=40, help="timed batches (at most)")
+    p.add_argument(
+        "--max-seconds",
+        type=float,
+        default=None,
+        help="stop timing after this many seconds of timed batches (at least one)",
+    )
     p.add_argument("--out", type=Path, default=None)
     return p.parse_args(argv)
 
@@ -138,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
         if step >= args.warmup:
             times.append(time.perf_counter() - t0)
             positives += int((label == 1).sum())
+            if args.max_seconds is not None and sum(times) >= args.max_seconds:
+                break
     seconds = sum(times)
     rows_per_positive = 2 + 2 * args.negatives
     record = {

@@ -6,10 +6,12 @@ finished; no timing."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -38,6 +40,8 @@ def test_link_bench_runs_on_cpu(tmp_path: Path) -> None:
             "--batch-size=128",
             "--eval-negatives=50",
             "--eval-positives=200",
+            "--positives-per-gpu=300",
+            "--epochs=2",
             f"--work-dir={tmp_path / 'work'}",
             f"--out={out}",
             "--keep",
@@ -48,6 +52,8 @@ def test_link_bench_runs_on_cpu(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     records: list[dict[str, Any]] = [json.loads(line) for line in out.read_text().splitlines()]
+    (env,) = [r for r in records if r["bench"] == "link_env"]
+    assert env["positives_per_gpu"] == 300
     runs = [r for r in records if r["bench"] == "link_run"]
     assert [r["run"] for r in runs] == ["worker-1-fp32", "server-1-fp32"]
     for r in runs:
@@ -56,6 +62,9 @@ def test_link_bench_runs_on_cpu(tmp_path: Path) -> None:
         assert 0 < r["test_mrr"] < 1
         assert r["test_positives"] == 200
         assert r["final_ranking_eval_s"] is not None
+        # positivesPerEpoch bounds the epochs: 300 positives, 4 seed rows each
+        assert r["epochs_measured"] == 1
+        assert r["positives_per_s_per_gpu"] * r["epoch_s"] == pytest.approx(300, rel=0.02)
     summaries = [r for r in records if r["bench"] == "dist_summary"]
     assert {s["run"] for s in summaries} == {"worker-1-fp32", "server-1-fp32"}
     assert all("test_mrr_median" in s for s in summaries)
@@ -81,6 +90,7 @@ def test_link_bench_runs_on_cpu(tmp_path: Path) -> None:
                 "--batch-size=128",
                 "--warmup=1",
                 "--batches=3",
+                "--max-seconds=600",
                 f"--out={pyg_out}",
             ],
             capture_output=True,
@@ -93,3 +103,78 @@ def test_link_bench_runs_on_cpu(tmp_path: Path) -> None:
     for r in pyg:
         assert r["batches"] == 3
         assert r["seeds_per_s"] == pytest.approx(4 * r["positives_per_s"], 0.01)
+
+    # the ratio table over both files, as device_bench.sh prints it
+    ratios = subprocess.run(
+        [sys.executable, "-P", str(LINK_BENCH / "link_ratios.py"), str(out), str(pyg_out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert ratios.returncode == 0, ratios.stderr[-4000:]
+    assert "worker-1-fp32 (1)" in ratios.stdout
+    assert "PyG best " in ratios.stdout
+    assert "targets:" in ratios.stdout
+
+
+def _link_ratios() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("link_ratios", LINK_BENCH / "link_ratios.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _run(mode: str, gpus: int, per_gpu: float, rank_s: float) -> dict[str, Any]:
+    return {
+        "bench": "link_run",
+        "graph": "syntheticLink",
+        "status": "ok",
+        "mode": mode,
+        "gpus": gpus,
+        "precision": "bf16",
+        "positives_per_s_per_gpu": per_gpu,
+        "test_mrr": 0.5,
+        "final_ranking_eval_s": rank_s,
+    }
+
+
+def _pyg(setup: str, workers: int, rate: float) -> dict[str, Any]:
+    return {
+        "bench": "pyg_link_train",
+        "setup": setup,
+        "workers": workers,
+        "precision": "bf16",
+        "positives_per_s": rate,
+        "batches": 100,
+    }
+
+
+def test_link_ratios_use_the_fastest_best_effort_pyg_medians_and_the_2_gpu_ranking() -> None:
+    ratios = _link_ratios()
+    rows = [
+        _run("worker", 1, 30_000, 80.0),
+        _run("worker", 1, 34_000, 70.0),
+        _run("worker", 1, 40_000, 75.0),
+        _run("worker", 2, 28_000, 50.0),
+        _run("server", 2, 20_000, 65.0),
+        {"bench": "link_run", "run": "server-1-bf16", "skipped": "budget"},
+        _pyg("stock", 12, 9_000.0),  # stock never counts as the reference
+        _pyg("best", 16, 2_000.0),
+        _pyg("best", 24, 3_000.0),
+    ]
+    out = ratios.compute(rows)
+    (one,) = [r for r in out["runs"] if (r["mode"], r["gpus"]) == ("worker", 1)]
+    assert one["per_gpu"] == 34_000
+    assert one["pyg_best"] == 3_000.0
+    assert one["times_pyg"] == pytest.approx(34_000 / 3_000)
+    (scaling,) = out["scaling"]
+    assert scaling["speedup"] == pytest.approx(2 * 28_000 / 34_000)
+    assert out["ranking_s"] == 50.0
+    assert out["targets"] == {"speed": True, "scaling": False, "ranking": True}
+    rows[3] = _run("worker", 2, 31_000, 61.0)
+    rows[4] = _run("server", 2, 20_000, 62.0)
+    assert ratios.compute(rows)["targets"] == {"speed": True, "scaling": True, "ranking": False}
+    assert ratios.compute(rows[:5])["targets"]["speed"] is None
+    assert "MISSED" in ratios.render(ratios.compute(rows))
