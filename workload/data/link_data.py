@@ -26,8 +26,9 @@ class GivenEdges:
 
     src: IdArray
     dst: IdArray
-    dst_neg: IdArray | None = None
-    """[E, K] negative destinations of each positive (ogbl-citation2's target_node_neg)."""
+    dst_neg: npt.NDArray[np.integer[Any]] | None = None
+    """[E, K] negative destinations of each positive (ogbl-citation2's target_node_neg;
+    int32 or int64)."""
 
     def __len__(self) -> int:
         return len(self.src)
@@ -63,7 +64,10 @@ class LinkData:
         where = f"graph {self.name!r}"
         if self.x.dtype != np.float32 or self.x.ndim != 2:
             raise DatasetError(f"{where}: x must be float32 [N, F], got {self.x.dtype}")
-        pairs: list[tuple[str, IdArray]] = [("src", self.src), ("dst", self.dst)]
+        pairs: list[tuple[str, npt.NDArray[np.integer[Any]]]] = [
+            ("src", self.src),
+            ("dst", self.dst),
+        ]
         for name, split in (self.given or {}).items():
             pairs += [(f"{name}.src", split.src), (f"{name}.dst", split.dst)]
             if split.dst_neg is not None:

@@ -31,6 +31,7 @@ import numpy.typing as npt
 from distgnn_api.link import LinkPrediction, check_all_negatives
 from distgnn_workload.data.distinct_pairs import first_occurrences, sorted_pair_keys
 from distgnn_workload.data.errors import DatasetError
+from distgnn_workload.data.graph import index_dtype
 from distgnn_workload.data.host_threads import run_parallel
 from distgnn_workload.data.link_data import GivenEdges, IdArray, LinkData
 
@@ -187,16 +188,17 @@ def _with_negatives(
 
 def uniform_negatives(
     seq: np.random.SeedSequence, n: int, rows: int, per_row: int
-) -> npt.NDArray[np.int64]:
-    """``[rows, per_row]`` uniform node ids; each block of :data:`NEGATIVE_ROWS` rows draws
-    from its own child stream of ``seq``, on all cores (the same ids whatever the threads)."""
-    out = np.empty((rows, per_row), dtype=np.int64)
+) -> npt.NDArray[np.integer[Any]]:
+    """``[rows, per_row]`` uniform node ids (int32 below 2^31 nodes: half the bytes); each
+    block of :data:`NEGATIVE_ROWS` rows draws from its own child stream of ``seq``, on all
+    cores (the same ids whatever the threads)."""
+    dtype = index_dtype(n)
+    out = np.empty((rows, per_row), dtype=dtype)
 
     def block(i: int, a: int, b: int) -> None:
-        rng = np.random.default_rng(
-            np.random.SeedSequence(seq.entropy, spawn_key=(*seq.spawn_key, i))
-        )
-        out[a:b] = rng.integers(0, n, (b - a, per_row), dtype=np.int64)
+        key = (*seq.spawn_key, i)
+        rng = np.random.default_rng(np.random.SeedSequence(seq.entropy, spawn_key=key))
+        out[a:b] = rng.integers(0, n, (b - a, per_row), dtype=dtype)
 
     starts = range(0, rows, NEGATIVE_ROWS)
     run_parallel(block, [(i, a, min(a + NEGATIVE_ROWS, rows)) for i, a in enumerate(starts)])
