@@ -133,7 +133,10 @@ def _fractions(
         )
     perm = rng.permutation(e)
     parts = {"valid": perm[:n_valid], "test": perm[n_valid : n_valid + n_test]}
-    train = np.sort(perm[n_valid + n_test :])
+    keep = np.ones(e, dtype=np.bool_)
+    keep[perm[: n_valid + n_test]] = False
+    train = np.flatnonzero(keep)  # the sorted rest, in O(e)
+    del keep
     held = {k: GivenEdges(src[np.sort(ix)], dst[np.sort(ix)]) for k, ix in parts.items()}
     return held, src[train], dst[train]
 
