@@ -18,9 +18,9 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 source benchmarks/gpu_distributed/device_setup.sh
-BENCH_S="${BENCH_S:-400}" PYG_S="${PYG_S:-70}" REPEATS="${REPEATS:-1}" EPOCHS="${EPOCHS:-2}"
-RUN_TIMEOUT="${RUN_TIMEOUT:-85}" POSITIVES="${POSITIVES:-300000}"
-PYG_TIMED_S="${PYG_TIMED_S:-30}" PYG_BATCHES="${PYG_BATCHES:-300}"
+BENCH_S="${BENCH_S:-400}" PYG_S="${PYG_S:-75}" REPEATS="${REPEATS:-1}" EPOCHS="${EPOCHS:-2}"
+RUN_TIMEOUT="${RUN_TIMEOUT:-100}" POSITIVES="${POSITIVES:-300000}"
+PYG_TIMED_S="${PYG_TIMED_S:-25}" PYG_BATCHES="${PYG_BATCHES:-300}"
 SWEEP_WORKERS="${SWEEP_WORKERS:-24}" CALL_S="${CALL_S:-570}"
 WORK=/tmp/distgnn-link-bench
 read -ra runs <<< "${RUNS:-worker-1-bf16 worker-2-bf16 server-1-bf16 server-2-bf16}"
