@@ -10,10 +10,10 @@
 # in every run). The stores stay in /tmp/distgnn-link-bench: a later call on the same warm
 # machine reuses them. Then PyG in the same call on the 1-GPU store (pyg_link.py):
 # LinkNeighborLoader stock (12 workers, CPU features, fp32) and best effort (16 persistent
-# workers, features on the GPU, bf16; then 24 workers if the call has time left), each timed
+# workers, features on the GPU, bf16; then 24 workers), each timed
 # over PYG_TIMED_S seconds of batches after warm-up (at most PYG_BATCHES). Then the ratio
 # table (link_ratios.py). RUNS, REPEATS, EPOCHS, POSITIVES, RUN_TIMEOUT, BENCH_S, PYG_S,
-# PYG_TIMED_S, PYG_BATCHES, SWEEP_WORKERS can be set.
+# PYG_TIMED_S, PYG_BATCHES, BEST_WORKERS (default "16 24"; each runs while the call has time left) can be set.
 #   OUT=<dir> bash benchmarks/gpu_link/device_bench.sh
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -21,7 +21,7 @@ source benchmarks/gpu_distributed/device_setup.sh
 BENCH_S="${BENCH_S:-400}" PYG_S="${PYG_S:-75}" REPEATS="${REPEATS:-1}" EPOCHS="${EPOCHS:-2}"
 RUN_TIMEOUT="${RUN_TIMEOUT:-100}" POSITIVES="${POSITIVES:-300000}"
 PYG_TIMED_S="${PYG_TIMED_S:-25}" PYG_BATCHES="${PYG_BATCHES:-300}"
-SWEEP_WORKERS="${SWEEP_WORKERS:-24}" CALL_S="${CALL_S:-570}"
+BEST_WORKERS="${BEST_WORKERS:-16 24}" CALL_S="${CALL_S:-570}"
 WORK=/tmp/distgnn-link-bench
 read -ra runs <<< "${RUNS:-worker-1-bf16 worker-2-bf16 server-1-bf16 server-2-bf16}"
 timeout "${BENCH_S}" python benchmarks/gpu_link/bench.py --repeats "${REPEATS}" \
@@ -38,8 +38,7 @@ pyg() {  # setup workers precision
     --store "${STORE}" --out "${OUT}/pyg-link.jsonl" 2>&1 | grep -v -i warn | tail -n 2
 }
 pyg stock 12 fp32
-pyg best 16 bf16
-for w in ${SWEEP_WORKERS}; do
+for w in ${BEST_WORKERS}; do
   if [ "$((SECONDS + PYG_S))" -lt "${CALL_S}" ]; then pyg best "${w}" bf16; fi
 done
 python benchmarks/gpu_link/link_ratios.py "${OUT}/link.jsonl" "${OUT}/pyg-link.jsonl" \

@@ -28,7 +28,8 @@ class LayerRows:
         self.device = device
 
     def rows(self, ids: Tensor) -> Tensor:
-        """The rows of the global node ids ``ids``, on the compute device."""
+        """The rows of the global node ids ``ids`` (on any device), on the compute device."""
+        ids = ids.to(self.bounds.device)
         rank = torch.searchsorted(self.bounds, ids, right=True) - 1
         pos = ids + self.shift[rank]
         if self.buffer.device == pos.device:
