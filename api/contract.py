@@ -5,6 +5,8 @@ The operator's builders write these into every pod; the workload's entry points
 :meth:`WorkloadEnv.from_environ`. ``distgnn run`` writes the same variables for local
 processes, with the volume mapped to a local directory and every peer address mapped to a
 loopback port. Nothing here imports torch, kopf or kubernetes.
+The job config and partition key (``job_config``) and what the workload reports back
+(``reports``: result.json, partition figures, progress events) are re-exported here.
 
 On the shared volume (mounted at ``DATA_MOUNT_PATH``)::
 
@@ -21,23 +23,34 @@ On the shared volume (mounted at ``DATA_MOUNT_PATH``)::
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import sys
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, TextIO
 
-from distgnn_api.graph_size import from_spec
-from distgnn_api.link import LINK_SPLIT_VERSION, SYNTHETIC_LINK_GENERATOR
-from distgnn_api.partition_cost import out_of_core
+from distgnn_api.job_config import PARTITION_FORMAT_VERSION as PARTITION_FORMAT_VERSION
+from distgnn_api.job_config import JobConfig as JobConfig
+from distgnn_api.job_config import job_config_json as job_config_json
+from distgnn_api.job_config import load_job_config as load_job_config
+from distgnn_api.job_config import partition_key as partition_key
 from distgnn_api.ports import DDP_PORT as DDP_PORT  # the fixed ports live with the spec's rule
 from distgnn_api.ports import RPC_PORT as RPC_PORT
-from distgnn_api.spec import DistGNNJobSpec, EvaluationKind, Model
+from distgnn_api.reports import PROGRESS_LINE_PREFIX as PROGRESS_LINE_PREFIX
+from distgnn_api.reports import PROGRESS_PATH as PROGRESS_PATH
+from distgnn_api.reports import STAGE_EPOCH as STAGE_EPOCH
+from distgnn_api.reports import STAGE_EVAL as STAGE_EVAL
+from distgnn_api.reports import STAGE_GENERATE as STAGE_GENERATE
+from distgnn_api.reports import STAGE_LOAD as STAGE_LOAD
+from distgnn_api.reports import STAGE_PARTITION as STAGE_PARTITION
+from distgnn_api.reports import LinkFigures as LinkFigures
+from distgnn_api.reports import PartitionFigures as PartitionFigures
+from distgnn_api.reports import ProgressEvent as ProgressEvent
+from distgnn_api.reports import Result as Result
+from distgnn_api.reports import dump_json as dump_json
+from distgnn_api.reports import emit_progress as emit_progress
+from distgnn_api.reports import parse_progress_line as parse_progress_line
+from distgnn_api.reports import rfc3339_now as rfc3339_now
 
 # --------------------------------------------------------------------------- roles
 
@@ -102,68 +115,9 @@ RESULT_FILE = "result.json"
 CHECKPOINT_DIR = "checkpoints"
 LOG_DIR = "logs"
 
-# The on-disk partition format; part of the content key, so a format change re-partitions.
-PARTITION_FORMAT_VERSION = 1
-
 EXIT_OK = 0  # finished, or found its work already done
 EXIT_INTERNAL_ERROR = 1  # a bug or an environment failure; a gang restart may help
 EXIT_BAD_INPUT = 2  # the dataset or job config is invalid; restarting cannot help
-
-PROGRESS_PATH = "/progress"  # HTTP path on the metrics port serving Progress JSON
-PROGRESS_LINE_PREFIX = "@@distgnn "  # stdout lines that carry a ProgressEvent
-
-# ProgressEvent stages that `distgnn run` draws as bars. An event whose metrics carry
-# "epoch" (and "epochs") gets a bar of its own per epoch. Figures shown beside a bar when
-# present: seeds_per_second, loss, accuracy, val_accuracy, test_accuracy.
-STAGE_GENERATE = "generate"  # synthetic graph generation (partition Job)
-STAGE_LOAD = "load"  # reading a dataset from the volume (partition Job)
-STAGE_PARTITION = "partition"  # partitioning and writing the store (partition Job)
-STAGE_EPOCH = "epoch"  # one training epoch, done/total in batches (trainer 0)
-STAGE_EVAL = "eval"  # validation or test evaluation (trainer 0)
-
-
-def partition_key(spec: DistGNNJobSpec) -> str:
-    """Content key of a job's partition: a hash of what determines the partition's bytes."""
-    dataset = spec.dataset.model_dump(mode="json", by_alias=True, exclude_none=True)
-    hetero = spec.dataset.hetero_section
-    if hetero is not None:
-        # As it applies: a syntheticMag with or without its default hetero section is one graph.
-        dataset["hetero"] = hetero.model_dump(mode="json", by_alias=True, exclude_none=True)
-    payload = {
-        "format": PARTITION_FORMAT_VERSION,
-        "dataset": dataset,
-        "algorithm": spec.partition.algorithm.value,
-        "numPartitions": spec.num_partitions,
-        "balanceTrainNodes": spec.partition.balance_train_nodes,
-        "balanceEdges": spec.partition.balance_edges,
-        "seed": spec.partition.seed,
-    }
-    if spec.dataset.synthetic is not None and out_of_core(spec, from_spec(spec))[0]:
-        # The streamed generator draws another graph of the same family (about numEdges
-        # edges); stores of other datasets are the same on either path.
-        payload["streamedSynthetic"] = True
-    if spec.partition.metis_sample_edges:
-        # Out of core, METIS on a sample instead of the random assignment (and its size).
-        payload["metisSampleEdges"] = spec.partition.metis_sample_edges
-    if spec.dataset.synthetic_link is not None:
-        payload["syntheticLinkGenerator"] = SYNTHETIC_LINK_GENERATOR
-    link = spec.link_prediction
-    if link is not None:
-        # The store holds the edge split and the fixed evaluation negatives: what draws them
-        # is part of the content. A node-classification job's key is as it always was.
-        payload["linkPrediction"] = {
-            "edgeType": link.edge_type,
-            "split": link.split.model_dump(mode="json", by_alias=True, exclude_none=True),
-            "validFraction": link.split.valid_fraction,
-            "testFraction": link.split.test_fraction,
-            "excludeReverse": link.exclude_reverse,
-            "reverseEdgeType": link.reverse_edge_type,
-            "evaluationNegatives": link.evaluation.negatives,
-            "maxPositives": link.evaluation.max_positives,
-            "draw": LINK_SPLIT_VERSION,
-        }
-    blob = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
-    return hashlib.sha256(blob).hexdigest()[:16]
 
 
 def partition_dir(data_dir: str | Path, key: str) -> Path:
@@ -384,168 +338,3 @@ class WorkloadEnv:
             if env.get(ENV_TERMINATION_LOG)
             else None,
         )
-
-
-# --------------------------------------------------------------------------- job config
-
-
-class JobConfig(Model):
-    """The job config JSON mounted into every pod (ConfigMap key ``job.json``).
-
-    The fields of heterogeneous graphs (``dataset.syntheticMag``, ``dataset.hetero``,
-    ``model.edgeFanouts``, ``model.embeddingDim``) are written only when set, so a homogeneous
-    job's config is unchanged by them. The workload reads them through ``spec``:
-    ``spec.dataset.hetero_section`` is the typed side as it applies, and
-    :mod:`distgnn_api.hetero` resolves the target type and the fanout of every edge type
-    against the graph it loads.
-    """
-
-    name: str
-    """metadata.name of the job."""
-    namespace: str
-    """metadata.namespace of the job."""
-    uid: str
-    """metadata.uid of the job."""
-    partition_key: str
-    """Content key of the partition."""
-    spec: DistGNNJobSpec
-    """The job spec, defaults filled in."""
-
-
-def job_config_json(name: str, namespace: str, uid: str, spec: DistGNNJobSpec) -> str:
-    """Serialise the job config that the workload reads from ENV_CONFIG."""
-    cfg = JobConfig(
-        name=name, namespace=namespace, uid=uid, partition_key=partition_key(spec), spec=spec
-    )
-    return cfg.model_dump_json(by_alias=True, indent=2)
-
-
-def load_job_config(path: str | Path) -> JobConfig:
-    """Read the job config a pod was given."""
-    return JobConfig.model_validate_json(Path(path).read_text())
-
-
-# --------------------------------------------------------------------------- results
-
-
-class LinkFigures(Model):
-    """One split's link-prediction ranking figures (OGB's evaluator: ties count half)."""
-
-    mrr: float
-    """Mean reciprocal rank of the positives against their negatives."""
-    hits: dict[str, float]
-    """Hits@K by K (as a string): the share of positives ranked at most K."""
-    positives: int
-    """Positives ranked."""
-
-    def summary(self) -> str:
-        hits = ", ".join(f"Hits@{k} {v:.4f}" for k, v in self.hits.items())
-        return f"MRR {self.mrr:.4f}" + (f", {hits}" if hits else "")
-
-
-class Result(Model):
-    """result.json: written by trainer 0 when training completes."""
-
-    job_uid: str
-    """The job run it belongs to."""
-    epochs: int
-    """Epochs trained."""
-    test_accuracy: float | None = None
-    """Test accuracy of the final model (node classification; None for link prediction)."""
-    test_accuracy_kind: EvaluationKind = EvaluationKind.sampled
-    """How test_accuracy was computed: full (full-neighbourhood inference over the whole
-    graph) or sampled (mini-batches at the training fanout); ``training.evaluation.test``.
-    A result written before the kinds were recorded was sampled."""
-    val_accuracy: float | None = None
-    """Validation accuracy of the final model."""
-    val_accuracy_kind: EvaluationKind | None = None
-    """How val_accuracy was computed; ``training.evaluation.validation``."""
-    seeds_per_second: float
-    """Mean training throughput of the whole job."""
-    test_link: LinkFigures | None = None
-    """Link prediction: the test edges' ranking figures."""
-    val_link: LinkFigures | None = None
-    """Link prediction: the validation edges' ranking figures."""
-    elapsed_seconds: float
-    """Wall time of training, restarts included."""
-    finished_at: str
-    """RFC 3339 time of completion."""
-
-
-class PartitionFigures(Model):
-    """What the partition Job measured: the JSON it writes as its termination message.
-
-    The operator keeps it on the claim next to the partition marker, so that a job that
-    reuses the partition reports the same figures, and exports it as ``distgnn_partition_*``.
-    """
-
-    num_partitions: int
-    """Partitions written."""
-    algorithm: str
-    """Partitioner that assigned the nodes (metis or random)."""
-    step_seconds: dict[str, float]
-    """Wall time of each step: generate or load, partition, write."""
-    edge_cut: int
-    """Undirected edges whose ends lie in different partitions."""
-    edge_cut_fraction: float
-    """edge_cut over all undirected edges."""
-    balance: dict[str, float]
-    """Largest over mean partition, for nodes, train nodes and edges."""
-
-
-class ProgressEvent(Model):
-    """One progress report on stdout, for ``distgnn run``'s progress bars and for logs."""
-
-    stage: str
-    """What is progressing: generate, partition, epoch, eval, ..."""
-    done: float
-    """Units done."""
-    total: float | None = None
-    """Units in total, when known."""
-    metrics: dict[str, float] = {}
-    """Figures to show beside the bar, e.g. seeds_per_second, loss, accuracy."""
-
-
-def emit_progress(
-    stage: str,
-    done: float,
-    total: float | None = None,
-    stream: TextIO | None = None,
-    **metrics: float,
-) -> None:
-    """Print a progress event as one line that ``distgnn run`` parses."""
-    event = ProgressEvent(stage=stage, done=done, total=total, metrics=metrics)
-    out = stream or sys.stdout
-    out.write(PROGRESS_LINE_PREFIX + event.model_dump_json() + "\n")
-    out.flush()
-
-
-def parse_progress_line(line: str) -> ProgressEvent | None:
-    """The event carried by a stdout line, or None for an ordinary log line."""
-    if not line.startswith(PROGRESS_LINE_PREFIX):
-        return None
-    try:
-        return ProgressEvent.model_validate_json(line[len(PROGRESS_LINE_PREFIX) :])
-    except ValueError:
-        return None
-
-
-def rfc3339_now() -> str:
-    """The current UTC time as Kubernetes writes it."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-def dump_json(path: str | Path, obj: Model | dict[str, Any]) -> None:
-    """Write JSON atomically: a temporary file, fsync, then rename."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp.{os.getpid()}")
-    text = (
-        obj.model_dump_json(by_alias=True, indent=2)
-        if isinstance(obj, Model)
-        else json.dumps(obj, indent=2)
-    )
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
