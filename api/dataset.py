@@ -12,8 +12,8 @@ from distgnn_api.cel import CelRule
 from distgnn_api.cel import cel as _cel
 from distgnn_api.cel import enforce as _enforce
 from distgnn_api.cel import rules_extra as _rules_extra
-from distgnn_api.hetero import DATASET_RULES as _HETERO_DATASET_RULES
 from distgnn_api.hetero import HeteroDataset, SyntheticMagDataset
+from distgnn_api.hetero_rules import DATASET_RULES as _HETERO_DATASET_RULES
 from distgnn_api.link import SyntheticLinkDataset
 from distgnn_api.link_rules import DATASET_RULES as _LINK_DATASET_RULES
 from distgnn_api.mag_shape import MAG_TARGET_NODE_TYPE

@@ -1,5 +1,5 @@
 """Heterogeneous graphs in the spec: the typed dataset section, the MAG-shaped generator's
-options, per-edge-type fanouts and their admission rules.
+options and per-edge-type fanouts (their admission rules are in :mod:`distgnn_api.hetero_rules`).
 
 A dataset is heterogeneous when it is ``dataset.syntheticMag`` (a generated graph shaped like
 ogbn-mag) or when it carries ``dataset.hetero`` (with ``ogb`` or ``pyg`` files). Edge types are
@@ -20,7 +20,7 @@ Models here derive from :class:`~distgnn_api.kube.CoreModel`, as ``distgnn_api.s
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any, ClassVar, Final, Self
+from typing import Annotated, ClassVar, Final, Self
 
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
@@ -35,7 +35,6 @@ from distgnn_api.edge_types import (
     STRICT_KEY_PATTERN,
     STRICT_NAME_PATTERN,
     EdgeType,
-    edge_type_keys,
     is_type_name,
     parse_edge_type_key,
 )
@@ -45,9 +44,7 @@ from distgnn_api.mag_shape import (
     MAG_NUM_CLASSES,
     MAG_PAPERS,
     MAG_RELATIONS,
-    MAG_TARGET_NODE_TYPE,
     MIN_MAG_SCALE,
-    mag_edge_types,
     scaled_count,
 )
 
@@ -313,146 +310,3 @@ class HeteroDataset(CoreModel):
     def _validate(self) -> Self:
         _enforce(self, self._rules)
         return self
-
-
-# --------------------------------------------------------------------------- admission rules
-
-HETERO_CEL = "(has(self.dataset.syntheticMag) || has(self.dataset.hetero))"
-"""CEL, on the job spec: the dataset is heterogeneous."""
-RELATIONAL_ARCHS: Final = ("rsage", "rgcn")
-
-_MAG_KEYS = edge_type_keys(mag_edge_types(add_reverse_edges=True))
-_MAG_RELATION_KEYS = edge_type_keys(mag_edge_types(add_reverse_edges=False))
-
-
-def _is_hetero(spec: Any) -> bool:
-    return spec.dataset.synthetic_mag is not None or spec.dataset.hetero is not None
-
-
-def _known_to_declared(spec: Any) -> bool:
-    hetero = spec.dataset.hetero
-    if hetero is None or hetero.edge_types is None or not spec.model.edge_fanouts:
-        return True
-    return all(
-        not is_edge_type_key(k)
-        or k in hetero.edge_types
-        or (hetero.add_reverse_edges and reverse_declared(k, hetero.edge_types))
-        for k in spec.model.edge_fanouts
-    )
-
-
-def _known_to_mag(spec: Any) -> bool:
-    if spec.dataset.synthetic_mag is None or not spec.model.edge_fanouts:
-        return True
-    hetero = spec.dataset.hetero
-    known = _MAG_KEYS if hetero is None or hetero.add_reverse_edges else _MAG_RELATION_KEYS
-    return all(k in known for k in spec.model.edge_fanouts)
-
-
-def _cel_list(values: Sequence[str]) -> str:
-    return "[" + ", ".join(f"'{v}'" for v in values) + "]"
-
-
-JOB_RULES: Final[tuple[CelRule, ...]] = (
-    _cel(
-        f"!(self.model.arch in {_cel_list(RELATIONAL_ARCHS)}) || {HETERO_CEL}",
-        "rsage and rgcn are relational: they need a heterogeneous dataset (syntheticMag, or "
-        "dataset.hetero with ogb or pyg files); for a homogeneous graph use sage, gcn or gat",
-        ".model.arch",
-        lambda s: s.model.arch.value not in RELATIONAL_ARCHS or _is_hetero(s),
-    ),
-    _cel(
-        f"!{HETERO_CEL} || self.model.arch in {_cel_list(RELATIONAL_ARCHS)}",
-        "a heterogeneous dataset needs a relational model: set model.arch to rsage "
-        "(to_hetero(GraphSAGE)) or rgcn (R-GCN); sage, gcn and gat are for homogeneous graphs",
-        ".model.arch",
-        lambda s: not _is_hetero(s) or s.model.arch.value in RELATIONAL_ARCHS,
-    ),
-    _cel(
-        "!has(self.model.edgeFanouts) || size(self.model.edgeFanouts) == 0 || " + HETERO_CEL,
-        "edgeFanouts needs a heterogeneous dataset (syntheticMag, or dataset.hetero); a "
-        "homogeneous graph has one edge type: use fanout",
-        ".model.edgeFanouts",
-        lambda s: not s.model.edge_fanouts or _is_hetero(s),
-    ),
-    _cel(
-        "!has(self.model.embeddingDim) || " + HETERO_CEL,
-        "embeddingDim sizes the learnt embeddings of featureless node types in a "
-        "heterogeneous dataset; remove it for a homogeneous graph",
-        ".model.embeddingDim",
-        lambda s: s.model.embedding_dim is None or _is_hetero(s),
-    ),
-    _cel(
-        "!has(self.dataset.syntheticMag) || !has(self.model.edgeFanouts) || "
-        "self.model.edgeFanouts.all(k, k in ((!has(self.dataset.hetero) || "
-        f"self.dataset.hetero.addReverseEdges) ? {_cel_list(_MAG_KEYS)} : "
-        f"{_cel_list(_MAG_RELATION_KEYS)}))",
-        "edgeFanouts names an edge type that syntheticMag does not have; it has "
-        + ", ".join(_MAG_RELATION_KEYS)
-        + " and, unless dataset.hetero.addReverseEdges is false, "
-        + ", ".join(k for k in _MAG_KEYS if k not in _MAG_RELATION_KEYS),
-        ".model.edgeFanouts",
-        _known_to_mag,
-    ),
-    _cel(
-        "!has(self.dataset.hetero) || !has(self.dataset.hetero.edgeTypes) || "
-        "!has(self.model.edgeFanouts) || self.model.edgeFanouts.all(k, "
-        f"!k.matches(r'{STRICT_KEY_PATTERN}') || k in self.dataset.hetero.edgeTypes || "
-        "(self.dataset.hetero.addReverseEdges && "
-        f"k.split('{KEY_SEPARATOR}')[0] != k.split('{KEY_SEPARATOR}')[2] && "
-        f"({reverse_key_cel('k')}) in self.dataset.hetero.edgeTypes))",
-        "edgeFanouts names an edge type that is neither in dataset.hetero.edgeTypes nor, with "
-        "addReverseEdges, the rev_ reverse of one: fix the key or declare the relation",
-        ".model.edgeFanouts",
-        _known_to_declared,
-    ),
-)
-"""The job spec's rules for heterogeneous datasets (they read the dataset and the model)."""
-
-DATASET_RULES: Final[tuple[CelRule, ...]] = (
-    _cel(
-        "!has(self.hetero) || !has(self.synthetic)",
-        "hetero describes a heterogeneous dataset: use it with syntheticMag, ogb or pyg; "
-        "synthetic generates a homogeneous graph",
-        ".hetero",
-        lambda s: s.hetero is None or s.synthetic is None,
-    ),
-    _cel(
-        "!has(self.syntheticMag) || !has(self.hetero) || !has(self.hetero.targetNodeType) || "
-        f"self.hetero.targetNodeType == '{MAG_TARGET_NODE_TYPE}'",
-        f"syntheticMag has labels on {MAG_TARGET_NODE_TYPE} only: set targetNodeType to "
-        f"{MAG_TARGET_NODE_TYPE} or leave it unset",
-        ".hetero.targetNodeType",
-        lambda s: (
-            s.synthetic_mag is None
-            or s.hetero is None
-            or s.hetero.target_node_type in (None, MAG_TARGET_NODE_TYPE)
-        ),
-    ),
-    _cel(
-        "!has(self.syntheticMag) || !has(self.hetero) || "
-        "(!has(self.hetero.nodeTypes) && !has(self.hetero.edgeTypes))",
-        "syntheticMag's node and edge types are fixed (ogbn-mag's); nodeTypes and edgeTypes "
-        "describe ogb or pyg files: remove them",
-        ".hetero",
-        lambda s: (
-            s.synthetic_mag is None
-            or s.hetero is None
-            or (s.hetero.node_types is None and s.hetero.edge_types is None)
-        ),
-    ),
-)
-"""The dataset's rules for its heterogeneous side."""
-
-MODEL_RULES: Final[tuple[CelRule, ...]] = (
-    _cel(
-        "!has(self.edgeFanouts) || self.edgeFanouts.all(k, size(self.edgeFanouts[k]) == "
-        "self.numLayers)",
-        "every edgeFanouts list must have exactly one entry per layer (numLayers)",
-        ".edgeFanouts",
-        lambda s: (
-            not s.edge_fanouts or all(len(f) == s.num_layers for f in s.edge_fanouts.values())
-        ),
-    ),
-)
-"""The model's rules for per-edge-type fanouts."""

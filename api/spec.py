@@ -44,8 +44,8 @@ from distgnn_api.deployment import RetentionPolicy as RetentionPolicy
 from distgnn_api.deployment import RunPolicy as RunPolicy
 from distgnn_api.deployment import SchedulingSpec as SchedulingSpec
 from distgnn_api.deployment import StorageSpec as StorageSpec
-from distgnn_api.hetero import JOB_RULES as _HETERO_JOB_RULES
 from distgnn_api.hetero import HeteroDataset, SyntheticMagDataset
+from distgnn_api.hetero_rules import JOB_RULES as _HETERO_JOB_RULES
 from distgnn_api.kube import QUANTITY_PATTERN as QUANTITY_PATTERN
 from distgnn_api.kube import Dns1123Subdomain
 from distgnn_api.link import (

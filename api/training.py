@@ -14,7 +14,7 @@ from distgnn_api.cel import cel as _cel
 from distgnn_api.cel import enforce as _enforce
 from distgnn_api.cel import rules_extra as _rules_extra
 from distgnn_api.hetero import DEFAULT_EMBEDDING_DIM, EdgeFanouts
-from distgnn_api.hetero import MODEL_RULES as _HETERO_MODEL_RULES
+from distgnn_api.hetero_rules import MODEL_RULES as _HETERO_MODEL_RULES
 
 # --------------------------------------------------------------------------- model
 
