@@ -6,10 +6,11 @@ float32 features; per edge type ``(src, rel, dst)`` a destination-indexed CSR: r
 sorted, without duplicates. Labels and train/val/test masks belong to the target node type.
 All arrays are numpy; nothing here imports torch.
 
-:func:`hetero_csr_from_edges` adds reverse relations as PyG's ``ToUndirected`` does: a
-relation within one type is made undirected in place; a relation between two types gets a
-``rev_<rel>`` relation that carries its messages back (see :mod:`distgnn_api.edge_types`).
-Duplicate edges are dropped and counted; self-loops are kept, as ``ToUndirected`` keeps them.
+The builder turns edge lists into those CSRs through :mod:`distgnn_workload.data.hetero_csr`,
+which adds reverse relations as PyG's ``ToUndirected`` does: a relation within one type is made
+undirected in place; a relation between two types gets a ``rev_<rel>`` relation that carries its
+messages back (see :mod:`distgnn_api.edge_types`). Duplicate edges are dropped and counted;
+self-loops are kept, as ``ToUndirected`` keeps them.
 """
 
 from __future__ import annotations
@@ -22,14 +23,12 @@ from typing import Any, NoReturn
 import numpy as np
 import numpy.typing as npt
 
-from distgnn_api.edge_types import EdgeType, edge_type_key, is_type_name, reverse_edge_type
+from distgnn_api.edge_types import EdgeType, is_type_name, reverse_edge_type
 from distgnn_workload.data.errors import DatasetError
-from distgnn_workload.data.graph import EDGE_CHUNK, IntArray, chunks, index_dtype
-
-CSR = tuple[npt.NDArray[np.int64], IntArray]
-"""``(indptr int64 [num_dst + 1], indices [E])``: a destination-indexed CSR of source ids."""
-EdgeList = tuple[npt.ArrayLike, npt.ArrayLike]
-"""``(src ids, dst ids)`` of one relation, in any order, duplicates allowed."""
+from distgnn_workload.data.hetero_csr import CSR as CSR
+from distgnn_workload.data.hetero_csr import EdgeList, relation_key
+from distgnn_workload.data.hetero_csr import hetero_csr_from_edges as hetero_csr_from_edges
+from distgnn_workload.data.hetero_csr import sort_unique_keys as sort_unique_keys
 
 
 @dataclass
@@ -145,7 +144,7 @@ class HeteroGraphData:
             if n < 0:
                 fail(f"node type {t!r} has a negative count {n}")
         for et, (indptr, indices) in self.in_csr.items():
-            key = _key(et)
+            key = relation_key(et)
             src, _, dst = et
             for t in (src, dst):
                 if t not in self.node_counts:
@@ -171,7 +170,7 @@ class HeteroGraphData:
                     back = self.edge_index(rev)
                     back_keys = np.sort(back[0] * ns + back[1])
                     if not np.array_equal(back_keys, keys):
-                        fail(f"{key} and {_key(rev)} are not each other's reverse")
+                        fail(f"{key} and {relation_key(rev)} are not each other's reverse")
         for t, feats in self.x.items():
             if t not in self.node_counts:
                 fail(f"features given for node type {t!r}, which has no count")
@@ -200,13 +199,6 @@ class HeteroGraphData:
                 fail(f"{name} selects {t} node {node}, which has no label")
 
 
-def _key(edge_type: EdgeType) -> str:
-    try:
-        return edge_type_key(edge_type)
-    except ValueError as err:
-        raise DatasetError(str(err)) from None
-
-
 def _features(
     x: Mapping[str, npt.ArrayLike], counts: Mapping[str, int]
 ) -> dict[str, npt.NDArray[np.float32]]:
@@ -232,179 +224,6 @@ def _bool_mask(value: npt.ArrayLike, n: int) -> npt.NDArray[np.bool_]:
     mask = np.zeros(n, dtype=np.bool_)
     mask[ids] = True
     return mask
-
-
-def hetero_csr_from_edges(
-    edges: Mapping[EdgeType, EdgeList],
-    node_counts: Mapping[str, int],
-    *,
-    add_reverse: bool = True,
-) -> tuple[dict[EdgeType, CSR], dict[str, Any]]:
-    """Destination-indexed CSRs of per-relation edge lists, reverse relations added.
-
-    With ``add_reverse``, a relation within one type holds both directions of each edge, and
-    a relation between two types gets its reverse (``rev_<rel>``); where the input already
-    holds a relation and its reverse (a graph saved after ``ToUndirected``), both come out as
-    the union of the two, each the other's reverse. Ids are checked against the node counts.
-    Returns ``(in_csr, info)``; edge types keep the input's order, each reverse added after
-    all given ones. ``info`` counts duplicates dropped and self-loops kept, per relation key.
-    """
-    given = list(edges)
-    for et in given:
-        key = _key(et)
-        for t in (et[0], et[2]):
-            if t not in node_counts:
-                raise DatasetError(
-                    f"edge type {key} names node type {t!r}, which is not one of "
-                    f"{', '.join(node_counts) or '(none)'}"
-                )
-    out: dict[EdgeType, CSR] = {}
-    duplicates: dict[str, int] = {}
-    self_loops: dict[str, int] = {}
-    added: list[str] = []
-    done: set[EdgeType] = set()
-    for et in given:
-        if et in done:
-            continue
-        src, _, dst = et
-        ns, nd = node_counts[src], node_counts[dst]
-        rev = reverse_edge_type(et)
-        parts: list[tuple[EdgeType, bool]] = [(et, False)]
-        if add_reverse and rev != et and rev in edges:
-            parts.append((rev, True))
-        both = add_reverse and rev == et
-        keys = _edge_keys(edges, parts, node_counts, both=both)
-        given_edges = len(keys) // 2 if both else len(keys)
-        kept = sort_unique_keys(keys)
-        keys = keys[:kept]
-        loops = _loops(keys, ns) if src == dst else 0
-        # Within one type each distinct edge is stored twice, a self-loop once.
-        distinct = (kept + loops) // 2 if both else kept
-        duplicates[_key(et)] = given_edges - distinct
-        if src == dst:
-            self_loops[_key(et)] = loops
-        out[et] = _csr_from_sorted_keys(keys, nd, ns)
-        done.add(et)
-        if add_reverse and rev != et:
-            # Swap the key's roles in place: dst * ns + src -> src * nd + dst.
-            for a, b in chunks(len(keys)):
-                d, s = np.divmod(keys[a:b], np.int64(ns))
-                s *= nd
-                s += d
-                keys[a:b] = s
-            keys.sort()
-            if rev not in edges:
-                added.append(_key(rev))
-            out[rev] = _csr_from_sorted_keys(keys, ns, nd)
-            done.add(rev)
-        del keys
-    # The given types in their order, then the reverses added.
-    out = {et: out[et] for et in [*given, *(r for r in out if r not in edges)]}
-    info: dict[str, Any] = {
-        "duplicate_edges_dropped": duplicates,
-        "self_loops": self_loops,
-        "reverse_edge_types_added": added,
-    }
-    return out, info
-
-
-def _edge_keys(
-    edges: Mapping[EdgeType, EdgeList],
-    parts: list[tuple[EdgeType, bool]],
-    node_counts: Mapping[str, int],
-    *,
-    both: bool,
-) -> npt.NDArray[np.int64]:
-    """Keys ``dst * num_src + src`` of the edges of ``parts`` (flipped where marked), ids
-    checked; ``both`` also adds every edge's other direction (a relation within one type)."""
-    arrays = []
-    for et, flipped in parts:
-        s_ids, d_ids = (_ids(a, et) for a in edges[et])
-        if len(s_ids) != len(d_ids):
-            raise DatasetError(
-                f"edge type {_key(et)} has {len(s_ids)} source ids but {len(d_ids)} "
-                "destination ids; give one of each per edge"
-            )
-        _check_ids(et, s_ids, node_counts[et[0]], "source")
-        _check_ids(et, d_ids, node_counts[et[2]], "destination")
-        arrays.append((d_ids, s_ids) if flipped else (s_ids, d_ids))
-    first = parts[0][0]
-    ns = np.int64(node_counts[first[0]])
-    m = sum(len(s) for s, _ in arrays)
-    keys = np.empty(2 * m if both else m, dtype=np.int64)
-    pos = 0
-    for s_ids, d_ids in arrays:
-        for a, b in chunks(len(s_ids)):
-            s = s_ids[a:b].astype(np.int64)
-            d = d_ids[a:b].astype(np.int64)
-            np.multiply(d, ns, out=keys[pos : pos + b - a])
-            keys[pos : pos + b - a] += s
-            if both:
-                np.multiply(s, ns, out=keys[m + pos : m + pos + b - a])
-                keys[m + pos : m + pos + b - a] += d
-            pos += b - a
-    return keys
-
-
-def _ids(value: npt.ArrayLike, et: EdgeType) -> npt.NDArray[Any]:
-    arr = np.asarray(value)
-    if arr.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    if not np.issubdtype(arr.dtype, np.integer):
-        raise DatasetError(f"edge type {_key(et)}: node ids must be integers, got {arr.dtype}")
-    return arr.reshape(-1)
-
-
-def _check_ids(et: EdgeType, ids: npt.NDArray[Any], n: int, role: str) -> None:
-    node_type = et[0] if role == "source" else et[2]
-    for a, b in chunks(len(ids), 4 * EDGE_CHUNK):
-        block = ids[a:b]
-        bad = (block < 0) | (block >= n)
-        if bad.any():
-            i = a + int(np.flatnonzero(bad)[0])
-            raise DatasetError(
-                f"edge type {_key(et)}: edge {i} has {role} id {int(ids[i])} outside [0, {n}) "
-                f"({node_type} has {n} nodes)"
-            )
-
-
-def _loops(keys: npt.NDArray[np.int64], n: int) -> int:
-    """Self-loops among keys ``dst * n + src`` of a relation within one type."""
-    count = 0
-    for a, b in chunks(len(keys)):
-        d, s = np.divmod(keys[a:b], np.int64(n))
-        count += int(np.count_nonzero(d == s))
-    return count
-
-
-def sort_unique_keys(keys: npt.NDArray[np.int64]) -> int:
-    """Sort ``keys`` in place and move the distinct ones to the front; return their count."""
-    keys.sort()
-    out = 0
-    prev = np.int64(-1)
-    for a, b in chunks(len(keys)):
-        k = keys[a:b]
-        keep = np.empty(len(k), dtype=np.bool_)
-        keep[0] = k[0] != prev
-        np.not_equal(k[1:], k[:-1], out=keep[1:])
-        prev = k[-1]
-        sel = k[keep]
-        keys[out : out + len(sel)] = sel
-        out += len(sel)
-    return out
-
-
-def _csr_from_sorted_keys(keys: npt.NDArray[np.int64], num_rows: int, num_cols: int) -> CSR:
-    """The CSR of sorted, distinct keys ``row * num_cols + col``; columns narrowest dtype."""
-    counts = np.zeros(num_rows, dtype=np.int64)
-    for a, b in chunks(len(keys), 4 * EDGE_CHUNK):
-        counts += np.bincount(keys[a:b] // np.int64(num_cols), minlength=num_rows)
-    indptr = np.zeros(num_rows + 1, dtype=np.int64)
-    np.cumsum(counts, out=indptr[1:])
-    indices = np.empty(len(keys), dtype=index_dtype(num_cols))
-    for a, b in chunks(len(keys)):
-        indices[a:b] = keys[a:b] % np.int64(num_cols)
-    return indptr, indices
 
 
 def choose_target_type(
