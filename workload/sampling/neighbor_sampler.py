@@ -15,6 +15,7 @@ from distgnn_workload.sampling import edge_exclusion, relabel
 from distgnn_workload.sampling.csc import csc_from_edge_index
 from distgnn_workload.sampling.hop_batch import HopBatch
 from distgnn_workload.sampling.random_stream import RandomStream, reset_default_generator
+from distgnn_workload.sampling.static_sample import StaticOut, sample_static
 from distgnn_workload.sampling.uniform_subset import uniform_subset_positions
 
 _INT32_MAX = 2**31 - 1
@@ -38,22 +39,11 @@ def _as_tensor(array: Tensor | np.ndarray, name: str) -> Tensor:
 
 
 @dataclass
-class _StaticOut:
-    """Padded outputs of one static-shape sample (buffers reused by the next graph replay)."""
-
-    node_ids: Tensor
-    src: Tensor
-    dst: Tensor
-    target_ptr: Tensor
-    counts: Tensor  # nodes per hop (L + 1), then edges per hop (L)
-
-
-@dataclass
 class _CapturedSample:
     graph: torch.cuda.CUDAGraph
     seeds: Tensor
     num_seeds: Tensor
-    out: _StaticOut
+    out: StaticOut
     excluded: Tensor | None = None  # sorted keys, padded to the capacity
 
 
@@ -268,7 +258,7 @@ class NeighborSampler(RandomStream):
         if self.device.type == "cuda":
             reset_default_generator(self.device)
 
-    def _replay(self, padded: Tensor, num_seeds: int, exclude: Tensor | None) -> _StaticOut:
+    def _replay(self, padded: Tensor, num_seeds: int, exclude: Tensor | None) -> StaticOut:
         key = (padded.numel(), exclude is not None)
         if exclude is not None:
             exclude = edge_exclusion.padded(exclude, padded.numel())
@@ -313,81 +303,23 @@ class NeighborSampler(RandomStream):
 
     def _sample_static(
         self, seeds: Tensor, num_seeds: Tensor, exclude: Tensor | None = None
-    ) -> _StaticOut:
-        """Every hop padded to its bound; compaction by scatter; no host sync.
+    ) -> StaticOut:
+        """Every hop padded to its bound; compaction by scatter; no host sync
+        (:func:`~distgnn_workload.sampling.static_sample.sample_static`).
 
-        ``seeds`` is padded with the degree-0 node ``num_nodes``; ``num_seeds`` is a 0-d
-        tensor. Padding rows sample nothing; scatter targets past the real sizes go to one
-        dump slot at the end of each buffer.
+        ``seeds`` is padded with the degree-0 node ``num_nodes``; ``num_seeds`` is a 0-d tensor.
         """
-        dev, pad = self.device, self.num_nodes
-        local, indptr = self._local, self._indptr_ext
-        caps = [seeds.numel()]
-        for fanout in self.fanouts:
-            caps.append(caps[-1] * fanout)
-        node_cap, edge_cap, target_cap = sum(caps), sum(caps[1:]), sum(caps[:-1])
-        node_ids = torch.full((node_cap + 1,), pad, dtype=torch.int64, device=dev)
-        src = torch.zeros(edge_cap + 1, dtype=torch.int64, device=dev)
-        dst = torch.zeros(edge_cap + 1, dtype=torch.int64, device=dev)
-        target_ptr = torch.zeros(target_cap + 2, dtype=torch.int64, device=dev)
-        counts = [num_seeds]
-        edge_counts = []
-        node_ids[: caps[0]] = seeds
-        local[seeds] = torch.arange(caps[0], dtype=local.dtype, device=dev)
-        frontier, num_frontier = seeds, num_seeds
-        lo = torch.zeros((), dtype=torch.int64, device=dev)
-        hi = num_seeds.clone()
-        edge_base = torch.zeros((), dtype=torch.int64, device=dev)
-        for fanout in self.fanouts:
-            rows = torch.arange(frontier.numel(), device=dev)
-            start = indptr[frontier]
-            deg = indptr[frontier + 1] - start
-            pos, valid = uniform_subset_positions(deg, fanout, self.generator)
-            valid = valid.reshape(-1)
-            edge_pos = torch.where(valid, (start.unsqueeze(1) + pos).reshape(-1), 0)
-            neighbours = torch.where(valid, self.indices[edge_pos].to(torch.int64), pad)
-            taken = deg.clamp(max=fanout)
-            if exclude is not None:
-                owner = frontier.unsqueeze(1).expand(-1, fanout).reshape(-1)
-                valid = valid & edge_exclusion.keep_mask(exclude, owner, neighbours, pad)
-                neighbours = torch.where(valid, neighbours, pad)
-                taken = valid.reshape(-1, fanout).sum(1)
-            first, rank = self._relabel_static(neighbours, valid, hi)
-            # edges, compacted in (target, draw) order
-            edge_slot = torch.where(valid, torch.cumsum(valid, 0) - 1 + edge_base, edge_cap)
-            src.index_put_((edge_slot,), local[neighbours].to(torch.int64))
-            draw_row = torch.div(
-                torch.arange(valid.numel(), device=dev), fanout, rounding_mode="floor"
-            )
-            dst.index_put_((edge_slot,), draw_row + lo)
-            ptr_slot = torch.where(rows < num_frontier, lo + rows + 1, target_cap + 1)
-            target_ptr.index_put_((ptr_slot,), torch.cumsum(taken, 0) + edge_base)
-            # nodes new at this hop, in order of first appearance
-            num_new = first.sum()
-            node_ids.index_put_((torch.where(first, hi + rank, node_cap),), neighbours)
-            nxt = torch.full((neighbours.numel() + 1,), pad, dtype=torch.int64, device=dev)
-            nxt.index_put_((torch.where(first, rank, neighbours.numel()),), neighbours)
-            frontier, num_frontier = nxt[:-1], num_new
-            num_edges = valid.sum()
-            counts.append(num_new)
-            edge_counts.append(num_edges)
-            edge_base = edge_base + num_edges
-            lo, hi = hi, hi + num_new
-        local.index_fill_(0, node_ids, -1)
-        return _StaticOut(
-            node_ids=node_ids,
-            src=src,
-            dst=dst,
-            target_ptr=target_ptr,
-            counts=torch.stack(counts + edge_counts),
+        return sample_static(
+            local=self._local,
+            indptr=self._indptr_ext,
+            indices=self.indices,
+            fanouts=self.fanouts,
+            generator=self.generator,
+            device=self.device,
+            seeds=seeds,
+            num_seeds=num_seeds,
+            exclude=exclude,
         )
-
-    def _relabel_static(
-        self, neighbours: Tensor, valid: Tensor, next_id: Tensor
-    ) -> tuple[Tensor, Tensor]:
-        """``_relabel`` without compaction: (first appearance mask, rank among new); padding
-        entries point at the dump node ``num_nodes`` (:func:`relabel.relabel_static`)."""
-        return relabel.relabel_static(self._local, neighbours, valid, next_id, self.num_nodes)
 
     def _sample_hop(self, frontier: Tensor, fanout: int) -> tuple[Tensor, Tensor, Tensor]:
         """Return (frontier row of each edge, neighbour global id, edges per frontier row).
