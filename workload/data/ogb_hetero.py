@@ -39,15 +39,8 @@ from distgnn_workload.data.hetero_graph import (
     choose_target_type,
     hetero_csr_from_edges,
 )
-from distgnn_workload.data.ogb import (
-    MAX_CLASSES,
-    RAW_DIR,
-    SPLIT_FILES,
-    _first_bad_row,
-    _required,
-    _split_masks,
-    split_scheme_dir,
-)
+from distgnn_workload.data.ogb import MAX_CLASSES, SPLIT_FILES, _split_masks
+from distgnn_workload.data.ogb_files import RAW_DIR, first_bad_row, required, split_scheme_dir
 
 RELATION_SEPARATOR = "___"
 """OGB's folder name of an edge type: ``<src>___<rel>___<dst>``."""
@@ -139,7 +132,7 @@ def _flags(folder: Path, stem: str, counts: Mapping[str, int]) -> list[str] | No
 
 
 def _edge_types(raw: Path, counts: Mapping[str, int]) -> list[EdgeType]:
-    path = _required(raw, "triplet-type-list", HINT)
+    path = required(raw, "triplet-type-list", HINT)
     types: list[EdgeType] = []
     for line, cells in _lines(path):
         if len(cells) != 3:
@@ -174,13 +167,13 @@ def _relation_edges(
     raw: Path, et: EdgeType, counts: Mapping[str, int]
 ) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
     folder = raw / "relations" / RELATION_SEPARATOR.join(et)
-    edge_file = _required(folder, "edge", f"the edge type {','.join(et)} is in triplet-type-list")
+    edge_file = required(folder, "edge", f"the edge type {','.join(et)} is in triplet-type-list")
     edges = read_csv(edge_file, np.int64, columns=2)
     for col, node_type in ((0, et[0]), (1, et[2])):
         n = counts[node_type]
         bad = (edges[:, col] < 0) | (edges[:, col] >= n)
         if bad.any():
-            row = _first_bad_row(bad)
+            row = first_bad_row(bad)
             role = "source" if col == 0 else "destination"
             raise DatasetError(
                 f"edge ({edges[row, 0]}, {edges[row, 1]}): {role} {edges[row, col]} is outside "
@@ -219,7 +212,7 @@ def _features(raw: Path, node_type: str, n: int) -> npt.NDArray[np.float32] | No
     finite = np.isfinite(x).all(axis=1)
     if not finite.all():
         raise DatasetError(
-            "holds a NaN or infinite feature", source=path, line=_first_bad_row(~finite) + 1
+            "holds a NaN or infinite feature", source=path, line=first_bad_row(~finite) + 1
         )
     return x
 
@@ -237,7 +230,7 @@ def _labels(path: Path, node_type: str, n: int, num_classes: int | None) -> npt.
     limit = num_classes if num_classes is not None else MAX_CLASSES
     bad = known & ((values < 0) | (values >= limit) | (values != np.round(values)))
     if bad.any():
-        row = _first_bad_row(bad)
+        row = first_bad_row(bad)
         raise DatasetError(
             f"label {values[row]:g} is not a class: classes are integers 0..{limit - 1}",
             source=path,
@@ -281,9 +274,9 @@ def load_ogb_hetero(
             source=find_csv(split_dir, "nodetype-has-split"),
         )
     split_paths = {
-        name: _required(split_dir / target, stem, HINT) for name, stem in SPLIT_FILES.items()
+        name: required(split_dir / target, stem, HINT) for name, stem in SPLIT_FILES.items()
     }
-    label_file = _required(raw / "node-label" / target, "node-label", HINT)
+    label_file = required(raw / "node-label" / target, "node-label", HINT)
     y = _labels(label_file, target, counts[target], num_classes)
     masks = _split_masks(split_paths, counts[target])
     for name, mask in masks.items():

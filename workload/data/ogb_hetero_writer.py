@@ -8,20 +8,14 @@ from __future__ import annotations
 import gzip
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from distgnn_api.edge_types import EdgeType
-from distgnn_workload.data.ogb import RAW_DIR, SPLIT_DIR, SPLIT_FILES
+from distgnn_workload.data.ogb import SPLIT_FILES
+from distgnn_workload.data.ogb_files import RAW_DIR, SPLIT_DIR, write_csv_gz
 from distgnn_workload.data.ogb_hetero import RELATION_SEPARATOR
-
-
-def _write_rows(path: Path, rows: npt.NDArray[Any], fmt: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with gzip.open(path, "wt") as f:
-        np.savetxt(f, rows, fmt=fmt, delimiter=",")
 
 
 def _write_text(path: Path, text: str) -> None:
@@ -63,11 +57,11 @@ def write_ogb_hetero(
     for et, pairs in edges.items():
         folder = raw / "relations" / RELATION_SEPARATOR.join(et)
         arr = np.asarray(pairs).reshape(-1, 2)
-        _write_rows(folder / "edge.csv.gz", arr, "%d")
-        _write_rows(folder / "num-edge-list.csv.gz", np.array([[len(arr)]]), "%d")
+        write_csv_gz(folder / "edge.csv.gz", arr, "%d")
+        write_csv_gz(folder / "num-edge-list.csv.gz", np.array([[len(arr)]]), "%d")
     for node_type, feats in x.items():
         arr = np.asarray(feats, dtype=np.float32)
-        _write_rows(raw / "node-feat" / node_type / "node-feat.csv.gz", arr, "%.9g")
+        write_csv_gz(raw / "node-feat" / node_type / "node-feat.csv.gz", arr, "%.9g")
     _write_text(raw / "nodetype-has-label.csv.gz", _flag_table(types, {target_node_type}))
     labels = np.asarray(y)
     text = "".join(f"{int(v)}\n" if v >= 0 else "nan\n" for v in labels.tolist())
@@ -75,5 +69,5 @@ def write_ogb_hetero(
     _write_text(split_dir / "nodetype-has-split.csv.gz", _flag_table(types, {target_node_type}))
     for name, stem in SPLIT_FILES.items():
         ids = np.asarray(splits[name]).reshape(-1, 1)
-        _write_rows(split_dir / target_node_type / f"{stem}.csv.gz", ids, "%d")
+        write_csv_gz(split_dir / target_node_type / f"{stem}.csv.gz", ids, "%d")
     return root

@@ -35,15 +35,20 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from distgnn_workload.data.csv_files import read_csv
 from distgnn_workload.data.errors import DatasetError
 from distgnn_workload.data.link_data import GivenEdges, LinkData
-from distgnn_workload.data.ogb import (
+from distgnn_workload.data.ogb import ProgressFn
+from distgnn_workload.data.ogb_files import (
+    DOWNLOAD_HINT,
     RAW_DIR,
-    ProgressFn,
-    _required,
-    _single_count,
+    SPLIT_DIR,
+    raw_dir,
+    read_edges,
+    read_features,
+    required,
+    single_count,
     split_scheme_dir,
+    write_csv_gz,
 )
 
 log = logging.getLogger(__name__)
@@ -62,45 +67,16 @@ def load_ogb_link(
     """Load an OGB link dataset directory; ``read_split`` False reads only ``raw/``."""
     root = Path(root)
     report = progress or (lambda _: None)
-    if not root.is_dir():
-        raise DatasetError(
-            "is not a directory; dataset.ogb.path must name the dataset folder that holds "
-            "raw/ and split/",
-            source=root,
-        )
-    raw = root / RAW_DIR
-    hint = "download the dataset and unpack it so that raw/ and split/ sit under dataset.ogb.path"
-    edge_file = _required(raw, "edge", hint)
-    feat_file = _required(raw, "node-feat", hint)
-    declared_nodes = _single_count(raw, "num-node-list")
-    declared_edges = _single_count(raw, "num-edge-list")
+    raw = raw_dir(root)
+    edge_file = required(raw, "edge", DOWNLOAD_HINT)
+    feat_file = required(raw, "node-feat", DOWNLOAD_HINT)
+    declared_nodes = single_count(raw, "num-node-list")
+    declared_edges = single_count(raw, "num-edge-list")
 
-    x = read_csv(feat_file, np.float32)
-    n = declared_nodes if declared_nodes is not None else len(x)
-    if len(x) != n:
-        raise DatasetError(
-            f"has {len(x)} rows but the graph has {n} nodes (num-node-list); "
-            "each node needs one feature row",
-            source=feat_file,
-        )
-    if not np.all(np.isfinite(x)):
-        row = int(np.flatnonzero(~np.isfinite(x).all(axis=1))[0])
-        raise DatasetError("holds a NaN or infinite feature", source=feat_file, line=row + 1)
+    x = read_features(feat_file, declared_nodes)
+    n = len(x)
     report(0.4)
-    edges = read_csv(edge_file, np.int64, columns=2)
-    bad = ((edges < 0) | (edges >= n)).any(axis=1)
-    if bad.any():
-        row = int(np.flatnonzero(bad)[0])
-        raise DatasetError(
-            f"edge ({edges[row, 0]}, {edges[row, 1]}) refers to a node outside [0, {n}): "
-            f"the graph has {n} nodes",
-            source=edge_file,
-            line=row + 1,
-        )
-    if declared_edges is not None and len(edges) != declared_edges:
-        raise DatasetError(
-            f"has {len(edges)} edges but num-edge-list says {declared_edges}", source=edge_file
-        )
+    edges = read_edges(edge_file, n, declared_edges)
     report(0.8)
     given = None
     info: dict[str, Any] = {}
@@ -260,24 +236,18 @@ def write_ogb_link(
 ) -> Path:
     """Write a dataset in OGB's raw link format (for tests and examples): ``splits`` maps
     train/valid/test to the dicts OGB saves (citation2's or collab's keys)."""
-    import gzip
-
     import torch
 
     root = Path(root)
     raw = root / RAW_DIR
-    split_dir = root / "split" / scheme
+    split_dir = root / SPLIT_DIR / scheme
     raw.mkdir(parents=True, exist_ok=True)
     split_dir.mkdir(parents=True, exist_ok=True)
 
-    def write(path: Path, rows: npt.NDArray[Any], fmt: str) -> None:
-        with gzip.open(path, "wt") as f:
-            np.savetxt(f, rows, fmt=fmt, delimiter=",")
-
-    write(raw / "edge.csv.gz", np.asarray(edges).reshape(-1, 2), "%d")
-    write(raw / "node-feat.csv.gz", np.asarray(x).reshape(len(x), -1), "%.9g")
-    write(raw / "num-node-list.csv.gz", np.array([[len(x)]]), "%d")
-    write(raw / "num-edge-list.csv.gz", np.array([[len(edges)]]), "%d")
+    write_csv_gz(raw / "edge.csv.gz", np.asarray(edges).reshape(-1, 2), "%d")
+    write_csv_gz(raw / "node-feat.csv.gz", np.asarray(x).reshape(len(x), -1), "%.9g")
+    write_csv_gz(raw / "num-node-list.csv.gz", np.array([[len(x)]]), "%d")
+    write_csv_gz(raw / "num-edge-list.csv.gz", np.array([[len(edges)]]), "%d")
     for name, d in splits.items():
         torch.save(d, split_dir / f"{name}.pt")
     return root

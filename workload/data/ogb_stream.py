@@ -12,13 +12,12 @@ import numpy as np
 
 from distgnn_workload.data.csv_files import _open, iter_csv
 from distgnn_workload.data.errors import DatasetError
-from distgnn_workload.data.ogb import (
-    RAW_DIR,
-    SPLIT_FILES,
-    _labels,
-    _required,
-    _single_count,
-    _split_masks,
+from distgnn_workload.data.ogb import SPLIT_FILES, _labels, _split_masks
+from distgnn_workload.data.ogb_files import (
+    DOWNLOAD_HINT,
+    raw_dir,
+    required,
+    single_count,
     split_scheme_dir,
 )
 from distgnn_workload.data.stream import EdgeChunks, FeatureChunks, StreamedGraph
@@ -42,21 +41,16 @@ def stream_ogb(
 ) -> StreamedGraph:
     """Open an OGB raw dataset directory for streaming; ``num_classes`` None infers it."""
     root = Path(root)
-    if not root.is_dir():
-        raise DatasetError(
-            "is not a directory; dataset.ogb.path must name the dataset folder that holds "
-            "raw/ and split/",
-            source=root,
-        )
-    raw = root / RAW_DIR
-    hint = "download the dataset and unpack it so that raw/ and split/ sit under dataset.ogb.path"
-    edge_file = _required(raw, "edge", hint)
-    feat_file = _required(raw, "node-feat", hint)
-    label_file = _required(raw, "node-label", hint)
+    raw = raw_dir(root)
+    edge_file = required(raw, "edge", DOWNLOAD_HINT)
+    feat_file = required(raw, "node-feat", DOWNLOAD_HINT)
+    label_file = required(raw, "node-label", DOWNLOAD_HINT)
     split_dir = split_scheme_dir(root, split_scheme)
-    split_paths = {name: _required(split_dir, stem, hint) for name, stem in SPLIT_FILES.items()}
-    declared_nodes = _single_count(raw, "num-node-list")
-    declared_edges = _single_count(raw, "num-edge-list")
+    split_paths = {
+        name: required(split_dir, stem, DOWNLOAD_HINT) for name, stem in SPLIT_FILES.items()
+    }
+    declared_nodes = single_count(raw, "num-node-list")
+    declared_edges = single_count(raw, "num-edge-list")
 
     if declared_nodes is None:
         n = sum(len(c) for c in iter_csv(label_file, np.int64, 1, chunk_rows))
