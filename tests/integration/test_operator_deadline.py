@@ -5,15 +5,10 @@ from __future__ import annotations
 import pytest
 
 from distgnn_operator.reconcile.kube_api import STATEFULSET
-from tests.operator.harness import Cluster, install_crd, job_manifest, run_operator, wait_for
+from tests.operator.harness import Cluster, job_manifest, run_operator, wait_for
 from tests.support.controlplane import ControlPlane
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def crd(control_plane: ControlPlane) -> None:
-    install_crd(control_plane)
 
 
 def test_active_deadline(control_plane: ControlPlane, namespace: str, crd: None) -> None:

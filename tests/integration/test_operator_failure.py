@@ -9,15 +9,10 @@ import json
 import pytest
 
 from distgnn_operator.reconcile.kube_api import JOB, STATEFULSET
-from tests.operator.harness import Cluster, install_crd, job_manifest, run_operator, wait_for
+from tests.operator.harness import Cluster, job_manifest, run_operator, wait_for
 from tests.support.controlplane import ControlPlane
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def crd(control_plane: ControlPlane) -> None:
-    install_crd(control_plane)
 
 
 def uids(pods: list[dict[str, object]]) -> set[str]:

@@ -31,7 +31,6 @@ from tests.operator.harness import (
     Cluster,
     container_of,
     env_of,
-    install_crd,
     job_manifest,
     progress_server,
     run_operator,
@@ -48,11 +47,6 @@ ALL_ENV = sorted(
     if k.startswith("ENV_")
     and v not in (contract.ENV_TERMINATION_LOG, contract.ENV_METRICS_ADDRESS)
 )
-
-
-@pytest.fixture(scope="module")
-def crd(control_plane: ControlPlane) -> None:
-    install_crd(control_plane)
 
 
 def counter(name: str) -> float:

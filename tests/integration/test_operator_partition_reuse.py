@@ -6,15 +6,10 @@ from __future__ import annotations
 import pytest
 
 from distgnn_operator.reconcile.kube_api import JOB, PVC, STATEFULSET
-from tests.operator.harness import Cluster, install_crd, job_manifest, run_operator, wait_for
+from tests.operator.harness import Cluster, job_manifest, run_operator, wait_for
 from tests.support.controlplane import ControlPlane
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def crd(control_plane: ControlPlane) -> None:
-    install_crd(control_plane)
 
 
 def test_second_job_reuses_the_partition(

@@ -14,15 +14,10 @@ from distgnn_operator.reconcile.kube_api import (
     STATEFULSET,
     Kind,
 )
-from tests.operator.harness import Cluster, install_crd, job_manifest, run_operator, wait_for
+from tests.operator.harness import Cluster, job_manifest, run_operator, wait_for
 from tests.support.controlplane import ControlPlane
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def crd(control_plane: ControlPlane) -> None:
-    install_crd(control_plane)
 
 
 CHILD_KINDS: tuple[Kind, ...] = (CONFIG_MAP, PVC, JOB, SERVICE, NETWORK_POLICY, STATEFULSET)

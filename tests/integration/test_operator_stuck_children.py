@@ -19,7 +19,6 @@ import pytest
 
 from tests.operator.harness import (
     Cluster,
-    install_crd,
     job_manifest,
     report,
     run_operator,
@@ -35,11 +34,6 @@ REJECTION_LIMIT = 3
 MISSING_IMAGE = "registry.invalid/distgnn/missing:0"
 FLAGGED: dict[str, float] = {}
 """Seconds each job took to be flagged, for the summary."""
-
-
-@pytest.fixture(scope="module")
-def crd(control_plane: ControlPlane) -> None:
-    install_crd(control_plane)
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ from distgnn_operator.reconcile.kube_api import STATEFULSET
 from tests.operator.harness import (
     Cluster,
     env_of,
-    install_crd,
     job_manifest,
     run_operator,
     wait_for,
@@ -17,11 +16,6 @@ from tests.operator.harness import (
 from tests.support.controlplane import ControlPlane
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def crd(control_plane: ControlPlane) -> None:
-    install_crd(control_plane)
 
 
 def test_worker_mode(control_plane: ControlPlane, namespace: str, crd: None) -> None:
