@@ -10,9 +10,6 @@ figures, as the pod's termination message, reach the claim and the operator's me
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,47 +17,37 @@ import pytest
 from prometheus_client import REGISTRY
 
 from distgnn_api import contract
-from distgnn_api.contract import (
-    CONFIG_FILE_NAME,
-    JobConfig,
-    PartitionFigures,
-    Role,
-    partition_dir,
-    partition_key,
-    role_module,
-)
+from distgnn_api.contract import PartitionFigures, partition_key
 from distgnn_api.spec import Progress
 from distgnn_operator import naming
 from distgnn_operator.local.ports import free_ports
-from distgnn_operator.reconcile.kube_api import CONFIG_MAP, JOB, PVC, STATEFULSET
+from distgnn_operator.reconcile.kube_api import JOB, PVC, STATEFULSET
 from distgnn_workload.partition import HeteroPartitionStore
 from tests.operator.harness import (
     Cluster,
     env_of,
-    install_crd,
-    job_manifest,
+    lifecycle_manifest,
     progress_server,
     run_operator,
     wait_for,
 )
 from tests.support.controlplane import ControlPlane
+from tests.support.partition_step import run_partition_step
 
 pytestmark = pytest.mark.integration
 
 EDGE_FANOUTS = {"field_of_study__rev_has_topic__paper": [5, 3]}
 
 
-@pytest.fixture(scope="module")
-def crd(control_plane: ControlPlane) -> None:
-    install_crd(control_plane)
-
-
 def _hetero_manifest(name: str, port: int, samplers: int) -> dict[str, Any]:
-    manifest = job_manifest(
+    return lifecycle_manifest(
         name,
-        samplers={"replicas": samplers, "gpusPerPod": 0},
-        trainers={"replicas": 2, "gpusPerPod": 1},
-        partition={"algorithm": "metis", "numPartitions": 2},
+        port,
+        samplers,
+        dataset={
+            "syntheticMag": {"scale": 0.01, "seed": 3},
+            "hetero": {"targetNodeType": "paper", "addReverseEdges": True},
+        },
         model={
             "arch": "rsage",
             "hiddenChannels": 64,
@@ -69,51 +56,6 @@ def _hetero_manifest(name: str, port: int, samplers: int) -> dict[str, Any]:
             "edgeFanouts": EDGE_FANOUTS,
             "embeddingDim": 32,
         },
-        training={"epochs": 10, "batchSize": 512},
-        metricsPort=port,
-    )
-    manifest["spec"]["dataset"] = {
-        "syntheticMag": {"scale": 0.01, "seed": 3},
-        "hetero": {"targetNodeType": "paper", "addReverseEdges": True},
-    }
-    return manifest
-
-
-def _config(cluster: Cluster, name: str) -> JobConfig:
-    cm = cluster.get(CONFIG_MAP, f"{name}-config")
-    assert cm is not None
-    return JobConfig.model_validate_json(cm["data"][CONFIG_FILE_NAME])
-
-
-def _partition(part: dict[str, Any], config: str, tmp: Path) -> tuple[Path, PartitionFigures]:
-    """The partition step as a real process, on the Job's env with local paths: the store's
-    folder and the figures it leaves as its termination message."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DISTGNN_")}
-    env.update({k: v for k, v in env_of(part).items() if isinstance(v, str)})
-    job = JobConfig.model_validate_json(config)
-    data, log = tmp / "data", tmp / "termination-log"
-    (tmp / CONFIG_FILE_NAME).write_text(config)
-    env.update(
-        {
-            contract.ENV_DATA_DIR: str(data),
-            contract.ENV_PARTITION_DIR: str(partition_dir(data, job.partition_key)),
-            contract.ENV_RUN_DIR: str(contract.run_dir(data, job.uid)),
-            contract.ENV_CONFIG: str(tmp / CONFIG_FILE_NAME),
-            contract.ENV_TERMINATION_LOG: str(log),
-            contract.ENV_METRICS_PORT: "0",
-        }
-    )
-    proc = subprocess.run(
-        [sys.executable, "-m", role_module(Role.partitioner)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return partition_dir(data, job.partition_key), PartitionFigures.model_validate_json(
-        log.read_text()
     )
 
 
@@ -130,7 +72,7 @@ def test_hetero_job_lifecycle(
         # The partition Job mounts the config, which holds the typed spec as admitted.
         part = wait_for("the partition Job", lambda: cluster.get(JOB, "mag-partition"))
         assert env_of(part)[contract.ENV_ROLE] == "partition"
-        config = _config(cluster, "mag")
+        config = cluster.job_config("mag")
         spec = config.spec
         assert spec.dataset.synthetic_mag is not None
         assert (spec.dataset.synthetic_mag.scale, spec.dataset.synthetic_mag.seed) == (0.01, 3)
@@ -145,8 +87,7 @@ def test_hetero_job_lifecycle(
 
         # The real partition step on that config writes a typed store and leaves its figures
         # for the operator, as the kubelet would from its termination message.
-        cm = cluster.get(CONFIG_MAP, "mag-config") or {}
-        store, figures = _partition(part, cm["data"][CONFIG_FILE_NAME], tmp_path)
+        store, figures = run_partition_step(env_of(part), cluster.job_config_json("mag"), tmp_path)
         meta = HeteroPartitionStore.open(store).meta
         assert (meta.key, meta.target_node_type) == (config.partition_key, "paper")
         assert set(meta.node_types) == {"paper", "author", "institution", "field_of_study"}
@@ -191,7 +132,7 @@ def test_hetero_job_lifecycle(
         assert env[contract.ENV_NUM_SAMPLERS] == str(samplers)
         assert env[contract.ENV_NUM_TRAINERS] == "2"
         # The trainers mount the same config: one typed spec for every pod of the job.
-        assert _config(cluster, "mag") == config
+        assert cluster.job_config("mag") == config
 
         # Progress from trainer 0 and the printer columns, as for a homogeneous job.
         progress = Progress(epoch=4, epochs=10, seeds_per_second=1234.5, loss=2.5)

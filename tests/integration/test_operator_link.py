@@ -16,47 +16,37 @@ import pytest
 from distgnn_api import contract
 from distgnn_api.spec import Progress
 from distgnn_operator.local.ports import free_ports
-from distgnn_operator.reconcile.kube_api import CONFIG_MAP, JOB, STATEFULSET
+from distgnn_operator.reconcile.kube_api import JOB, STATEFULSET
 from distgnn_workload.partition.link_split import link_meta, read_link_split
-from tests.integration.test_operator_hetero import _config, _partition
 from tests.operator.harness import (
     Cluster,
     env_of,
-    install_crd,
-    job_manifest,
+    lifecycle_manifest,
     progress_server,
     run_operator,
     wait_for,
 )
 from tests.support.controlplane import ControlPlane
+from tests.support.partition_step import run_partition_step
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module")
-def crd(control_plane: ControlPlane) -> None:
-    install_crd(control_plane)
-
-
 def _link_manifest(name: str, port: int, samplers: int) -> dict[str, Any]:
-    manifest = job_manifest(
+    return lifecycle_manifest(
         name,
-        samplers={"replicas": samplers, "gpusPerPod": 0},
-        trainers={"replicas": 2, "gpusPerPod": 1},
-        partition={"algorithm": "metis", "numPartitions": 2},
+        port,
+        samplers,
+        dataset={"syntheticLink": {"scale": 0.001, "seed": 4}},
         model={"arch": "sage", "hiddenChannels": 64, "numLayers": 2, "fanout": [10, 5]},
-        training={"epochs": 10, "batchSize": 512},
-        metricsPort=port,
+        task="linkPrediction",
+        linkPrediction={
+            "split": {"valid": 0.1, "test": 0.1},
+            "negatives": {"perPositive": 2, "kind": "corruptDestination"},
+            "evaluation": {"negatives": 20, "hitsAt": [1, 10]},
+            "decoder": "mlp",
+        },
     )
-    manifest["spec"]["task"] = "linkPrediction"
-    manifest["spec"]["linkPrediction"] = {
-        "split": {"valid": 0.1, "test": 0.1},
-        "negatives": {"perPositive": 2, "kind": "corruptDestination"},
-        "evaluation": {"negatives": 20, "hitsAt": [1, 10]},
-        "decoder": "mlp",
-    }
-    manifest["spec"]["dataset"] = {"syntheticLink": {"scale": 0.001, "seed": 4}}
-    return manifest
 
 
 @pytest.mark.parametrize("samplers", [0, 1], ids=["worker", "server-client"])
@@ -70,7 +60,7 @@ def test_link_job_lifecycle(
         cluster.apply(_link_manifest("cites", port, samplers))
 
         part = wait_for("the partition Job", lambda: cluster.get(JOB, "cites-partition"))
-        config = _config(cluster, "cites")
+        config = cluster.job_config("cites")
         spec = config.spec
         assert spec.is_link_prediction
         link = spec.link_prediction
@@ -79,8 +69,9 @@ def test_link_job_lifecycle(
         assert link.evaluation.negatives == 20
 
         # The real partition step writes the edge split once, with its fixed negatives.
-        cm = cluster.get(CONFIG_MAP, "cites-config") or {}
-        store, figures = _partition(part, cm["data"][contract.CONFIG_FILE_NAME], tmp_path)
+        store, figures = run_partition_step(
+            env_of(part), cluster.job_config_json("cites"), tmp_path
+        )
         meta = link_meta(store)
         test = read_link_split(store, "test")
         assert meta["num_test"] == len(test) > 0
@@ -97,7 +88,7 @@ def test_link_job_lifecycle(
             assert cluster.get(STATEFULSET, "cites-sampler") is None
         env = env_of(cluster.get(STATEFULSET, "cites-trainer") or {})
         assert env[contract.ENV_NUM_SAMPLERS] == str(samplers)
-        assert _config(cluster, "cites") == config
+        assert cluster.job_config("cites") == config
 
         # The ranking figures reach the status and the printer columns.
         progress = Progress(

@@ -17,11 +17,12 @@ import pytest
 import yaml
 from kopf.testing import KopfRunner
 
-from distgnn_api.contract import PROGRESS_PATH
+from distgnn_api.contract import CONFIG_FILE_NAME, PROGRESS_PATH, JobConfig
 from distgnn_api.spec import GROUP, PLURAL, VERSION, Progress
-from distgnn_operator import crd
+from distgnn_operator import crd, naming
 from distgnn_operator.constants import LABEL_JOB
 from distgnn_operator.reconcile.kube_api import (
+    CONFIG_MAP,
     DISTGNNJOB,
     EVENT,
     POD,
@@ -161,6 +162,15 @@ class Cluster:
     def get(self, kind: Kind, name: str) -> dict[str, Any] | None:
         return self.api.get(kind, self.ns, name)
 
+    def job_config_json(self, job: str) -> str:
+        """The job config the operator wrote for the pods, as its ConfigMap holds it."""
+        config_map = self.get(CONFIG_MAP, naming.config_map_name(job))
+        assert config_map is not None, f"no ConfigMap {naming.config_map_name(job)}"
+        return str(config_map["data"][CONFIG_FILE_NAME])
+
+    def job_config(self, job: str) -> JobConfig:
+        return JobConfig.model_validate_json(self.job_config_json(job))
+
     def replicas(self, statefulset: str) -> int | None:
         """spec.replicas of a StatefulSet, or None when it does not exist."""
         sts = self.get(STATEFULSET, statefulset)
@@ -279,6 +289,21 @@ def job_manifest(name: str, **spec: Any) -> dict[str, Any]:
         "metadata": {"name": name},
         "spec": body,
     }
+
+
+def lifecycle_manifest(name: str, port: int, samplers: int, **spec: Any) -> dict[str, Any]:
+    """A job of two GPU trainers over two METIS partitions, ten epochs of 512 seeds, in worker
+    mode (``samplers`` 0) or with that many CPU samplers, serving metrics on ``port``; keyword
+    arguments set its further spec fields (camelCase): the dataset, the model, the task."""
+    return job_manifest(
+        name,
+        samplers={"replicas": samplers, "gpusPerPod": 0},
+        trainers={"replicas": 2, "gpusPerPod": 1},
+        partition={"algorithm": "metis", "numPartitions": 2},
+        training={"epochs": 10, "batchSize": 512},
+        metricsPort=port,
+        **spec,
+    )
 
 
 @contextlib.contextmanager
