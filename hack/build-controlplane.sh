@@ -25,20 +25,22 @@ COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl k
 
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 CACHE_DIR="${DISTGNN_CACHE:-${HOME}/.cache/distgnn}"
+LABEL="control plane"
+# shellcheck source=hack/go-module-build.sh
+source "${HACK_DIR}/go-module-build.sh"
+go_module_cache "${CACHE_DIR}"
 
 # The bin dir is keyed on everything that decides the binaries' content, so changing a
 # pin (or this script) builds into a fresh dir and never mixes versions.
-build_key() {
-  cat "${BASH_SOURCE[0]}" \
-    "${HACK_DIR}/controlplane/kube/go.mod" "${HACK_DIR}/controlplane/kube/go.sum" \
-    "${HACK_DIR}/controlplane/kube/tools.go" \
-    "${HACK_DIR}/controlplane/etcd/go.mod" "${HACK_DIR}/controlplane/etcd/go.sum" \
-    "${HACK_DIR}/controlplane/etcd/tools.go" | sha256sum | cut -c1-12
-}
-BIN_DIR="${CACHE_DIR}/controlplane/kube-${KUBE_VERSION}-$(build_key)/bin"
+BIN_DIR="${CACHE_DIR}/controlplane/kube-${KUBE_VERSION}-$(go_build_key "${BASH_SOURCE[0]}" \
+  "${HACK_DIR}/go-module-build.sh" \
+  "${HACK_DIR}/controlplane/kube/go.mod" "${HACK_DIR}/controlplane/kube/go.sum" \
+  "${HACK_DIR}/controlplane/kube/tools.go" \
+  "${HACK_DIR}/controlplane/etcd/go.mod" "${HACK_DIR}/controlplane/etcd/go.sum" \
+  "${HACK_DIR}/controlplane/etcd/tools.go")/bin"
 STAMP="${BIN_DIR}/.complete"
 
-all_built() {
+built() {
   [[ -f "${STAMP}" ]] || return 1
   local c
   for c in "${COMPONENTS[@]}"; do [[ -x "${BIN_DIR}/${c}" ]] || return 1; done
@@ -46,48 +48,17 @@ all_built() {
 
 case "${1:-}" in
   --print-bin-dir) echo "${BIN_DIR}"; exit 0 ;;
-  --check) all_built; exit $? ;;
+  --check) built; exit $? ;;
   "") ;;
   *) echo "usage: $0 [--print-bin-dir|--check]" >&2; exit 2 ;;
 esac
 
-if all_built; then
-  echo "control plane: cached in ${BIN_DIR}" >&2
-  echo "${BIN_DIR}"
-  exit 0
-fi
-
-if ! command -v go >/dev/null; then
-  echo "error: 'go' is not on PATH; the control plane is built from Go modules (Go >= 1.${MIN_GO_MINOR} needed)" >&2
-  exit 1
-fi
-go_minor="$(go env GOVERSION | sed -E 's/^go1\.([0-9]+).*/\1/')"
-if [[ ! "${go_minor}" =~ ^[0-9]+$ ]] || ((go_minor < MIN_GO_MINOR)); then
-  echo "error: $(go env GOVERSION) is too old; the pinned modules need Go >= 1.${MIN_GO_MINOR}" >&2
-  exit 1
-fi
-
-export GOMODCACHE="${CACHE_DIR}/gomod"
-export GOCACHE="${GOCACHE:-${HOME}/.cache/go-build}"
-export GOTOOLCHAIN=local CGO_ENABLED=0
+cached_exit
+require_go "${MIN_GO_MINOR}" "the control plane is built from Go modules" "the pinned modules need"
+go_env
 export GOFLAGS="-buildvcs=false -trimpath -mod=readonly"
-mkdir -p "${BIN_DIR}" "${GOMODCACHE}" "${GOCACHE}"
-
-# One build at a time per cache: a second caller (a test run while test.sh builds)
-# waits here and then finds the binaries built.
-exec 9>"${CACHE_DIR}/controlplane/.build.lock"
-if ! flock -n 9; then
-  echo "control plane: another build holds ${CACHE_DIR}/controlplane/.build.lock; waiting" >&2
-  flock 9
-fi
-if all_built; then
-  echo "${BIN_DIR}"
-  exit 0
-fi
-
-TIMES="${BIN_DIR}/build-times.tsv"
-STAGING="$(mktemp -d "${BIN_DIR}/.staging.XXXXXX")"
-trap 'rm -rf "${STAGING}"' EXIT
+build_lock "${CACHE_DIR}/controlplane/.build.lock"
+make_staging
 
 # build NAME CMD... runs CMD (which writes ${STAGING}/NAME) unless NAME is already
 # built, then moves the binary into place and records the wall time.
@@ -103,7 +74,7 @@ build() {
   "$@"
   mv -f "${STAGING}/${name}" "${BIN_DIR}/${name}"
   local took=$((SECONDS - start))
-  printf '%s\t%s\t%ss\n' "${name}" "$(date -u +%FT%TZ)" "${took}" >>"${TIMES}"
+  record_build_time "${name}" "${took}"
   echo "control plane: built ${name} in ${took}s" >&2
 }
 
@@ -129,28 +100,21 @@ etcd_build() {
     go build -ldflags "-s -w" -o "${STAGING}/etcd" go.etcd.io/etcd/server/v3)
 }
 
-# go install PKG@VERSION in module mode, with GOBIN pointing at the staging dir.
-tool_install() {
-  local ldflags="$1" pkg="$2"
-  (cd "${STAGING}" && GOFLAGS="-buildvcs=false -trimpath" GOBIN="${STAGING}" \
-    go install -ldflags "${ldflags}" "${pkg}")
-}
-
 total_start=${SECONDS}
 build etcd etcd_build
 build kube-apiserver kube_build kube-apiserver
 build kube-controller-manager kube_build kube-controller-manager
 build kube-scheduler kube_build kube-scheduler
 build kubectl kube_build kubectl
-build kwok tool_install "-s -w" "sigs.k8s.io/kwok/cmd/kwok@${KWOK_VERSION}"
-build helm tool_install "-s -w -X helm.sh/helm/v3/internal/version.version=${HELM_VERSION} \
+build kwok go_install_staged "-s -w" "sigs.k8s.io/kwok/cmd/kwok@${KWOK_VERSION}"
+build helm go_install_staged "-s -w -X helm.sh/helm/v3/internal/version.version=${HELM_VERSION} \
 -X helm.sh/helm/v3/internal/version.gitTreeState=clean \
 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=${HELM_K8S_MAJOR} \
 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=${HELM_K8S_MINOR} \
 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=${HELM_K8S_MAJOR} \
 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=${HELM_K8S_MINOR}" \
   "helm.sh/helm/v3/cmd/helm@${HELM_VERSION}"
-build kubeconform tool_install "-s -w -X main.version=${KUBECONFORM_VERSION}" \
+build kubeconform go_install_staged "-s -w -X main.version=${KUBECONFORM_VERSION}" \
   "github.com/yannh/kubeconform/cmd/kubeconform@${KUBECONFORM_VERSION}"
 
 # Smoke-check that each binary runs and carries the pinned version before stamping.

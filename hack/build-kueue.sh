@@ -16,11 +16,16 @@ KUEUE_VERSION=v0.17.0
 MIN_GO_MINOR=25
 MODULE=sigs.k8s.io/kueue
 
+HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 CACHE_DIR="${DISTGNN_CACHE:-${HOME}/.cache/distgnn}"
-KEY="$(sha256sum "${BASH_SOURCE[0]}" | cut -c1-12)"
+LABEL="kueue"
+# shellcheck source=hack/go-module-build.sh
+source "${HACK_DIR}/go-module-build.sh"
+go_module_cache "${CACHE_DIR}"
+
+KEY="$(go_build_key "${BASH_SOURCE[0]}" "${HACK_DIR}/go-module-build.sh")"
 BIN_DIR="${CACHE_DIR}/kueue/${KUEUE_VERSION}-${KEY}/bin"
 STAMP="${BIN_DIR}/.complete"
-export GOMODCACHE="${CACHE_DIR}/gomod"
 MODULE_DIR="${GOMODCACHE}/${MODULE}@${KUEUE_VERSION}"
 
 built() { [[ -f "${STAMP}" && -x "${BIN_DIR}/kueue" && -d "${MODULE_DIR}/config/components/crd/bases" ]]; }
@@ -33,49 +38,21 @@ case "${1:-}" in
   *) echo "usage: $0 [--print-bin-dir|--print-module-dir|--check]" >&2; exit 2 ;;
 esac
 
-if built; then
-  echo "kueue: cached in ${BIN_DIR}" >&2
-  echo "${BIN_DIR}"
-  exit 0
-fi
+cached_exit
+require_go "${MIN_GO_MINOR}" "Kueue is built from its Go module" "${MODULE}@${KUEUE_VERSION} needs"
+go_env
+build_lock "${CACHE_DIR}/kueue/.build.lock"
+make_staging
 
-if ! command -v go >/dev/null; then
-  echo "error: 'go' is not on PATH; Kueue is built from its Go module (Go >= 1.${MIN_GO_MINOR} needed)" >&2
-  exit 1
-fi
-go_minor="$(go env GOVERSION | sed -E 's/^go1\.([0-9]+).*/\1/')"
-if [[ ! "${go_minor}" =~ ^[0-9]+$ ]] || ((go_minor < MIN_GO_MINOR)); then
-  echo "error: $(go env GOVERSION) is too old; ${MODULE}@${KUEUE_VERSION} needs Go >= 1.${MIN_GO_MINOR}" >&2
-  exit 1
-fi
-
-export GOCACHE="${GOCACHE:-${HOME}/.cache/go-build}"
-export GOTOOLCHAIN=local CGO_ENABLED=0
-mkdir -p "${BIN_DIR}" "${GOMODCACHE}" "${GOCACHE}"
-
-# One build at a time per cache: a second caller waits, then finds the binary built.
-exec 9>"${CACHE_DIR}/kueue/.build.lock"
-if ! flock -n 9; then
-  echo "kueue: another build holds ${CACHE_DIR}/kueue/.build.lock; waiting" >&2
-  flock 9
-fi
-if built; then
-  echo "${BIN_DIR}"
-  exit 0
-fi
-
-STAGING="$(mktemp -d "${BIN_DIR}/.staging.XXXXXX")"
-trap 'rm -rf "${STAGING}"' EXIT
 echo "kueue: building ${MODULE}/cmd/kueue@${KUEUE_VERSION} (minutes when cold) ..." >&2
 start=${SECONDS}
 # The module's go.mod has no replace directives, so 'go install PKG@VERSION' builds it as
 # released; the version is stamped the way Kueue's Makefile does.
-(cd "${STAGING}" && GOFLAGS="-buildvcs=false -trimpath" GOBIN="${STAGING}" \
-  go install -ldflags "-s -w -X ${MODULE}/pkg/version.GitVersion=${KUEUE_VERSION}" \
-  "${MODULE}/cmd/kueue@${KUEUE_VERSION}")
+go_install_staged "-s -w -X ${MODULE}/pkg/version.GitVersion=${KUEUE_VERSION}" \
+  "${MODULE}/cmd/kueue@${KUEUE_VERSION}"
 mv -f "${STAGING}/kueue" "${BIN_DIR}/kueue"
 took=$((SECONDS - start))
-printf 'kueue\t%s\t%ss\n' "$(date -u +%FT%TZ)" "${took}" >>"${BIN_DIR}/build-times.tsv"
+record_build_time kueue "${took}"
 
 # The CRDs come from the same module version (downloaded by the build above).
 if [[ ! -d "${MODULE_DIR}/config/components/crd/bases" ]]; then
