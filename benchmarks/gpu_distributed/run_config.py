@@ -1,5 +1,6 @@
 """A benchmark run (``mode-gpus-precision[-cacheRatio]``), its job spec and its processes,
-planned as ``distgnn run`` plans them.
+planned as ``distgnn run`` plans them: the partition step that generates the graph, and the
+trainers (and samplers) on the store it wrote. The typed and link benches plan theirs here too.
 """
 
 from __future__ import annotations
@@ -9,12 +10,19 @@ import math
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from synthetic_gpu import PRODUCTS_NODES, PRODUCTS_UNDIRECTED_EDGES
 
 from distgnn_api.spec import DistGNNJobSpec, parse_spec
-from distgnn_operator.local.job_plan import JobPlan, plan_job, render_job
+from distgnn_operator.local.job_plan import (
+    JobPlan,
+    UnsupportedJobError,
+    check_supported,
+    plan_job,
+    render_job,
+)
 from distgnn_operator.local.launch_plan import LocalLayout
 
 JOB_NAME = "bench"
@@ -113,6 +121,68 @@ def job_spec(
     )
 
 
+def role_sections(cfg: RunConfig, args: argparse.Namespace, cuda: bool) -> dict[str, Any]:
+    """The samplers and trainers of a run: one trainer per GPU and, server-client, one sampler
+    per GPU (on the GPU when ``cuda``) with ``--sampler-workers`` threads."""
+    server = cfg.mode == "server"
+    return {
+        "samplers": {
+            "replicas": cfg.gpus if server else 0,
+            "gpusPerPod": 1 if server and cuda else 0,
+            "workers": args.sampler_workers,
+            "cacheRatio": cfg.cache_ratio,
+        },
+        "trainers": {"replicas": cfg.gpus, "gpusPerPod": 1 if cuda else 0},
+    }
+
+
+def refusal(spec: DistGNNJobSpec) -> str | None:
+    """Why ``distgnn run`` would refuse the job before starting it, or None."""
+    try:
+        check_supported(spec)
+    except UnsupportedJobError as exc:
+        return str(exc)
+    return None
+
+
+def layout(args: argparse.Namespace, run_dir: Path) -> LocalLayout:
+    """The job's local layout: the shared volume under ``--work-dir``, every visible GPU."""
+    cuda = args.device == "cuda"
+    return LocalLayout(
+        job_name=JOB_NAME,
+        namespace="local",
+        data_dir=args.work_dir / "data",
+        run_dir=run_dir,
+        gpus=tuple(str(i) for i in range(torch.cuda.device_count())) if cuda else (),
+    )
+
+
+def partition_plan(spec: DistGNNJobSpec, args: argparse.Namespace, run_dir: Path) -> JobPlan:
+    """The job's partition step as ``distgnn run`` starts it (it generates the graph)."""
+    rendered = render_job(JOB_NAME, uuid.uuid4().hex, spec, partition_reused=False)
+    return plan_job(layout(args, run_dir), rendered, threads=None)
+
+
+def workload_plan(
+    spec: DistGNNJobSpec,
+    args: argparse.Namespace,
+    root: Path,
+    *,
+    rpc_cuda: bool = False,
+    profile: bool,
+) -> JobPlan:
+    """The job's trainers (and samplers), as ``distgnn run`` starts them on a store already
+    on disk; ``profile`` writes trainer 0's profile under ``root``."""
+    cuda = args.device == "cuda"
+    rendered = render_job(JOB_NAME, uuid.uuid4().hex, spec, partition_reused=True)
+    extra = {ENV_RPC_CUDA: "1" if rpc_cuda else "0", **args.env}
+    if profile:
+        extra[ENV_PROFILE_DIR] = str(root / "profile")
+    job = plan_job(layout(args, root), rendered, threads=None if cuda else 1)
+    workload = [s.with_contract(rendezvous_timeout_s=120.0, extra=extra) for s in job.workload]
+    return JobPlan(planner=job.planner, partition=(), workload=workload)
+
+
 def plan(
     cfg: RunConfig,
     args: argparse.Namespace,
@@ -123,20 +193,5 @@ def plan(
     profile: bool,
 ) -> JobPlan:
     """The run's processes, as ``distgnn run`` would start them (the partition is on disk)."""
-    cuda = args.device == "cuda"
-    spec = job_spec(cfg, args, cuda, partitions)
-    uid = uuid.uuid4().hex
-    layout = LocalLayout(
-        job_name=JOB_NAME,
-        namespace="local",
-        data_dir=args.work_dir / "data",
-        run_dir=root,
-        gpus=tuple(str(i) for i in range(torch.cuda.device_count())) if cuda else (),
-    )
-    rendered = render_job(JOB_NAME, uid, spec, partition_reused=True)
-    extra = {ENV_RPC_CUDA: "1" if rpc_cuda else "0", **args.env}
-    if profile:
-        extra[ENV_PROFILE_DIR] = str(root / "profile")
-    job = plan_job(layout, rendered, threads=None if cuda else 1)
-    workload = [s.with_contract(rendezvous_timeout_s=120.0, extra=extra) for s in job.workload]
-    return JobPlan(planner=job.planner, partition=(), workload=workload)
+    spec = job_spec(cfg, args, args.device == "cuda", partitions)
+    return workload_plan(spec, args, root, rpc_cuda=rpc_cuda, profile=profile)

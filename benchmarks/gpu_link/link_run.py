@@ -1,5 +1,6 @@
-"""A link-prediction benchmark run: its job spec (``syntheticLink``, GraphSAGE, a decoder)
-and its processes, planned as ``distgnn run`` plans them.
+"""A link-prediction benchmark run: its job spec (``syntheticLink``, GraphSAGE, a decoder) and
+its figures; its processes are planned by ``run_config`` of ``benchmarks/gpu_distributed``, as
+``distgnn run`` plans them.
 
 Runs are named as in ``benchmarks/gpu_distributed`` (``mode-gpus-precision``, parsed by its
 ``run_config.parse_run``); one partition per GPU.
@@ -10,19 +11,15 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import uuid
 from pathlib import Path
 from typing import Any
 
-import torch
-from run_config import ENV_PROFILE_DIR, ENV_RPC_CUDA, JOB_NAME, RunConfig
+from job_run import STATS_FILE
+from run_config import RunConfig, role_sections
 
 from distgnn_api import contract as c
 from distgnn_api.spec import DistGNNJobSpec, parse_spec
-from distgnn_operator.local.job_plan import JobPlan, plan_job, render_job
-from distgnn_operator.local.launch_plan import LocalLayout
 
-STATS_FILE = "training_stats.json"
 EVAL_LINE = re.compile(r"ranking evaluation in ([0-9.]+) s")
 
 
@@ -31,7 +28,6 @@ def job_spec(
 ) -> DistGNNJobSpec:
     """The run's ``DistGNNJob`` spec: the citation2-shaped graph, random partitions; with
     ``--positives-per-gpu``, each epoch a fresh subset of that many positives per GPU."""
-    server = cfg.mode == "server"
     return parse_spec(
         {
             "task": "linkPrediction",
@@ -51,13 +47,7 @@ def job_spec(
             },
             "dataset": {"syntheticLink": {"scale": args.scale, "seed": args.graph_seed}},
             "partition": {"algorithm": "random", "numPartitions": partitions},
-            "samplers": {
-                "replicas": cfg.gpus if server else 0,
-                "gpusPerPod": 1 if server and cuda else 0,
-                "workers": args.sampler_workers,
-                "cacheRatio": cfg.cache_ratio,
-            },
-            "trainers": {"replicas": cfg.gpus, "gpusPerPod": 1 if cuda else 0},
+            **role_sections(cfg, args, cuda),
             "model": {
                 "arch": "sage",
                 "hiddenChannels": args.hidden,
@@ -75,36 +65,6 @@ def job_spec(
             },
         }
     )
-
-
-def layout(args: argparse.Namespace, run_dir: Path) -> LocalLayout:
-    cuda = args.device == "cuda"
-    return LocalLayout(
-        job_name=JOB_NAME,
-        namespace="local",
-        data_dir=args.work_dir / "data",
-        run_dir=run_dir,
-        gpus=tuple(str(i) for i in range(torch.cuda.device_count())) if cuda else (),
-    )
-
-
-def partition_plan(spec: DistGNNJobSpec, args: argparse.Namespace, run_dir: Path) -> JobPlan:
-    """The job's partition step as ``distgnn run`` starts it (it generates the graph)."""
-    rendered = render_job(JOB_NAME, uuid.uuid4().hex, spec, partition_reused=False)
-    return plan_job(layout(args, run_dir), rendered, threads=None)
-
-
-def plan(cfg: RunConfig, args: argparse.Namespace, root: Path, *, profile: bool) -> JobPlan:
-    """The run's trainers (and samplers), as ``distgnn run`` starts them on a reused store."""
-    cuda = args.device == "cuda"
-    spec = job_spec(cfg, args, cuda, cfg.gpus)
-    rendered = render_job(JOB_NAME, uuid.uuid4().hex, spec, partition_reused=True)
-    extra = {ENV_RPC_CUDA: "0", **args.env}
-    if profile:
-        extra[ENV_PROFILE_DIR] = str(root / "profile")
-    job = plan_job(layout(args, root), rendered, threads=None if cuda else 1)
-    workload = [s.with_contract(rendezvous_timeout_s=120.0, extra=extra) for s in job.workload]
-    return JobPlan(planner=job.planner, partition=(), workload=workload)
 
 
 def link_figures(run_dir: Path, gpus: int, seeds_per_positive: int) -> dict[str, Any]:
