@@ -17,7 +17,8 @@ from typing import Any
 import torch
 from job_run import STATS_FILE, log_tail, run_processes, run_side_by_side
 from records import emit
-from run_config import RunConfig, parse_run, partition_plan
+from run_config import RunConfig, parse_run, partition_plan, refusal
+from summary import summarise, table
 
 from distgnn_api import contract as c
 from distgnn_api.spec import DistGNNJobSpec
@@ -157,20 +158,31 @@ def config_fields(cfg: RunConfig, repeat: int) -> dict[str, Any]:
     }
 
 
+def env_record(args: argparse.Namespace, bench: str, **fields: Any) -> dict[str, Any]:
+    """The record of the call's environment: torch, the device, the CPUs, then ``fields``."""
+    return {
+        "bench": bench,
+        "torch": torch.__version__,
+        "device": torch.cuda.get_device_name(0) if args.device == "cuda" else "cpu",
+        "cpus": os.cpu_count(),
+        **fields,
+    }
+
+
 def run_all(
     args: argparse.Namespace,
     configs: list[RunConfig],
     *,
     started: float,
     bench: str,
-    refusal: Callable[[RunConfig], str | None],
-    run_one: Callable[[RunConfig, int, float], dict[str, Any]],
+    job_spec: JobSpecFn,
+    run_one: Callable[[RunConfig, argparse.Namespace, int, float], dict[str, Any]],
 ) -> list[dict[str, Any]]:
     """Every repeat of every configuration while the budget lasts: a run ``distgnn run`` would
     refuse, or one without 30 s left, is recorded as skipped. The records of the runs."""
     records: list[dict[str, Any]] = []
     for cfg in configs:
-        refused = refusal(cfg)
+        refused = refusal(job_spec(cfg, args, args.device == "cuda", cfg.gpus))
         if refused is not None:
             emit(args.out, {"bench": bench, "run": cfg.name, "skipped": refused})
             continue
@@ -182,7 +194,14 @@ def run_all(
                     {"bench": bench, "run": cfg.name, "repeat": repeat, "skipped": "budget"},
                 )
                 break
-            record = run_one(cfg, repeat, min(args.run_timeout, left))
+            record = run_one(cfg, args, repeat, min(args.run_timeout, left))
             emit(args.out, record)
             records.append(record)
     return records
+
+
+def finish(args: argparse.Namespace, records: list[dict[str, Any]]) -> None:
+    """The summary table of the runs; the work dir goes unless ``--keep``."""
+    table(summarise(args, records))
+    if not args.keep:
+        shutil.rmtree(args.work_dir, ignore_errors=True)

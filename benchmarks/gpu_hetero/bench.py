@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import sys
 import time
@@ -50,22 +49,12 @@ sys.path[:0] = [
     str(REPO / "benchmarks" / "gpu"),
 ]
 
-from bench_runs import (  # noqa: E402
-    add_run_args,
-    build_stores,
-    check_run_args,
-    config_fields,
-    fresh_run_dir,
-    run_all,
-    run_configs,
-    run_job,
-)
+import bench_runs as runs  # noqa: E402
 from hetero_run import job_spec  # noqa: E402
 from job_run import epoch_figures  # noqa: E402
 from ours_edges import sampled_edges_per_seed  # noqa: E402
 from records import emit  # noqa: E402
-from run_config import RunConfig, refusal, workload_plan  # noqa: E402
-from summary import summarise, table  # noqa: E402
+from run_config import RunConfig, workload_plan  # noqa: E402
 
 DEFAULT_RUNS = [
     "worker-1-bf16",
@@ -81,7 +70,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    add_run_args(p, DEFAULT_RUNS)
+    runs.add_run_args(p, DEFAULT_RUNS)
     p.add_argument("--scale", type=float, default=1.0, help="syntheticMag scale (1.0: ogbn-mag)")
     p.add_argument("--epochs", type=int, default=3, help="the first is warm-up")
     p.add_argument("--eval-every", type=int, default=1, help="0: only at the end")
@@ -100,7 +89,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--work-dir", type=Path, default=Path("/tmp/distgnn-hetero-bench"))
     p.add_argument("--keep", action="store_true", help="keep the work dir (the store, for PyG)")
     args = p.parse_args(argv)
-    check_run_args(p, args, "25 20")
+    runs.check_run_args(p, args, "25 20")
     if args.eval_every < 0:
         p.error("--eval-every: must be 0 or more")
     return args
@@ -119,16 +108,16 @@ def store_counts(store: Path, steps_in_parallel: int) -> dict[str, Any]:
 def run_one(
     cfg: RunConfig, args: argparse.Namespace, repeat: int, timeout: float
 ) -> dict[str, Any]:
-    root = fresh_run_dir(args, cfg, repeat)
+    root = runs.fresh_run_dir(args, cfg, repeat)
     spec = job_spec(cfg, args, args.device == "cuda", cfg.gpus)
     job = workload_plan(spec, args, root, profile=repeat == 0 and cfg.name in args.profile)
     record: dict[str, Any] = {
         "bench": "dist_run",
         "graph": "syntheticMag",
-        **config_fields(cfg, repeat),
+        **runs.config_fields(cfg, repeat),
         "eval_every": args.eval_every,
     }
-    if not run_job(job, root, args, record, timeout=timeout):
+    if not runs.run_job(job, root, args, record, timeout=timeout):
         return record
     record.update(epoch_figures(root, cfg.gpus))
     table_path = root / "profile" / "profile-trainer-0.txt"
@@ -143,33 +132,31 @@ def run_one(
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.perf_counter()
-    configs = run_configs(args)
+    configs = runs.run_configs(args)
     if configs is None:
         return 2
     emit(
         args.out,
-        {
-            "bench": "hetero_env",
-            "torch": torch.__version__,
-            "device": torch.cuda.get_device_name(0) if args.device == "cuda" else "cpu",
-            "gpus_visible": torch.cuda.device_count() if args.device == "cuda" else 0,
-            "cpus": os.cpu_count(),
-            "env": args.env,
-            "scale": args.scale,
-            "model": "rsage",
-            "layers": len(args.fanout),
-            "fanout": args.fanout,
-            "batch_size": args.batch_size,
-            "hidden": args.hidden,
-            "embedding_dim": args.embedding_dim,
-            "epochs": args.epochs,
-            "eval_every": args.eval_every,
-            "repeats": args.repeats,
-            "partitions": {r.name: r.gpus for r in configs},
-        },
+        runs.env_record(
+            args,
+            "hetero_env",
+            gpus_visible=torch.cuda.device_count() if args.device == "cuda" else 0,
+            env=args.env,
+            scale=args.scale,
+            model="rsage",
+            layers=len(args.fanout),
+            fanout=args.fanout,
+            batch_size=args.batch_size,
+            hidden=args.hidden,
+            embedding_dim=args.embedding_dim,
+            epochs=args.epochs,
+            eval_every=args.eval_every,
+            repeats=args.repeats,
+            partitions={r.name: r.gpus for r in configs},
+        ),
     )
     args.work_dir.mkdir(parents=True, exist_ok=True)
-    stores = build_stores(
+    stores = runs.build_stores(
         args, configs, bench="hetero_data", job_spec=job_spec, describe=store_counts
     )
     edges = sampled_edges_per_seed(
@@ -182,17 +169,10 @@ def main(argv: list[str] | None = None) -> int:
     emit(args.out, edges)
     if args.device == "cuda":
         torch.cuda.empty_cache()
-    records = run_all(
-        args,
-        configs,
-        started=started,
-        bench="dist_run",
-        refusal=lambda cfg: refusal(job_spec(cfg, args, args.device == "cuda", cfg.gpus)),
-        run_one=lambda cfg, repeat, timeout: run_one(cfg, args, repeat, timeout),
+    records = runs.run_all(
+        args, configs, started=started, bench="dist_run", job_spec=job_spec, run_one=run_one
     )
-    table(summarise(args, records))
-    if not args.keep:
-        shutil.rmtree(args.work_dir, ignore_errors=True)
+    runs.finish(args, records)
     return 0
 
 

@@ -26,14 +26,11 @@ median and spread per configuration and the 1 -> N GPU scaling (in seed rows/s).
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
 import time
 from pathlib import Path
 from typing import Any
-
-import torch
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -43,20 +40,10 @@ sys.path[:0] = [
     str(REPO / "benchmarks" / "gpu"),
 ]
 
-from bench_runs import (  # noqa: E402
-    add_run_args,
-    build_stores,
-    check_run_args,
-    config_fields,
-    fresh_run_dir,
-    run_all,
-    run_configs,
-    run_job,
-)
+import bench_runs as runs  # noqa: E402
 from link_run import job_spec, link_figures  # noqa: E402
 from records import emit  # noqa: E402
-from run_config import RunConfig, refusal, workload_plan  # noqa: E402
-from summary import summarise, table  # noqa: E402
+from run_config import RunConfig, workload_plan  # noqa: E402
 
 from distgnn_workload.sampling.seed_edges import LinkLayout  # noqa: E402
 
@@ -67,7 +54,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    add_run_args(p, DEFAULT_RUNS)
+    runs.add_run_args(p, DEFAULT_RUNS)
     p.add_argument("--scale", type=float, default=1.0, help="syntheticLink scale (1.0: citation2)")
     p.add_argument("--epochs", type=int, default=2, help="the first is warm-up")
     p.add_argument("--batch-size", type=int, default=1024, help="positive edges per GPU")
@@ -89,7 +76,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--work-dir", type=Path, default=Path("/tmp/distgnn-link-bench"))
     p.add_argument("--keep", action="store_true", help="keep the work dir (the stores)")
     args = p.parse_args(argv)
-    check_run_args(p, args, "15 10 5")
+    runs.check_run_args(p, args, "15 10 5")
     if args.positives_per_gpu is not None and args.positives_per_gpu < 1:
         p.error("--positives-per-gpu: must be at least 1")
     return args
@@ -98,15 +85,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def run_one(
     cfg: RunConfig, args: argparse.Namespace, repeat: int, timeout: float
 ) -> dict[str, Any]:
-    root = fresh_run_dir(args, cfg, repeat)
+    root = runs.fresh_run_dir(args, cfg, repeat)
     spec = job_spec(cfg, args, args.device == "cuda", cfg.gpus)
     job = workload_plan(spec, args, root, profile=repeat == 0 and cfg.name in args.profile)
     record: dict[str, Any] = {
         "bench": "link_run",
         "graph": "syntheticLink",
-        **config_fields(cfg, repeat),
+        **runs.config_fields(cfg, repeat),
     }
-    if not run_job(job, root, args, record, timeout=timeout):
+    if not runs.run_job(job, root, args, record, timeout=timeout):
         return record
     per = LinkLayout.seeds_per_positive(args.negatives, "uniform")
     record.update(link_figures(root, cfg.gpus, per))
@@ -117,43 +104,34 @@ def run_one(
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.perf_counter()
-    configs = run_configs(args)
+    configs = runs.run_configs(args)
     if configs is None:
         return 2
     emit(
         args.out,
-        {
-            "bench": "link_env",
-            "torch": torch.__version__,
-            "device": torch.cuda.get_device_name(0) if args.device == "cuda" else "cpu",
-            "cpus": os.cpu_count(),
-            "scale": args.scale,
-            "model": "sage",
-            "fanout": args.fanout,
-            "hidden": args.hidden,
-            "decoder": args.decoder,
-            "batch_size": args.batch_size,
-            "negatives": args.negatives,
-            "positives_per_gpu": args.positives_per_gpu,
-            "eval_negatives": args.eval_negatives,
-            "eval_positives": args.eval_positives,
-            "epochs": args.epochs,
-            "repeats": args.repeats,
-        },
+        runs.env_record(
+            args,
+            "link_env",
+            scale=args.scale,
+            model="sage",
+            fanout=args.fanout,
+            hidden=args.hidden,
+            decoder=args.decoder,
+            batch_size=args.batch_size,
+            negatives=args.negatives,
+            positives_per_gpu=args.positives_per_gpu,
+            eval_negatives=args.eval_negatives,
+            eval_positives=args.eval_positives,
+            epochs=args.epochs,
+            repeats=args.repeats,
+        ),
     )
     args.work_dir.mkdir(parents=True, exist_ok=True)
-    build_stores(args, configs, bench="link_data", job_spec=job_spec)
-    records = run_all(
-        args,
-        configs,
-        started=started,
-        bench="link_run",
-        refusal=lambda cfg: refusal(job_spec(cfg, args, args.device == "cuda", cfg.gpus)),
-        run_one=lambda cfg, repeat, timeout: run_one(cfg, args, repeat, timeout),
+    runs.build_stores(args, configs, bench="link_data", job_spec=job_spec)
+    records = runs.run_all(
+        args, configs, started=started, bench="link_run", job_spec=job_spec, run_one=run_one
     )
-    table(summarise(args, records))
-    if not args.keep:
-        shutil.rmtree(args.work_dir, ignore_errors=True)
+    runs.finish(args, records)
     return 0
 
 
