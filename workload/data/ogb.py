@@ -32,7 +32,7 @@ from distgnn_workload.data.graph import GraphData, csr_from_edges
 from distgnn_workload.data.ogb_files import (
     DOWNLOAD_HINT,
     first_bad_row,
-    raw_dir,
+    raw_tables,
     read_edges,
     read_features,
     required,
@@ -64,25 +64,16 @@ def load_ogb(
     """Load an OGB raw dataset directory; ``num_classes`` None infers it from the labels."""
     root = Path(root)
     report = progress or (lambda _: None)
-    raw = raw_dir(root)
-    edge_file = required(raw, "edge", DOWNLOAD_HINT)
-    feat_file = required(raw, "node-feat", DOWNLOAD_HINT)
-    label_file = required(raw, "node-label", DOWNLOAD_HINT)
-    split_dir = split_scheme_dir(root, split_scheme)
-    split_paths = {
-        name: required(split_dir, stem, DOWNLOAD_HINT) for name, stem in SPLIT_FILES.items()
-    }
+    tables = raw_tables(root)
+    label_file, split_dir, split_paths = node_property_files(root, tables.folder, split_scheme)
 
-    declared_nodes = single_count(raw, "num-node-list")
-    declared_edges = single_count(raw, "num-edge-list")
-
-    x = read_features(feat_file, declared_nodes)
+    x = read_features(tables.features, tables.declared_nodes)
     report(0.3)
     n = len(x)
     y = _labels(label_file, n, num_classes)
     report(0.4)
 
-    edges = read_edges(edge_file, n, declared_edges)
+    edges = read_edges(tables.edges, n, tables.declared_edges)
     report(0.7)
     masks = _split_masks(split_paths, n)
     report(0.8)
@@ -103,6 +94,18 @@ def load_ogb(
     )
     graph.validate()
     return graph
+
+
+def node_property_files(
+    root: Path, raw: Path, split_scheme: str | None
+) -> tuple[Path, Path, dict[str, Path]]:
+    """A node-property dataset's label table, its split folder and the split tables in it."""
+    label_file = required(raw, "node-label", DOWNLOAD_HINT)
+    split_dir = split_scheme_dir(root, split_scheme)
+    split_paths = {
+        name: required(split_dir, stem, DOWNLOAD_HINT) for name, stem in SPLIT_FILES.items()
+    }
+    return label_file, split_dir, split_paths
 
 
 def _labels(path: Path, n: int, num_classes: int | None) -> npt.NDArray[np.int64]:

@@ -9,6 +9,7 @@ each error names the file (and the line) and says how to fix it.
 from __future__ import annotations
 
 import gzip
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,31 @@ def raw_dir(root: Path) -> Path:
             source=root,
         )
     return root / RAW_DIR
+
+
+@dataclass(frozen=True)
+class RawTables:
+    """The graph's tables in ``raw/``, and the counts its ``num-*-list`` tables declare."""
+
+    folder: Path
+    edges: Path
+    features: Path
+    declared_nodes: int | None
+    declared_edges: int | None
+
+
+def raw_tables(root: Path) -> RawTables:
+    """The edge and feature tables of a dataset folder (both required) and the declared counts."""
+    raw = raw_dir(root)
+    edges = required(raw, "edge", DOWNLOAD_HINT)
+    features = required(raw, "node-feat", DOWNLOAD_HINT)
+    return RawTables(
+        folder=raw,
+        edges=edges,
+        features=features,
+        declared_nodes=single_count(raw, "num-node-list"),
+        declared_edges=single_count(raw, "num-edge-list"),
+    )
 
 
 def split_scheme_dir(root: Path, scheme: str | None) -> Path:

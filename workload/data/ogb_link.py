@@ -39,14 +39,11 @@ from distgnn_workload.data.errors import DatasetError
 from distgnn_workload.data.link_data import GivenEdges, LinkData
 from distgnn_workload.data.ogb import ProgressFn
 from distgnn_workload.data.ogb_files import (
-    DOWNLOAD_HINT,
     RAW_DIR,
     SPLIT_DIR,
-    raw_dir,
+    raw_tables,
     read_edges,
     read_features,
-    required,
-    single_count,
     split_scheme_dir,
     write_csv_gz,
 )
@@ -67,16 +64,11 @@ def load_ogb_link(
     """Load an OGB link dataset directory; ``read_split`` False reads only ``raw/``."""
     root = Path(root)
     report = progress or (lambda _: None)
-    raw = raw_dir(root)
-    edge_file = required(raw, "edge", DOWNLOAD_HINT)
-    feat_file = required(raw, "node-feat", DOWNLOAD_HINT)
-    declared_nodes = single_count(raw, "num-node-list")
-    declared_edges = single_count(raw, "num-edge-list")
-
-    x = read_features(feat_file, declared_nodes)
+    tables = raw_tables(root)
+    x = read_features(tables.features, tables.declared_nodes)
     n = len(x)
     report(0.4)
-    edges = read_edges(edge_file, n, declared_edges)
+    edges = read_edges(tables.edges, n, tables.declared_edges)
     report(0.8)
     given = None
     info: dict[str, Any] = {}

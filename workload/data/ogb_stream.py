@@ -12,14 +12,8 @@ import numpy as np
 
 from distgnn_workload.data.csv_files import _open, iter_csv
 from distgnn_workload.data.errors import DatasetError
-from distgnn_workload.data.ogb import SPLIT_FILES, _labels, _split_masks
-from distgnn_workload.data.ogb_files import (
-    DOWNLOAD_HINT,
-    raw_dir,
-    required,
-    single_count,
-    split_scheme_dir,
-)
+from distgnn_workload.data.ogb import _labels, _split_masks, node_property_files
+from distgnn_workload.data.ogb_files import raw_tables
 from distgnn_workload.data.stream import EdgeChunks, FeatureChunks, StreamedGraph
 
 CHUNK_ROWS = 1 << 20
@@ -41,16 +35,10 @@ def stream_ogb(
 ) -> StreamedGraph:
     """Open an OGB raw dataset directory for streaming; ``num_classes`` None infers it."""
     root = Path(root)
-    raw = raw_dir(root)
-    edge_file = required(raw, "edge", DOWNLOAD_HINT)
-    feat_file = required(raw, "node-feat", DOWNLOAD_HINT)
-    label_file = required(raw, "node-label", DOWNLOAD_HINT)
-    split_dir = split_scheme_dir(root, split_scheme)
-    split_paths = {
-        name: required(split_dir, stem, DOWNLOAD_HINT) for name, stem in SPLIT_FILES.items()
-    }
-    declared_nodes = single_count(raw, "num-node-list")
-    declared_edges = single_count(raw, "num-edge-list")
+    tables = raw_tables(root)
+    label_file, split_dir, split_paths = node_property_files(root, tables.folder, split_scheme)
+    edge_file, feat_file = tables.edges, tables.features
+    declared_nodes, declared_edges = tables.declared_nodes, tables.declared_edges
 
     if declared_nodes is None:
         n = sum(len(c) for c in iter_csv(label_file, np.int64, 1, chunk_rows))
