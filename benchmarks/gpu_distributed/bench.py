@@ -72,6 +72,7 @@ REPO = Path(__file__).resolve().parents[2]
 # This folder's modules and benchmarks/gpu's (also under python -P, which adds neither).
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(REPO / "benchmarks" / "gpu")]
 
+from bench_runs import check_env_and_repeats  # noqa: E402
 from graph_store import build_store  # noqa: E402
 from job_run import STATS_FILE, epoch_figures, log_tail, run_processes  # noqa: E402
 from records import emit  # noqa: E402
@@ -150,12 +151,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="extra env for every workload process, e.g. DISTGNN_SEGMENT_KERNEL=torch",
     )
     args = p.parse_args(argv)
-    try:
-        args.env = dict(item.split("=", 1) for item in args.env)
-    except ValueError:
-        p.error("--env: write each as KEY=VALUE")
-    if args.repeats < 1:
-        p.error("--repeats: must be at least 1")
+    check_env_and_repeats(p, args)
     if args.eval_every < 0:
         p.error("--eval-every: must be 0 or more")
     return args

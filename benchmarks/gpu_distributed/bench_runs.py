@@ -40,14 +40,19 @@ def add_run_args(p: argparse.ArgumentParser, default_runs: list[str]) -> None:
     p.add_argument("--env", nargs="*", default=[], metavar="KEY=VALUE")
 
 
-def check_run_args(p: argparse.ArgumentParser, args: argparse.Namespace, fanout: str) -> None:
-    """Parse ``--env`` and refuse bad repeats, scale or fanout (``fanout``: an example)."""
+def check_env_and_repeats(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Parse ``--env`` (KEY=VALUE items into a dict) and refuse fewer than one repeat."""
     try:
         args.env = dict(item.split("=", 1) for item in args.env)
     except ValueError:
         p.error("--env: write each as KEY=VALUE")
     if args.repeats < 1:
         p.error("--repeats: must be at least 1")
+
+
+def check_run_args(p: argparse.ArgumentParser, args: argparse.Namespace, fanout: str) -> None:
+    """Parse ``--env`` and refuse bad repeats, scale or fanout (``fanout``: an example)."""
+    check_env_and_repeats(p, args)
     if not args.scale > 0:
         p.error("--scale: must be positive")
     if not args.fanout or any(k < 1 for k in args.fanout):
