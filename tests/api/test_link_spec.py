@@ -240,14 +240,14 @@ def test_partition_key_follows_the_split_and_not_the_training_settings() -> None
 def test_a_store_drawn_by_another_generator_or_split_version_is_not_reused(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import distgnn_api.contract as contract
+    import distgnn_api.job_config as job_config
 
     spec = parse_spec(_job({}))
     node = parse_spec({"dataset": {"synthetic": {}}})
     before, node_before = partition_key(spec), partition_key(node)
-    monkeypatch.setattr(contract, "SYNTHETIC_LINK_GENERATOR", 1)
+    monkeypatch.setattr(job_config, "SYNTHETIC_LINK_GENERATOR", 1)
     after_generator = partition_key(spec)
-    monkeypatch.setattr(contract, "LINK_SPLIT_VERSION", 1)
+    monkeypatch.setattr(job_config, "LINK_SPLIT_VERSION", 1)
     after_split = partition_key(spec)
     assert len({before, after_generator, after_split}) == 3
     assert partition_key(node) == node_before  # node-classification stores keep their keys
