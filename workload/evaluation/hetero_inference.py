@@ -12,7 +12,8 @@ in-neighbourhood of every edge type into its type (the typed store's CSR per edg
   from the store, or the learnt embeddings' rows, a collective lookup); they and every
   layer's outputs but the last are all-gathered per type over the trainers' process group
   (:func:`~distgnn_workload.evaluation.exchange.exchange`), so a chunk reads any node's row.
-- The last layer computes only the target type: the logits of the rank's share stay there.
+- The last layer computes only the target type(s): the logits of the rank's share stay there
+  (:meth:`HeteroLayerwiseInference.embeddings` gathers a link model's two ends).
 
 Memory per rank: per node type ``t``, the gathered rows of the layer below
 (``N_t x width x b``), plus one chunk's neighbour rows; the topology is read from
@@ -119,6 +120,17 @@ class HeteroLayerwiseInference:
     @torch.no_grad()
     def logits(self, model: RelationalGNN) -> Tensor:
         """Float32 logits of this rank's share of the target type (every rank must call)."""
+        return self._last_layer(model)[model.plan.target_node_type].float()
+
+    @torch.no_grad()
+    def embeddings(self, model: RelationalGNN) -> dict[str, LayerRows]:
+        """The last layer's rows of every target type, all-gathered so that any node's row
+        can be read (link prediction ranks pairs of them; every rank must call)."""
+        outs = self._last_layer(model)
+        return {t: self._gather(t, outs[t].float()) for t in model.plan.target_node_types}
+
+    def _last_layer(self, model: RelationalGNN) -> dict[str, Tensor]:
+        """This rank's share of the last layer's rows of every type it computes."""
         plan = model.plan
         unknown = [et for et in plan.all_edge_types if et not in self.csr]
         if unknown:
@@ -134,7 +146,7 @@ class HeteroLayerwiseInference:
             for layer in range(plan.num_layers):
                 outs = {t: self._layer(model, layer, t, prev) for t in plan.dst_types[layer]}
                 if layer == last:
-                    return outs[plan.target_node_type].float()
+                    return outs
                 prev = {}  # free the layer below before gathering this one
                 for t, out in outs.items():
                     prev[t] = self._gather(t, out)

@@ -76,13 +76,16 @@ def rank_share(
     num_nodes: int = 0,
     *,
     chunk_pairs: int = RANK_CHUNK_PAIRS,
+    embed_dst: Callable[[Tensor], Tensor] | None = None,
 ) -> Tensor:
     """Ranks of the positives ``src -> dst`` against ``src -> dst_neg[i, :]`` (float64).
 
-    ``embed(ids)`` returns the embeddings of node ids on the compute device. Without
-    ``dst_neg``, each positive ranks against every other of the ``num_nodes`` nodes as a
-    destination (its own destination left out).
+    ``embed(ids)`` returns the embeddings of node ids on the compute device;
+    ``embed_dst`` those of destination ids where they are of another node type (a
+    heterogeneous edge type). Without ``dst_neg``, each positive ranks against every other
+    of the ``num_nodes`` (destination) nodes as a destination (its own left out).
     """
+    embed_d = embed if embed_dst is None else embed_dst
     if dst_neg is None:
         k = num_nodes
         every = torch.arange(num_nodes)
@@ -96,8 +99,8 @@ def rank_share(
         s, d = src[a : a + step], dst[a : a + step]
         n = every.expand(s.numel(), k) if dst_neg is None else dst_neg[a : a + step]
         z_s = embed(s)
-        pos = decoder(z_s, embed(d)).float()
-        z_n = embed(n.reshape(-1)).reshape(n.size(0), k, -1)
+        pos = decoder(z_s, embed_d(d)).float()
+        z_n = embed_d(n.reshape(-1)).reshape(n.size(0), k, -1)
         neg = decoder(z_s.unsqueeze(1).expand(-1, k, -1), z_n).float()
         if dst_neg is None:
             neg = neg.masked_fill(n.to(neg.device) == d.to(neg.device).unsqueeze(1), -torch.inf)
@@ -128,17 +131,44 @@ def evaluate_splits(
     are embedded once, each rank by its share, and each rank ranks its share of the edges.
     Every rank must call, with the same splits."""
     rows = engine.embeddings(encoder)
-    num_nodes = engine.store.meta.num_nodes
+    return rank_splits(
+        rows.rows,
+        rows.rows,
+        engine.store.meta.num_nodes,
+        decoder,
+        splits,
+        hits_at,
+        gather,
+        rank=engine.rank,
+        world_size=engine.world_size,
+    )
+
+
+def rank_splits(
+    embed_src: Callable[[Tensor], Tensor],
+    embed_dst: Callable[[Tensor], Tensor],
+    num_dst: int,
+    decoder: nn.Module,
+    splits: Mapping[str, LinkSplit],
+    hits_at: Sequence[int],
+    gather: GatherRanks,
+    *,
+    rank: int,
+    world_size: int,
+) -> dict[str, LinkMetrics]:
+    """MRR and Hits@K of each split over embeddings every rank can read (``embed_src`` of
+    the sources, ``embed_dst`` of the destinations, of ``num_dst`` nodes): each rank ranks
+    its share of the edges; the ranks are gathered. Every rank must call."""
     was_training = decoder.training
     decoder.eval()
     out = {}
     try:
         for name, (src, dst, dst_neg) in splits.items():
-            lo, hi = share(src.numel(), engine.rank, engine.world_size)
-            if dst_neg is None:
-                local = rank_share(rows.rows, decoder, src[lo:hi], dst[lo:hi], None, num_nodes)
-            else:
-                local = rank_share(rows.rows, decoder, src[lo:hi], dst[lo:hi], dst_neg[lo:hi])
+            lo, hi = share(src.numel(), rank, world_size)
+            neg = None if dst_neg is None else dst_neg[lo:hi]
+            local = rank_share(
+                embed_src, decoder, src[lo:hi], dst[lo:hi], neg, num_dst, embed_dst=embed_dst
+            )
             out[name] = gathered_metrics(local, gather, hits_at)
     finally:
         decoder.train(was_training)

@@ -47,7 +47,7 @@ def build_hetero_model(
     edge_types: Sequence[EdgeType],
     in_channels: Mapping[str, int],
     out_channels: int,
-    target_node_type: str,
+    target_node_type: str | Sequence[str],
 ) -> nn.Module:
     """R-SAGE or R-GCN with ``forward(x: dict[type, Tensor], batch: HeteroHopBatch) -> logits
     of the seeds`` (rows in seed order).

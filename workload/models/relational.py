@@ -36,16 +36,24 @@ class LayerPlan:
         self,
         node_types: Sequence[str],
         edge_types: Sequence[EdgeType],
-        target_node_type: str,
+        target_node_type: str | Sequence[str],
         num_layers: int,
     ) -> None:
+        """``target_node_type``: the type whose rows the last layer outputs, or several
+        (link prediction embeds both ends of an edge type; the first is the main one)."""
         if num_layers < 1:
             raise ValueError(f"model.numLayers must be at least 1, got {num_layers}")
-        if target_node_type not in node_types:
-            raise ValueError(
-                f"the target node type {target_node_type!r} is not one of the graph's node "
-                f"types {list(node_types)}"
-            )
+        targets = (
+            [target_node_type] if isinstance(target_node_type, str) else list(target_node_type)
+        )
+        if not targets:
+            raise ValueError("a relational model needs at least one target node type")
+        for target in targets:
+            if target not in node_types:
+                raise ValueError(
+                    f"the target node type {target!r} is not one of the graph's node "
+                    f"types {list(node_types)}"
+                )
         if not edge_types:
             raise ValueError("a relational model needs at least one edge type")
         for et in edge_types:
@@ -59,9 +67,10 @@ class LayerPlan:
             raise ValueError("edge_types lists an edge type twice")
         self.node_types = list(node_types)
         self.all_edge_types = list(edge_types)
-        self.target_node_type = target_node_type
+        self.target_node_types = list(dict.fromkeys(targets))
+        self.target_node_type = self.target_node_types[0]
         self.num_layers = num_layers
-        hops = [{target_node_type}]
+        hops = [set(self.target_node_types)]
         for _ in range(num_layers):
             hops.append({s for s, _, d in edge_types if d in hops[-1]})
         self.types_at_hop = [[t for t in node_types if t in h] for h in hops]
@@ -71,11 +80,12 @@ class LayerPlan:
             dst = set().union(*hops[: num_layers - layer])
             self.dst_types.append([t for t in node_types if t in dst])
             self.edge_types.append([et for et in edge_types if et[2] in dst])
-        if not any(et[2] == target_node_type for et in edge_types):
-            raise ValueError(
-                f"no edge type leads into the target node type {target_node_type!r}: the model "
-                "would never read a neighbour"
-            )
+        for target in self.target_node_types:
+            if not any(et[2] == target for et in edge_types):
+                raise ValueError(
+                    f"no edge type leads into the target node type {target!r}: the model "
+                    "would never read a neighbour"
+                )
 
     @property
     def input_types(self) -> list[str]:
@@ -116,11 +126,16 @@ def check_batch(batch: HeteroHopBatch, plan: LayerPlan, x: Mapping[str, Tensor])
             f"the HeteroHopBatch has {batch.num_hops} hops but the model has "
             f"{plan.num_layers} layers: sample with one fanout per layer"
         )
-    if batch.seed_type != plan.target_node_type:
+    if batch.seed_type not in plan.target_node_types:
         raise ValueError(
             f"the batch's seeds are of type {batch.seed_type!r} but the model predicts "
             f"{plan.target_node_type!r}"
         )
+    others = [
+        t for t, n in batch.num_nodes_per_hop.items() if n[0] and t not in plan.target_node_types
+    ]
+    if others:
+        raise ValueError(f"the batch seeds node types {others} that the model does not output")
     missing = [et for et in plan.edge_types[0] if et not in batch.edge_index]
     if missing:
         raise ValueError(
@@ -168,6 +183,14 @@ class RelationalGNN(nn.Module):
 
     def forward(self, x: Mapping[str, Tensor], batch: HeteroHopBatch) -> Tensor:
         """The logits of the batch's seeds, in seed order."""
+        return self._seed_outputs(x, batch)[self.target_node_type][: batch.num_seeds]
+
+    def embed_seeds(self, x: Mapping[str, Tensor], batch: HeteroHopBatch) -> dict[str, Tensor]:
+        """The last layer's rows of the seeds of every target type (hop 0, in seed order)."""
+        out = self._seed_outputs(x, batch)
+        return {t: out[t][: batch.seed_rows(t)] for t in self.plan.target_node_types}
+
+    def _seed_outputs(self, x: Mapping[str, Tensor], batch: HeteroHopBatch) -> dict[str, Tensor]:
         check_batch(batch, self.plan, x)
 
         def edges(layer: int, et: EdgeType) -> tuple[Tensor, Tensor, Tensor, int]:
@@ -179,7 +202,7 @@ class RelationalGNN(nn.Module):
         def rows(layer: int, t: str) -> int:
             return batch.layer_sizes(layer)[1][t]
 
-        return self._layers(x, edges, rows)[: batch.num_seeds]
+        return self._layers(x, edges, rows)
 
     def forward_static(self, x: Mapping[str, Tensor], hops: HeteroStaticHops) -> Tensor:
         """The logits of a fixed-shape batch's ``hops.seed_cap`` padded seeds (the real ones
@@ -194,16 +217,17 @@ class RelationalGNN(nn.Module):
         def rows(layer: int, t: str) -> int:
             return hops.dst_cap(layer, t)
 
-        return self._layers(x, edges, rows)[: hops.seed_cap]
+        return self._layers(x, edges, rows)[self.target_node_type][: hops.seed_cap]
 
     def _layers(
         self,
         x: Mapping[str, Tensor],
         edges: Callable[[int, EdgeType], tuple[Tensor, Tensor, Tensor, int]],
         rows: Callable[[int, str], int],
-    ) -> Tensor:
+    ) -> dict[str, Tensor]:
         """The layer loop: ``edges(layer, et)`` gives sources, targets, target CSR offsets and
-        the aggregated rows; ``rows(layer, t)`` the rows a layer computes for type ``t``."""
+        the aggregated rows; ``rows(layer, t)`` the rows a layer computes for type ``t``.
+        Returns the last layer's rows of every type it computes (the target types)."""
         h: Mapping[str, Tensor] = x
         for layer in range(self.num_layers):
             aggs: dict[str, list[Tensor]] = {t: [] for t in self.plan.dst_types[layer]}
@@ -220,4 +244,4 @@ class RelationalGNN(nn.Module):
                     for t, v in out.items()
                 }
             h = out
-        return h[self.target_node_type]
+        return dict(h)

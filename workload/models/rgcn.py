@@ -99,7 +99,7 @@ class RGCN(RelationalGNN):
         hidden_channels: int,
         out_channels: int,
         num_layers: int,
-        target_node_type: str,
+        target_node_type: str | Sequence[str],
         dropout: float = 0.5,
         num_bases: int | None = None,
         aggregation: Aggregation = "segment",

@@ -46,7 +46,7 @@ class RSAGE(RelationalGNN):
         hidden_channels: int,
         out_channels: int,
         num_layers: int,
-        target_node_type: str,
+        target_node_type: str | Sequence[str],
         dropout: float = 0.5,
         aggregation: Aggregation = "segment",
     ) -> None:

@@ -1,5 +1,7 @@
 """The partition Job's path for a heterogeneous dataset: load it typed, check it against the
 spec, partition it (METIS on the homogeneous view, or random) and write the typed store.
+A link-prediction job's supervised edges are split first (:mod:`.hetero_link_edges`): the
+store's topology holds the training edges only, and the split is written into it.
 
 :mod:`.job` calls :func:`partition_hetero` after its reuse check; the exit codes and the
 progress stages are the homogeneous path's.
@@ -8,6 +10,7 @@ progress stages are the homogeneous path's.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TextIO
 
 from distgnn_api.contract import (
@@ -22,8 +25,11 @@ from distgnn_workload.data.dataset import dataset_kind, load_hetero_spec
 from distgnn_workload.data.errors import DatasetError
 from distgnn_workload.data.hetero_graph import HeteroGraphData
 from distgnn_workload.partition import hetero_algorithms, stages
+from distgnn_workload.partition.hetero_algorithms import HeteroAssignment
+from distgnn_workload.partition.hetero_link_edges import split_typed_edges, split_writer
 from distgnn_workload.partition.hetero_store import HeteroPartitionStore
 from distgnn_workload.partition.hetero_writer import write_hetero_partitions
+from distgnn_workload.partition.writer import ExtraWriter
 
 log = logging.getLogger("distgnn_workload.partition")
 
@@ -38,6 +44,10 @@ def check_against_spec(graph: HeteroGraphData, config: JobConfig) -> None:
         raise DatasetError(str(err).removeprefix(f"{err.field}: "), source=err.field) from None
 
 
+def _no_extra(_: HeteroAssignment) -> ExtraWriter | None:
+    return None
+
+
 def partition_hetero(
     env: WorkloadEnv, config: JobConfig, out: TextIO
 ) -> tuple[HeteroPartitionStore, dict[str, float]]:
@@ -50,6 +60,17 @@ def partition_hetero(
         out,
     )
     check_against_spec(graph, config)
+    extra: Callable[[HeteroAssignment], ExtraWriter | None] = _no_extra
+    lp = spec.link_prediction
+    if spec.is_link_prediction and lp is not None:
+        graph, split = split_typed_edges(graph, lp, spec.partition.seed)
+        src_t, _, dst_t = split.edge_type
+        n_dst = graph.node_counts[dst_t]
+        log.info("link split: %s", split.info)
+
+        def extra(assignment: HeteroAssignment) -> ExtraWriter | None:
+            return split_writer(split, assignment[src_t], spec.num_partitions, n_dst)
+
     log.info(
         "%s graph %s: %s; %d edges over %d edge types (%.1f s)",
         kind,
@@ -71,6 +92,7 @@ def partition_hetero(
             key=config.partition_key,
             extra_meta=stages.store_meta(config),
             progress=progress,
+            extra_writer=extra(assignment),
         ),
         out,
     )

@@ -46,6 +46,7 @@ from distgnn_workload.partition.store import (
     part_dir_name,
 )
 from distgnn_workload.partition.writer import (
+    ExtraWriter,
     NpyWriter,
     ProgressFn,
     balance,
@@ -69,6 +70,7 @@ def write_hetero_partitions(
     extra_meta: Mapping[str, Any] | None = None,
     overwrite: bool = False,
     progress: ProgressFn | None = None,
+    extra_writer: ExtraWriter | None = None,
 ) -> HeteroPartitionStore:
     """Partition ``graph`` and write a complete typed store at ``out_dir``; return it opened.
 
@@ -76,6 +78,8 @@ def write_hetero_partitions(
     node type, train nodes and edges), or give ``assignment`` (per node type, the partition
     of each type-local id), with ``spec`` when it was computed by that spec. Tests build
     small stores with e.g. ``write_hetero_partitions(tmp / "p", graph, 2)``.
+    ``extra_writer(root, meta)``, when given, adds files (and META.json entries) to the store
+    being written, before it is published (a link job's edge split).
     """
     out_dir = Path(out_dir)
     if is_complete(out_dir) and not overwrite:
@@ -100,7 +104,11 @@ def write_hetero_partitions(
 
     return stage_store(
         out_dir,
-        lambda tmp: _write_store(tmp, graph, parts, num_partitions, steps=steps, progress=progress),
+        lambda tmp: _write_with_extra(
+            tmp,
+            _write_store(tmp, graph, parts, num_partitions, steps=steps, progress=progress),
+            extra_writer,
+        ),
         key=key,
         algorithm=algorithm,
         partition_spec=(
@@ -112,6 +120,14 @@ def write_hetero_partitions(
         overwrite=overwrite,
         reopen=HeteroPartitionStore.open,
     )
+
+
+def _write_with_extra(
+    root: Path, meta: dict[str, Any], extra_writer: ExtraWriter | None
+) -> dict[str, Any]:
+    if extra_writer is not None:
+        extra_writer(root, meta)
+    return meta
 
 
 class _HaloSet:

@@ -101,7 +101,7 @@ def run(env: WorkloadEnv, config: JobConfig, out: TextIO = sys.stdout) -> int:
     known_nodes = dataset_num_nodes(spec.dataset)
     if known_nodes is not None:
         algorithms.check_num_partitions(known_nodes, k)
-    if spec.is_link_prediction:  # heterogeneous link stores: refused (exit 2) when loading
+    if spec.is_link_prediction and not hetero:
         from distgnn_workload.partition.link_job import partition_link
 
         link_store, link_steps = partition_link(env.data_dir, target, config, out)

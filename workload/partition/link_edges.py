@@ -89,10 +89,10 @@ def split_edges(data: LinkData, lp: LinkPrediction, seed: int) -> EdgeSplitResul
     src, dst, dropped = first_distinct(data.src, data.dst, n)
     info: dict[str, Any] = {"duplicate_or_self_loop_edges_dropped": dropped}
     if lp.split.from_dataset:
-        held, train_src, train_dst = _given(data)
+        held, train_src, train_dst = given_split(data)
         info["split"] = "dataset"
     else:
-        held, train_src, train_dst = _fractions(src, dst, lp, split_rng)
+        held, train_src, train_dst = fraction_split(src, dst, lp, split_rng)
         info["split"] = "fractions"
     held_keys = np.unique(np.concatenate([pair_keys(e.src, e.dst, n) for e in held.values()]))
     if lp.split.from_dataset:
@@ -108,8 +108,8 @@ def split_edges(data: LinkData, lp: LinkPrediction, seed: int) -> EdgeSplitResul
     info["train_positives_also_held_out_dropped"] = int(leaked.sum())
     out: dict[str, GivenEdges] = {}
     for i, name in enumerate(HELD_OUT):
-        edges = _cap(held[name], lp.evaluation.max_positives, cap_rng)
-        out[name] = _with_negatives(edges, lp, n, neg_seq.spawn(i + 1)[i], name)
+        edges = cap_split(held[name], lp.evaluation.max_positives, cap_rng)
+        out[name] = with_negatives(edges, lp, n, neg_seq.spawn(i + 1)[i], name)
     info.update(
         held_out_pairs=len(held_keys),
         topology_pairs=len(topology_keys),
@@ -118,7 +118,7 @@ def split_edges(data: LinkData, lp: LinkPrediction, seed: int) -> EdgeSplitResul
     return EdgeSplitResult(topology_keys, train, out["valid"], out["test"], n, info)
 
 
-def _fractions(
+def fraction_split(
     src: IdArray, dst: IdArray, lp: LinkPrediction, rng: np.random.Generator
 ) -> tuple[dict[str, GivenEdges], IdArray, IdArray]:
     e = len(src)
@@ -141,7 +141,7 @@ def _fractions(
     return held, src[train], dst[train]
 
 
-def _given(data: LinkData) -> tuple[dict[str, GivenEdges], IdArray, IdArray]:
+def given_split(data: LinkData) -> tuple[dict[str, GivenEdges], IdArray, IdArray]:
     given = data.given
     if given is None or any(k not in given for k in HELD_OUT):
         raise DatasetError(
@@ -155,7 +155,7 @@ def _given(data: LinkData) -> tuple[dict[str, GivenEdges], IdArray, IdArray]:
     return {k: given[k] for k in HELD_OUT}, train.src, train.dst
 
 
-def _cap(edges: GivenEdges, cap: int | None, rng: np.random.Generator) -> GivenEdges:
+def cap_split(edges: GivenEdges, cap: int | None, rng: np.random.Generator) -> GivenEdges:
     if cap is None or len(edges) <= cap:
         return edges
     keep = np.sort(rng.choice(len(edges), size=cap, replace=False))
@@ -163,7 +163,7 @@ def _cap(edges: GivenEdges, cap: int | None, rng: np.random.Generator) -> GivenE
     return GivenEdges(edges.src[keep], edges.dst[keep], neg)
 
 
-def _with_negatives(
+def with_negatives(
     edges: GivenEdges, lp: LinkPrediction, n: int, seq: np.random.SeedSequence, name: str
 ) -> GivenEdges:
     negatives = lp.evaluation.negatives

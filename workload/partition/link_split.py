@@ -62,11 +62,34 @@ def write_link_split(
     """Write ``split`` (dataset ids) into a store being written at ``root``, in the store's
     new ids; returns what META.json records under ``link``."""
     remap = np.asarray(new_ids, dtype=np.int64)
-    k = len(offsets) - 1
-    base = root / LINK_DIR
     src = remap[split.train.src]
-    dst = remap[split.train.dst]
     owner = np.searchsorted(offsets, src, side="right") - 1
+    # negatives remapped in the narrowest dtype of the store's ids: half the bytes below 2^31
+    narrow = remap.astype(index_dtype(len(remap)))
+    held = {
+        name: GivenEdges(
+            remap[e.src], remap[e.dst], None if e.dst_neg is None else take(narrow, e.dst_neg)
+        )
+        for name in ("valid", "test")
+        for e in (split.split(name),)
+    }
+    train = GivenEdges(src, remap[split.train.dst])
+    return write_split_arrays(root, train, owner, len(offsets) - 1, held, split.info, len(remap))
+
+
+def write_split_arrays(
+    root: Path,
+    train: GivenEdges,
+    owner: npt.NDArray[Any],
+    k: int,
+    held: dict[str, GivenEdges],
+    info: dict[str, Any],
+    num_dst: int,
+) -> dict[str, Any]:
+    """Write the split's arrays (store ids) under ``root/link``: the training positives by
+    ``owner`` (the partition of each one's source, of ``k``), valid and test whole, their
+    negatives in the narrowest dtype of ``num_dst`` ids; returns META.json's ``link``."""
+    base = root / LINK_DIR
     order = np.argsort(owner, kind="stable")
     bounds = np.searchsorted(owner[order], np.arange(k + 1))
     per_part = []
@@ -74,23 +97,23 @@ def write_link_split(
         ix = order[bounds[p] : bounds[p + 1]]
         folder = base / "train" / part_dir_name(p)
         folder.mkdir(parents=True)
-        np.save(folder / "src.npy", src[ix])
-        np.save(folder / "dst.npy", dst[ix])
+        np.save(folder / "src.npy", train.src[ix])
+        np.save(folder / "dst.npy", train.dst[ix])
         per_part.append(len(ix))
-    meta: dict[str, Any] = {"num_train": len(src), "train_per_partition": per_part}
+    meta: dict[str, Any] = {"num_train": len(train.src), "train_per_partition": per_part}
     for name in ("valid", "test"):
-        edges: GivenEdges = split.split(name)
+        edges = held[name]
         folder = base / name
         folder.mkdir(parents=True)
-        np.save(folder / "src.npy", remap[edges.src])
-        np.save(folder / "dst.npy", remap[edges.dst])
+        np.save(folder / "src.npy", edges.src)
+        np.save(folder / "dst.npy", edges.dst)
         if edges.dst_neg is not None:
             # The narrowest dtype of the store's ids: half the bytes below 2^31 nodes.
-            narrow = remap.astype(index_dtype(len(remap)))
-            np.save(folder / "dst_neg.npy", take(narrow, edges.dst_neg))
+            narrow_neg = edges.dst_neg.astype(index_dtype(num_dst), copy=False)
+            np.save(folder / "dst_neg.npy", narrow_neg)
         meta[f"num_{name}"] = len(edges)
         meta[f"{name}_negatives"] = None if edges.dst_neg is None else int(edges.dst_neg.shape[1])
-    meta["info"] = split.info
+    meta["info"] = info
     return meta
 
 

@@ -81,6 +81,16 @@ class HeteroHopBatch:
         """Global ids of the seeds (of ``seed_type``)."""
         return self.node_ids[self.seed_type][: self.num_seeds]
 
+    def seed_rows(self, node_type: str) -> int:
+        """Hop-0 rows of ``node_type``: the seeds of that type (``num_seeds`` for
+        ``seed_type``; a batch sampled around seeds of several types has others too)."""
+        return self.num_nodes_per_hop[node_type][0]
+
+    @property
+    def num_seed_rows(self) -> int:
+        """Hop-0 rows over every node type (``num_seeds`` when one type is seeded)."""
+        return sum(n[0] for n in self.num_nodes_per_hop.values())
+
     def _map(self, fn: Callable[[Tensor], Tensor]) -> HeteroHopBatch:
         ids = self.edge_ids
         return replace(

@@ -142,13 +142,34 @@ class HeteroNeighborSampler(RandomStream):
                 table.fill_(-1)
             raise
 
-    def _sample_dynamic(self, seeds: Tensor, seed_type: str) -> HeteroHopBatch:
+    def sample_typed(self, seeds: Mapping[str, Tensor], seed_type: str) -> HeteroHopBatch:
+        """Sample around seeds of several node types at once (the dynamic execution): hop 0
+        of type ``t`` is ``seeds[t]`` (each occurrence a row). The batch's ``seed_type`` and
+        ``num_seeds`` describe ``seeds[seed_type]``; the other types' seed rows are the first
+        ``num_nodes_per_hop[t][0]`` of their ``node_ids`` (link prediction's two ends)."""
+        if seed_type not in seeds:
+            raise ValueError(f"seed_type {seed_type!r} has no seeds in {sorted(seeds)}")
+        typed = {}
+        for t, ids in seeds.items():
+            ids = ids.reshape(-1).to(torch.int64)
+            self.graph.check_seeds(ids, t)
+            typed[t] = ids.to(self.device)
+        try:
+            return self._sample_dynamic(typed, seed_type)
+        except BaseException:
+            for table in self._local.values():
+                table.fill_(-1)
+            raise
+
+    def _sample_dynamic(
+        self, seeds: Tensor | Mapping[str, Tensor], seed_type: str
+    ) -> HeteroHopBatch:
         dev, graph = self.device, self.graph
         empty = torch.zeros(0, dtype=torch.int64, device=dev)
-        self._local[seed_type][seeds] = torch.arange(
-            seeds.numel(), dtype=self._local[seed_type].dtype, device=dev
-        )
-        nodes = {t: [seeds if t == seed_type else empty] for t in graph.num_nodes}
+        by_type = {seed_type: seeds} if isinstance(seeds, Tensor) else dict(seeds)
+        for t, ids in by_type.items():
+            self._local[t][ids] = torch.arange(ids.numel(), dtype=self._local[t].dtype, device=dev)
+        nodes = {t: [by_type.get(t, empty)] for t in graph.num_nodes}
         frontier = {t: parts[0] for t, parts in nodes.items()}
         lo = dict.fromkeys(graph.num_nodes, 0)
         hi = {t: f.numel() for t, f in frontier.items()}
@@ -188,7 +209,7 @@ class HeteroNeighborSampler(RandomStream):
             table[node_ids[t]] = -1
         return HeteroHopBatch(
             seed_type=seed_type,
-            num_seeds=seeds.numel(),
+            num_seeds=by_type[seed_type].numel(),
             node_ids=node_ids,
             num_nodes_per_hop={t: [p.numel() for p in parts] for t, parts in nodes.items()},
             edge_index={

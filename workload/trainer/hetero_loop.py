@@ -98,9 +98,13 @@ class HeteroTrainer(Trainer):
         batches: HeteroBatches | None = None,
         features: TypedFeatures | None = None,
         partition_dir: Path | None = None,
+        model: nn.Module | None = None,
+        train_ids: list[Tensor] | None = None,
     ) -> None:
         """``partition_dir``: the typed store that full-neighbourhood evaluation reads what
-        ``data`` lacks from (None: the contract's partition directory)."""
+        ``data`` lacks from (None: the contract's partition directory). ``model`` and
+        ``train_ids`` replace the target type's classifier and training seeds (a link job's:
+        its encoder and decoder, and packed training edges, with no sampled evaluation)."""
         collectives = collectives or single_process()
         bf16 = spec.training.bf16 and device.type == "cuda"
         dtype = torch.bfloat16 if bf16 else torch.float32
@@ -118,14 +122,16 @@ class HeteroTrainer(Trainer):
             )
         dim = spec.model.embedding_size
         torch.manual_seed(spec.training.seed)
-        model = build_hetero_model(
-            spec.model,
-            data.node_types,
-            data.edge_types,
-            data.in_channels(dim),
-            data.num_classes,
-            data.target_node_type,
-        )
+        if model is None:
+            model = build_hetero_model(
+                spec.model,
+                data.node_types,
+                data.edge_types,
+                data.in_channels(dim),
+                data.num_classes,
+                data.target_node_type,
+            )
+        link = train_ids is not None
         super().__init__(
             spec,
             rank=rank,
@@ -133,9 +139,9 @@ class HeteroTrainer(Trainer):
             device=device,
             pipeline=pipeline,
             collectives=collectives,
-            train_ids=data.train_ids,
-            val_ids=data.val_ids,
-            test_ids=data.test_ids,
+            train_ids=data.train_ids if train_ids is None else train_ids,
+            val_ids=[] if link else data.val_ids,
+            test_ids=[] if link else data.test_ids,
             ranks_of_holder=ranks_of_holder,
             num_features=0,
             num_classes=data.num_classes,
@@ -262,15 +268,19 @@ class HeteroTrainer(Trainer):
         if self.graph_step is not None:
             return self.graph_step.step(batch)
         x = self._inputs(batch)
-        with self.autocast():
-            logits = self.ddp(x, batch.hop)
-        loss = F.cross_entropy(logits.float(), batch.y)
+        loss = self._loss(x, batch)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()  # type: ignore[no-untyped-call]
         self.optimizer.step()
         if self.sparse is not None:
             self.sparse.step()  # collective: the row gradients go to their owners
         return loss
+
+    def _loss(self, x: dict[str, Tensor], batch: HeteroMiniBatch) -> Tensor:
+        """The step's loss: cross-entropy of the seeds' logits (a link job: its own)."""
+        with self.autocast():
+            logits = self.ddp(x, batch.hop)
+        return F.cross_entropy(logits.float(), batch.y)
 
     def _eval_logits(self, batch: HeteroMiniBatch) -> Tensor:
         x = self._inputs(batch)

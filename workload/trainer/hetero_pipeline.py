@@ -46,7 +46,8 @@ class HeteroMiniBatch:
 
     @property
     def num_seeds(self) -> int:
-        return self.hop.num_seeds
+        """Seed rows of every type (a link batch seeds both ends and the negatives)."""
+        return self.hop.num_seed_rows
 
     @property
     def num_nodes(self) -> int:
@@ -101,13 +102,17 @@ class HeteroPipeline:
         input_dtype: torch.dtype = torch.float32,
         depth: int = PREFETCH_DEPTH,
         features: TypedFeatures | None = None,
+        sampler: HeteroNeighborSampler | None = None,
     ) -> None:
+        """``sampler``: what samples each batch (None: around target-type seeds, with their
+        labels; a given sampler's batches carry none)."""
+        self.labelled = sampler is None
         self.data = data
         self.rank = rank
         self.seed = seed
         self.device = device
         self.depth = depth
-        self.sampler = HeteroNeighborSampler(
+        self.sampler = sampler or HeteroNeighborSampler(
             {et: data.in_csr[et] for et in data.edge_types},
             data.node_counts,
             {et: list(fanouts[et]) for et in data.edge_types},
@@ -169,4 +174,9 @@ class HeteroPipeline:
                 t: self.features.gather(t, hop.node_ids[t]).to(self.device, self.input_dtype)
                 for t in self.data.x
             }
-        return HeteroMiniBatch(hop=hop, x=x, y=self.y[hop.seed_ids])
+        return HeteroMiniBatch(hop=hop, x=x, y=self.labels(hop))
+
+    def labels(self, hop: HeteroHopBatch) -> Tensor:
+        """The seeds' labels; none from a given sampler (a link job's: its seeds are ends
+        of edges)."""
+        return self.y[hop.seed_ids] if self.labelled else self.y[:0]

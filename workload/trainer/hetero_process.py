@@ -21,6 +21,7 @@ import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -36,8 +37,14 @@ from distgnn_workload.runtime.hetero_batches import feature_bytes
 from distgnn_workload.runtime.seeds import holder_ranks
 from distgnn_workload.runtime.status_server import ProgressTracker
 from distgnn_workload.trainer.hetero_data import from_store, open_typed_store
+from distgnn_workload.trainer.hetero_link_loop import (
+    HeteroLinkTrainer,
+    link_edge_types,
+    typed_train_pairs,
+)
 from distgnn_workload.trainer.hetero_loop import HeteroTrainer
 from distgnn_workload.trainer.hetero_remote import HeteroRemotePipeline, rpc_request
+from distgnn_workload.trainer.link_loop import read_eval_splits
 from distgnn_workload.trainer.pipelines import place
 from distgnn_workload.trainer.process import finish, keep_job_config
 from distgnn_workload.trainer.trainer_metrics import TrainerMetrics
@@ -128,23 +135,37 @@ def run(
             on_batch=lambda wire: metrics.remote_bytes.inc(feature_bytes(wire)),
         )
     proc.serving()
-    trainer = HeteroTrainer(
-        spec,
-        data,
-        rank=rank,
-        world_size=world,
-        device=device,
-        ranks_of_holder=ranks_of,
-        collectives=proc.collectives,
-        run_dir=env.run_dir,
-        job_uid=env.job_uid,
-        tracker=tracker,
-        started_at=started_at,
-        batches=remote,
-        features=features,
-        on_epoch=on_epoch,
-        partition_dir=env.partition_dir,
-    )
+    common: dict[str, Any] = {
+        "rank": rank,
+        "world_size": world,
+        "device": device,
+        "ranks_of_holder": ranks_of,
+        "collectives": proc.collectives,
+        "run_dir": env.run_dir,
+        "job_uid": env.job_uid,
+        "tracker": tracker,
+        "started_at": started_at,
+        "batches": remote,
+        "features": features,
+        "on_epoch": on_epoch,
+        "partition_dir": env.partition_dir,
+    }
+    trainer: HeteroTrainer
+    if spec.is_link_prediction:
+        edge_type, reverse = link_edge_types(store.path)
+        trainer = HeteroLinkTrainer(
+            spec,
+            data,
+            splits=read_eval_splits(store.path),
+            edge_type=edge_type,
+            reverse=reverse,
+            train_ids=typed_train_pairs(
+                store.path, store.num_partitions, data.node_counts[edge_type[2]]
+            ),
+            **common,
+        )
+    else:
+        trainer = HeteroTrainer(spec, data, **common)
     trainer.resume()
     trainer.hetero.prepare(spec.training.batch_size)
     gc.collect()

@@ -20,7 +20,7 @@ from typing import Any
 
 from torch import Tensor
 
-from distgnn_api.contract import STAGE_EVAL, LinkFigures, Result, emit_progress, rfc3339_now
+from distgnn_api.contract import Result
 from distgnn_api.spec import DistGNNJobSpec
 from distgnn_workload.evaluation import LayerwiseInference
 from distgnn_workload.evaluation.link_ranking import LinkMetrics, LinkSplit, evaluate_splits
@@ -30,12 +30,11 @@ from distgnn_workload.partition.store import PartitionStore
 from distgnn_workload.runtime.link_batches import seed_rows
 from distgnn_workload.runtime.seeds import epoch_subset
 from distgnn_workload.trainer.link_graph_step import LinkGraphStep
+from distgnn_workload.trainer.link_report import SPLITS, link_result, nonempty, report_ranking
 from distgnn_workload.trainer.loop import Trainer
 from distgnn_workload.trainer.step_policy import graph_layout
 
 log = logging.getLogger(__name__)
-
-SPLITS = ("val", "test")
 
 
 def link_model(spec: DistGNNJobSpec, num_features: int) -> LinkModel:
@@ -80,10 +79,7 @@ class LinkTrainer(Trainer):
         assert spec.link_prediction is not None
         self.link = spec.link_prediction
         self.link_model = model
-        cap = self.link.evaluation.max_positives
-        self.splits = {
-            name: _first(split, cap) for name, split in splits.items() if split[0].numel()
-        }
+        self.splits = nonempty(splits, self.link.evaluation.max_positives)
         self.partition_dir = partition_dir
         self._link_graph_step(spec, num_features)
 
@@ -155,16 +151,7 @@ class LinkTrainer(Trainer):
             self.link.evaluation.hits_at,
             self.collectives.all_gather,
         )
-        for name, m in figures.items():
-            self.metrics.link_figures(name, m.mrr, m.hits)
-        if self.rank == 0:
-            emit_progress(STAGE_EVAL, 1, 1, None, **{f"{n}_mrr": m.mrr for n, m in figures.items()})
-            log.info(
-                "ranking evaluation in %.1f s: %s",
-                time.perf_counter() - start,
-                "; ".join(f"{n} {_figures(m).summary()}" for n, m in figures.items()),
-            )
-        return figures
+        return report_ranking(self, figures, start)
 
     def _validate(self) -> float:
         figures = self.rank_splits(("val",))
@@ -174,27 +161,7 @@ class LinkTrainer(Trainer):
         return {"val_mrr": figure}
 
     def _final_result(self, epochs: int, last_val: float | None) -> Result:
-        figures = self.rank_splits(SPLITS)
-        test = _figures(figures["test"]) if "test" in figures else None
-        val = _figures(figures["val"]) if "val" in figures else None
-        result = Result(
-            job_uid=self.job_uid,
-            epochs=epochs,
-            test_link=test,
-            val_link=val,
-            seeds_per_second=self._job_seeds_per_second(),
-            elapsed_seconds=time.time() - self.state.started_at,
-            finished_at=rfc3339_now(),
-        )
-        if self.tracker is not None:
-            self.tracker.update(
-                epoch=epochs,
-                seeds_per_second=result.seeds_per_second,
-                val_mrr=val.mrr if val is not None else last_val,
-                test_mrr=test.mrr if test is not None else None,
-                test_hits=test.hits if test is not None else None,
-            )
-        return result
+        return link_result(self, self.rank_splits(SPLITS), epochs, last_val)
 
 
 def read_eval_splits(store_dir: Path) -> dict[str, LinkSplit]:
@@ -206,15 +173,3 @@ def read_eval_splits(store_dir: Path) -> dict[str, LinkSplit]:
         split = read_link_split(store_dir, stored)
         out[name] = (split.src, split.dst, split.dst_neg)
     return out
-
-
-def _first(split: LinkSplit, cap: int | None) -> LinkSplit:
-    """The first ``cap`` positives (the store's order is fixed: a fixed subset)."""
-    src, dst, neg = split
-    if cap is None or src.numel() <= cap:
-        return split
-    return src[:cap], dst[:cap], None if neg is None else neg[:cap]
-
-
-def _figures(m: LinkMetrics) -> LinkFigures:
-    return LinkFigures(mrr=m.mrr, hits={str(k): v for k, v in m.hits.items()}, positives=m.count)

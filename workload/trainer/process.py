@@ -18,7 +18,7 @@ from distgnn_workload.runtime import holder as holders
 from distgnn_workload.runtime import link_batches
 from distgnn_workload.runtime.bootstrap import RoleProcess
 from distgnn_workload.runtime.features import HolderLayout, split_ids
-from distgnn_workload.runtime.lifecycle import BadInputError, write_result
+from distgnn_workload.runtime.lifecycle import write_result
 from distgnn_workload.runtime.seeds import holder_ranks
 from distgnn_workload.runtime.status_server import ProgressTracker
 from distgnn_workload.trainer.link_loop import LinkTrainer, read_eval_splits
@@ -46,11 +46,6 @@ def run(proc: RoleProcess, *, progress_file: Path | None = None, serve_status: b
         log.info("the job's result exists: training is complete")
         return EXIT_OK
     if spec.dataset.hetero_section is not None:
-        if spec.is_link_prediction:
-            raise BadInputError(
-                "spec.task: linkPrediction trains on homogeneous graphs only; "
-                "heterogeneous link prediction (spec.linkPrediction.edgeType) is not supported yet"
-            )
         from distgnn_workload.trainer import hetero_process
 
         return hetero_process.run(

@@ -1,0 +1,233 @@
+"""The training loop of a link-prediction rank on a heterogeneous graph.
+
+It is the heterogeneous loop (:class:`~distgnn_workload.trainer.hetero_loop.HeteroTrainer`:
+typed batches, learnt embeddings of featureless types, DDP, checkpoints) with the link
+path's batches, loss and evaluation:
+
+- the training seeds are packed edges of the supervised edge type (the partition Job's
+  split, by the partition owning their source); a batch's typed subgraph is sampled around
+  both ends and the negatives, without the batch's own edges and their reverses
+  (:class:`~distgnn_workload.sampling.hetero_link_sampler.HeteroLinkSampler`: here in
+  worker mode, by the sampler servers in server-client mode);
+- the model is R-SAGE or R-GCN embedding both end types (``hidden_channels``) and the
+  spec's decoder (:class:`~distgnn_workload.models.hetero_link.HeteroLinkModel`); the loss
+  is binary cross-entropy (bf16 autocast on a GPU);
+- validation and test rank each split's positives against their fixed negatives over
+  full-neighbourhood typed embeddings of the training topology
+  (:meth:`~distgnn_workload.evaluation.hetero_inference.HeteroLayerwiseInference.embeddings`),
+  each rank its share, gathered for exact MRR and Hits@K.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from distgnn_api.edge_types import EdgeType, parse_edge_type_key
+from distgnn_api.hetero_load import resolve_edge_fanouts
+from distgnn_api.spec import DistGNNJobSpec
+from distgnn_workload.evaluation.link_ranking import LinkMetrics, LinkSplit, rank_splits
+from distgnn_workload.models import build_hetero_model
+from distgnn_workload.models.hetero_link import HeteroLinkModel
+from distgnn_workload.models.link import build_decoder, link_loss
+from distgnn_workload.models.relational import RelationalGNN
+from distgnn_workload.sampling.hetero_link_sampler import HeteroLinkSampler
+from distgnn_workload.sampling.seed_edges import pack_pairs
+from distgnn_workload.trainer.hetero_data import HeteroTrainingData
+from distgnn_workload.trainer.hetero_evaluation import typed_inference
+from distgnn_workload.trainer.hetero_loop import HeteroTrainer
+from distgnn_workload.trainer.hetero_pipeline import (
+    HeteroBatches,
+    HeteroMiniBatch,
+    HeteroPipeline,
+    TypedFeatures,
+    stream_seed,
+)
+from distgnn_workload.trainer.link_report import SPLITS, link_result, nonempty, report_ranking
+
+
+def link_edge_types(store_dir: Path) -> tuple[EdgeType, EdgeType | None]:
+    """The supervised edge type and the one its reverses were held out of, as the
+    partition Job resolved them against the dataset (META.json's ``link`` record)."""
+    from distgnn_workload.partition.link_split import link_meta
+
+    meta = link_meta(store_dir)
+    rev = meta.get("reverse_edge_type")
+    return parse_edge_type_key(meta["edge_type"]), None if rev is None else parse_edge_type_key(rev)
+
+
+def typed_train_pairs(store_dir: Path, num_partitions: int, num_dst: int) -> list[Tensor]:
+    """Each partition's training edges, packed (holder ``h`` serves partition ``h``)."""
+    from distgnn_workload.partition.link_split import read_link_split
+
+    out = []
+    for p in range(num_partitions):
+        split = read_link_split(store_dir, "train", part=p)
+        out.append(pack_pairs(split.src, split.dst, num_dst))
+    return out
+
+
+def link_sampler(
+    spec: DistGNNJobSpec,
+    data: HeteroTrainingData,
+    in_csr: Mapping[EdgeType, tuple[Tensor, Tensor]],
+    edge_type: EdgeType,
+    reverse: EdgeType | None,
+    device: torch.device,
+    seed: int = 0,
+) -> HeteroLinkSampler:
+    """The typed link sampler of ``spec`` over ``in_csr`` (worker and server side)."""
+    lp = spec.link_prediction
+    assert lp is not None
+    fanouts = resolve_edge_fanouts(spec.model.fanout, spec.model.edge_fanouts, data.edge_types)
+    return HeteroLinkSampler(
+        in_csr,
+        data.node_counts,
+        {et: list(fanouts[et]) for et in data.edge_types},
+        edge_type=edge_type,
+        reverse=reverse,
+        negatives=lp.negatives.per_positive,
+        kind=lp.negatives.kind.value,
+        device=device,
+        seed=seed,
+    )
+
+
+def hetero_link_model(
+    spec: DistGNNJobSpec, data: HeteroTrainingData, edge_type: EdgeType
+) -> HeteroLinkModel:
+    """R-SAGE or R-GCN embedding both ends of ``edge_type``, and the spec's decoder."""
+    lp = spec.link_prediction
+    assert lp is not None
+    hidden = spec.model.hidden_channels
+    torch.manual_seed(spec.training.seed)
+    encoder = build_hetero_model(
+        spec.model,
+        data.node_types,
+        data.edge_types,
+        data.in_channels(spec.model.embedding_size),
+        hidden,
+        [edge_type[0], edge_type[2]],
+    )
+    assert isinstance(encoder, RelationalGNN)
+    decoder = build_decoder(lp.decoder.value, hidden, spec.model.dropout)
+    return HeteroLinkModel(
+        encoder, decoder, edge_type, lp.negatives.per_positive, lp.negatives.kind.value
+    )
+
+
+class HeteroLinkTrainer(HeteroTrainer):
+    """The training loop of one link-prediction rank over a typed graph.
+
+    ``splits`` holds the valid and test positives (``"val"``, ``"test"``), the same on
+    every rank; ``train_ids`` the packed training edges of each holder; ``batches`` the
+    server-client pipeline (None: sample here, worker mode).
+    """
+
+    VAL_FIGURE = "val_mrr"
+
+    def __init__(
+        self,
+        spec: DistGNNJobSpec,
+        data: HeteroTrainingData,
+        *,
+        splits: Mapping[str, LinkSplit],
+        edge_type: EdgeType,
+        reverse: EdgeType | None,
+        train_ids: list[Tensor],
+        rank: int,
+        device: torch.device,
+        batches: HeteroBatches | None = None,
+        features: TypedFeatures | None = None,
+        **kwargs: Any,
+    ) -> None:
+        lp = spec.link_prediction
+        if lp is None:
+            raise ValueError("a link-prediction job needs spec.linkPrediction")
+        model = hetero_link_model(spec, data, edge_type)
+        if batches is None:
+            bf16 = spec.training.bf16 and device.type == "cuda"
+            sampler = link_sampler(
+                spec,
+                data,
+                data.in_csr,
+                edge_type,
+                reverse,
+                device,
+                stream_seed(spec.training.seed, 0, rank),
+            )
+            batches = HeteroPipeline(
+                data,
+                {},
+                rank=rank,
+                seed=spec.training.seed,
+                device=device,
+                input_dtype=torch.bfloat16 if bf16 else torch.float32,
+                features=features,
+                sampler=sampler,
+            )
+        super().__init__(
+            spec,
+            data,
+            rank=rank,
+            device=device,
+            batches=batches,
+            features=features,
+            model=model,
+            train_ids=train_ids,
+            **kwargs,
+        )
+        self.link = lp
+        self.edge_type = edge_type
+        self.link_model = model
+        self.splits = nonempty(splits, lp.evaluation.max_positives)
+
+    def _loss(self, x: dict[str, Tensor], batch: HeteroMiniBatch) -> Tensor:
+        with self.autocast():
+            pos, neg = self.ddp(x, batch.hop)
+        return link_loss(pos, neg)
+
+    def rank_splits(self, names: tuple[str, ...]) -> dict[str, LinkMetrics]:
+        """MRR and Hits@K of the named splits (every rank must call)."""
+        wanted = {n: self.splits[n] for n in names if n in self.splits}
+        if not wanted:
+            return {}
+        start = time.perf_counter()
+        engine = typed_inference(
+            self.data,
+            self.tables,
+            rank=self.rank,
+            world_size=self.world_size,
+            device=self.device,
+            bf16=self.bf16,
+            partition_dir=self.partition_dir,
+        )
+        rows = engine.embeddings(self.link_model.encoder)
+        s, _, d = self.edge_type
+        figures = rank_splits(
+            rows[s].rows,
+            rows[d].rows,
+            self.data.node_counts[d],
+            self.link_model.decoder,
+            wanted,
+            self.link.evaluation.hits_at,
+            self.collectives.all_gather,
+            rank=self.rank,
+            world_size=self.world_size,
+        )
+        return report_ranking(self, figures, start)
+
+    def _validate(self) -> float:
+        figures = self.rank_splits(("val",))
+        return figures["val"].mrr if "val" in figures else 0.0
+
+    def _validation_fields(self, figure: float | None) -> dict[str, Any]:
+        return {"val_mrr": figure}
+
+    def _final_result(self, epochs: int, last_val: float | None) -> Any:
+        return link_result(self, self.rank_splits(SPLITS), epochs, last_val)

@@ -1,0 +1,86 @@
+"""How a link-prediction rank reports its ranking figures: metrics, the progress event, the
+log line, the result and the tracker. Shared by the homogeneous
+(:class:`~distgnn_workload.trainer.link_loop.LinkTrainer`) and the heterogeneous
+(:class:`~distgnn_workload.trainer.hetero_link_loop.HeteroLinkTrainer`) loops, which only
+differ in how they embed the nodes.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+
+from torch import Tensor
+
+from distgnn_api.contract import STAGE_EVAL, LinkFigures, Result, emit_progress, rfc3339_now
+from distgnn_workload.evaluation.link_ranking import LinkMetrics, LinkSplit
+from distgnn_workload.trainer.loop import Trainer
+
+log = logging.getLogger(__name__)
+
+SPLITS = ("val", "test")
+
+
+def report_ranking(
+    trainer: Trainer, figures: Mapping[str, LinkMetrics], started: float
+) -> dict[str, LinkMetrics]:
+    """Export the figures and (rank 0) emit and log them; ``started``: perf_counter()."""
+    for name, m in figures.items():
+        trainer.metrics.link_figures(name, m.mrr, m.hits)
+    if trainer.rank == 0:
+        emit_progress(STAGE_EVAL, 1, 1, None, **{f"{n}_mrr": m.mrr for n, m in figures.items()})
+        log.info(
+            "ranking evaluation in %.1f s: %s",
+            time.perf_counter() - started,
+            "; ".join(f"{n} {link_figures(m).summary()}" for n, m in figures.items()),
+        )
+    return dict(figures)
+
+
+def link_result(
+    trainer: Trainer, figures: Mapping[str, LinkMetrics], epochs: int, last_val: float | None
+) -> Result:
+    """The job's result from the final figures, reported to the tracker as well."""
+    test = link_figures(figures["test"]) if "test" in figures else None
+    val = link_figures(figures["val"]) if "val" in figures else None
+    result = Result(
+        job_uid=trainer.job_uid,
+        epochs=epochs,
+        test_link=test,
+        val_link=val,
+        seeds_per_second=trainer._job_seeds_per_second(),
+        elapsed_seconds=time.time() - trainer.state.started_at,
+        finished_at=rfc3339_now(),
+    )
+    if trainer.tracker is not None:
+        trainer.tracker.update(
+            epoch=epochs,
+            seeds_per_second=result.seeds_per_second,
+            val_mrr=val.mrr if val is not None else last_val,
+            test_mrr=test.mrr if test is not None else None,
+            test_hits=test.hits if test is not None else None,
+        )
+    return result
+
+
+def first_positives(split: LinkSplit, cap: int | None) -> LinkSplit:
+    """The first ``cap`` positives (the store's order is fixed: a fixed subset)."""
+    src, dst, neg = split
+    if cap is None or src.numel() <= cap:
+        return split
+    return src[:cap], dst[:cap], None if neg is None else neg[:cap]
+
+
+def nonempty(splits: Mapping[str, LinkSplit], cap: int | None) -> dict[str, LinkSplit]:
+    """The splits that have positives, each cut to ``cap``."""
+    out = {}
+    for name, split in splits.items():
+        first: Tensor = split[0]
+        if first.numel():
+            out[name] = first_positives(split, cap)
+    return out
+
+
+def link_figures(m: LinkMetrics) -> LinkFigures:
+    return LinkFigures(mrr=m.mrr, hits={str(k): v for k, v in m.hits.items()}, positives=m.count)
