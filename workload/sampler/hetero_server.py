@@ -7,6 +7,9 @@ node type it holds its partition's rows plus a hot cache of ``samplers.cacheRati
 other partitions' rows (the hottest by in-degree), answers the other samplers' requests for
 its own rows and fetches the rest of a batch's rows from their owning samplers over RPC
 (:mod:`distgnn_workload.runtime.features.typed_source`; none with a ratio of 1).
+A link job's requests carry packed seed edges of its edge type instead, sampled by
+:class:`~distgnn_workload.sampling.hetero_link_sampler.HeteroLinkSampler` (negatives,
+exclusion of the batch's edges and reverses), and its batches carry no labels.
 A request carries the seeds and a random-stream seed; the server restarts a sampler of its
 pool on that stream, samples the typed neighbourhood at the resolved per-edge-type fanouts
 with :class:`HeteroNeighborSampler`, gathers the featured types' rows and the seeds' labels
@@ -71,6 +74,7 @@ from distgnn_workload.runtime.rpc_targets import Target
 from distgnn_workload.runtime.transfers import to_host
 from distgnn_workload.sampling.hetero_sampler import HeteroNeighborSampler
 from distgnn_workload.trainer.hetero_data import HeteroTrainingData, from_store, open_typed_store
+from distgnn_workload.trainer.hetero_link_loop import link_edge_types, link_sampler
 
 log = logging.getLogger(__name__)
 
@@ -114,9 +118,12 @@ class HeteroSamplerServer:
         wire: Callable[[Tensor], Tensor] | None = None,
         cuda_wire: bool = False,
         features: TypedFeatureSource | None = None,
+        link: tuple[EdgeType, EdgeType | None] | None = None,
     ) -> None:
         """``features``: this sampler's typed rows (its partition's, its hot cache and the
-        other samplers' over RPC); None: every row of ``data.x``, held here."""
+        other samplers' over RPC); None: every row of ``data.x``, held here. ``link``: a
+        link job's supervised edge type and the one holding its reverses; requests then
+        carry packed seed edges, and batches no labels."""
         self.rank = rank
         self.name = f"sampler-{rank}"
         self.device = device
@@ -133,14 +140,19 @@ class HeteroSamplerServer:
         self._slots: queue.SimpleQueue[_Slot] = queue.SimpleQueue()
         concurrency = max(1, concurrency)
         in_csr = shared_topology(data, device)
+        self.link = link
         for _ in range(concurrency):
-            sampler = HeteroNeighborSampler(
-                in_csr,
-                data.node_counts,
-                {et: list(fanouts[et]) for et in data.edge_types},
-                seed_type=self.seed_type,
-                device=device,
-            )
+            sampler: HeteroNeighborSampler
+            if link is not None:
+                sampler = link_sampler(spec, data, in_csr, *link, device)
+            else:
+                sampler = HeteroNeighborSampler(
+                    in_csr,
+                    data.node_counts,
+                    {et: list(fanouts[et]) for et in data.edge_types},
+                    seed_type=self.seed_type,
+                    device=device,
+                )
             stream = None
             if device.type == "cuda":
                 stream = torch.cuda.Stream(device)  # type: ignore[no-untyped-call]
@@ -180,7 +192,8 @@ class HeteroSamplerServer:
                 slot.sampler.reseed(stream_seed)
                 hop = slot.sampler.sample(seeds.to(self.device))
                 x = {t: self.features.gather(t, hop.node_ids[t]) for t in self.features.tables}
-                wire = pack_hetero(hop, x, self.y[hop.seed_ids], self._wire)
+                y = self.y[:0] if self.link is not None else self.y[hop.seed_ids]
+                wire = pack_hetero(hop, x, y, self._wire)
                 if slot.stream is not None:
                     slot.stream.synchronize()  # done before the RPC agent reads it
             return wire
@@ -286,6 +299,7 @@ def main(proc: RoleProcess) -> int:
         wire=proc.rpc.wire,
         cuda_wire=proc.rpc.cuda,
         features=features,
+        link=link_edge_types(store.path) if spec.is_link_prediction else None,
     )
     rpc_targets.register(HETERO_SAMPLER_SERVER, server)
     proc.serving()
