@@ -1,0 +1,31 @@
+"""Heterogeneous link ranking: two gloo ranks, each embedding its share of every node type
+(full neighbourhood) and ranking its share of the edges, give exactly the figures of one
+process ranking every edge of author__writes__paper against the same negatives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+import torch.multiprocessing as mp
+
+from distgnn_operator.local.ports import free_ports
+from tests.support.hetero_link_ranking_peers import HITS_AT, evaluate_link_rank
+
+
+def test_two_ranks_equal_one_process(tmp_path: Path) -> None:
+    for world_size in (1, 2):  # spawned: a finished rank leaves through os._exit
+        mp.start_processes(  # type: ignore[attr-defined,no-untyped-call]
+            evaluate_link_rank,
+            args=(world_size, free_ports(1)[0], str(tmp_path)),
+            nprocs=world_size,
+            start_method="spawn",
+        )
+    single = torch.load(tmp_path / "figures-1-0.pt")
+    for rank in range(2):
+        assert torch.load(tmp_path / f"figures-2-{rank}.pt") == single
+    assert len(single) == 4
+    for figures in single.values():
+        assert figures["count"] == 61
+        assert 0 < figures["mrr"] < 1, single
+        assert set(figures) == {"mrr", "count"} | {f"hits@{k}" for k in HITS_AT}
