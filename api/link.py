@@ -29,6 +29,7 @@ from distgnn_api.cel import CelRule
 from distgnn_api.cel import cel as _cel
 from distgnn_api.cel import enforce as _enforce
 from distgnn_api.cel import rules_extra as _rules_extra
+from distgnn_api.edge_types import KEY_SEPARATOR
 from distgnn_api.hetero import EdgeTypeKey
 from distgnn_api.kube import CoreModel
 
@@ -280,6 +281,17 @@ class LinkPrediction(CoreModel):
             ".reverseEdgeType",
             lambda s: s.reverse_edge_type is None or s.reverse_edge_type != s.edge_type,
         ),
+        _cel(
+            "!has(self.reverseEdgeType) || !has(self.edgeType) || "
+            f"(self.reverseEdgeType.split('{KEY_SEPARATOR}')[0] == "
+            f"self.edgeType.split('{KEY_SEPARATOR}')[2] && "
+            f"self.reverseEdgeType.split('{KEY_SEPARATOR}')[2] == "
+            f"self.edgeType.split('{KEY_SEPARATOR}')[0])",
+            "reverseEdgeType must lead back from edgeType's destination type to its source "
+            "type (dst__<rel>__src), e.g. paper__rev_writes__author for author__writes__paper",
+            ".reverseEdgeType",
+            lambda s: _leads_back(s.edge_type, s.reverse_edge_type),
+        ),
     )
     model_config = ConfigDict(json_schema_extra=_rules_extra(_rules))
 
@@ -287,6 +299,14 @@ class LinkPrediction(CoreModel):
     def _validate(self) -> Self:
         _enforce(self, self._rules)
         return self
+
+
+def _leads_back(edge_type: str | None, reverse: str | None) -> bool:
+    """Whether ``reverse`` goes from ``edge_type``'s destination type to its source type."""
+    if edge_type is None or reverse is None:
+        return True
+    fwd, rev = edge_type.split(KEY_SEPARATOR), reverse.split(KEY_SEPARATOR)
+    return len(fwd) == len(rev) == 3 and rev[0] == fwd[2] and rev[2] == fwd[0]
 
 
 def check_all_negatives(

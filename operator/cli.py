@@ -47,12 +47,17 @@ DEFAULT_NAMESPACE = "default"
 
 
 def _graph_summary(job: DistGNNJob) -> str:
-    """'' for a homogeneous graph; for a heterogeneous one its target type and model."""
+    """'' for a homogeneous graph; for a heterogeneous one its target type (or supervised
+    edge type) and model."""
     hetero = job.spec.dataset.hetero_section
     if hetero is None:
         return ""
-    target = hetero.target_node_type or "its only labelled node type"
-    return f"; heterogeneous graph, target {target}, model {job.spec.model.arch.value}"
+    link = job.spec.link_prediction
+    if job.spec.is_link_prediction and link is not None:
+        what = f"links of {link.edge_type}"
+    else:
+        what = f"target {hetero.target_node_type or 'its only labelled node type'}"
+    return f"; heterogeneous graph, {what}, model {job.spec.model.arch.value}"
 
 
 def _gpu_memory(args: argparse.Namespace) -> int:

@@ -161,6 +161,15 @@ MISTAKES: list[tuple[dict[str, Any], str]] = [
         _hetero(
             {
                 "edgeType": "author__writes__paper",
+                "reverseEdgeType": "field_of_study__rev_has_topic__paper",
+            }
+        ),
+        "spec.linkPrediction.reverseEdgeType",
+    ),
+    (
+        _hetero(
+            {
+                "edgeType": "author__writes__paper",
                 "reverseEdgeType": "paper__rev_cites__author",
             },
             OGB_FILES,

@@ -167,8 +167,10 @@ class HeteroNeighborSampler(RandomStream):
         dev, graph = self.device, self.graph
         empty = torch.zeros(0, dtype=torch.int64, device=dev)
         by_type = {seed_type: seeds} if isinstance(seeds, Tensor) else dict(seeds)
-        for t, ids in by_type.items():
-            self._local[t][ids] = torch.arange(ids.numel(), dtype=self._local[t].dtype, device=dev)
+        for t, typed in by_type.items():
+            self._local[t][typed] = torch.arange(
+                typed.numel(), dtype=self._local[t].dtype, device=dev
+            )
         nodes = {t: [by_type.get(t, empty)] for t in graph.num_nodes}
         frontier = {t: parts[0] for t, parts in nodes.items()}
         lo = dict.fromkeys(graph.num_nodes, 0)

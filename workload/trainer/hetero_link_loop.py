@@ -20,7 +20,6 @@ path's batches, loss and evaluation:
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -48,7 +47,7 @@ from distgnn_workload.trainer.hetero_pipeline import (
     TypedFeatures,
     stream_seed,
 )
-from distgnn_workload.trainer.link_report import SPLITS, link_result, nonempty, report_ranking
+from distgnn_workload.trainer.link_report import LinkRanking, nonempty
 
 
 def link_edge_types(store_dir: Path) -> tuple[EdgeType, EdgeType | None]:
@@ -121,15 +120,13 @@ def hetero_link_model(
     )
 
 
-class HeteroLinkTrainer(HeteroTrainer):
+class HeteroLinkTrainer(LinkRanking, HeteroTrainer):
     """The training loop of one link-prediction rank over a typed graph.
 
     ``splits`` holds the valid and test positives (``"val"``, ``"test"``), the same on
     every rank; ``train_ids`` the packed training edges of each holder; ``batches`` the
     server-client pipeline (None: sample here, worker mode).
     """
-
-    VAL_FIGURE = "val_mrr"
 
     def __init__(
         self,
@@ -192,12 +189,7 @@ class HeteroLinkTrainer(HeteroTrainer):
             pos, neg = self.ddp(x, batch.hop)
         return link_loss(pos, neg)
 
-    def rank_splits(self, names: tuple[str, ...]) -> dict[str, LinkMetrics]:
-        """MRR and Hits@K of the named splits (every rank must call)."""
-        wanted = {n: self.splits[n] for n in names if n in self.splits}
-        if not wanted:
-            return {}
-        start = time.perf_counter()
+    def _rank(self, splits: Mapping[str, LinkSplit]) -> dict[str, LinkMetrics]:
         engine = typed_inference(
             self.data,
             self.tables,
@@ -209,25 +201,14 @@ class HeteroLinkTrainer(HeteroTrainer):
         )
         rows = engine.embeddings(self.link_model.encoder)
         s, _, d = self.edge_type
-        figures = rank_splits(
+        return rank_splits(
             rows[s].rows,
             rows[d].rows,
             self.data.node_counts[d],
             self.link_model.decoder,
-            wanted,
+            splits,
             self.link.evaluation.hits_at,
             self.collectives.all_gather,
             rank=self.rank,
             world_size=self.world_size,
         )
-        return report_ranking(self, figures, start)
-
-    def _validate(self) -> float:
-        figures = self.rank_splits(("val",))
-        return figures["val"].mrr if "val" in figures else 0.0
-
-    def _validation_fields(self, figure: float | None) -> dict[str, Any]:
-        return {"val_mrr": figure}
-
-    def _final_result(self, epochs: int, last_val: float | None) -> Any:
-        return link_result(self, self.rank_splits(SPLITS), epochs, last_val)

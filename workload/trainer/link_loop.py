@@ -13,14 +13,12 @@ split's positives against their fixed negatives over full-neighbourhood embeddin
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from torch import Tensor
 
-from distgnn_api.contract import Result
 from distgnn_api.spec import DistGNNJobSpec
 from distgnn_workload.evaluation import LayerwiseInference
 from distgnn_workload.evaluation.link_ranking import LinkMetrics, LinkSplit, evaluate_splits
@@ -28,10 +26,8 @@ from distgnn_workload.models import build_model
 from distgnn_workload.models.link import LinkModel, build_decoder, link_loss
 from distgnn_workload.partition.store import PartitionStore
 from distgnn_workload.runtime.link_batches import seed_rows
-from distgnn_workload.runtime.seeds import epoch_subset
 from distgnn_workload.trainer.link_graph_step import LinkGraphStep
-from distgnn_workload.trainer.link_report import SPLITS, link_result, nonempty, report_ranking
-from distgnn_workload.trainer.loop import Trainer
+from distgnn_workload.trainer.link_report import LinkRanking, nonempty
 from distgnn_workload.trainer.step_policy import graph_layout
 
 log = logging.getLogger(__name__)
@@ -48,14 +44,12 @@ def link_model(spec: DistGNNJobSpec, num_features: int) -> LinkModel:
     return LinkModel(encoder, decoder, link.negatives.per_positive, link.negatives.kind.value)
 
 
-class LinkTrainer(Trainer):
+class LinkTrainer(LinkRanking):
     """The training loop of one link-prediction rank.
 
     ``splits`` holds the valid and test positives (``"val"``, ``"test"``), identical on every
     rank; ``partition_dir`` is the store the full-neighbourhood embeddings read.
     """
-
-    VAL_FIGURE = "val_mrr"
 
     def __init__(
         self,
@@ -121,21 +115,7 @@ class LinkTrainer(Trainer):
         self.optimizer.step()
         return loss
 
-    def _epoch_train_ids(self, epoch: int) -> Sequence[Tensor]:
-        """``positivesPerEpoch``: a fresh random subset of the training positives each epoch."""
-        return epoch_subset(
-            self.train_ids,
-            self.link.positives_per_epoch,
-            epoch=epoch,
-            seed=self.spec.training.seed,
-        )
-
-    def rank_splits(self, names: tuple[str, ...]) -> dict[str, LinkMetrics]:
-        """MRR and Hits@K of the named splits (every rank must call)."""
-        wanted = {n: self.splits[n] for n in names if n in self.splits}
-        if not wanted:
-            return {}
-        start = time.perf_counter()
+    def _rank(self, splits: Mapping[str, LinkSplit]) -> dict[str, LinkMetrics]:
         engine = LayerwiseInference(
             PartitionStore.open(self.partition_dir),
             rank=self.rank,
@@ -143,25 +123,14 @@ class LinkTrainer(Trainer):
             device=self.device,
             bf16=self.bf16,
         )
-        figures = evaluate_splits(
+        return evaluate_splits(
             engine,
             self.link_model.encoder,
             self.link_model.decoder,
-            wanted,
+            splits,
             self.link.evaluation.hits_at,
             self.collectives.all_gather,
         )
-        return report_ranking(self, figures, start)
-
-    def _validate(self) -> float:
-        figures = self.rank_splits(("val",))
-        return figures["val"].mrr if "val" in figures else 0.0
-
-    def _validation_fields(self, figure: float | None) -> dict[str, Any]:
-        return {"val_mrr": figure}
-
-    def _final_result(self, epochs: int, last_val: float | None) -> Result:
-        return link_result(self, self.rank_splits(SPLITS), epochs, last_val)
 
 
 def read_eval_splits(store_dir: Path) -> dict[str, LinkSplit]:

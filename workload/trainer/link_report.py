@@ -1,25 +1,69 @@
-"""How a link-prediction rank reports its ranking figures: metrics, the progress event, the
-log line, the result and the tracker. Shared by the homogeneous
-(:class:`~distgnn_workload.trainer.link_loop.LinkTrainer`) and the heterogeneous
-(:class:`~distgnn_workload.trainer.hetero_link_loop.HeteroLinkTrainer`) loops, which only
-differ in how they embed the nodes.
+"""How a link-prediction rank validates and reports: MRR instead of accuracy, the metrics,
+the progress event, the log line, the result and the tracker (:class:`LinkRanking`).
+Shared by the homogeneous (:class:`~distgnn_workload.trainer.link_loop.LinkTrainer`) and
+the heterogeneous (:class:`~distgnn_workload.trainer.hetero_link_loop.HeteroLinkTrainer`)
+loops, which only differ in how they embed the nodes and rank the splits; both draw an
+epoch's positives as ``positivesPerEpoch`` says.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from torch import Tensor
 
 from distgnn_api.contract import STAGE_EVAL, LinkFigures, Result, emit_progress, rfc3339_now
+from distgnn_api.link import LinkPrediction
 from distgnn_workload.evaluation.link_ranking import LinkMetrics, LinkSplit
+from distgnn_workload.runtime.seeds import epoch_subset
 from distgnn_workload.trainer.loop import Trainer
 
 log = logging.getLogger(__name__)
 
 SPLITS = ("val", "test")
+
+
+class LinkRanking(Trainer):
+    """The link path's validation and result on top of a training loop: a subclass sets
+    ``splits`` (the valid and test positives, ``"val"`` and ``"test"``) and ranks them in
+    :meth:`_rank` (every rank calls it, with the same splits)."""
+
+    VAL_FIGURE = "val_mrr"
+    splits: dict[str, LinkSplit]
+    link: LinkPrediction
+
+    def _epoch_train_ids(self, epoch: int) -> Sequence[Tensor]:
+        """``positivesPerEpoch``: a fresh random subset of the training positives each epoch."""
+        return epoch_subset(
+            self.train_ids,
+            self.link.positives_per_epoch,
+            epoch=epoch,
+            seed=self.spec.training.seed,
+        )
+
+    def _rank(self, splits: Mapping[str, LinkSplit]) -> dict[str, LinkMetrics]:
+        raise NotImplementedError
+
+    def rank_splits(self, names: tuple[str, ...]) -> dict[str, LinkMetrics]:
+        """MRR and Hits@K of the named splits (every rank must call)."""
+        wanted = {n: self.splits[n] for n in names if n in self.splits}
+        if not wanted:
+            return {}
+        start = time.perf_counter()
+        return report_ranking(self, self._rank(wanted), start)
+
+    def _validate(self) -> float:
+        figures = self.rank_splits(("val",))
+        return figures["val"].mrr if "val" in figures else 0.0
+
+    def _validation_fields(self, figure: float | None) -> dict[str, Any]:
+        return {"val_mrr": figure}
+
+    def _final_result(self, epochs: int, last_val: float | None) -> Result:
+        return link_result(self, self.rank_splits(SPLITS), epochs, last_val)
 
 
 def report_ranking(
