@@ -9,6 +9,9 @@ layer ``l`` holds weights only for the edge types into the types of hops ``0..L-
 last layer: only those into the target type); every parameter takes part in every step,
 as DistributedDataParallel needs. Which relations a layer computes never depends on the
 batch: a relation with no sampled edges still runs (on zero rows).
+
+A link-prediction encoder has two target types, the ends of its edge type (both at hop 0,
+:meth:`RelationalGNN.embed_seeds` returns the seeds' rows of each); a classifier has one.
 """
 
 from __future__ import annotations
