@@ -32,7 +32,14 @@ RSAGE = {"arch": "rsage", "numLayers": 2, "fanout": [4, 3]}
 class LinkJob(Job):
     """A typed link-prediction job's partition step."""
 
-    def __init__(self, tmp: Path, dataset: dict[str, Any], link: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        tmp: Path,
+        dataset: dict[str, Any],
+        link: dict[str, Any],
+        model: dict[str, Any] | None = None,
+        training: dict[str, Any] | None = None,
+    ) -> None:
         self.spec = parse_spec(
             {
                 "task": "linkPrediction",
@@ -40,7 +47,8 @@ class LinkJob(Job):
                 "dataset": dataset,
                 "partition": {"numPartitions": 2},
                 "samplers": {"replicas": 2},
-                "model": RSAGE,
+                "model": model or RSAGE,
+                **({"training": training} if training else {}),
             }
         )
         self.key = c.partition_key(self.spec)
