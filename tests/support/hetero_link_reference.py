@@ -85,7 +85,7 @@ def train_reference(
             sparse.zero_grad()
             loss.backward()  # type: ignore[no-untyped-call]
             dense.step()
-            sparse.step()
+            sparse.step()  # type: ignore[no-untyped-call]
     return _test_mrr(model, inputs, data, counts, test, edge_type)
 
 
