@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass, field
 
 from distgnn_api.core_types import ResourceRequirements
+from distgnn_api.gpu_sampler_memory import gpu_sampler_items
 from distgnn_api.graph_size import GraphSize
 from distgnn_api.kube import parse_quantity
 from distgnn_api.partition_cost import PROCESS_BYTES, PartitionCost, partition_cost
@@ -233,6 +234,7 @@ def build_plan(
     if not spec.worker_mode:
         sdev = _holder_device(spec)
         items = process_items(sdev, "sampler") + holder_items(spec, graph, s, sdev)
+        items += gpu_sampler_items(spec, graph, s, sdev)
         if all(k >= 1 for k in spec.model.fanout):
             peers = min(trainer_procs, MAX_PEERS_PER_HOST + 1)
             count = spec.samplers.concurrency + 1
@@ -257,7 +259,7 @@ def build_plan(
                            f"({count} each)", samplers * count * batch_bytes(s, graph, "host"),
                            "host", "runtime/shared_slots.py SlotReader.attach"))  # fmt: skip
     if spec.worker_mode:
-        titems += holder_items(spec, graph, s, tdev)
+        titems += holder_items(spec, graph, s, tdev) + gpu_sampler_items(spec, graph, s, tdev)
     roles.append(
         RolePlan(
             "trainer",
