@@ -176,6 +176,9 @@ OOC_METIS_SOURCE = "partition/ooc_metis.py"
 def _partition_items(cost: PartitionCost) -> tuple[Item, ...]:
     """The partition Job's memory and disk, on the path it takes."""
     process = Item("process runtime", PROCESS_BYTES, "host", "partition_cost.PROCESS_BYTES")
+    probe = Item("sampling probe: the store's topology pages it reads (mmap)",
+                 cost.probe_bytes, "host", "partition/probe.py store.topology()",
+                 transient=True)  # fmt: skip
     store = Item("partition store", cost.store_bytes, "disk", "partition/writer.py arrays")
     if cost.out_of_core:
         metis = (
@@ -193,6 +196,7 @@ def _partition_items(cost: PartitionCost) -> tuple[Item, ...]:
                  "partition/external_sort.py BUCKET_EDGES", transient=True),
             Item("spilled edge buckets", cost.spill_bytes, "disk",
                  "partition/external_sort.py", transient=True),
+            probe,
             store,
         )  # fmt: skip
     return (
@@ -202,6 +206,7 @@ def _partition_items(cost: PartitionCost) -> tuple[Item, ...]:
              "partition_cost: measured bytes per edge", transient=True),
         Item("writer id maps", cost.writer_bytes, "host", "partition/writer.py _write_store",
              transient=True),
+        probe,
         store,
     )  # fmt: skip
 

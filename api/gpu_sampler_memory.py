@@ -32,9 +32,7 @@ def sampler_count(spec: DistGNNJobSpec) -> int:
     return 1 if spec.worker_mode else spec.samplers.concurrency
 
 
-def gpu_sampler_items(
-    spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: Where
-) -> list[Item]:
+def gpu_sampler_items(spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: Where) -> list[Item]:
     """Items of a holder's static GPU samplers (NeighborSampler over the replicated
     topology, bounded fanouts); none on a CPU or without them."""
     if dev != "gpu" or not s.replicate or any(k < 1 for k in spec.model.fanout):
@@ -56,7 +54,11 @@ def gpu_sampler_items(
         # keeps a stream's freed blocks for that stream
         rows = round(sum(s.expected_nodes)) * graph.num_features * s.feature_bytes
         items.append(
-            Item(f"gathered feature rows of {count} concurrent request(s), one per stream",
-                 count * rows, dev, "sampler/server.py _run features.gather")  # fmt: skip
+            Item(
+                f"gathered feature rows of {count} concurrent request(s), one per stream",
+                count * rows,
+                dev,
+                "sampler/server.py _run features.gather",
+            )
         )
     return items

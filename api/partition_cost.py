@@ -96,6 +96,9 @@ class PartitionCost:
     seconds: float
     store_bytes: int
     metis_edges: int
+    probe_bytes: int = 0
+    """The store's topology pages the sampling probe reads (partition/probe.py, mmap): file
+    pages in the job's RSS once it has written the store, beside what it still holds."""
     spill_bytes: int = 0
     """Disk of the spilled edge buckets (out of core), beside the store until it is written."""
     out_of_core: bool = False
@@ -183,7 +186,8 @@ def out_of_core_cost(spec: DistGNNJobSpec, g: GraphSize) -> PartitionCost:
         graph_bytes=nodes_b,
         metis_bytes=metis_b,
         writer_bytes=bucket_b,
-        peak_bytes=PROCESS_BYTES + nodes_b + max(bucket_b, metis_b),
+        peak_bytes=PROCESS_BYTES + nodes_b + max(bucket_b, metis_b, probe_bytes(g)),
+        probe_bytes=probe_bytes(g),
         seconds=e * OOC_SECONDS_PER_EDGE
         + assign_s
         + n * g.num_features * 4 * WRITE_SECONDS_PER_FEATURE_BYTE,
@@ -201,6 +205,12 @@ def graph_bytes(g: GraphSize) -> int:
         + g.num_edges * g.index_bytes
         + g.num_nodes * (g.num_features * 4 + 8 + 3)
     )
+
+
+def probe_bytes(g: GraphSize) -> int:
+    """The store's topology (int64 indptr, ids): the sampling probe's draws touch its pages
+    all over (partition/probe.py store.topology())."""
+    return (g.num_nodes + 1) * 8 + g.num_edges * g.index_bytes
 
 
 def store_bytes(g: GraphSize, partitions: int) -> int:
@@ -232,7 +242,7 @@ def in_memory_cost(spec: DistGNNJobSpec, g: GraphSize) -> PartitionCost:
     metis_b = metis_edges * (METIS_SAMPLED_BYTES_PER_EDGE if sampled else METIS_BYTES_PER_EDGE)
     # writer: old_of_new, new_of_old (idx), part_of_new (int32), new_indptr (int64), halo
     writer_b = n * (2 * g.index_bytes + 4 + 8 + 1)
-    peak = PROCESS_BYTES + gb + max(metis_b, writer_b)
+    peak = PROCESS_BYTES + gb + max(metis_b, writer_b, probe_bytes(g))
     runs = 2 if metis and e <= SECOND_TRY_MAX_EDGES else 1
     seconds = (
         e * GENERATE_SECONDS_PER_EDGE
@@ -249,6 +259,7 @@ def in_memory_cost(spec: DistGNNJobSpec, g: GraphSize) -> PartitionCost:
         metis_bytes=metis_b,
         writer_bytes=writer_b,
         peak_bytes=peak,
+        probe_bytes=probe_bytes(g),
         seconds=seconds,
         store_bytes=store_bytes(g, spec.num_partitions),
         metis_edges=metis_edges,
