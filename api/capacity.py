@@ -196,7 +196,6 @@ def _partition_items(cost: PartitionCost) -> tuple[Item, ...]:
                  "partition/external_sort.py BUCKET_EDGES", transient=True),
             Item("spilled edge buckets", cost.spill_bytes, "disk",
                  "partition/external_sort.py", transient=True),
-            probe,
             store,
         )  # fmt: skip
     return (
