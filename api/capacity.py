@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass, field
 
 from distgnn_api.core_types import ResourceRequirements
+from distgnn_api.gpu_sampler_memory import gpu_sampler_items
 from distgnn_api.graph_size import GraphSize
 from distgnn_api.kube import parse_quantity
 from distgnn_api.partition_cost import PROCESS_BYTES, PartitionCost, partition_cost
@@ -175,6 +176,9 @@ OOC_METIS_SOURCE = "partition/ooc_metis.py"
 def _partition_items(cost: PartitionCost) -> tuple[Item, ...]:
     """The partition Job's memory and disk, on the path it takes."""
     process = Item("process runtime", PROCESS_BYTES, "host", "partition_cost.PROCESS_BYTES")
+    probe = Item("sampling probe: the store's topology pages it reads (mmap)",
+                 cost.probe_bytes, "host", "partition/probe.py store.topology()",
+                 transient=True)  # fmt: skip
     store = Item("partition store", cost.store_bytes, "disk", "partition/writer.py arrays")
     if cost.out_of_core:
         metis = (
@@ -201,6 +205,7 @@ def _partition_items(cost: PartitionCost) -> tuple[Item, ...]:
              "partition_cost: measured bytes per edge", transient=True),
         Item("writer id maps", cost.writer_bytes, "host", "partition/writer.py _write_store",
              transient=True),
+        probe,
         store,
     )  # fmt: skip
 
@@ -233,6 +238,7 @@ def build_plan(
     if not spec.worker_mode:
         sdev = _holder_device(spec)
         items = process_items(sdev, "sampler") + holder_items(spec, graph, s, sdev)
+        items += gpu_sampler_items(spec, graph, s, sdev)
         if all(k >= 1 for k in spec.model.fanout):
             peers = min(trainer_procs, MAX_PEERS_PER_HOST + 1)
             count = spec.samplers.concurrency + 1
@@ -257,7 +263,7 @@ def build_plan(
                            f"({count} each)", samplers * count * batch_bytes(s, graph, "host"),
                            "host", "runtime/shared_slots.py SlotReader.attach"))  # fmt: skip
     if spec.worker_mode:
-        titems += holder_items(spec, graph, s, tdev)
+        titems += holder_items(spec, graph, s, tdev) + gpu_sampler_items(spec, graph, s, tdev)
     roles.append(
         RolePlan(
             "trainer",

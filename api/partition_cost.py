@@ -96,6 +96,12 @@ class PartitionCost:
     seconds: float
     store_bytes: int
     metis_edges: int
+    probe_bytes: int = 0
+    """The store's topology pages the sampling probe reads (partition/probe.py, mmap): file
+    pages in the job's RSS once it has written the store, beside what it still holds
+    (measured at products scale). Counted on the in-memory path only: the out-of-core path
+    probes too, but its stores (100M+ nodes) are far larger than the pages 32 batches touch
+    in a memory-limited container, where clean file pages are reclaimed; not yet measured."""
     spill_bytes: int = 0
     """Disk of the spilled edge buckets (out of core), beside the store until it is written."""
     out_of_core: bool = False
@@ -203,6 +209,12 @@ def graph_bytes(g: GraphSize) -> int:
     )
 
 
+def probe_bytes(g: GraphSize) -> int:
+    """The store's topology (int64 indptr, ids): the sampling probe's draws touch its pages
+    all over (partition/probe.py store.topology())."""
+    return (g.num_nodes + 1) * 8 + g.num_edges * g.index_bytes
+
+
 def store_bytes(g: GraphSize, partitions: int) -> int:
     """Every array partition/writer.py writes (META.json aside)."""
     n, e, idx = g.num_nodes, g.num_edges, g.index_bytes
@@ -232,7 +244,7 @@ def in_memory_cost(spec: DistGNNJobSpec, g: GraphSize) -> PartitionCost:
     metis_b = metis_edges * (METIS_SAMPLED_BYTES_PER_EDGE if sampled else METIS_BYTES_PER_EDGE)
     # writer: old_of_new, new_of_old (idx), part_of_new (int32), new_indptr (int64), halo
     writer_b = n * (2 * g.index_bytes + 4 + 8 + 1)
-    peak = PROCESS_BYTES + gb + max(metis_b, writer_b)
+    peak = PROCESS_BYTES + gb + max(metis_b, writer_b, probe_bytes(g))
     runs = 2 if metis and e <= SECOND_TRY_MAX_EDGES else 1
     seconds = (
         e * GENERATE_SECONDS_PER_EDGE
@@ -249,6 +261,7 @@ def in_memory_cost(spec: DistGNNJobSpec, g: GraphSize) -> PartitionCost:
         metis_bytes=metis_b,
         writer_bytes=writer_b,
         peak_bytes=peak,
+        probe_bytes=probe_bytes(g),
         seconds=seconds,
         store_bytes=store_bytes(g, spec.num_partitions),
         metis_edges=metis_edges,

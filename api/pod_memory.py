@@ -43,6 +43,10 @@ TRAINER_PROCESS_BYTES = 784 << 20
 """The same for a trainer process (gloo, autograd and the optimizer's workspaces too)."""
 CUDA_CONTEXT_BYTES = 600 << 20
 """GPU memory of a CUDA context plus cuBLAS/NCCL workspaces, per process."""
+CUDA_HOST_BYTES = 1 << 30
+"""Host RSS a process gains once it uses CUDA: the driver's mappings, torch's CUDA kernel
+images (cuBLAS, cuDNN, NCCL pages touched) and pinned staging (measured on 1 x H200, torch
+2.11, benchmarks/capacity/results/gpu-h200-1.jsonl: +1.0 to 1.4 GB per CUDA process)."""
 ACTIVATION_COPIES = 4
 """Tensors of a layer's output size autograd keeps per layer (input, aggregate, output, grad)."""
 
@@ -253,20 +257,12 @@ def holder_items(spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: Where) 
 
 def trainer_items(spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: Where) -> list[Item]:
     """A trainer process: model, optimizer, CUDA-graph inputs, activations, prefetched batches."""
-    layers = spec.model.num_layers
-    ab = 2 if spec.training.bf16 else 4
-    # CUDA-graph steps (GraphSAGE on a GPU) run at the capacities; eager steps at the batch's
     graph_step = dev == "gpu" and spec.model.arch == Arch.sage
-    nodes, hop_edges = hop_sizes(s, "gpu" if graph_step else "host")
-    acts = 0.0
-    for layer, (i, o) in enumerate(layer_widths(spec, graph)):
-        targets = sum(nodes[: layers - layer]) + 1
-        edges = sum(hop_edges[: layers - layer])
-        acts += ACTIVATION_COPIES * targets * o * ab + edges * 8 + targets * i * ab
+    acts = activation_bytes(spec, graph, s, dev)
     items = [
         Item("parameters, gradients, Adam moments (fp32)", 16 * s.params, dev,
              "trainer/loop.py torch.optim.Adam"),
-        Item("activations (estimate)", round(acts), dev,
+        Item("activations (estimate)", acts, dev,
              f"{ACTIVATION_COPIES} x each layer's output"),
         Item(f"prefetched batches ({spec.trainers.prefetch} + 2 in use)",
              (spec.trainers.prefetch + 2) * batch_bytes(s, graph, dev), dev,
@@ -281,7 +277,27 @@ def trainer_items(spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: Where)
         )
         items.append(Item("CUDA-graph static inputs", static, dev,
                           "trainer/graph_step.py GraphStep x, index, y"))  # fmt: skip
+    if graph_step:
+        # the warm-up steps run eagerly (their blocks stay in the allocator's cache), then
+        # the capture allocates the step's activations and gradients again in its own pool
+        items.append(Item("CUDA-graph private pool (the captured step's activations)", acts,
+                          dev, "trainer/graph_step.py WARMUP_STEPS, torch.cuda.graph"))  # fmt: skip
     return items
+
+
+def activation_bytes(spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: Where) -> int:
+    """What autograd keeps for one training step (an estimate: ACTIVATION_COPIES)."""
+    layers = spec.model.num_layers
+    ab = 2 if spec.training.bf16 else 4
+    # CUDA-graph steps (GraphSAGE on a GPU) run at the capacities; eager steps at the batch's
+    graph_step = dev == "gpu" and spec.model.arch == Arch.sage
+    nodes, hop_edges = hop_sizes(s, "gpu" if graph_step else "host")
+    acts = 0.0
+    for layer, (i, o) in enumerate(layer_widths(spec, graph)):
+        targets = sum(nodes[: layers - layer]) + 1
+        edges = sum(hop_edges[: layers - layer])
+        acts += ACTIVATION_COPIES * targets * o * ab + edges * 8 + targets * i * ab
+    return round(acts)
 
 
 # workload/evaluation/blocks.py DEFAULT_CHUNK_EDGES, DEFAULT_CHUNK_NODES
@@ -302,16 +318,21 @@ def evaluation_items(
     chunk_nodes = min(n, EVAL_CHUNK_NODES)
     chunk_edges = min(graph.num_edges, EVAL_CHUNK_EDGES)
     block_nodes = min(n, chunk_edges + chunk_nodes)
+    # on a GPU the caching allocator keeps a second chunk's source rows: each chunk's int64
+    # index arrays (over 1 MiB: the large pool) are carved out of the block the previous
+    # chunk's rows freed, so the next chunk's rows (a different size) take a new segment
+    chunk_inputs = 2 if dev == "gpu" else 1
     peak = 0
     for i, o in layer_widths(spec, graph):
         peak = max(
             peak,
             n * i * ab  # every node's rows of the layer below, all-gathered
-            + block_nodes * i * ab  # a chunk's source rows
+            + chunk_inputs * block_nodes * i * ab  # a chunk's source rows
             + math.ceil(n / world) * o * ab  # this rank's share of the output
             + 2 * chunk_nodes * o * ab  # the chunk's aggregate and output
             + 2 * chunk_edges * 8,  # the chunk's block (int64 sources, local ids)
         )
+    peak += n * 8  # every node's in-degree, int64 on the device (blocks.in_degrees)
     # file pages (reclaimable, but counted in RSS): the topology, this rank's feature rows;
     # mapped while the layers run, so on top of the largest one
     share = math.ceil(n / world)
@@ -338,4 +359,6 @@ def process_items(dev: Where, role: str) -> list[Item]:
     items = [Item("process runtime", base, "host", "measured: interpreter, torch, RPC")]
     if dev == "gpu":
         items.append(Item("CUDA context (estimate)", CUDA_CONTEXT_BYTES, "gpu", "per process"))
+        items.append(Item("CUDA runtime on the host (driver maps, kernel images, pinned)",
+                          CUDA_HOST_BYTES, "host", "measured: gpu-h200-1.jsonl"))  # fmt: skip
     return items

@@ -122,6 +122,7 @@ def plan_json(
         "graph": asdict(plan.graph),
         "notes": plan.notes,
         "replicateTopology": plan.shapes.replicate,
+        "featureBytes": plan.shapes.feature_bytes,
         "expectedNodesPerHop": list(plan.shapes.expected_nodes),
         "expectedEdgesPerHop": list(plan.shapes.expected_edges),
         "roles": [

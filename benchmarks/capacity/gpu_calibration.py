@@ -17,6 +17,11 @@ On the device machine (one command, under 8 minutes)::
 On CPU, as a smoke test at a small scale (2 trainers, gloo)::
 
     python benchmarks/capacity/gpu_calibration.py --gpus 0 --scale 0.002 --out-dir /tmp/cal
+
+Recorded runs against the model as it is now (no GPU needed)::
+
+    python benchmarks/capacity/gpu_calibration.py \
+        --measured benchmarks/capacity/results/gpu-h200-1.jsonl
 """
 
 from __future__ import annotations
@@ -43,18 +48,34 @@ def visible_gpus() -> int:
     return sum(1 for line in done.stdout.splitlines() if line.startswith("GPU "))
 
 
+TOLERANCE = 0.2
+"""The model is calibrated where it is within 20% of the measurement."""
+
+
 def summary_lines(r: dict[str, Any]) -> list[str]:
-    """One line per figure: measured, model, error."""
+    """One line per figure: measured, model, error, and whether it is within TOLERANCE."""
     out = []
     for kind, rows in r["comparison"].items():
         for key, v in rows.items():
             err = v.get("error")
             model = v.get("model", float("nan"))
+            verdict = "" if err is None else ("ok" if abs(err) <= TOLERANCE else "OUT")
             out.append(
                 f"{r['mode']:7} {kind:10} {key:40} measured {v['measured']:>16,.1f} "
-                f"model {model:>16,.1f} error {'' if err is None else f'{err:+.0%}'}"
+                f"model {model:>16,.1f} error {'' if err is None else f'{err:+.0%}'} {verdict}"
             )
     return out
+
+
+def recompare(path: Path) -> list[str]:
+    """Every run recorded in ``path`` (a gpu-calibration.jsonl) against the current model."""
+    lines = []
+    for raw in path.read_text().splitlines():
+        if raw.strip():
+            r = json.loads(raw)
+            r["comparison"] = compare(r)
+            lines += summary_lines(r)
+    return lines
 
 
 def main() -> None:
@@ -65,7 +86,11 @@ def main() -> None:
     ap.add_argument("--run-timeout", type=float, default=240.0, help="seconds per run")
     ap.add_argument("--out-dir", type=Path, default=Path(os.environ.get("OUT", "results/run")))
     ap.add_argument("--work-dir", type=Path, help="default: a temporary directory")
+    ap.add_argument("--measured", type=Path, help="recompare the runs of a recorded jsonl")
     args = ap.parse_args()
+    if args.measured is not None:
+        print("\n".join(recompare(args.measured)))
+        return
     gpus = min(2, visible_gpus()) if args.gpus is None else args.gpus
     batch = max(1, round(1024 * args.scale))
     args.out_dir.mkdir(parents=True, exist_ok=True)

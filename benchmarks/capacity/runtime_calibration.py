@@ -318,7 +318,8 @@ def compare(r: dict[str, Any]) -> dict[str, Any]:
                 "measured": measured, "model": model, "error": model / measured - 1}  # fmt: skip
     per_batch = plan["bytesPerBatch"]
     g = plan["graph"]
-    row = g["num_features"] * 4
+    # the bytes a feature value moves as: 2 under bf16 (holders keep and send bf16 rows)
+    row = g["num_features"] * plan.get("featureBytes", 4)
     for key, c in r["counters"].items():
         if key.startswith("trainer"):
             steps = math.ceil(c.get("distgnn_trainer_seeds_total", 0) / r["batch"])

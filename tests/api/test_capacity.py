@@ -27,6 +27,7 @@ from distgnn_api.partition_cost import (
     out_of_core,
     partition_cost,
 )
+from distgnn_api.pod_memory import CUDA_HOST_BYTES
 from distgnn_api.spec import DistGNNJobSpec, parse_spec
 from distgnn_api.traffic import seeds_per_second, traffic
 
@@ -107,6 +108,7 @@ def test_trainer_pod_memory_by_hand() -> None:
     # nodes' 16 features gathered, a chunk's source rows, the rank's 500 x 8 outputs, the
     # chunk's aggregate and output, its block of 10000 int64 sources and local ids
     evaluation = 1000 * 16 * 4 * 2 + 500 * 8 * 4 + 2 * 1000 * 8 * 4 + 2 * 10000 * 8
+    evaluation += 1000 * 8  # every node's in-degree, int64
     # ... and beside it the store pages it reads: int64 indptr, int32 ids, the rank's 500
     # feature rows, and 16 bytes per node of labels and masks
     evaluation += 1001 * 8 + 10000 * 4 + 500 * 16 * 4 + 1000 * 16
@@ -135,6 +137,7 @@ def test_worker_mode_trainer_holds_the_partition_on_its_gpus() -> None:
     assert gpu_items["CUDA-graph static inputs"] == 101 * 16 * 4 + (222 + 72) * 8 + 10 * 8
     assert trainer.host_bytes == 2 * (
         TRAINER_PROCESS_BYTES
+        + CUDA_HOST_BYTES  # the CUDA runtime's host pages, per CUDA process
         + 501 * 8 + 5000 * 4 + 500 * 8  # CSR and split ids on the host
         # the largest host peak: evaluation reading the store (topology, this rank's 250
         # feature rows of 4 processes, labels and masks), above load staging (64,000) and
@@ -150,7 +153,9 @@ def test_partition_job_and_volume_by_hand() -> None:
     assert part is not None
     graph = 1001 * 8 + 10000 * 4 + 1000 * (16 * 4 + 8 + 3)  # GraphData arrays
     writer = 1000 * (4 + 4 + 4 + 8 + 1)  # id maps, partition of each node, indptr, halo
-    assert part.host_bytes == PROCESS_BYTES + graph + writer
+    # the sampling probe's store pages (int64 indptr, int32 ids) outweigh the id maps
+    probe = 1001 * 8 + 10000 * 4
+    assert part.host_bytes == PROCESS_BYTES + graph + max(writer, probe)
     store = (
         1001 * 8 + 10000 * 4  # topology/
         + 2 * 1000 * 4 + 1000 * 4  # orig_ids, new_ids, partition_book
