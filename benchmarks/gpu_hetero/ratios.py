@@ -89,30 +89,32 @@ def _edges_entry(name: str, ours: dict[str, Any], theirs: dict[str, Any]) -> dic
     }
 
 
-def compute(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Every figure of the ratio table, and which targets are met (None: not measured)."""
-    ours = _medians([r for r in rows if r.get("bench") == "dist_run"])
-    pyg = [r for r in rows if r.get("bench") == "pyg_hetero_train"]
+def best_pyg(pyg: list[dict[str, Any]], precision: str, rate: str) -> dict[str, Any] | None:
+    """The fastest best-effort PyG record by ``rate``, of ``precision`` where there is one."""
     best = [r for r in pyg if r["setup"] == "best"]
+    same = [r for r in best if r["precision"] == precision] or best
+    return max(same, key=lambda r: r[rate], default=None)
 
-    def best_pyg(precision: str) -> dict[str, Any] | None:
-        same = [r for r in best if r["precision"] == precision] or best
-        return max(same, key=lambda r: r["seeds_per_s"], default=None)
 
+def runs_and_scaling(
+    ours: dict[tuple[str, int, str], dict[str, Any]], pyg: list[dict[str, Any]], rate: str
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Each configuration's medians beside the best PyG of its precision (compared by
+    ``rate``), and the 1 -> N speed-up of each mode and precision."""
     runs = []
     for (mode, gpus, precision), m in sorted(ours.items()):
-        ref = best_pyg(precision)
+        ref = best_pyg(pyg, precision, rate)
         runs.append(
             {
                 "mode": mode,
                 "gpus": gpus,
                 "precision": precision,
                 **m,
-                "pyg_best": None if ref is None else ref["seeds_per_s"],
+                "pyg_best": None if ref is None else ref[rate],
                 "pyg_best_config": None
                 if ref is None
                 else f"{ref['workers']} workers, {ref['precision']}",
-                "times_pyg": None if ref is None else m["per_gpu"] / ref["seeds_per_s"],
+                "times_pyg": None if ref is None else m["per_gpu"] / ref[rate],
             }
         )
     scaling = []
@@ -121,6 +123,14 @@ def compute(rows: list[dict[str, Any]]) -> dict[str, Any]:
         if gpus > 1 and one is not None:
             speedup = m["total"] / one["total"]
             scaling.append({"mode": mode, "precision": precision, "gpus": gpus, "speedup": speedup})
+    return runs, scaling
+
+
+def compute(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Every figure of the ratio table, and which targets are met (None: not measured)."""
+    ours = _medians([r for r in rows if r.get("bench") == "dist_run"])
+    pyg = [r for r in rows if r.get("bench") == "pyg_hetero_train"]
+    runs, scaling = runs_and_scaling(ours, pyg, "seeds_per_s")
     our_edges = next((r for r in rows if r.get("bench") == "hetero_edges_per_seed"), None)
     edges = []
     paired = [r for r in pyg if "edges_per_seed_distgnn_same_seeds" in r]

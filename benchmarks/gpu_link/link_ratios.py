@@ -26,7 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gpu_hetero"))
 
-from ratios import SCALING_TARGET, SPEED_TARGET, read, verdict
+from ratios import SCALING_TARGET, SPEED_TARGET, best_pyg, read, runs_and_scaling, verdict
 
 RANKING_TARGET_S = 60.0
 
@@ -59,36 +59,9 @@ def compute(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Every figure of the ratio table, and which targets are met (None: not measured)."""
     ours = _medians([r for r in rows if r.get("bench") == "link_run"])
     pyg = [r for r in rows if r.get("bench") == "pyg_link_train"]
-    best = [r for r in pyg if r["setup"] == "best"]
-
-    def best_pyg(precision: str) -> dict[str, Any] | None:
-        same = [r for r in best if r["precision"] == precision] or best
-        return max(same, key=lambda r: r["positives_per_s"], default=None)
-
-    runs = []
-    for (mode, gpus, precision), m in sorted(ours.items()):
-        ref = best_pyg(precision)
-        runs.append(
-            {
-                "mode": mode,
-                "gpus": gpus,
-                "precision": precision,
-                **m,
-                "pyg_best": None if ref is None else ref["positives_per_s"],
-                "pyg_best_config": None
-                if ref is None
-                else f"{ref['workers']} workers, {ref['precision']}",
-                "times_pyg": None if ref is None else m["per_gpu"] / ref["positives_per_s"],
-            }
-        )
-    scaling = []
-    for (mode, gpus, precision), m in sorted(ours.items()):
-        one = ours.get((mode, 1, precision))
-        if gpus > 1 and one is not None:
-            speedup = m["total"] / one["total"]
-            scaling.append({"mode": mode, "precision": precision, "gpus": gpus, "speedup": speedup})
+    runs, scaling = runs_and_scaling(ours, pyg, "positives_per_s")
     headline = ours.get(("worker", 1, "bf16"))
-    ref = best_pyg("bf16")
+    ref = best_pyg(pyg, "bf16", "positives_per_s")
     worker_bf16 = [s for s in scaling if (s["mode"], s["precision"]) == ("worker", "bf16")]
     two = [m["ranking_s"] for (_, g, _), m in ours.items() if g == 2 and m["ranking_s"]]
     ranking_s = min(two) if two else None
