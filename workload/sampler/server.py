@@ -47,6 +47,7 @@ from distgnn_workload.runtime import link_batches, rpc_targets, shared_slots
 from distgnn_workload.runtime import rpc as rpc_runtime
 from distgnn_workload.runtime.batches import WireBatch, WireMeta, pack, pack_into, wire_bytes
 from distgnn_workload.runtime.bootstrap import RoleProcess
+from distgnn_workload.runtime.cuda_memory import CudaMemoryPhases, log_record
 from distgnn_workload.runtime.features import set_serve_observer
 from distgnn_workload.runtime.lifecycle import (
     BadInputError,
@@ -260,7 +261,10 @@ def main(proc: RoleProcess) -> int:
     rpc_targets.register(SAMPLER_SERVER, server)
     proc.serving()
     log.info("sampler %d serving on %s", env.rank, device)
+    memory = CudaMemoryPhases(device)
+    log_record(log, memory, "setup")
     proc.serve_until_trainers_finish()
+    log_record(log, memory, "shutdown")
     proc.leave()
     server.update_cache_ratio()
     log.info("trainers finished; sampler %d exits", env.rank)

@@ -31,6 +31,7 @@ from distgnn_workload.loader import MiniBatch, Prefetcher
 from distgnn_workload.models import build_model
 from distgnn_workload.models.sage import GraphSAGE
 from distgnn_workload.runtime.checkpoint import load_latest, save_checkpoint
+from distgnn_workload.runtime.cuda_memory import CudaMemoryPhases
 from distgnn_workload.runtime.ddp import DDP_TIMEOUT_S, Collectives, single_process
 from distgnn_workload.runtime.lifecycle import BadInputError
 from distgnn_workload.runtime.seeds import Batch, eval_batches, train_batches
@@ -38,7 +39,7 @@ from distgnn_workload.runtime.status_server import ProgressTracker
 from distgnn_workload.runtime.transfers import wait_for_stream
 from distgnn_workload.sampling import StaticLayout
 from distgnn_workload.trainer.epoch_stats import EpochStats, RunState, announce_epoch
-from distgnn_workload.trainer.graph_step import CapturedStep, GraphStep
+from distgnn_workload.trainer.graph_step import WARMUP_STEPS, CapturedStep, GraphStep
 from distgnn_workload.trainer.profiler import StepProfiler
 from distgnn_workload.trainer.step_policy import graph_layout
 from distgnn_workload.trainer.trainer_metrics import TrainerMetrics
@@ -136,6 +137,8 @@ class Trainer:
                 world_size=world_size,
                 all_agree=self.collectives.all_agree,
             )
+        captures = self.graph_step is not None and self.graph_step.capture
+        self.cuda_memory = CudaMemoryPhases(device, first_steps=WARMUP_STEPS + 1 if captures else 1)
 
     # ------------------------------------------------------------------ checkpoints
 
@@ -214,6 +217,7 @@ class Trainer:
                 self.checkpoint(epoch + 1)
             if self.on_epoch is not None:
                 self.on_epoch()
+        self.cuda_memory.mark("training")
         return self._final_result(epochs, last_val)
 
     def _final_result(self, epochs: int, last_val: float | None) -> Result:
@@ -327,6 +331,8 @@ class Trainer:
             if profiler is not None:
                 profiler.step(step)
             loss = self._train_step(batch)
+            if step + 1 == self.cuda_memory.first_steps and epoch == self.start_epoch:
+                self.cuda_memory.mark("first_steps")
             loss_sum += loss.detach()
             now = time.perf_counter()
             wait = loader.wait_s[-1] if loader.wait_s else 0.0

@@ -15,7 +15,7 @@ from typing import Any
 
 from distgnn_api.contract import EXIT_OK, dump_json
 from distgnn_workload.runtime import holder as holders
-from distgnn_workload.runtime import link_batches
+from distgnn_workload.runtime import cuda_memory, link_batches
 from distgnn_workload.runtime.bootstrap import RoleProcess
 from distgnn_workload.runtime.features import HolderLayout, split_ids
 from distgnn_workload.runtime.lifecycle import write_result
@@ -36,6 +36,9 @@ log = logging.getLogger(__name__)
 JOB_CONFIG_COPY = "job.json"
 STATS_FILE = "training_stats.json"
 """Per-epoch figures summed over ranks (seeds, edges, seconds, data wait), written at the end."""
+CUDA_MEMORY_KEY = "cuda_memory"
+"""On CUDA, the stats file's GPU memory of each trainer by rank and phase
+(:mod:`~distgnn_workload.runtime.cuda_memory`)."""
 
 
 def run(proc: RoleProcess, *, progress_file: Path | None = None, serve_status: bool = True) -> int:
@@ -134,6 +137,7 @@ def run(proc: RoleProcess, *, progress_file: Path | None = None, serve_status: b
         )
     trainer.resume()
     source.prepare(spec.training.batch_size)
+    trainer.cuda_memory.mark("setup")
     # what exists now lives to the end: keep it out of the collector's full passes
     gc.collect()
     gc.freeze()
@@ -153,12 +157,14 @@ def keep_job_config(proc: RoleProcess) -> None:
 def finish(proc: RoleProcess, trainer: Trainer) -> None:
     """Train to the end; rank 0 writes the per-epoch figures and the result; leave the job."""
     result = trainer.fit()
+    trainer.cuda_memory.mark("evaluation")
+    memory = cuda_memory.gather(trainer.cuda_memory, trainer.collectives)
     if trainer.rank == 0:
         run_dir = proc.env.run_dir
-        dump_json(
-            run_dir / STATS_FILE,
-            {"world_size": trainer.world_size, "epochs": trainer.state.history},
-        )
+        stats: dict[str, Any] = {"world_size": trainer.world_size, "epochs": trainer.state.history}
+        if memory is not None:
+            stats[CUDA_MEMORY_KEY] = memory
+        dump_json(run_dir / STATS_FILE, stats)
         path = write_result(run_dir, result)
         figures = (
             result.test_link.summary()
