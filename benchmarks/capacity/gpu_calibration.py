@@ -10,6 +10,12 @@ reserve, what the card must hold for it) and its counters (``/metrics``); then i
 model's figures (``distgnn plan --json --meta`` on the store's META.json) beside the
 measured ones and appends one JSON line per run to ``OUT/gpu-calibration.jsonl``.
 
+Where the GPU memory went (``cuda_phases.py``): each trainer's caching allocator by phase
+(setup, first steps with the CUDA graph capture, training, evaluation) from the run's
+``training_stats.json``, each GPU sampler's (setup, shutdown) from its log, kept in the
+record's ``cuda_memory`` and printed per process, with its ``nvidia-smi`` peak minus its
+allocator's reserved peak: the memory outside the allocator (CUDA context, NCCL, RPC).
+
 On the device machine (one command, under 8 minutes)::
 
     OUT=<dir> bash benchmarks/capacity/device_calibration.sh
@@ -37,6 +43,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from cuda_phases import phase_lines
 from runtime_calibration import compare, run
 
 
@@ -74,7 +81,7 @@ def recompare(path: Path) -> list[str]:
         if raw.strip():
             r = json.loads(raw)
             r["comparison"] = compare(r)
-            lines += summary_lines(r)
+            lines += summary_lines(r) + phase_lines(r)
     return lines
 
 
@@ -113,7 +120,7 @@ def main() -> None:
             r["gpus"] = gpus
             r["comparison"] = compare(r)
             print(f"{mode}: {r['wall_s']:.0f} s", flush=True)
-            print("\n".join(summary_lines(r)), flush=True)
+            print("\n".join(summary_lines(r) + phase_lines(r)), flush=True)
             with out.open("a") as f:
                 f.write(json.dumps(r) + "\n")
     finally:

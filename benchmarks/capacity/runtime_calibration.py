@@ -18,6 +18,7 @@ import argparse
 import json
 import math
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from cuda_phases import collect
 
 PRODUCTS_NODES = 2_449_029
 PRODUCTS_EDGES = 61_859_140
@@ -196,9 +198,12 @@ def run(
     path = work / f"{mode}.yaml"
     path.write_text(yaml.safe_dump(manifest))
     log_path = work / f"{mode}.log"
+    run_dir = work / "runs" / mode  # its stats file and logs; the store in data/ is reused
+    shutil.rmtree(run_dir, ignore_errors=True)
+    command = [*CLI, "run", str(path), "--data-dir", str(work / "data"), "--gpus", str(gpus)]
     with log_path.open("w") as log_file:
         proc = subprocess.Popen(
-            [*CLI, "run", str(path), "--data-dir", str(work / "data"), "--gpus", str(gpus)],
+            [*command, "--run-dir", str(run_dir)],
             stdout=subprocess.DEVNULL,
             stderr=log_file,
             text=True,
@@ -210,10 +215,12 @@ def run(
     metas = list((work / "data").glob("partitions/*/META.json"))
     meta = json.loads(metas[0].read_text()) if metas else None
     cut = meta["edge_cut_fraction"] if meta else None
+    phases = collect(run_dir)  # GPU memory by process and phase (none on CPU)
     return {
         "mode": mode,
         "scale": scale,
         **result,
+        **({"cuda_memory": phases} if phases else {}),
         "batch": batch,
         "job": manifest,
         "edge_cut_fraction": cut,

@@ -23,6 +23,9 @@ from distgnn_workload.runtime.ddp import Collectives
 TRAINER_PHASES = ("setup", "first_steps", "training", "evaluation")
 """A trainer's phases: model, features and caches on the device; the first steps (with any
 CUDA graph capture); the rest of training (prefetch included); the final evaluation."""
+STATS_KEY = "cuda_memory"
+"""The key of the trainers' records in the stats file (``training_stats.json``):
+``{rank: {phase: record}}``, present on CUDA only."""
 LOG_PREFIX = "cuda memory: "
 """A process with no stats file logs each record as one line: this prefix, then JSON
 (``{"phase": ..., **record}``)."""

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from distgnn_api.contract import EXIT_OK, dump_json
-from distgnn_workload.runtime import holder as holders
 from distgnn_workload.runtime import cuda_memory, link_batches
+from distgnn_workload.runtime import holder as holders
 from distgnn_workload.runtime.bootstrap import RoleProcess
 from distgnn_workload.runtime.features import HolderLayout, split_ids
 from distgnn_workload.runtime.lifecycle import write_result
@@ -35,10 +35,8 @@ log = logging.getLogger(__name__)
 
 JOB_CONFIG_COPY = "job.json"
 STATS_FILE = "training_stats.json"
-"""Per-epoch figures summed over ranks (seeds, edges, seconds, data wait), written at the end."""
-CUDA_MEMORY_KEY = "cuda_memory"
-"""On CUDA, the stats file's GPU memory of each trainer by rank and phase
-(:mod:`~distgnn_workload.runtime.cuda_memory`)."""
+"""Per-epoch figures summed over ranks (seeds, edges, seconds, data wait), written at the end;
+on CUDA also each trainer's GPU memory by phase (:data:`cuda_memory.STATS_KEY`)."""
 
 
 def run(proc: RoleProcess, *, progress_file: Path | None = None, serve_status: bool = True) -> int:
@@ -163,7 +161,7 @@ def finish(proc: RoleProcess, trainer: Trainer) -> None:
         run_dir = proc.env.run_dir
         stats: dict[str, Any] = {"world_size": trainer.world_size, "epochs": trainer.state.history}
         if memory is not None:
-            stats[CUDA_MEMORY_KEY] = memory
+            stats[cuda_memory.STATS_KEY] = memory
         dump_json(run_dir / STATS_FILE, stats)
         path = write_result(run_dir, result)
         figures = (
