@@ -10,6 +10,7 @@ and the training step replayed from a CUDA graph.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ import torch
 
 from distgnn_api import contract as c
 from distgnn_workload.data.synthetic import generate
+from distgnn_workload.runtime.cuda_memory import LOG_PREFIX, OVERALL, STATS_KEY, TRAINER_PHASES
 from tests.e2e.test_workload_training import finish, job_spec, result_of
 from tests.e2e.workload_launcher import LocalWorkload
 
@@ -69,3 +71,11 @@ def test_two_gpus_train_with_nccl(tmp_path: Path, samplers: int, cache_ratio: fl
     assert "falling back to the dynamic execution" not in logs, job.logs()
     assert "Offset increment" not in logs, job.logs()
     assert "failed" not in log, log
+    # each trainer's GPU memory by phase in the stats file, each GPU sampler's in its log
+    stats = json.loads((job.run_dir / "training_stats.json").read_text())
+    assert sorted(stats[STATS_KEY]) == ["0", "1"]
+    for phases in stats[STATS_KEY].values():
+        assert list(phases) == [*TRAINER_PHASES, OVERALL], phases
+        assert all(0 < p["allocated_peak"] <= p["reserved_peak"] for p in phases.values())
+    for rank in range(samplers):
+        assert job.stdout_of(c.Role.sampler, rank).count(LOG_PREFIX) == 2
