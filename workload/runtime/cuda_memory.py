@@ -6,8 +6,8 @@ Each record holds what the allocator allocated and reserved (now and at its peak
 phase), its active peak and its allocation retries (cumulative: each one freed the cache to
 retry an allocation that did not fit), and the card's free and total memory. ``nvidia-smi``'s
 figure for the process minus the reserved peak is memory outside the allocator: the CUDA
-context, NCCL's buffers, the RPC agent's. Snapshots are taken only between phases: reading
-the counters does not synchronise the device, but nothing here runs per step.
+context, NCCL's buffers, the RPC agent's. Snapshots are taken only between phases, never
+per step (the caller compares a step index with :attr:`CudaMemoryPhases.first_steps`).
 """
 
 from __future__ import annotations
