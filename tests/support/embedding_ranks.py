@@ -208,7 +208,9 @@ def _worker(rank: int, tmp: str, device_type: str) -> None:
 
 
 def run_ranks(tmp: Path, device_type: str = "cpu") -> list[Saved]:
-    """Run both ranks to the end; what each saved."""
+    """Run both ranks to the end (in ``tmp``, created here: the ranks meet through a file
+    store in it); what each saved."""
+    tmp.mkdir(parents=True, exist_ok=True)
     mp.spawn(_worker, args=(str(tmp), device_type), nprocs=WORLD, join=True)  # type: ignore[attr-defined,no-untyped-call]
     return [torch.load(tmp / f"rank{r}.pt", weights_only=False) for r in range(WORLD)]
 
