@@ -13,7 +13,7 @@ and ``pyg`` files the types are in the files: admission checks fanout keys only 
 files when it loads them (:mod:`distgnn_api.hetero_load`; errors name the spec field, as
 admission's do). :mod:`distgnn_api.mag_shape` holds ogbn-mag's shape.
 
-Models here derive from :class:`~distgnn_api.kube.CoreModel`, as ``distgnn_api.spec``'s do
+Models here derive from :class:`~distgnn_api.base_model.CoreModel`, as ``distgnn_api.spec``'s do
 (camelCase on the wire, immutable, no unknown fields); the spec module imports them.
 """
 

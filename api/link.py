@@ -14,7 +14,7 @@ types are fixed by their options, so CEL checks ``negatives: all`` against the n
 ``edgeType`` against syntheticMag's relations; OGB and PyG files are checked when they load
 (:func:`check_all_negatives`, whose errors name the spec field as admission's do).
 
-Models here derive from :class:`~distgnn_api.kube.CoreModel` (camelCase on the wire,
+Models here derive from :class:`~distgnn_api.base_model.CoreModel` (camelCase on the wire,
 immutable, no unknown fields); :mod:`distgnn_api.spec` imports them.
 """
 
