@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
-from typing import Annotated, Any, ClassVar, Self
+from typing import Annotated, Any, ClassVar
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import Field
 
-from distgnn_api.cel import CelRule, cel, enforce, rules_extra
-from distgnn_api.kube import CoreModel, Dns1123Label, Labels, LabelValue, QualifiedName
+from distgnn_api.base_model import CoreModel
+from distgnn_api.cel import CelRule, cel
+from distgnn_api.kube import Dns1123Label, Labels, LabelValue, QualifiedName
 
 
 class SelectorOperator(StrEnum):
@@ -73,12 +74,6 @@ class NodeSelectorRequirement(CoreModel):
             lambda s: _values_fit(s.operator.value, s.values),
         ),
     )
-    model_config = ConfigDict(json_schema_extra=rules_extra(_rules))
-
-    @model_validator(mode="after")
-    def _validate(self) -> Self:
-        enforce(self, self._rules)
-        return self
 
 
 class NodeFieldSelectorRequirement(CoreModel):
@@ -151,12 +146,6 @@ class LabelSelectorRequirement(CoreModel):
             lambda s: _values_fit(s.operator.value, s.values),
         ),
     )
-    model_config = ConfigDict(json_schema_extra=rules_extra(_rules))
-
-    @model_validator(mode="after")
-    def _validate(self) -> Self:
-        enforce(self, self._rules)
-        return self
 
 
 class LabelSelector(CoreModel):

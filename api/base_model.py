@@ -1,12 +1,52 @@
-"""The base classes of the DistGNNJob API's models: camelCase, immutable, no unknown fields."""
+"""The base classes of the DistGNNJob API's models: camelCase, immutable, no unknown fields,
+and each model's cross-field rules both checked and published in the CRD."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
-from pydantic import SerializationInfo, SerializerFunctionWrapHandler, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
 
-from distgnn_api.kube import CoreModel
+from distgnn_api.cel import CelRule, enforce, rules_extra
+
+
+def _publish_rules(schema: dict[str, Any], cls: type[Any]) -> None:
+    """Add a model's rules to its schema node as ``x-kubernetes-validations``."""
+    rules: tuple[CelRule, ...] = cls._rules
+    if rules:
+        schema.update(rules_extra(rules))
+
+
+class CoreModel(BaseModel):
+    """Base of the core types: camelCase on the wire, immutable, no unknown fields.
+
+    A model with cross-field rules lists them in ``_rules`` and nothing else: they are checked
+    when the model is validated and land in its schema node (the CRD's CEL rules).
+    """
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        frozen=True,
+        extra="forbid",
+        use_attribute_docstrings=True,
+        json_schema_extra=_publish_rules,
+    )
+
+    _rules: ClassVar[tuple[CelRule, ...]] = ()
+
+    @model_validator(mode="after")
+    def _check_rules(self) -> Self:
+        enforce(self, self._rules)
+        return self
 
 
 class Model(CoreModel):

@@ -15,14 +15,14 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 from enum import StrEnum
-from typing import ClassVar, Self
+from typing import ClassVar
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import Field
 
 from distgnn_api.affinity import Affinity, LabelSelectorRequirement, NodeSelectorRequirement
-from distgnn_api.cel import CelRule, cel, enforce, rules_extra
+from distgnn_api.base_model import CoreModel
+from distgnn_api.cel import CelRule, cel
 from distgnn_api.kube import (
-    CoreModel,
     LabelValue,
     NonNegativeQuantity,
     QualifiedName,
@@ -145,12 +145,6 @@ class ResourceRequirements(CoreModel):
             _extended_whole_and_equal,
         ),
     )
-    model_config = ConfigDict(json_schema_extra=rules_extra(_rules))
-
-    @model_validator(mode="after")
-    def _validate(self) -> Self:
-        enforce(self, self._rules)
-        return self
 
 
 # --------------------------------------------------------------------------- toleration
@@ -201,12 +195,6 @@ class Toleration(CoreModel):
             lambda s: s.toleration_seconds is None or s.effect is TaintEffect.no_execute,
         ),
     )
-    model_config = ConfigDict(json_schema_extra=rules_extra(_rules))
-
-    @model_validator(mode="after")
-    def _validate(self) -> Self:
-        enforce(self, self._rules)
-        return self
 
 
 __all__ = ["Affinity", "ResourceRequirements", "TaintEffect", "Toleration", "TolerationOperator"]

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, ClassVar, Self
+from typing import Annotated, ClassVar
 
-from pydantic import AfterValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, Field
 
 from distgnn_api.base_model import Model, OmitsUnset
 from distgnn_api.cel import CelRule
 from distgnn_api.cel import cel as _cel
-from distgnn_api.cel import enforce as _enforce
-from distgnn_api.cel import rules_extra as _rules_extra
 from distgnn_api.hetero import HeteroDataset, SyntheticMagDataset
 from distgnn_api.hetero_rules import DATASET_RULES as _HETERO_DATASET_RULES
 from distgnn_api.link import SyntheticLinkDataset
@@ -93,12 +91,6 @@ class SyntheticDataset(Model):
             lambda s: s.num_edges <= s.num_nodes * (s.num_nodes - 1) // 2,
         ),
     )
-    model_config = ConfigDict(json_schema_extra=_rules_extra(_rules))
-
-    @model_validator(mode="after")
-    def _validate(self) -> Self:
-        _enforce(self, self._rules)
-        return self
 
 
 class OgbDataset(Model):
@@ -155,12 +147,6 @@ class DatasetSpec(OmitsUnset):
         *_HETERO_DATASET_RULES,
         *_LINK_DATASET_RULES,
     )
-    model_config = ConfigDict(json_schema_extra=_rules_extra(_rules))
-
-    @model_validator(mode="after")
-    def _validate(self) -> Self:
-        _enforce(self, self._rules)
-        return self
 
     @property
     def is_hetero(self) -> bool:

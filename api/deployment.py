@@ -4,16 +4,14 @@ network isolation of its pods."""
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import ClassVar, Self
+from typing import ClassVar
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import Field
 
 from distgnn_api.affinity import Affinity
 from distgnn_api.base_model import Model
 from distgnn_api.cel import CelRule
 from distgnn_api.cel import cel as _cel
-from distgnn_api.cel import enforce as _enforce
-from distgnn_api.cel import rules_extra as _rules_extra
 from distgnn_api.core_types import Toleration
 from distgnn_api.kube import Annotations, Dns1123Subdomain, Image, Labels, PositiveQuantity
 
@@ -131,9 +129,3 @@ class NetworkPolicySpec(Model):
             lambda s: bool(s.monitoring_namespace_selector) or s.allow_all_namespaces,
         ),
     )
-    model_config = ConfigDict(json_schema_extra=_rules_extra(_rules))
-
-    @model_validator(mode="after")
-    def _validate(self) -> Self:
-        _enforce(self, self._rules)
-        return self

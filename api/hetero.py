@@ -13,21 +13,20 @@ and ``pyg`` files the types are in the files: admission checks fanout keys only 
 files when it loads them (:mod:`distgnn_api.hetero_load`; errors name the spec field, as
 admission's do). :mod:`distgnn_api.mag_shape` holds ogbn-mag's shape.
 
-Models here derive from :class:`~distgnn_api.kube.CoreModel`, as ``distgnn_api.spec``'s do
+Models here derive from :class:`~distgnn_api.base_model.CoreModel`, as ``distgnn_api.spec``'s do
 (camelCase on the wire, immutable, no unknown fields); the spec module imports them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, ClassVar, Final, Self
+from typing import Annotated, ClassVar, Final
 
-from pydantic import AfterValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, Field
 
+from distgnn_api.base_model import CoreModel
 from distgnn_api.cel import CelRule
 from distgnn_api.cel import cel as _cel
-from distgnn_api.cel import enforce as _enforce
-from distgnn_api.cel import rules_extra as _rules_extra
 from distgnn_api.edge_types import (
     KEY_SEPARATOR,
     MAX_NAME_LENGTH,
@@ -38,7 +37,6 @@ from distgnn_api.edge_types import (
     is_type_name,
     parse_edge_type_key,
 )
-from distgnn_api.kube import CoreModel
 from distgnn_api.mag_shape import (
     MAG_NODE_TYPES,
     MAG_NUM_CLASSES,
@@ -184,12 +182,6 @@ class SyntheticMagDataset(CoreModel):
             lambda s: s.num_classes <= MAG_PAPERS * s.scale,
         ),
     )
-    model_config = ConfigDict(json_schema_extra=_rules_extra(_rules))
-
-    @model_validator(mode="after")
-    def _validate(self) -> Self:
-        _enforce(self, self._rules)
-        return self
 
     def num_nodes(self, node_type: str) -> int:
         """Nodes of a type at this scale."""
@@ -304,9 +296,3 @@ class HeteroDataset(CoreModel):
             ),
         ),
     )
-    model_config = ConfigDict(json_schema_extra=_rules_extra(_rules))
-
-    @model_validator(mode="after")
-    def _validate(self) -> Self:
-        _enforce(self, self._rules)
-        return self

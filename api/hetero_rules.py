@@ -20,12 +20,39 @@ HETERO_CEL = "(has(self.dataset.syntheticMag) || has(self.dataset.hetero))"
 """CEL, on the job spec: the dataset is heterogeneous."""
 RELATIONAL_ARCHS: Final = ("rsage", "rgcn")
 
-_MAG_KEYS = edge_type_keys(mag_edge_types(add_reverse_edges=True))
-_MAG_RELATION_KEYS = edge_type_keys(mag_edge_types(add_reverse_edges=False))
+MAG_KEYS: Final = edge_type_keys(mag_edge_types(add_reverse_edges=True))
+"""syntheticMag's edge types with the reverse ones (dataset.hetero.addReverseEdges, the default)."""
+MAG_RELATION_KEYS: Final = edge_type_keys(mag_edge_types(add_reverse_edges=False))
+"""syntheticMag's relations, without their reverses."""
 
 
-def _is_hetero(spec: Any) -> bool:
-    return spec.dataset.synthetic_mag is not None or spec.dataset.hetero is not None
+def cel_list(values: Sequence[str]) -> str:
+    """A CEL list literal of strings."""
+    return "[" + ", ".join(f"'{v}'" for v in values) + "]"
+
+
+MAG_KNOWN_CEL: Final = (
+    "((!has(self.dataset.hetero) || self.dataset.hetero.addReverseEdges) ? "
+    f"{cel_list(MAG_KEYS)} : {cel_list(MAG_RELATION_KEYS)})"
+)
+"""CEL, on the job spec: the edge types syntheticMag has (:func:`mag_known_keys`)."""
+MAG_KNOWN_LIST: Final = (
+    ", ".join(MAG_RELATION_KEYS)
+    + " and, unless dataset.hetero.addReverseEdges is false, "
+    + ", ".join(k for k in MAG_KEYS if k not in MAG_RELATION_KEYS)
+)
+"""The edge types syntheticMag has, in words for a rule's message."""
+
+
+def is_hetero(spec: Any) -> bool:
+    """The job's dataset is heterogeneous (:data:`HETERO_CEL`)."""
+    return bool(spec.dataset.synthetic_mag is not None or spec.dataset.hetero is not None)
+
+
+def mag_known_keys(spec: Any) -> list[str]:
+    """The edge types syntheticMag has: with their reverses unless addReverseEdges is false."""
+    hetero = spec.dataset.hetero
+    return MAG_KEYS if hetero is None or hetero.add_reverse_edges else MAG_RELATION_KEYS
 
 
 def _known_to_declared(spec: Any) -> bool:
@@ -43,53 +70,43 @@ def _known_to_declared(spec: Any) -> bool:
 def _known_to_mag(spec: Any) -> bool:
     if spec.dataset.synthetic_mag is None or not spec.model.edge_fanouts:
         return True
-    hetero = spec.dataset.hetero
-    known = _MAG_KEYS if hetero is None or hetero.add_reverse_edges else _MAG_RELATION_KEYS
+    known = mag_known_keys(spec)
     return all(k in known for k in spec.model.edge_fanouts)
-
-
-def _cel_list(values: Sequence[str]) -> str:
-    return "[" + ", ".join(f"'{v}'" for v in values) + "]"
 
 
 JOB_RULES: Final[tuple[CelRule, ...]] = (
     _cel(
-        f"!(self.model.arch in {_cel_list(RELATIONAL_ARCHS)}) || {HETERO_CEL}",
+        f"!(self.model.arch in {cel_list(RELATIONAL_ARCHS)}) || {HETERO_CEL}",
         "rsage and rgcn are relational: they need a heterogeneous dataset (syntheticMag, or "
         "dataset.hetero with ogb or pyg files); for a homogeneous graph use sage, gcn or gat",
         ".model.arch",
-        lambda s: s.model.arch.value not in RELATIONAL_ARCHS or _is_hetero(s),
+        lambda s: s.model.arch.value not in RELATIONAL_ARCHS or is_hetero(s),
     ),
     _cel(
-        f"!{HETERO_CEL} || self.model.arch in {_cel_list(RELATIONAL_ARCHS)}",
+        f"!{HETERO_CEL} || self.model.arch in {cel_list(RELATIONAL_ARCHS)}",
         "a heterogeneous dataset needs a relational model: set model.arch to rsage "
         "(to_hetero(GraphSAGE)) or rgcn (R-GCN); sage, gcn and gat are for homogeneous graphs",
         ".model.arch",
-        lambda s: not _is_hetero(s) or s.model.arch.value in RELATIONAL_ARCHS,
+        lambda s: not is_hetero(s) or s.model.arch.value in RELATIONAL_ARCHS,
     ),
     _cel(
         "!has(self.model.edgeFanouts) || size(self.model.edgeFanouts) == 0 || " + HETERO_CEL,
         "edgeFanouts needs a heterogeneous dataset (syntheticMag, or dataset.hetero); a "
         "homogeneous graph has one edge type: use fanout",
         ".model.edgeFanouts",
-        lambda s: not s.model.edge_fanouts or _is_hetero(s),
+        lambda s: not s.model.edge_fanouts or is_hetero(s),
     ),
     _cel(
         "!has(self.model.embeddingDim) || " + HETERO_CEL,
         "embeddingDim sizes the learnt embeddings of featureless node types in a "
         "heterogeneous dataset; remove it for a homogeneous graph",
         ".model.embeddingDim",
-        lambda s: s.model.embedding_dim is None or _is_hetero(s),
+        lambda s: s.model.embedding_dim is None or is_hetero(s),
     ),
     _cel(
         "!has(self.dataset.syntheticMag) || !has(self.model.edgeFanouts) || "
-        "self.model.edgeFanouts.all(k, k in ((!has(self.dataset.hetero) || "
-        f"self.dataset.hetero.addReverseEdges) ? {_cel_list(_MAG_KEYS)} : "
-        f"{_cel_list(_MAG_RELATION_KEYS)}))",
-        "edgeFanouts names an edge type that syntheticMag does not have; it has "
-        + ", ".join(_MAG_RELATION_KEYS)
-        + " and, unless dataset.hetero.addReverseEdges is false, "
-        + ", ".join(k for k in _MAG_KEYS if k not in _MAG_RELATION_KEYS),
+        f"self.model.edgeFanouts.all(k, k in {MAG_KNOWN_CEL})",
+        "edgeFanouts names an edge type that syntheticMag does not have; it has " + MAG_KNOWN_LIST,
         ".model.edgeFanouts",
         _known_to_mag,
     ),

@@ -19,23 +19,9 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import AfterValidator, Field
 
 from distgnn_api.cel import CelRule, cel
-
-
-class CoreModel(BaseModel):
-    """Base of the core types: camelCase on the wire, immutable, no unknown fields."""
-
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        frozen=True,
-        extra="forbid",
-        use_attribute_docstrings=True,
-    )
-
 
 # --------------------------------------------------------------------------- names
 

@@ -14,24 +14,22 @@ types are fixed by their options, so CEL checks ``negatives: all`` against the n
 ``edgeType`` against syntheticMag's relations; OGB and PyG files are checked when they load
 (:func:`check_all_negatives`, whose errors name the spec field as admission's do).
 
-Models here derive from :class:`~distgnn_api.kube.CoreModel` (camelCase on the wire,
+Models here derive from :class:`~distgnn_api.base_model.CoreModel` (camelCase on the wire,
 immutable, no unknown fields); :mod:`distgnn_api.spec` imports them.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, ClassVar, Final, Literal, Self
+from typing import Annotated, ClassVar, Final, Literal
 
-from pydantic import AfterValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, Field
 
+from distgnn_api.base_model import CoreModel
 from distgnn_api.cel import CelRule
 from distgnn_api.cel import cel as _cel
-from distgnn_api.cel import enforce as _enforce
-from distgnn_api.cel import rules_extra as _rules_extra
 from distgnn_api.edge_types import KEY_SEPARATOR
 from distgnn_api.hetero import EdgeTypeKey
-from distgnn_api.kube import CoreModel
 
 # --------------------------------------------------------------------------- ogbl-citation2
 
@@ -144,12 +142,6 @@ class EdgeSplitSpec(CoreModel):
             lambda s: s.valid_fraction + s.test_fraction < 1.0,
         ),
     )
-    model_config = ConfigDict(json_schema_extra=_rules_extra(_rules))
-
-    @model_validator(mode="after")
-    def _validate(self) -> Self:
-        _enforce(self, self._rules)
-        return self
 
     @property
     def valid_fraction(self) -> float:
@@ -232,12 +224,6 @@ class LinkEvaluationSpec(CoreModel):
             lambda s: isinstance(s.negatives, str) or all(k <= s.negatives for k in s.hits_at),
         ),
     )
-    model_config = ConfigDict(json_schema_extra=_rules_extra(_rules))
-
-    @model_validator(mode="after")
-    def _validate(self) -> Self:
-        _enforce(self, self._rules)
-        return self
 
     @property
     def all_negatives(self) -> bool:
@@ -293,12 +279,6 @@ class LinkPrediction(CoreModel):
             lambda s: _leads_back(s.edge_type, s.reverse_edge_type),
         ),
     )
-    model_config = ConfigDict(json_schema_extra=_rules_extra(_rules))
-
-    @model_validator(mode="after")
-    def _validate(self) -> Self:
-        _enforce(self, self._rules)
-        return self
 
 
 def _leads_back(edge_type: str | None, reverse: str | None) -> bool:

@@ -10,37 +10,35 @@ from typing import Any, Final
 
 from distgnn_api.cel import CelRule
 from distgnn_api.cel import cel as _cel
-from distgnn_api.edge_types import KEY_SEPARATOR, STRICT_KEY_PATTERN, edge_type_keys
+from distgnn_api.edge_types import KEY_SEPARATOR, STRICT_KEY_PATTERN
 from distgnn_api.hetero import reverse_declared, reverse_key_cel
+from distgnn_api.hetero_rules import (
+    HETERO_CEL,
+    MAG_KNOWN_CEL,
+    MAG_KNOWN_LIST,
+    MAG_RELATION_KEYS,
+    cel_list,
+    is_hetero,
+    mag_known_keys,
+)
 from distgnn_api.link import (
     ALL_NEGATIVES_MAX_NODES,
     CITATION2_NODES,
     LinkPrediction,
     Task,
 )
-from distgnn_api.mag_shape import MAG_NODE_TYPES, mag_edge_types
+from distgnn_api.mag_shape import MAG_NODE_TYPES
 
 # --------------------------------------------------------------------------- admission rules
 
-_HETERO = "(has(self.dataset.syntheticMag) || has(self.dataset.hetero))"
 _LP = "has(self.linkPrediction)"
 _MAG_LARGEST_TYPE: Final = max(t.num_nodes for t in MAG_NODE_TYPES)
-_MAG_RELATION_KEYS: Final = edge_type_keys(mag_edge_types(add_reverse_edges=False))
-_MAG_KEYS: Final = edge_type_keys(mag_edge_types(add_reverse_edges=True))
 _LIMIT = ALL_NEGATIVES_MAX_NODES + 0.5  # round(n * scale) <= limit
-
-
-def _is_hetero(s: Any) -> bool:
-    return bool(s.dataset.synthetic_mag is not None or s.dataset.hetero is not None)
 
 
 def _lp(s: Any) -> LinkPrediction | None:
     lp: LinkPrediction | None = s.link_prediction
     return lp
-
-
-def _cel_list(values: tuple[str, ...] | list[str]) -> str:
-    return "[" + ", ".join(f"'{v}'" for v in values) + "]"
 
 
 def _all_fits(s: Any) -> bool:
@@ -63,12 +61,11 @@ def _edge_type_known(s: Any, key: str | None, *, reverse: bool) -> bool:
     if key is None:
         return True
     d = s.dataset
-    add_reverse = d.hetero is None or d.hetero.add_reverse_edges
     if d.synthetic_mag is not None:
-        known = _MAG_KEYS if reverse and add_reverse else _MAG_RELATION_KEYS
-        return key in known
+        return key in (mag_known_keys(s) if reverse else MAG_RELATION_KEYS)
     if d.hetero is not None and d.hetero.edge_types is not None:
         declared = d.hetero.edge_types
+        add_reverse = d.hetero.add_reverse_edges
         return key in declared or (reverse and add_reverse and reverse_declared(key, declared))
     return True
 
@@ -98,23 +95,23 @@ JOB_RULES: Final[tuple[CelRule, ...]] = (
         lambda s: s.dataset.synthetic_link is None or s.task == Task.link_prediction,
     ),
     _cel(
-        f"!{_LP} || !{_HETERO} || has(self.linkPrediction.edgeType)",
+        f"!{_LP} || !{HETERO_CEL} || has(self.linkPrediction.edgeType)",
         "a heterogeneous dataset needs the supervised edge type: set "
         "linkPrediction.edgeType, e.g. author__writes__paper",
         ".linkPrediction.edgeType",
-        lambda s: _lp(s) is None or not _is_hetero(s) or s.link_prediction.edge_type is not None,
+        lambda s: _lp(s) is None or not is_hetero(s) or s.link_prediction.edge_type is not None,
     ),
     _cel(
-        f"!{_LP} || !has(self.linkPrediction.edgeType) || {_HETERO}",
+        f"!{_LP} || !has(self.linkPrediction.edgeType) || {HETERO_CEL}",
         "edgeType names an edge type of a heterogeneous dataset; a homogeneous graph has "
         "one: remove edgeType",
         ".linkPrediction.edgeType",
-        lambda s: _lp(s) is None or s.link_prediction.edge_type is None or _is_hetero(s),
+        lambda s: _lp(s) is None or s.link_prediction.edge_type is None or is_hetero(s),
     ),
     _cel(
         f"!{_LP} || !has(self.dataset.syntheticMag) || !has(self.linkPrediction.edgeType) || "
-        f"self.linkPrediction.edgeType in {_cel_list(_MAG_RELATION_KEYS)}",
-        "edgeType is not a relation of syntheticMag; use one of " + ", ".join(_MAG_RELATION_KEYS),
+        f"self.linkPrediction.edgeType in {cel_list(MAG_RELATION_KEYS)}",
+        "edgeType is not a relation of syntheticMag; use one of " + ", ".join(MAG_RELATION_KEYS),
         ".linkPrediction.edgeType",
         lambda s: (
             _lp(s) is None
@@ -125,12 +122,8 @@ JOB_RULES: Final[tuple[CelRule, ...]] = (
     _cel(
         f"!{_LP} || !has(self.dataset.syntheticMag) || "
         "!has(self.linkPrediction.reverseEdgeType) || self.linkPrediction.reverseEdgeType in "
-        "((!has(self.dataset.hetero) || self.dataset.hetero.addReverseEdges) ? "
-        f"{_cel_list(_MAG_KEYS)} : {_cel_list(_MAG_RELATION_KEYS)})",
-        "reverseEdgeType is not an edge type of syntheticMag; it has "
-        + ", ".join(_MAG_RELATION_KEYS)
-        + " and, unless dataset.hetero.addReverseEdges is false, "
-        + ", ".join(k for k in _MAG_KEYS if k not in _MAG_RELATION_KEYS),
+        + MAG_KNOWN_CEL,
+        "reverseEdgeType is not an edge type of syntheticMag; it has " + MAG_KNOWN_LIST,
         ".linkPrediction.reverseEdgeType",
         lambda s: (
             _lp(s) is None
@@ -169,12 +162,12 @@ JOB_RULES: Final[tuple[CelRule, ...]] = (
         ),
     ),
     _cel(
-        f"!{_LP} || self.linkPrediction.excludeReverse || {_HETERO}",
+        f"!{_LP} || self.linkPrediction.excludeReverse || {HETERO_CEL}",
         "a homogeneous graph's topology is undirected, so a held-out edge leaves message "
         "passing in both directions: excludeReverse false applies to heterogeneous graphs "
         "only; remove it",
         ".linkPrediction.excludeReverse",
-        lambda s: _lp(s) is None or s.link_prediction.exclude_reverse or _is_hetero(s),
+        lambda s: _lp(s) is None or s.link_prediction.exclude_reverse or is_hetero(s),
     ),
     _cel(
         f"!{_LP} || !self.linkPrediction.split.fromDataset || "

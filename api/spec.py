@@ -17,16 +17,14 @@ the parsers; the sections live in ``dataset``, ``roles``, ``training``, ``deploy
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal, Self
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from distgnn_api.base_model import Model as Model
 from distgnn_api.base_model import OmitsUnset
 from distgnn_api.cel import CelRule
 from distgnn_api.cel import cel as _cel
-from distgnn_api.cel import enforce as _enforce
-from distgnn_api.cel import rules_extra as _rules_extra
 from distgnn_api.core_types import ResourceRequirements as ResourceRequirements
 from distgnn_api.dataset import VOLUME_PATH_MESSAGE as VOLUME_PATH_MESSAGE
 from distgnn_api.dataset import VOLUME_PATH_PATTERN as VOLUME_PATH_PATTERN
@@ -215,12 +213,6 @@ class DistGNNJobSpec(OmitsUnset):
     )
     _omitted_when_unset = ("link_prediction",)
     _omitted_when_default = ("task",)
-    model_config = ConfigDict(json_schema_extra=_rules_extra(_rules))
-
-    @model_validator(mode="after")
-    def _validate(self) -> Self:
-        _enforce(self, self._rules)
-        return self
 
     @property
     def is_link_prediction(self) -> bool:

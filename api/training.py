@@ -4,15 +4,13 @@ accuracy is evaluated."""
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, ClassVar, Self
+from typing import Annotated, ClassVar
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import Field
 
 from distgnn_api.base_model import Model, OmitsUnset
 from distgnn_api.cel import CelRule
 from distgnn_api.cel import cel as _cel
-from distgnn_api.cel import enforce as _enforce
-from distgnn_api.cel import rules_extra as _rules_extra
 from distgnn_api.hetero import DEFAULT_EMBEDDING_DIM, EdgeFanouts
 from distgnn_api.hetero_rules import MODEL_RULES as _HETERO_MODEL_RULES
 
@@ -63,12 +61,6 @@ class ModelSpec(OmitsUnset):
         ),
         *_HETERO_MODEL_RULES,
     )
-    model_config = ConfigDict(json_schema_extra=_rules_extra(_rules))
-
-    @model_validator(mode="after")
-    def _validate(self) -> Self:
-        _enforce(self, self._rules)
-        return self
 
     @property
     def embedding_size(self) -> int:

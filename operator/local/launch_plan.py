@@ -9,10 +9,9 @@ own), the downward API, and the devices a process may use.
 from __future__ import annotations
 
 import os
-import re
 import socket
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from distgnn_api.contract import (
     pod_name,
 )
 from distgnn_operator.local.loopback import LocalModeError, LoopbackNetwork
+from distgnn_operator.local.pod_sources import PodSources, PodView, expand, map_path
 from distgnn_operator.local.ports import LOOPBACK
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -38,8 +38,6 @@ _HOST_ENV_PREFIXES = ("DISTGNN_",)
 _PYTHON_COMMANDS = frozenset(
     {"python", "python3", f"python{sys.version_info[0]}.{sys.version_info[1]}"}
 )
-_FIELD_RE = re.compile(r"^metadata\.(labels|annotations)\['([^']+)'\]$")
-_VAR_REF_RE = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
 
 
 @dataclass(frozen=True)
@@ -83,17 +81,6 @@ class LocalLayout:
         return self.run_dir / "logs"
 
 
-def _expand(value: str, env: Mapping[str, str]) -> str:
-    """Kubernetes $(VAR) expansion: defined names expand, $$ escapes, others stay as written."""
-
-    def sub(m: re.Match[str]) -> str:
-        if m.group(0) == "$$":
-            return "$"
-        return env.get(m.group(1), m.group(0))
-
-    return _VAR_REF_RE.sub(sub, value)
-
-
 def _loopback_interface() -> str | None:
     names = {name for _, name in socket.if_nameindex()}
     return next((n for n in ("lo", "lo0") if n in names), None)
@@ -105,7 +92,7 @@ class LaunchPlanner:
     def __init__(self, layout: LocalLayout, config_maps: Sequence[Mapping[str, Any]]) -> None:
         self.layout = layout
         self.network = LoopbackNetwork(layout.job_name, layout.namespace)
-        self._config_maps = {cm["metadata"]["name"]: cm for cm in config_maps}
+        self._sources = PodSources(layout.data_dir, layout.run_dir, config_maps)
         self._lo = _loopback_interface()
         self._procs_per_trainer = 1
 
@@ -149,7 +136,7 @@ class LaunchPlanner:
                 labels[STS_POD_NAME_LABEL] = name
             else:
                 labels[JOB_INDEX_LABEL] = "0"
-            pod = _PodView(
+            pod = PodView(
                 name=name,
                 namespace=self.layout.namespace,
                 labels=labels,
@@ -184,7 +171,7 @@ class LaunchPlanner:
 
     def _process(
         self,
-        pod: _PodView,
+        pod: PodView,
         container: Mapping[str, Any],
         role: Role,
         rank: int,
@@ -194,35 +181,25 @@ class LaunchPlanner:
     ) -> ProcessSpec:
         cname = container.get("name", "?")
         where = f"pod {pod.name} container {cname}"
-        mounts = self._mounts(pod, container, where)
-
-        env: dict[str, str] = {}
-        for src in container.get("envFrom", []):
-            prefix = src.get("prefix", "")
-            if "configMapRef" in src:
-                cm = self._config_map(src["configMapRef"]["name"], where)
-                env.update({prefix + k: v for k, v in cm.get("data", {}).items()})
-            else:
-                raise LocalModeError(f"{where}: envFrom {sorted(src)} is not supported locally")
-        for item in container.get("env", []):
-            env[item["name"]] = self._env_value(item, env, pod, where)
+        mounts = self._sources.mounts(pod, container, where)
+        env = self._sources.env(pod, container, where)
 
         devices = self._devices(role, rank, gpus_per_pod)
         contract = self._local_contract(env, role, rank, devices, mounts, where)
         for var, value in list(env.items()):
             if var not in contract:
-                env[var] = _map_path(self.network.rewrite_addresses(var, value), mounts)
+                env[var] = map_path(self.network.rewrite_addresses(var, value), mounts)
         env.update(contract)
         env["CUDA_VISIBLE_DEVICES"] = ",".join(devices)
 
-        command = [_expand(x, env) for x in container.get("command", [])]
-        args = [_expand(x, env) for x in container.get("args", [])]
+        command = [expand(x, env) for x in container.get("command", [])]
+        args = [expand(x, env) for x in container.get("args", [])]
         if not command:
             raise LocalModeError(
                 f"{where}: no command; local mode runs the container's command and cannot "
                 "read an image entrypoint"
             )
-        argv = [_map_path(x, mounts) for x in command + args]
+        argv = [map_path(x, mounts) for x in command + args]
         if argv[0] in _PYTHON_COMMANDS:
             argv[0] = sys.executable
 
@@ -238,7 +215,7 @@ class LaunchPlanner:
         full_env.update(env)
 
         working_dir = container.get("workingDir")
-        cwd = Path(_map_path(working_dir, mounts)) if working_dir else self.layout.run_dir
+        cwd = Path(map_path(working_dir, mounts)) if working_dir else self.layout.run_dir
         return ProcessSpec(
             role=role,
             rank=rank,
@@ -268,7 +245,7 @@ class LaunchPlanner:
             raise LocalModeError(f"{where}: {err}") from None
 
         def local_path(path: Path) -> Path:
-            return Path(_map_path(str(path), mounts))
+            return Path(map_path(str(path), mounts))
 
         local = replace(
             rendered,
@@ -294,101 +271,6 @@ class LaunchPlanner:
         )
         return local.to_environ()
 
-    def _config_map(self, name: str, where: str) -> Mapping[str, Any]:
-        if name not in self._config_maps:
-            raise LocalModeError(f"{where}: ConfigMap {name!r} is not among the rendered children")
-        return self._config_maps[name]
-
-    def _env_value(
-        self, item: Mapping[str, Any], env: Mapping[str, str], pod: _PodView, where: str
-    ) -> str:
-        name = item["name"]
-        if "valueFrom" not in item:
-            return _expand(str(item.get("value", "")), env)
-        source = item["valueFrom"]
-        if "fieldRef" in source:
-            return pod.field(source["fieldRef"]["fieldPath"], f"{where} env {name}")
-        if "configMapKeyRef" in source:
-            ref = source["configMapKeyRef"]
-            data = self._config_map(ref["name"], where).get("data", {})
-            if ref["key"] not in data:
-                raise LocalModeError(
-                    f"{where} env {name}: ConfigMap {ref['name']} has no key {ref['key']!r}"
-                )
-            return str(data[ref["key"]])
-        raise LocalModeError(
-            f"{where} env {name}: valueFrom {sorted(source)} is not supported in local mode"
-        )
-
-    def _mounts(
-        self, pod: _PodView, container: Mapping[str, Any], where: str
-    ) -> list[tuple[str, Path]]:
-        """(mount path, local path) pairs, longest mount path first."""
-        volumes = {v["name"]: v for v in pod.spec.get("volumes", [])}
-        out: list[tuple[str, Path]] = []
-        for mount in container.get("volumeMounts", []):
-            vol = volumes.get(mount["name"])
-            if vol is None:
-                raise LocalModeError(f"{where}: volumeMount {mount['name']!r} names no volume")
-            local = self._volume_path(vol, pod, where)
-            if mount.get("subPath"):
-                local = local / mount["subPath"]
-            out.append((mount["mountPath"].rstrip("/") or "/", local))
-        out.sort(key=lambda m: len(m[0]), reverse=True)
-        return out
-
-    def _volume_path(self, vol: Mapping[str, Any], pod: _PodView, where: str) -> Path:
-        layout = self.layout
-        if "persistentVolumeClaim" in vol:
-            layout.data_dir.mkdir(parents=True, exist_ok=True)
-            return layout.data_dir
-        if "configMap" in vol:
-            cm = self._config_map(vol["configMap"]["name"], where)
-            target: Path = layout.run_dir / vol["name"]
-            _materialize(cm.get("data", {}), vol["configMap"].get("items"), target)
-            return target
-        if "emptyDir" in vol:
-            if (vol["emptyDir"] or {}).get("medium") == "Memory" and Path("/dev/shm").is_dir():
-                return Path("/dev/shm")
-            scratch: Path = layout.run_dir / "volumes" / pod.name / vol["name"]
-            scratch.mkdir(parents=True, exist_ok=True)
-            return scratch
-        if "hostPath" in vol:
-            return Path(vol["hostPath"]["path"])
-        kinds = sorted(k for k in vol if k != "name")
-        raise LocalModeError(
-            f"{where}: volume {vol['name']!r} of kind {kinds} is not supported locally"
-        )
-
-
-@dataclass(frozen=True)
-class _PodView:
-    """What the downward API can read of a local pod."""
-
-    name: str
-    namespace: str
-    labels: Mapping[str, str]
-    annotations: Mapping[str, str]
-    spec: Mapping[str, Any]
-
-    def field(self, path: str, where: str) -> str:
-        simple: dict[str, Callable[[], str]] = {
-            "metadata.name": lambda: self.name,
-            "metadata.namespace": lambda: self.namespace,
-            "metadata.uid": lambda: f"local-{self.name}",
-            "status.podIP": lambda: LOOPBACK,
-            "status.hostIP": lambda: LOOPBACK,
-            "spec.nodeName": socket.gethostname,
-            "spec.serviceAccountName": lambda: str(self.spec.get("serviceAccountName", "default")),
-        }
-        if path in simple:
-            return simple[path]()
-        m = _FIELD_RE.match(path)
-        if m:
-            source = self.labels if m.group(1) == "labels" else self.annotations
-            return source.get(m.group(2), "")
-        raise LocalModeError(f"{where}: fieldRef {path!r} is not supported in local mode")
-
 
 def _gpus_per_pod(manifest: Mapping[str, Any]) -> int:
     containers = manifest["spec"]["template"]["spec"].get("containers", [])
@@ -402,24 +284,3 @@ def _replicas(manifest: Mapping[str, Any]) -> int:
     if manifest.get("kind") == "StatefulSet":
         return int(manifest["spec"].get("replicas", 1))
     return 1
-
-
-def _map_path(value: str, mounts: Sequence[tuple[str, Path]]) -> str:
-    for mount_path, local in mounts:
-        if value == mount_path:
-            return str(local)
-        if value.startswith(mount_path + "/"):
-            return str(local / value[len(mount_path) + 1 :])
-    return value
-
-
-def _materialize(
-    data: Mapping[str, str], items: Sequence[Mapping[str, str]] | None, target: Path
-) -> None:
-    """Write a ConfigMap's keys as files, as the kubelet projects them."""
-    target.mkdir(parents=True, exist_ok=True)
-    paths = {i["key"]: i["path"] for i in items} if items else {k: k for k in data}
-    for key, rel in paths.items():
-        path = target / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(data[key])

@@ -3,10 +3,10 @@ for typed layer-wise inference, shared by the single-process tests and the spawn
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
-import torch.distributed as dist
 from torch import Tensor
 
 from distgnn_api.edge_types import EdgeType
@@ -21,7 +21,7 @@ from distgnn_workload.models.relational import RelationalGNN
 from distgnn_workload.models.rgcn import RGCN
 from distgnn_workload.models.rsage import RSAGE
 from distgnn_workload.sampling import HeteroHopBatch
-from tests.support.ranks import leave_group
+from tests.support.ranks import gloo_rank
 from tests.workload.hetero_graphs import MAG_LIKE, NUM_NODES, typed_graph
 
 CSR = tuple[Tensor, Tensor]
@@ -92,49 +92,56 @@ def full_graph_batch(csr: dict[EdgeType, CSR], num_layers: int) -> HeteroHopBatc
     )
 
 
+def sharded_rows(rank: int, world_size: int) -> Callable[[str, int, int], Tensor]:
+    """A rank's layer-0 rows of a node type's range: the featureless types' from sharded
+    embeddings looked up collectively, the others' from :func:`features`. Call it inside a
+    joined group (:func:`tests.support.ranks.gloo_rank`)."""
+    exchange = RowExchange(rank, world_size, torch.device("cpu"))
+    tables = {
+        t: ShardedEmbedding(
+            RowOwnership.contiguous(t, NUM_NODES[t], world_size),
+            EMBEDDING_DIM,
+            exchange,
+            seed=SEED,
+        )
+        for t in NODE_TYPES
+        if t not in FEATURED
+    }
+    x = features()
+
+    def rows(node_type: str, lo: int, hi: int) -> Tensor:
+        if node_type in tables:
+            return tables[node_type].lookup(torch.arange(lo, hi))
+        return x[node_type][lo:hi]
+
+    return rows
+
+
+def chunked_inference(
+    rows: Callable[[str, int, int], Tensor], rank: int, world_size: int
+) -> HeteroLayerwiseInference:
+    """A rank's layer-wise inference over :func:`graph` in small chunks (so that they split)."""
+    return HeteroLayerwiseInference(
+        graph(),
+        NUM_NODES,
+        rows,
+        rank=rank,
+        world_size=world_size,
+        chunk_edges=53,
+        chunk_nodes=17,
+        exchange_rows=11,
+    )
+
+
 def evaluate_rank(rank: int, world_size: int, port: int, out: str, num_layers: int) -> None:
     """One trainer: join a gloo group, look its shares' embedding rows up collectively and run
     each arch's layer-wise inference with small chunks; write its logits to ``out``."""
-    dist.init_process_group(
-        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size
-    )
-    finished = False
-    try:
-        cpu = torch.device("cpu")
-        exchange = RowExchange(rank, world_size, cpu)
-        tables = {
-            t: ShardedEmbedding(
-                RowOwnership.contiguous(t, NUM_NODES[t], world_size),
-                EMBEDDING_DIM,
-                exchange,
-                seed=SEED,
-            )
-            for t in NODE_TYPES
-            if t not in FEATURED
-        }
-        x = features()
-
-        def rows(node_type: str, lo: int, hi: int) -> Tensor:
-            if node_type in tables:
-                return tables[node_type].lookup(torch.arange(lo, hi))
-            return x[node_type][lo:hi]
-
+    with gloo_rank(rank, world_size, port):
+        rows = sharded_rows(rank, world_size)
         for arch in ARCHS:
-            engine = HeteroLayerwiseInference(
-                graph(),
-                NUM_NODES,
-                rows,
-                rank=rank,
-                world_size=world_size,
-                chunk_edges=53,
-                chunk_nodes=17,
-                exchange_rows=11,
-            )
+            engine = chunked_inference(rows, rank, world_size)
             logits = engine.logits(model_of(arch, num_layers))
             torch.save(
                 {"share": engine.share("paper"), "logits": logits},
                 Path(out) / f"{arch}-{rank}.pt",
             )
-        finished = True
-    finally:
-        leave_group(finished=finished)

@@ -7,11 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-import torch.distributed as dist
 
 from distgnn_api.edge_types import EdgeType
-from distgnn_workload.embeddings import RowExchange, RowOwnership, ShardedEmbedding
-from distgnn_workload.evaluation.hetero_inference import HeteroLayerwiseInference
 from distgnn_workload.evaluation.link_ranking import rank_splits
 from distgnn_workload.models.link import build_decoder
 from distgnn_workload.models.relational import RelationalGNN
@@ -19,16 +16,13 @@ from distgnn_workload.models.rsage import RSAGE
 from distgnn_workload.runtime.ddp import Collectives
 from tests.support.hetero_layerwise import (
     EDGE_TYPES,
-    EMBEDDING_DIM,
-    FEATURED,
     HIDDEN,
     NODE_TYPES,
-    SEED,
-    features,
-    graph,
+    chunked_inference,
+    sharded_rows,
     widths,
 )
-from tests.support.ranks import leave_group
+from tests.support.ranks import gloo_rank
 from tests.workload.hetero_graphs import NUM_NODES
 
 WRITES: EdgeType = ("author", "writes", "paper")
@@ -56,40 +50,8 @@ def split(
 
 def evaluate_link_rank(rank: int, world_size: int, port: int, out: str) -> None:
     """One trainer: embed its shares, rank its share of the split; write the figures."""
-    dist.init_process_group(
-        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size
-    )
-    finished = False
-    try:
-        cpu = torch.device("cpu")
-        exchange = RowExchange(rank, world_size, cpu)
-        tables = {
-            t: ShardedEmbedding(
-                RowOwnership.contiguous(t, NUM_NODES[t], world_size),
-                EMBEDDING_DIM,
-                exchange,
-                seed=SEED,
-            )
-            for t in NODE_TYPES
-            if t not in FEATURED
-        }
-        x = features()
-
-        def rows(node_type: str, lo: int, hi: int) -> torch.Tensor:
-            if node_type in tables:
-                return tables[node_type].lookup(torch.arange(lo, hi))
-            return x[node_type][lo:hi]
-
-        engine = HeteroLayerwiseInference(
-            graph(),
-            NUM_NODES,
-            rows,
-            rank=rank,
-            world_size=world_size,
-            chunk_edges=53,
-            chunk_nodes=17,
-            exchange_rows=11,
-        )
+    with gloo_rank(rank, world_size, port):
+        engine = chunked_inference(sharded_rows(rank, world_size), rank, world_size)
         z = engine.embeddings(encoder())
         collectives = Collectives(rank, world_size, [f"t-{r}" for r in range(world_size)], None)
         figures = {}
@@ -110,6 +72,3 @@ def evaluate_link_rank(rank: int, world_size: int, port: int, out: str) -> None:
             for name, m in got.items():
                 figures[f"{kind}-{name}"] = m.as_dict() | {"count": m.count}
         torch.save(figures, Path(out) / f"figures-{world_size}-{rank}.pt")
-        finished = True
-    finally:
-        leave_group(finished=finished)

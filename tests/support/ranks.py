@@ -1,9 +1,11 @@
-"""Leaving a torch.distributed group in the spawned test ranks."""
+"""Joining and leaving a torch.distributed group in the spawned test ranks."""
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import torch.distributed as dist
 
@@ -26,3 +28,18 @@ def leave_group(*, finished: bool = True) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
+
+
+@contextmanager
+def gloo_rank(rank: int, world_size: int, port: int) -> Iterator[None]:
+    """Join a gloo group on 127.0.0.1:``port`` for the body; leave it after (:func:`leave_group`:
+    a body that returns ends the process, one that raises passes its exception on)."""
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size
+    )
+    finished = False
+    try:
+        yield
+        finished = True
+    finally:
+        leave_group(finished=finished)

@@ -6,7 +6,6 @@ safety: a partitioner killed mid-write leaves no ``_SUCCESS``, and a rerun compl
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -17,53 +16,9 @@ import numpy as np
 import pytest
 
 from distgnn_api import contract as c
-from distgnn_api.spec import parse_spec
 from distgnn_workload.data.ogb import write_ogb
 from distgnn_workload.partition import PartitionStore
-
-
-class Job:
-    """A job config and the contract env of its partition step, under ``tmp``."""
-
-    def __init__(self, tmp: Path, dataset: dict[str, Any], partition: dict[str, Any]) -> None:
-        self.spec = parse_spec(
-            {"dataset": dataset, "partition": partition, "samplers": {"replicas": 2}}
-        )
-        self.key = c.partition_key(self.spec)
-        self.data = tmp / "data"
-        self.data.mkdir(exist_ok=True)
-        self.out = c.partition_dir(self.data, self.key)
-        self.config = tmp / "job.json"
-        self.config.write_text(c.job_config_json("demo", "default", "uid-1", self.spec))
-
-    def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("DISTGNN_")}
-        env.update(
-            {
-                c.ENV_ROLE: c.Role.partitioner.value,
-                c.ENV_DATA_DIR: str(self.data),
-                c.ENV_PARTITION_DIR: str(self.out),
-                c.ENV_RUN_DIR: str(c.run_dir(self.data, "uid-1")),
-                c.ENV_CONFIG: str(self.config),
-                c.ENV_JOB_NAME: "demo",
-                c.ENV_JOB_UID: "uid-1",
-                c.ENV_METRICS_PORT: "0",
-            }
-        )
-        return env
-
-    def run(self) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", c.role_module(c.Role.partitioner)],
-            env=self.env(),
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-
-    def markers(self) -> list[Path]:
-        return list((self.data / c.PARTITIONS_DIR).rglob(c.SUCCESS_MARKER))
-
+from tests.support.partition_job import Job
 
 SMALL = {"synthetic": {"numNodes": 2000, "numEdges": 10000, "numFeatures": 8, "numClasses": 5}}
 

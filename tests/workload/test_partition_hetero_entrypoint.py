@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from distgnn_api import contract as c
-from distgnn_api.spec import parse_spec
 from distgnn_workload.data.ogb_hetero_writer import write_ogb_hetero
 from distgnn_workload.partition import (
     HeteroPartitionStore,
@@ -19,7 +18,7 @@ from distgnn_workload.partition import (
     StoreError,
     load_hetero_partition,
 )
-from tests.workload.test_partition_entrypoint import Job
+from tests.support.partition_job import Job
 
 MAG = {"syntheticMag": {"scale": 0.002, "numFeatures": 8, "numClasses": 7}}
 RSAGE = {"arch": "rsage", "numLayers": 2, "fanout": [4, 3]}
@@ -36,21 +35,7 @@ class HeteroJob(Job):
         partition: dict[str, Any],
         model: dict[str, Any] | None = None,
     ) -> None:
-        # Job's own __init__ parses a spec without a model, which a typed dataset refuses.
-        self.spec = parse_spec(
-            {
-                "dataset": dataset,
-                "partition": partition,
-                "samplers": {"replicas": 2},
-                "model": model or RSAGE,
-            }
-        )
-        self.key = c.partition_key(self.spec)
-        self.data = tmp / "data"
-        self.data.mkdir(exist_ok=True)
-        self.out = c.partition_dir(self.data, self.key)
-        self.config = tmp / "job.json"
-        self.config.write_text(c.job_config_json("demo", "default", "uid-1", self.spec))
+        super().__init__(tmp, dataset, partition, model=model or RSAGE)
 
 
 @pytest.mark.parametrize("algorithm", ["metis", "random"])
@@ -159,12 +144,8 @@ def test_bad_input_exits_2(
     assert not job.out.exists()
 
 
-def test_declared_types_the_files_lack_exit_2_naming_the_field(tmp_path: Path) -> None:
-    dataset = {
-        "ogb": {"path": "datasets/mag"},
-        "hetero": {"edgeTypes": ["author__writes__paper", "paper__cites__paper"]},
-    }
-    job = HeteroJob(tmp_path, dataset, {"numPartitions": 2})
+def _write_writes_only(job: Job) -> None:
+    """OGB hetero files at datasets/mag with one relation, author__writes__paper."""
     write_ogb_hetero(
         job.data / "datasets" / "mag",
         {"paper": 4, "author": 3},
@@ -174,6 +155,15 @@ def test_declared_types_the_files_lack_exit_2_naming_the_field(tmp_path: Path) -
         np.array([0, 1, 0, 1]),
         {"train": [0, 1], "val": [2], "test": [3]},
     )
+
+
+def test_declared_types_the_files_lack_exit_2_naming_the_field(tmp_path: Path) -> None:
+    dataset = {
+        "ogb": {"path": "datasets/mag"},
+        "hetero": {"edgeTypes": ["author__writes__paper", "paper__cites__paper"]},
+    }
+    job = HeteroJob(tmp_path, dataset, {"numPartitions": 2})
+    _write_writes_only(job)
     done = job.run()
     assert done.returncode == c.EXIT_BAD_INPUT
     assert "spec.dataset.hetero.edgeTypes" in done.stderr
@@ -184,15 +174,7 @@ def test_a_fanout_for_an_edge_type_the_files_lack_exits_2(tmp_path: Path) -> Non
     dataset = {"ogb": {"path": "datasets/mag"}, "hetero": {}}
     model = {**RSAGE, "edgeFanouts": {"paper__cites__paper": [2, 2]}}
     job = HeteroJob(tmp_path, dataset, {"numPartitions": 2}, model)
-    write_ogb_hetero(
-        job.data / "datasets" / "mag",
-        {"paper": 4, "author": 3},
-        {("author", "writes", "paper"): [[0, 0], [1, 1], [2, 3]]},
-        {"paper": np.zeros((4, 2))},
-        "paper",
-        np.array([0, 1, 0, 1]),
-        {"train": [0, 1], "val": [2], "test": [3]},
-    )
+    _write_writes_only(job)
     done = job.run()
     assert done.returncode == c.EXIT_BAD_INPUT
     assert "spec.model.edgeFanouts" in done.stderr

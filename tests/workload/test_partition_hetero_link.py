@@ -20,7 +20,7 @@ from distgnn_workload.data.ogb_hetero_writer import write_ogb_hetero
 from distgnn_workload.partition import HeteroPartitionStore
 from distgnn_workload.partition.hetero_link_edges import split_typed_edges
 from distgnn_workload.partition.link_split import link_meta, read_link_split
-from tests.workload.test_partition_entrypoint import Job
+from tests.support.partition_job import Job
 
 WRITES: EdgeType = ("author", "writes", "paper")
 REV: EdgeType = ("paper", "rev_writes", "author")
@@ -40,23 +40,15 @@ class LinkJob(Job):
         model: dict[str, Any] | None = None,
         training: dict[str, Any] | None = None,
     ) -> None:
-        self.spec = parse_spec(
-            {
-                "task": "linkPrediction",
-                "linkPrediction": link,
-                "dataset": dataset,
-                "partition": {"numPartitions": 2},
-                "samplers": {"replicas": 2},
-                "model": model or RSAGE,
-                **({"training": training} if training else {}),
-            }
+        super().__init__(
+            tmp,
+            dataset,
+            {"numPartitions": 2},
+            task="linkPrediction",
+            linkPrediction=link,
+            model=model or RSAGE,
+            **({"training": training} if training else {}),
         )
-        self.key = c.partition_key(self.spec)
-        self.data = tmp / "data"
-        self.data.mkdir(exist_ok=True)
-        self.out = c.partition_dir(self.data, self.key)
-        self.config = tmp / "job.json"
-        self.config.write_text(c.job_config_json("demo", "default", "uid-1", self.spec))
 
 
 def edge_set(store: HeteroPartitionStore, et: EdgeType) -> set[tuple[int, int]]:

@@ -13,12 +13,10 @@ import numpy.typing as npt
 import pytest
 import torch
 
-from distgnn_api import contract as c
-from distgnn_api.spec import parse_spec
 from distgnn_workload.data.ogb_link import write_ogb_link
 from distgnn_workload.partition import PartitionStore
 from distgnn_workload.partition.link_split import link_meta, read_link_split
-from tests.workload.test_partition_entrypoint import Job
+from tests.support.partition_job import Job
 
 LINK = {"syntheticLink": {"scale": 0.001, "numFeatures": 16}}
 
@@ -27,21 +25,13 @@ class LinkJob(Job):
     """A link-prediction job's partition step (random partitions, two sampler holders)."""
 
     def __init__(self, tmp: Path, dataset: dict[str, Any], lp: dict[str, Any], parts: int = 4):
-        self.spec = parse_spec(
-            {
-                "dataset": dataset,
-                "partition": {"numPartitions": parts, "algorithm": "random"},
-                "samplers": {"replicas": 2},
-                "task": "linkPrediction",
-                "linkPrediction": lp,
-            }
+        super().__init__(
+            tmp,
+            dataset,
+            {"numPartitions": parts, "algorithm": "random"},
+            task="linkPrediction",
+            linkPrediction=lp,
         )
-        self.key = c.partition_key(self.spec)
-        self.data = tmp / "data"
-        self.data.mkdir(exist_ok=True)
-        self.out = c.partition_dir(self.data, self.key)
-        self.config = tmp / "job.json"
-        self.config.write_text(c.job_config_json("demo", "default", "uid-1", self.spec))
 
 
 def _pairs(store: PartitionStore) -> set[tuple[int, int]]:

@@ -27,7 +27,8 @@ from distgnn_workload.partition.algorithms import random_assignment
 from distgnn_workload.partition.external_sort import EdgeBuckets
 from distgnn_workload.partition.ooc_writer import write_streamed
 from distgnn_workload.partition.writer import write_partitions
-from tests.workload.test_partition_entrypoint import SMALL, Job
+from tests.support.partition_job import Job
+from tests.workload.test_partition_entrypoint import SMALL
 
 
 def npy_files(root: Path) -> list[Path]:

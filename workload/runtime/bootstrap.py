@@ -47,8 +47,9 @@ if TYPE_CHECKING:  # the partitioner imports no torch: the parts that need it im
     import torch
 
     from distgnn_workload.runtime.ddp import Collectives
-    from distgnn_workload.runtime.rendezvous import Group, StoreWatchdog
+    from distgnn_workload.runtime.rendezvous import Group
     from distgnn_workload.runtime.rpc import RpcContext
+    from distgnn_workload.runtime.store_watchdog import StoreWatchdog
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +147,8 @@ class RoleProcess:
         from distgnn_workload.runtime import rpc as rpc_runtime
         from distgnn_workload.runtime import rpc_targets
         from distgnn_workload.runtime.ddp import init_ddp
-        from distgnn_workload.runtime.rendezvous import StoreWatchdog, rendezvous
+        from distgnn_workload.runtime.rendezvous import rendezvous
+        from distgnn_workload.runtime.store_watchdog import StoreWatchdog
 
         # a peer's request waits for this process's targets at most as long as a peer
         rpc_targets.configure(wait_s=self.env.rendezvous_timeout_s)

@@ -8,8 +8,9 @@ with its role, rank and address. The RPC agent and the DDP process group are the
 the same store (``distgnn_workload.runtime.rpc`` and ``.ddp``).
 
 Every member records a generation token read from the store. When trainer 0 goes away (a
-gang restart), the store goes with it; :class:`StoreWatchdog` notices this in the other
-processes so that they exit instead of waiting forever on peers that are gone.
+gang restart), the store goes with it; the watchdog of
+:mod:`distgnn_workload.runtime.store_watchdog` notices this in the other processes so that
+they exit instead of waiting forever on peers that are gone.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import logging
 import os
 import random
 import socket
-import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -357,75 +357,3 @@ def _wait_for(
             log.info("waiting for peers: %s", names)
             last_log = now
         time.sleep(poll_s)
-
-
-class StoreWatchdog:
-    """Watches the job's store from a non-owner process; calls ``on_lost`` when it goes away.
-
-    The store lives in trainer 0. If trainer 0 exits (failure, or the end of the job), peers
-    blocked on RPC or collectives would otherwise wait until long timeouts expire.
-    """
-
-    def __init__(
-        self,
-        group: Group,
-        on_lost: Callable[[str], None],
-        *,
-        interval_s: float = 1.0,
-        failures: int = 2,
-    ) -> None:
-        self._group = group
-        self._on_lost = on_lost
-        self._interval = interval_s
-        self._failures = failures
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="store-watchdog", daemon=True)
-
-    def start(self) -> StoreWatchdog:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-
-    def _alive(self) -> bool:
-        try:
-            with socket.create_connection(
-                (self._group.store_host, self._group.store_port), timeout=self._interval
-            ):
-                return True
-        except OSError:
-            return False
-
-    def _run(self) -> None:
-        try:
-            store = TCPStore(
-                self._group.store_host,
-                self._group.store_port,
-                None,
-                False,
-                timeout=timedelta(seconds=max(2.0, self._interval * 2)),
-            )
-        except RuntimeError as err:
-            if not self._stop.is_set():
-                self._on_lost(f"cannot reach the job's store at trainer 0: {err}")
-            return
-        misses = 0
-        while not self._stop.wait(self._interval):
-            # A plain connect first: a store client talking to a dead server logs a C++ trace.
-            if not self._alive():
-                misses += 1
-                if misses >= self._failures and not self._stop.is_set():
-                    self._on_lost("the job's store at trainer 0 went away")
-                    return
-                continue
-            misses = 0
-            try:
-                generation = store.get(GENERATION_KEY).decode()
-            except RuntimeError as err:
-                if not self._stop.is_set():
-                    self._on_lost(f"trainer 0 restarted (the store connection broke: {err})")
-                return
-            if generation != self._group.generation and not self._stop.is_set():
-                self._on_lost("trainer 0 restarted (new store generation)")
-                return

@@ -1,0 +1,179 @@
+"""The actions of one reconcile: create and adjust the children the job's phase calls for.
+
+They run after the status that implies them is written (:mod:`.state_machine`), and each is
+idempotent: an operator that restarts in between carries them out again from the status.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from distgnn_api.contract import Role
+from distgnn_api.spec import TERMINAL_PHASES, DistGNNJobStatus, Phase
+from distgnn_operator import naming
+from distgnn_operator.builders import (
+    STATEFUL_ROLES,
+    JobContext,
+    build_config_map,
+    build_headless_service,
+    build_network_policy,
+    build_partition_job,
+    build_pvc,
+    build_statefulset,
+)
+from distgnn_operator.constants import ANNOTATION_TEMPLATE_HASH, PARTITION_COMPLETE
+from distgnn_operator.reconcile.apply import apply, ensure, owner_reference
+from distgnn_operator.reconcile.kube_api import JOB, POD, PVC, ApiError, KubeApi
+from distgnn_operator.reconcile.observe import Children
+from distgnn_operator.reconcile.status_writes import ReconcileResult
+from distgnn_operator.status import PartitionJobView, PodView, clean_pod_policy
+
+
+def act(
+    api: KubeApi,
+    job: dict[str, Any],
+    ctx: JobContext,
+    status: DistGNNJobStatus,
+    children: Children,
+    result: ReconcileResult,
+) -> None:
+    """Create and adjust the children the phase calls for."""
+    spec = ctx.spec
+    owner = owner_reference(job)
+    _mark_partition_complete(api, ctx, children, result)
+    if status.phase in TERMINAL_PHASES:
+        _finish(api, ctx, status, children, owner, result)
+        return
+    # The NetworkPolicy comes first, so that no pod of the job (the partition pod included)
+    # ever runs with its metrics or RPC port open.
+    policy = build_network_policy(ctx)
+    if policy is not None:
+        _ensure(api, policy, children.network_policy, owner, result)
+    _ensure(api, build_config_map(ctx), children.config_map, owner, result)
+    pvc = build_pvc(ctx)
+    if pvc is not None:
+        # A retained claim outlives the job, so the job does not own it.
+        claim_owner = owner if spec.storage.retention_policy.value == "Delete" else None
+        children.claim = _ensure(api, pvc, children.claim, claim_owner, result)
+
+    match status.phase:
+        case Phase.pending | Phase.partitioning:
+            if not children.partition_marker(ctx.partition_key):
+                job_obj = _ensure(
+                    api, build_partition_job(ctx), children.partition_job, owner, result
+                )
+                _set_job_suspended(api, job_obj, False, result)
+        case Phase.training:
+            _ensure(api, build_headless_service(ctx), children.service, owner, result)
+            for role in STATEFUL_ROLES:
+                if ctx.replicas(role) > 0 or role in children.statefulsets:
+                    _apply_statefulset(api, ctx, role, ctx.replicas(role), children, owner, result)
+            _delete_stale_pods(api, ctx, children, result)
+        case Phase.suspended | Phase.queued:
+            if children.partition_job is not None:
+                _set_job_suspended(api, children.partition_job, True, result)
+            for role in list(children.statefulsets):
+                _apply_statefulset(api, ctx, role, 0, children, owner, result)
+
+
+def _finish(
+    api: KubeApi,
+    ctx: JobContext,
+    status: DistGNNJobStatus,
+    children: Children,
+    owner: dict[str, Any],
+    result: ReconcileResult,
+) -> None:
+    """Stop pods of a Succeeded or Failed job as the clean-pod policy says."""
+    if children.partition_job is not None and clean_pod_policy.stops_partition_job(ctx.spec):
+        _set_job_suspended(api, children.partition_job, True, result)
+    for role in list(children.statefulsets):
+        replicas = clean_pod_policy.replicas_after_finish(ctx.spec, role, status.phase)
+        _apply_statefulset(api, ctx, role, replicas, children, owner, result)
+
+
+def _ensure(
+    api: KubeApi,
+    desired: dict[str, Any],
+    existing: dict[str, Any] | None,
+    owner: dict[str, Any] | None,
+    result: ReconcileResult,
+) -> dict[str, Any]:
+    obj, created = ensure(api, desired, existing, owner)
+    if created:
+        result.actions.append(f"create {desired['kind']} {desired['metadata']['name']}")
+    return obj
+
+
+def _mark_partition_complete(
+    api: KubeApi, ctx: JobContext, children: Children, result: ReconcileResult
+) -> None:
+    """Record a completed partition on the claim, so later jobs on it skip the step."""
+    job_obj = children.partition_job
+    if job_obj is None or children.claim is None or not PartitionJobView.from_job(job_obj).complete:
+        return
+    if children.partition_marker(ctx.partition_key):
+        return
+    key = naming.partition_marker_annotation(ctx.partition_key)
+    children.claim = api.patch(
+        PVC, ctx.namespace, ctx.claim_name, {"metadata": {"annotations": {key: PARTITION_COMPLETE}}}
+    )
+    result.actions.append(f"annotate claim {ctx.claim_name} {key}")
+
+
+def _set_job_suspended(
+    api: KubeApi, job_obj: dict[str, Any], suspend: bool, result: ReconcileResult
+) -> None:
+    """Suspend or resume the partition Job; a finished Job is left alone."""
+    conditions = (job_obj.get("status") or {}).get("conditions") or []
+    finished = any(
+        c.get("type") in ("Complete", "Failed") and c.get("status") == "True" for c in conditions
+    )
+    if finished or bool((job_obj.get("spec") or {}).get("suspend")) == suspend:
+        return
+    meta = job_obj["metadata"]
+    api.patch(JOB, meta["namespace"], meta["name"], {"spec": {"suspend": suspend}})
+    result.actions.append(f"{'suspend' if suspend else 'resume'} Job {meta['name']}")
+
+
+def _apply_statefulset(
+    api: KubeApi,
+    ctx: JobContext,
+    role: Role,
+    replicas: int,
+    children: Children,
+    owner: dict[str, Any],
+    result: ReconcileResult,
+) -> None:
+    """Server-side apply a StatefulSet when it is absent or its replicas or template differ."""
+    desired = build_statefulset(ctx, role)
+    desired["spec"]["replicas"] = replicas
+    existing = children.statefulsets.get(role)
+    if existing is not None:
+        same_replicas = (existing.get("spec") or {}).get("replicas") == replicas
+        annotations = (existing.get("metadata") or {}).get("annotations") or {}
+        same_template = (
+            annotations.get(ANNOTATION_TEMPLATE_HASH)
+            == (desired["metadata"]["annotations"][ANNOTATION_TEMPLATE_HASH])
+        )
+        if same_replicas and same_template:
+            return
+    children.statefulsets[role] = apply(api, desired, existing, owner)
+    verb = "create" if existing is None else "apply"
+    result.actions.append(f"{verb} StatefulSet {desired['metadata']['name']} replicas={replicas}")
+
+
+def _delete_stale_pods(
+    api: KubeApi, ctx: JobContext, children: Children, result: ReconcileResult
+) -> None:
+    """Finish a gang restart: delete every pod created before the current restart generation."""
+    for pod in children.pods:
+        view = PodView.from_pod(pod)
+        if view is None or view.deleting or view.generation >= ctx.restart_generation:
+            continue
+        try:
+            api.delete(POD, ctx.namespace, view.name, uid=pod["metadata"].get("uid"))
+        except ApiError as err:
+            if not err.conflict:  # a uid mismatch: the pod was already replaced
+                raise
+        result.actions.append(f"delete Pod {view.name} (restart {ctx.restart_generation})")
