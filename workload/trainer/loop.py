@@ -30,10 +30,8 @@ from distgnn_workload import evaluation
 from distgnn_workload.loader import MiniBatch, Prefetcher
 from distgnn_workload.models import build_model
 from distgnn_workload.models.sage import GraphSAGE
-from distgnn_workload.runtime.checkpoint import load_latest, save_checkpoint
 from distgnn_workload.runtime.cuda_memory import CudaMemoryPhases
 from distgnn_workload.runtime.ddp import DDP_TIMEOUT_S, Collectives, single_process
-from distgnn_workload.runtime.lifecycle import BadInputError
 from distgnn_workload.runtime.seeds import Batch, eval_batches, train_batches
 from distgnn_workload.runtime.status_server import ProgressTracker
 from distgnn_workload.runtime.transfers import wait_for_stream
@@ -41,6 +39,7 @@ from distgnn_workload.sampling import StaticLayout
 from distgnn_workload.trainer.epoch_stats import EpochStats, RunState, announce_epoch
 from distgnn_workload.trainer.graph_step import WARMUP_STEPS, CapturedStep, GraphStep
 from distgnn_workload.trainer.profiler import StepProfiler
+from distgnn_workload.trainer.run_checkpoint import restore_run, save_run
 from distgnn_workload.trainer.step_policy import graph_layout
 from distgnn_workload.trainer.trainer_metrics import TrainerMetrics
 
@@ -144,40 +143,29 @@ class Trainer:
 
     def resume(self) -> int | None:
         """Load the newest checkpoint; returns the epochs it holds (None: none found)."""
-        ckpt = load_latest(self.run_dir, map_location=self.device)
-        if ckpt is None:
-            return None
-        try:
-            self.model.load_state_dict(ckpt.state["model"])
-            self.optimizer.load_state_dict(ckpt.state["optimizer"])
-        except (KeyError, RuntimeError, ValueError) as err:
-            raise BadInputError(
-                f"checkpoint {ckpt.path} does not fit this job's model ({err}); the job spec "
-                "changed since it was written: move the run's checkpoints away to start over"
-            ) from None
-        self.start_epoch = min(ckpt.epoch, self.spec.training.epochs)
-        self.state = RunState(
-            started_at=float(ckpt.state.get("started_at", self.state.started_at)),
-            history=list(ckpt.state.get("history", [])),
+        got = restore_run(
+            self.run_dir,
+            self.model,
+            self.optimizer,
+            device=self.device,
+            started_at=self.state.started_at,
         )
-        log.info("resumed from %s: %d epochs done", ckpt.path.name, ckpt.epoch)
-        return ckpt.epoch
+        if got is None:
+            return None
+        self.start_epoch = min(got.epochs_done, self.spec.training.epochs)
+        self.state = got.state
+        return got.epochs_done
 
     def checkpoint(self, epochs_done: int) -> None:
-        if self.rank != 0:
-            return
-        path = save_checkpoint(
-            self.run_dir,
-            epochs_done,
-            {
-                "model": self.model.state_dict(),
-                "optimizer": self.optimizer.state_dict(),
-                "started_at": self.state.started_at,
-                "history": self.state.history,
-                "job_uid": self.job_uid,
-            },
-        )
-        log.info("checkpoint %s written", path.name)
+        if self.rank == 0:
+            save_run(
+                self.run_dir,
+                epochs_done,
+                self.model,
+                self.optimizer,
+                self.state,
+                job_uid=self.job_uid,
+            )
 
     # ------------------------------------------------------------------ loop
 
