@@ -67,6 +67,15 @@ class Run:
     def output(self) -> str:
         return self.proc.stdout + self.proc.stderr
 
+    def succeeded(self) -> Result:
+        """Its result, once it is checked that the run exited 0, left no process of the job
+        behind and wrote the result of this job."""
+        assert self.proc.returncode == 0, self.output
+        assert processes_with_env(ENV_JOB_UID, self.uid) == []
+        result = Result.model_validate_json((self.run_dir / RESULT_FILE).read_text())
+        assert result.job_uid == self.uid
+        return result
+
 
 def _run(job_file: Path, data_dir: Path, run_dir: Path) -> Run:
     uid = str(uuid.uuid4())
@@ -234,15 +243,13 @@ def test_an_out_of_core_partition_trains(workdir: Path) -> None:
     }
     job_file = _write(workdir / "job-ooc.yaml", job)
     run = _run(job_file, workdir / "data-ooc", workdir / "run-ooc")
-    assert run.proc.returncode == 0, run.output
+    result = run.succeeded()
     spec = parse_job(job).spec
     meta = yaml.safe_load(
         (partition_dir(workdir / "data-ooc", partition_key(spec)) / "META.json").read_text()
     )
     assert meta["out_of_core"] is True
     assert meta["algorithm"] == "random"
-    result = Result.model_validate_json((run.run_dir / RESULT_FILE).read_text())
     assert result.epochs == spec.training.epochs
     assert result.test_accuracy is not None
     assert result.test_accuracy >= MIN_TEST_ACCURACY, result
-    assert processes_with_env(ENV_JOB_UID, run.uid) == []

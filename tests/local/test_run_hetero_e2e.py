@@ -18,10 +18,9 @@ import numpy as np
 import pytest
 import yaml
 
-from distgnn_api.contract import ENV_JOB_UID, EXIT_BAD_INPUT, RESULT_FILE, Result
+from distgnn_api.contract import EXIT_BAD_INPUT
 from distgnn_api.spec import EvaluationKind, parse_job
 from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig, generate_mag
-from tests.local.process_table import processes_with_env
 from tests.local.test_run_e2e import _run, _write
 
 pytestmark = pytest.mark.e2e
@@ -41,11 +40,7 @@ def _reduced(**spec: Any) -> dict[str, Any]:
 def test_quickstart_hetero_runs_end_to_end(tmp_path: Path) -> None:
     job = _reduced()
     run = _run(_write(tmp_path / "job.yaml", job), tmp_path / "data", tmp_path / "run")
-    assert run.proc.returncode == 0, run.output
-    assert processes_with_env(ENV_JOB_UID, run.uid) == []
-
-    result = Result.model_validate_json((run.run_dir / RESULT_FILE).read_text())
-    assert result.job_uid == run.uid
+    result = run.succeeded()
     assert result.epochs == EPOCHS
     assert result.test_accuracy_kind == EvaluationKind.full
     seed = parse_job(job).spec.dataset.synthetic_mag
@@ -69,10 +64,7 @@ def test_quickstart_hetero_runs_with_sampler_servers(tmp_path: Path) -> None:
     # server-client mode: two typed sampler servers, two trainers drawing from both
     job = _reduced(samplers={"replicas": 2, "gpusPerPod": 0, "concurrency": 2})
     run = _run(_write(tmp_path / "job.yaml", job), tmp_path / "data", tmp_path / "run")
-    assert run.proc.returncode == 0, run.output
-    assert processes_with_env(ENV_JOB_UID, run.uid) == []
-
-    result = Result.model_validate_json((run.run_dir / RESULT_FILE).read_text())
+    result = run.succeeded()
     assert result.epochs == EPOCHS
     seed = parse_job(job).spec.dataset.synthetic_mag
     assert seed is not None

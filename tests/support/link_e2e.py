@@ -9,8 +9,7 @@ from typing import Any
 
 import yaml
 
-from distgnn_api.contract import ENV_JOB_UID, RESULT_FILE, Result
-from tests.local.process_table import processes_with_env
+from distgnn_api.contract import Result
 from tests.local.test_run_e2e import _run, _write
 
 EXAMPLES = Path(__file__).parents[2] / "manifests" / "examples"
@@ -37,11 +36,7 @@ def run_link_job(tmp_path: Path, job: dict[str, Any], *, name: str) -> Result:
     """Run the job (named ``name``) and check the parts every link run shares; its result,
     for the rest."""
     run = _run(_write(tmp_path / "job.yaml", job), tmp_path / "data", tmp_path / "run")
-    assert run.proc.returncode == 0, run.output
-    assert processes_with_env(ENV_JOB_UID, run.uid) == []
-
-    result = Result.model_validate_json((run.run_dir / RESULT_FILE).read_text())
-    assert result.job_uid == run.uid
+    result = run.succeeded()
     assert result.epochs == EPOCHS
     assert result.test_accuracy is None
     assert result.test_link is not None
