@@ -17,33 +17,30 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import yaml
 from cuda_phases import collect
+from process_probes import (
+    RSS_KINDS,
+    contract_of,
+    descendants,
+    gpu_used_by_card,
+    gpu_used_by_pid,
+    scrape,
+    vm_status,
+)
 
 PRODUCTS_NODES = 2_449_029
 PRODUCTS_EDGES = 61_859_140
-METRICS = (
-    "distgnn_trainer_remote_feature_bytes_total",
-    "distgnn_trainer_sampled_nodes_total",
-    "distgnn_trainer_seeds_total",
-    "distgnn_trainer_feature_cache_hits_total",
-    "distgnn_trainer_feature_cache_lookups_total",
-    "distgnn_sampler_bytes_sent_total",
-    "distgnn_sampler_requests_total",
-)
 CLI = (sys.executable, "-P", "-m", "distgnn_operator.cli")
 """``distgnn``, as a module (the device machine has the packages on PYTHONPATH, no script)."""
-_LINE = re.compile(r"^(?P<name>[a-z_]+)(?:\{(?P<labels>[^}]*)\})? (?P<value>\S+)$")
 
 
 def job(
@@ -82,106 +79,6 @@ def job(
             "storage": {"size": "50Gi"},
         },
     }
-
-
-def descendants(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        for child in children.get(pid, []):
-            out.append(child)
-            todo.append(child)
-    return out
-
-
-def contract_of(pid: int) -> tuple[str, str, str] | None:
-    try:
-        raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    except OSError:
-        return None
-    env = dict(x.decode(errors="replace").split("=", 1) for x in raw if b"=" in x)
-    if "DISTGNN_ROLE" not in env:
-        return None
-    return env["DISTGNN_ROLE"], env.get("DISTGNN_RANK", "0"), env.get("DISTGNN_METRICS_PORT", "")
-
-
-RSS_KINDS = ("VmRSS", "RssAnon", "RssFile", "RssShmem")
-"""The resident set over time: all of it, then its anonymous (heap), file-backed (mapped
-store pages) and shared-memory (slots mapped from other processes) parts."""
-
-
-def vm_status(pid: int) -> dict[str, int]:
-    """VmHWM and the RSS_KINDS of a process, in bytes (empty once it is gone)."""
-    out: dict[str, int] = {}
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(("VmHWM:", *(f"{k}:" for k in RSS_KINDS))):
-                out[line.split(":")[0]] = int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return out
-
-
-def scrape(port: str) -> dict[str, float]:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=0.5) as r:
-            text = r.read().decode()
-    except OSError:
-        return {}
-    out: dict[str, float] = {}
-    for line in text.splitlines():
-        m = _LINE.match(line)
-        if m and m["name"] in METRICS:
-            key = m["name"] + (f"{{{m['labels']}}}" if "kind" in (m["labels"] or "") else "")
-            out[key] = out.get(key, 0.0) + float(m["value"])
-    return out
-
-
-def gpu_used_by_pid() -> dict[int, int]:
-    """GPU memory each process holds (``nvidia-smi``: its context and the caching
-    allocator's reserve), in bytes; empty without nvidia-smi."""
-    try:
-        done = subprocess.run(
-            ["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return {}
-    out: dict[int, int] = {}
-    for line in done.stdout.splitlines():
-        pid, _, mib = line.partition(",")
-        if pid.strip().isdigit() and mib.strip().isdigit():
-            out[int(pid)] = out.get(int(pid), 0) + int(mib) * 2**20
-    return out
-
-
-def gpu_used_by_card() -> dict[str, int]:
-    """Memory in use on each GPU (``nvidia-smi``), in bytes, as ``card-<index>``: the
-    fallback when a container's process ids are not those nvidia-smi reports."""
-    try:
-        done = subprocess.run(
-            ["nvidia-smi", "--query-gpu=index,memory.used", "--format=csv,noheader,nounits"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return {}
-    out: dict[str, int] = {}
-    for line in done.stdout.splitlines():
-        index, _, mib = line.partition(",")
-        if index.strip().isdigit() and mib.strip().isdigit():
-            out[f"card-{index.strip()}"] = int(mib) * 2**20
-    return out
 
 
 def run(
