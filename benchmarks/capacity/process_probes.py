@@ -81,41 +81,36 @@ def scrape(port: str) -> dict[str, float]:
     return out
 
 
-def gpu_used_by_pid() -> dict[int, int]:
-    """GPU memory each process holds (``nvidia-smi``: its context and the caching
-    allocator's reserve), in bytes; empty without nvidia-smi."""
+def _smi_mib(query: str) -> list[tuple[int, int]]:
+    """``nvidia-smi --query-<query>`` as (integer key, MiB) rows, the rows whose two fields
+    are integers; empty without nvidia-smi."""
     try:
         done = subprocess.run(
-            ["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+            ["nvidia-smi", f"--query-{query}", "--format=csv,noheader,nounits"],
             capture_output=True,
             text=True,
             timeout=10,
         )
     except (OSError, subprocess.TimeoutExpired):
-        return {}
-    out: dict[int, int] = {}
+        return []
+    rows = []
     for line in done.stdout.splitlines():
-        pid, _, mib = line.partition(",")
-        if pid.strip().isdigit() and mib.strip().isdigit():
-            out[int(pid)] = out.get(int(pid), 0) + int(mib) * 2**20
+        key, _, mib = line.partition(",")
+        if key.strip().isdigit() and mib.strip().isdigit():
+            rows.append((int(key), int(mib)))
+    return rows
+
+
+def gpu_used_by_pid() -> dict[int, int]:
+    """GPU memory each process holds (``nvidia-smi``: its context and the caching
+    allocator's reserve), in bytes; empty without nvidia-smi."""
+    out: dict[int, int] = {}
+    for pid, mib in _smi_mib("compute-apps=pid,used_memory"):
+        out[pid] = out.get(pid, 0) + mib * 2**20
     return out
 
 
 def gpu_used_by_card() -> dict[str, int]:
     """Memory in use on each GPU (``nvidia-smi``), in bytes, as ``card-<index>``: the
     fallback when a container's process ids are not those nvidia-smi reports."""
-    try:
-        done = subprocess.run(
-            ["nvidia-smi", "--query-gpu=index,memory.used", "--format=csv,noheader,nounits"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return {}
-    out: dict[str, int] = {}
-    for line in done.stdout.splitlines():
-        index, _, mib = line.partition(",")
-        if index.strip().isdigit() and mib.strip().isdigit():
-            out[f"card-{index.strip()}"] = int(mib) * 2**20
-    return out
+    return {f"card-{index}": mib * 2**20 for index, mib in _smi_mib("gpu=index,memory.used")}
