@@ -36,6 +36,7 @@ from distgnn_api.contract import (
 from distgnn_api.spec import DistGNNJobSpec
 from distgnn_workload.partition.store import PartitionStore
 from distgnn_workload.runtime.lifecycle import (
+    claim_exit,
     configure_logging,
     exit_code,
     finished_result,
@@ -162,6 +163,8 @@ class RoleProcess:
         return group
 
     def _on_store_lost(self, reason: str) -> None:
+        if not claim_exit(wait=False):  # the entry point is ending the process already
+            return
         done = self.finished()
         if done:
             log.info("the job is over (%s)", reason)
@@ -193,9 +196,11 @@ class RoleProcess:
             return
         if self.role is Role.trainer:
             mark_finished(self.group)
-        leave(self.group, timeout_s=self.env.shutdown_timeout_s, rpc_running=self.rpc is not None)
+        # From here the bounded shutdown owns the end: a store lost meanwhile is its error,
+        # naming the step and the peers it waited for, not the watchdog's "the job is over".
         if self.watchdog is not None:
             self.watchdog.stop()
+        leave(self.group, timeout_s=self.env.shutdown_timeout_s, rpc_running=self.rpc is not None)
 
 
 Body = Callable[[RoleProcess], int]
@@ -209,7 +214,7 @@ def run_role(role: Role, body: Body, *, local_rank: int = 0) -> NoReturn:
         configure_logging(proc.name)
         return body(proc)
 
-    code = exit_code(main, role.value)
+    code = exit_code(main, role.value, decide=claim_exit)
     logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()

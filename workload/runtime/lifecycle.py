@@ -13,6 +13,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -127,18 +128,40 @@ def exit_code_of(err: BaseException) -> int:
     return EXIT_BAD_INPUT if isinstance(err, BAD_INPUT_ERRORS) else EXIT_INTERNAL_ERROR
 
 
-def exit_code(main: Callable[[], int], role: str) -> int:
-    """Run an entry point; errors become the contract's exit code and one line on stderr."""
+_EXIT_DECIDED = threading.Lock()
+
+
+def claim_exit(*, wait: bool = True) -> bool:
+    """Decide this process's exit code, once: the entry point and a watchdog thread may both
+    want to end the process. The first to claim decides; a watchdog (``wait=False``) that
+    comes second stands down, and an entry point that comes second waits for the watchdog's
+    ``os._exit``. Never released: after the claim, the process only ends."""
+    return _EXIT_DECIDED.acquire(blocking=wait)
+
+
+def exit_code(
+    main: Callable[[], int], role: str, *, decide: Callable[[], object] = lambda: None
+) -> int:
+    """Run an entry point; errors become the contract's exit code and one line on stderr.
+
+    ``decide`` runs once the code is known, before an error is printed: a process that ends
+    passes :func:`claim_exit`, so that a watchdog cannot end it with another code between
+    the message and the exit."""
     try:
         code = main()
     except KeyboardInterrupt:
+        decide()
         code = EXIT_INTERNAL_ERROR
     except SystemExit as err:
+        decide()
         code = err.code if isinstance(err.code, int) else EXIT_INTERNAL_ERROR
     except BaseException as err:
+        decide()
         code = exit_code_of(err)
         if code == EXIT_INTERNAL_ERROR:
             traceback.print_exc()
         kind = "bad input" if code == EXIT_BAD_INPUT else "internal error"
         print(f"distgnn {role}: {kind}: {err}", file=sys.stderr, flush=True)
+    else:
+        decide()
     return code if code is not None else EXIT_OK

@@ -23,6 +23,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 
 import torch.distributed.rpc as rpc
 
@@ -114,6 +115,8 @@ def leave(group: Group, *, timeout_s: float, rpc_running: bool = True) -> float:
     me = group.me
     others = [m for m in group.members if m is not me]
     try:
+        # No store call may outlast the bound (a half-open connection waits its timeout).
+        group.store.set_timeout(timedelta(seconds=max(timeout_s, 1.0)))
         group.store.set(LEAVING_PREFIX + me.name, "1")
     except RuntimeError as err:
         raise ShutdownError(
