@@ -70,7 +70,8 @@ def control_plane(kubeconfig: str | None) -> Iterator[tuple[Kubectl, Any]]:
     if kubeconfig:
         yield Kubectl("kubectl", Path(kubeconfig)), None
         return
-    from tests.support.controlplane import ControlPlane, ensure_binaries
+    from tests.support.controlplane import ControlPlane
+    from tests.support.controlplane_binaries import ensure_binaries
 
     bin_dir = ensure_binaries()
     plane = ControlPlane.start(bin_dir)

@@ -12,7 +12,8 @@ from collections.abc import Generator, Iterator
 
 import pytest
 
-from tests.support.controlplane import ControlPlane, binaries_built, ensure_binaries
+from tests.support.controlplane import ControlPlane
+from tests.support.controlplane_binaries import binaries_built, ensure_binaries
 
 CONTROL_PLANE = pytest.StashKey[ControlPlane]()
 CONTROL_PLANE_SUMMARY = pytest.StashKey[str]()

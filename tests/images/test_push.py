@@ -16,7 +16,7 @@ import yaml
 
 from tests.chart.helm import Helm
 from tests.images.conftest import BUILD_SCRIPT, REPO_ROOT, build_image
-from tests.support.controlplane import ensure_binaries
+from tests.support.controlplane_binaries import ensure_binaries
 from tests.support.oci_image import OciArchive
 from tests.support.registry import (
     Registry,

@@ -16,19 +16,17 @@ from typing import Any
 import pytest
 
 from tests.support.controlplane import (
-    BUILD_SCRIPT,
     EXIT_CODE_ANNOTATION,
     GPU_PRESENT_LABEL,
     GPU_RESOURCE,
     NODES,
-    REPO_ROOT,
     TEST_STORAGE_CLASS,
-    ComponentError,
     ControlPlane,
-    KubectlError,
     PortAllocator,
     wait_until,
 )
+from tests.support.controlplane_binaries import BUILD_SCRIPT, REPO_ROOT
+from tests.support.controlplane_errors import ComponentError, KubectlError
 
 pytestmark = pytest.mark.integration
 

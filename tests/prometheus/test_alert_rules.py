@@ -19,7 +19,7 @@ import yaml
 
 from tests.chart.helm import Helm
 from tests.prometheus.server import promtool
-from tests.support.controlplane import ensure_binaries
+from tests.support.controlplane_binaries import ensure_binaries
 
 pytestmark = pytest.mark.prometheus
 

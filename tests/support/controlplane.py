@@ -37,27 +37,15 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from distgnn_operator.local.ports import free_ports
+from tests.support.controlplane_binaries import missing_binaries
+from tests.support.controlplane_errors import ComponentError, ControlPlaneError, KubectlError
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
 
 T = TypeVar("T")
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-BUILD_SCRIPT = REPO_ROOT / "hack" / "build-controlplane.sh"
 KWOK_STAGES = Path(__file__).with_name("kwok_stages.yaml")
-BINARIES = (
-    "etcd",
-    "kube-apiserver",
-    "kube-controller-manager",
-    "kube-scheduler",
-    "kubectl",
-    "kwok",
-    "helm",
-    "kubeconform",
-)
-# Points the fixture at prebuilt binaries instead of the build script's cache.
-BIN_DIR_ENV = "DISTGNN_CONTROLPLANE_BIN"
 # Seconds each component may take to become ready (a loaded 2-core machine is slow).
 STARTUP_TIMEOUT_ENV = "DISTGNN_CONTROLPLANE_STARTUP_TIMEOUT"
 DEFAULT_STARTUP_TIMEOUT = 120.0
@@ -116,88 +104,6 @@ NODES = (
     FakeNode("kwok-gpu-0", cpu="64", memory="512Gi", gpus=8),
     FakeNode("kwok-gpu-1", cpu="64", memory="512Gi", gpus=8),
 )
-
-
-class ControlPlaneError(RuntimeError):
-    """The control plane cannot be built or used."""
-
-
-class ComponentError(ControlPlaneError):
-    """A component failed to start, did not become ready, or exited; names it and its log."""
-
-    def __init__(
-        self,
-        component: str,
-        log_path: Path,
-        problem: str,
-        tail: str = "",
-        process: subprocess.Popen[bytes] | None = None,
-    ) -> None:
-        self.component = component
-        self.log_path = log_path
-        self.process = process
-        message = f"control-plane component {component!r} {problem}; see its log {log_path}"
-        if tail:
-            message += f"\n--- last lines of {log_path} ---\n{tail}"
-        super().__init__(message)
-
-
-class KubectlError(subprocess.CalledProcessError):
-    """kubectl exited non-zero; the message carries its stderr."""
-
-    def __str__(self) -> str:
-        return (
-            f"{shlex.join(str(a) for a in self.cmd)} exited with {self.returncode}:\n"
-            f"{(self.stderr or '').strip()}\n{(self.output or '').strip()}".rstrip()
-        )
-
-
-# --- binaries ---------------------------------------------------------------------
-
-
-def binaries_dir() -> Path:
-    """The directory the pinned binaries live in (built or not)."""
-    override = os.environ.get(BIN_DIR_ENV)
-    if override:
-        return Path(override)
-    out = subprocess.run(
-        ["bash", str(BUILD_SCRIPT), "--print-bin-dir"], check=True, capture_output=True, text=True
-    )
-    return Path(out.stdout.strip())
-
-
-def binaries_built() -> bool:
-    """Whether every pinned binary is built (the build script's stamp says so)."""
-    if os.environ.get(BIN_DIR_ENV):
-        return not missing_binaries(binaries_dir())
-    check = subprocess.run(["bash", str(BUILD_SCRIPT), "--check"], capture_output=True)
-    return check.returncode == 0
-
-
-def missing_binaries(bin_dir: Path) -> list[str]:
-    return [name for name in BINARIES if not os.access(bin_dir / name, os.X_OK)]
-
-
-def ensure_binaries(announce: Callable[[str], None] = print) -> Path:
-    """Return the bin dir, building the binaries first (minutes when cold) if needed."""
-    bin_dir = binaries_dir()
-    if binaries_built():
-        return bin_dir
-    if os.environ.get(BIN_DIR_ENV):
-        raise ControlPlaneError(
-            f"{BIN_DIR_ENV}={bin_dir} lacks {', '.join(missing_binaries(bin_dir))}; "
-            f"unset it to build them with {BUILD_SCRIPT}"
-        )
-    announce(
-        f"control-plane binaries are not built yet: building them now with {BUILD_SCRIPT} "
-        "(10-30 minutes cold on 2 cores; cached under ~/.cache/distgnn afterwards)"
-    )
-    build = subprocess.run(["bash", str(BUILD_SCRIPT)])
-    if build.returncode != 0 or missing_binaries(bin_dir):
-        raise ControlPlaneError(
-            f"{BUILD_SCRIPT} failed (exit {build.returncode}); run it by hand to see why"
-        )
-    return bin_dir
 
 
 # --- processes --------------------------------------------------------------------

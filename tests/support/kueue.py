@@ -26,15 +26,15 @@ from typing import Any
 import yaml
 
 from tests.support.controlplane import (
-    REPO_ROOT,
     Component,
     ControlPlane,
-    ControlPlaneError,
     PortAllocator,
     _http_get,
     issue_serving_cert,
     wait_until,
 )
+from tests.support.controlplane_binaries import REPO_ROOT
+from tests.support.controlplane_errors import ControlPlaneError
 
 BUILD_SCRIPT = REPO_ROOT / "hack" / "build-kueue.sh"
 KUEUE_NAMESPACE = "kueue-system"
