@@ -22,11 +22,11 @@ from tests.support.controlplane import (
     NODES,
     TEST_STORAGE_CLASS,
     ControlPlane,
-    PortAllocator,
     wait_until,
 )
 from tests.support.controlplane_binaries import BUILD_SCRIPT, REPO_ROOT
 from tests.support.controlplane_errors import ComponentError, KubectlError
+from tests.support.controlplane_processes import PortAllocator
 
 pytestmark = pytest.mark.integration
 

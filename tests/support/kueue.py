@@ -25,16 +25,10 @@ from typing import Any
 
 import yaml
 
-from tests.support.controlplane import (
-    Component,
-    ControlPlane,
-    PortAllocator,
-    _http_get,
-    issue_serving_cert,
-    wait_until,
-)
+from tests.support.controlplane import ControlPlane, issue_serving_cert, wait_until
 from tests.support.controlplane_binaries import REPO_ROOT
 from tests.support.controlplane_errors import ControlPlaneError
+from tests.support.controlplane_processes import Component, PortAllocator, http_get
 
 BUILD_SCRIPT = REPO_ROOT / "hack" / "build-kueue.sh"
 KUEUE_NAMESPACE = "kueue-system"
@@ -201,7 +195,7 @@ def start(plane: ControlPlane) -> Kueue:
     component = plane.start_component(
         "kueue",
         _private_etc_command(workdir, cert, key, argv),
-        ready=lambda: _http_get(f"http://127.0.0.1:{ports['health']}/readyz") == "ok",
+        ready=lambda: http_get(f"http://127.0.0.1:{ports['health']}/readyz") == "ok",
         timeout=180,
     )
     webhooks = webhook_configurations(module, ca_bundle, ports["webhook"])
