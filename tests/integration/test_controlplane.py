@@ -15,16 +15,15 @@ from typing import Any
 
 import pytest
 
-from tests.support.controlplane import (
+from tests.support.controlplane import ControlPlane, wait_until
+from tests.support.controlplane_binaries import BUILD_SCRIPT, REPO_ROOT
+from tests.support.controlplane_cluster import (
     EXIT_CODE_ANNOTATION,
     GPU_PRESENT_LABEL,
     GPU_RESOURCE,
     NODES,
     TEST_STORAGE_CLASS,
-    ControlPlane,
-    wait_until,
 )
-from tests.support.controlplane_binaries import BUILD_SCRIPT, REPO_ROOT
 from tests.support.controlplane_errors import ComponentError, KubectlError
 from tests.support.controlplane_processes import PortAllocator
 

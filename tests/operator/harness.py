@@ -30,7 +30,8 @@ from distgnn_operator.reconcile.kube_api import (
     Kind,
     RestKubeApi,
 )
-from tests.support.controlplane import EXIT_CODE_ANNOTATION, TEST_STORAGE_CLASS, ControlPlane
+from tests.support.controlplane import ControlPlane
+from tests.support.controlplane_cluster import EXIT_CODE_ANNOTATION, TEST_STORAGE_CLASS
 
 REPO = Path(__file__).resolve().parents[2]
 T = TypeVar("T")

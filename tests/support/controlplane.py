@@ -8,9 +8,6 @@ with its own log file, and tears them all down again. The binaries come from
 
 from __future__ import annotations
 
-import base64
-import datetime
-import ipaddress
 import json
 import os
 import re
@@ -27,13 +24,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from tests.support.controlplane_binaries import missing_binaries
+from tests.support.controlplane_cluster import (
+    KWOK_NODE_ANNOTATION,
+    KWOK_STAGES,
+    NODE_IP,
+    NODES,
+    POD_CIDR,
+    SERVICE_CIDR,
+    TEST_STORAGE_CLASS,
+    cluster_objects,
+    node_schedulable,
+)
 from tests.support.controlplane_errors import ComponentError, ControlPlaneError, KubectlError
+from tests.support.controlplane_pki import Pki, make_pki, write_admin_kubeconfig, write_kubeconfig
 from tests.support.controlplane_processes import (
     Component,
     PortAllocator,
@@ -48,250 +53,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-KWOK_STAGES = Path(__file__).with_name("kwok_stages.yaml")
 # Seconds each component may take to become ready (a loaded 2-core machine is slow).
 STARTUP_TIMEOUT_ENV = "DISTGNN_CONTROLPLANE_STARTUP_TIMEOUT"
 DEFAULT_STARTUP_TIMEOUT = 120.0
-
-# Annotating a Running pod with this makes kwok terminate its containers with that code.
-EXIT_CODE_ANNOTATION = "kwok.distgnn.io/exit-code"
-# kwok manages the nodes that carry this annotation (and only those).
-KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
-GPU_RESOURCE = "nvidia.com/gpu"
-GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
-TEST_STORAGE_CLASS = "distgnn-test"
-# Pod and node IPs are loopback addresses, so anything that dials a pod IP stays on
-# this machine. (The API server refuses loopback addresses in EndpointSlices, so
-# Services that select kwok pods get no endpoints.)
-POD_CIDR = "127.64.0.0/16"
-NODE_IP = "127.0.0.1"
-SERVICE_CIDR = "10.96.0.0/16"
-SERVICE_IP = "10.96.0.1"
-
-
-@dataclass(frozen=True)
-class FakeNode:
-    """A kwok node: its name, capacity and whether it advertises GPUs."""
-
-    name: str
-    cpu: str
-    memory: str
-    gpus: int = 0
-
-    def manifest(self) -> dict[str, Any]:
-        capacity = {"cpu": self.cpu, "memory": self.memory, "pods": "250"}
-        labels = {
-            "kubernetes.io/hostname": self.name,
-            "kubernetes.io/os": "linux",
-            "kubernetes.io/arch": "amd64",
-            "type": "kwok",
-        }
-        if self.gpus:
-            capacity[GPU_RESOURCE] = str(self.gpus)
-            labels[GPU_PRESENT_LABEL] = "true"
-        return {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {
-                "name": self.name,
-                "labels": labels,
-                "annotations": {KWOK_NODE_ANNOTATION: "fake"},
-            },
-            "status": {"capacity": capacity, "allocatable": dict(capacity)},
-        }
-
-
-NODES = (
-    FakeNode("kwok-cpu-0", cpu="32", memory="128Gi"),
-    FakeNode("kwok-cpu-1", cpu="32", memory="128Gi"),
-    FakeNode("kwok-gpu-0", cpu="64", memory="512Gi", gpus=8),
-    FakeNode("kwok-gpu-1", cpu="64", memory="512Gi", gpus=8),
-)
-
-
-# --- certificates and kubeconfigs ---------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Pki:
-    """File paths of the test cluster's CA, serving, admin and service-account keys."""
-
-    ca_cert: Path
-    ca_key: Path
-    serving_cert: Path
-    serving_key: Path
-    admin_cert: Path
-    admin_key: Path
-    sa_key: Path
-    sa_pub: Path
-
-
-def _new_key() -> ec.EllipticCurvePrivateKey:
-    return ec.generate_private_key(ec.SECP256R1())
-
-
-def _write_key(path: Path, key: ec.EllipticCurvePrivateKey) -> None:
-    path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    path.chmod(0o600)
-
-
-def _issue(
-    subject: x509.Name,
-    key: ec.EllipticCurvePrivateKey,
-    issuer: x509.Name,
-    issuer_key: ec.EllipticCurvePrivateKey,
-    *,
-    ca: bool = False,
-    usages: Sequence[x509.ObjectIdentifier] = (),
-    sans: Sequence[x509.GeneralName] = (),
-) -> x509.Certificate:
-    now = datetime.datetime.now(datetime.UTC)
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(issuer)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=7))
-        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=not ca,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=ca,
-                crl_sign=ca,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-    )
-    if usages:
-        builder = builder.add_extension(x509.ExtendedKeyUsage(list(usages)), critical=False)
-    if sans:
-        builder = builder.add_extension(x509.SubjectAlternativeName(list(sans)), critical=False)
-    return builder.sign(issuer_key, hashes.SHA256())
-
-
-def make_pki(directory: Path) -> Pki:
-    """Create a CA, the API server's serving cert, an admin client cert (group
-    system:masters) and the service-account signing key pair."""
-    directory.mkdir(parents=True, exist_ok=True)
-    pki = Pki(*(directory / n for n in ("ca.crt", "ca.key", "apiserver.crt", "apiserver.key",
-                                        "admin.crt", "admin.key", "sa.key", "sa.pub")))  # fmt: skip
-    ca_key = _new_key()
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "distgnn-test-ca")])
-    ca = _issue(ca_name, ca_key, ca_name, ca_key, ca=True)
-
-    serving_key = _new_key()
-    dns = [
-        "localhost",
-        "kubernetes",
-        "kubernetes.default",
-        "kubernetes.default.svc",
-        "kubernetes.default.svc.cluster.local",
-    ]
-    ips = ["127.0.0.1", SERVICE_IP]
-    serving = _issue(
-        x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]),
-        serving_key,
-        ca_name,
-        ca_key,
-        usages=[ExtendedKeyUsageOID.SERVER_AUTH],
-        sans=[
-            *(x509.DNSName(d) for d in dns),
-            *(x509.IPAddress(ipaddress.ip_address(i)) for i in ips),
-        ],
-    )
-    admin_key = _new_key()
-    admin = _issue(
-        x509.Name(
-            [
-                x509.NameAttribute(NameOID.ORGANIZATION_NAME, "system:masters"),
-                x509.NameAttribute(NameOID.COMMON_NAME, "distgnn-admin"),
-            ]
-        ),
-        admin_key,
-        ca_name,
-        ca_key,
-        usages=[ExtendedKeyUsageOID.CLIENT_AUTH],
-    )
-    sa_key = _new_key()
-
-    pem = serialization.Encoding.PEM
-    pki.ca_cert.write_bytes(ca.public_bytes(pem))
-    _write_key(pki.ca_key, ca_key)
-    pki.serving_cert.write_bytes(serving.public_bytes(pem))
-    _write_key(pki.serving_key, serving_key)
-    pki.admin_cert.write_bytes(admin.public_bytes(pem))
-    _write_key(pki.admin_key, admin_key)
-    _write_key(pki.sa_key, sa_key)
-    pki.sa_pub.write_bytes(
-        sa_key.public_key().public_bytes(pem, serialization.PublicFormat.SubjectPublicKeyInfo)
-    )
-    return pki
-
-
-def issue_serving_cert(pki: Pki, directory: Path, name: str) -> tuple[Path, Path]:
-    """A serving certificate for 127.0.0.1, signed by the cluster CA (which the API server's
-    webhook clients are given as caBundle); returns (tls.crt, tls.key) in ``directory``."""
-    directory.mkdir(parents=True, exist_ok=True)
-    ca = x509.load_pem_x509_certificate(pki.ca_cert.read_bytes())
-    ca_key = serialization.load_pem_private_key(pki.ca_key.read_bytes(), password=None)
-    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
-    key = _new_key()
-    cert = _issue(
-        x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]),
-        key,
-        ca.subject,
-        ca_key,
-        usages=[ExtendedKeyUsageOID.SERVER_AUTH],
-        sans=[x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))],
-    )
-    cert_path, key_path = directory / "tls.crt", directory / "tls.key"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    _write_key(key_path, key)
-    return cert_path, key_path
-
-
-def _b64(path: Path) -> str:
-    return base64.b64encode(path.read_bytes()).decode()
-
-
-def write_kubeconfig(
-    path: Path, server: str, ca_cert: Path, user_name: str, user: dict[str, str]
-) -> Path:
-    """Write a one-context kubeconfig; ``user`` holds token or client-certificate fields."""
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [
-            {
-                "name": "distgnn-test",
-                "cluster": {"server": server, "certificate-authority-data": _b64(ca_cert)},
-            }
-        ],
-        "users": [{"name": user_name, "user": user}],
-        "contexts": [
-            {"name": "distgnn-test", "context": {"cluster": "distgnn-test", "user": user_name}}
-        ],
-        "current-context": "distgnn-test",
-    }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
-    path.chmod(0o600)
-    return path
-
 
 # --- the control plane --------------------------------------------------------------
 
@@ -364,16 +128,7 @@ class ControlPlane:
         self._pki = pki = make_pki(self.workdir / "pki")
         api_port = self._ports.take()
         self.server = f"https://127.0.0.1:{api_port}"
-        write_kubeconfig(
-            self.kubeconfig,
-            self.server,
-            pki.ca_cert,
-            "distgnn-admin",
-            {
-                "client-certificate-data": _b64(pki.admin_cert),
-                "client-key-data": _b64(pki.admin_key),
-            },
-        )
+        write_admin_kubeconfig(self.kubeconfig, self.server, pki)
 
         etcd_url = self._start_etcd()
         self._start_apiserver(api_port, etcd_url)
@@ -523,15 +278,7 @@ class ControlPlane:
         return component, lambda: http_get(f"https://127.0.0.1:{port}/healthz", insecure) == "ok"
 
     def _create_nodes_and_storage_class(self) -> None:
-        storage_class = {
-            "apiVersion": "storage.k8s.io/v1",
-            "kind": "StorageClass",
-            "metadata": {"name": TEST_STORAGE_CLASS},
-            "provisioner": "kubernetes.io/no-provisioner",
-            "volumeBindingMode": "Immediate",
-        }
-        documents = [node.manifest() for node in NODES] + [storage_class]
-        self.kubectl("create", "-f", "-", input=yaml.safe_dump_all(documents))
+        self.kubectl("create", "-f", "-", input=yaml.safe_dump_all(cluster_objects()))
 
     def _start_kwok(self) -> None:
         port = self._ports.take()
@@ -550,7 +297,7 @@ class ControlPlane:
             http_get(f"http://127.0.0.1:{port}/healthz")
             nodes = json.loads(self._api_get("/api/v1/nodes"))["items"]
             unready = {n.name for n in NODES} - {
-                node["metadata"]["name"] for node in nodes if _node_schedulable(node)
+                node["metadata"]["name"] for node in nodes if node_schedulable(node)
             }
             if unready:
                 raise ControlPlaneError(f"nodes not Ready and untainted yet: {sorted(unready)}")
@@ -723,10 +470,3 @@ def wait_until(condition: Callable[[], T | None], timeout: float, what: str) -> 
         if time.monotonic() > deadline:
             raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
         time.sleep(0.25)
-
-
-def _node_schedulable(node: dict[str, Any]) -> bool:
-    conditions = node.get("status", {}).get("conditions") or []
-    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-    taints = node.get("spec", {}).get("taints") or []
-    return ready and not any(t.get("key", "").startswith("node.kubernetes.io/") for t in taints)
