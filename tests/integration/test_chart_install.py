@@ -30,7 +30,8 @@ from distgnn_api.spec import GROUP, PLURAL, VERSION
 from distgnn_operator.constants import LABEL_JOB, LABEL_RESTART_GENERATION, LABEL_ROLE
 from distgnn_operator.local.ports import free_ports
 from tests.chart.helm import Helm
-from tests.support.controlplane import ControlPlane, wait_until
+from tests.support.controlplane import ControlPlane
+from tests.support.controlplane_client import wait_until
 from tests.support.controlplane_cluster import TEST_STORAGE_CLASS
 
 pytestmark = pytest.mark.integration

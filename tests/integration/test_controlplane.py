@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from tests.support.controlplane import ControlPlane, wait_until
+from tests.support.controlplane import ControlPlane
 from tests.support.controlplane_binaries import BUILD_SCRIPT, REPO_ROOT
+from tests.support.controlplane_client import wait_until
 from tests.support.controlplane_cluster import (
     EXIT_CODE_ANNOTATION,
     GPU_PRESENT_LABEL,

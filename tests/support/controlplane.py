@@ -3,29 +3,26 @@
 It runs etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (fake
 nodes, some with ``nvidia.com/gpu``) as child processes, each in its own process group
 with its own log file, and tears them all down again. The binaries come from
-``hack/build-controlplane.sh``.
+``hack/build-controlplane.sh`` (controlplane_binaries); the PKI and kubeconfigs, the
+process launching, the fake nodes and the kubectl helpers live in the sibling
+``controlplane_*`` modules.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
-import secrets
-import shlex
 import shutil
-import ssl
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 
 from tests.support.controlplane_binaries import missing_binaries
+from tests.support.controlplane_client import ClusterClient
 from tests.support.controlplane_cluster import (
     KWOK_NODE_ANNOTATION,
     KWOK_STAGES,
@@ -33,12 +30,11 @@ from tests.support.controlplane_cluster import (
     NODES,
     POD_CIDR,
     SERVICE_CIDR,
-    TEST_STORAGE_CLASS,
     cluster_objects,
     node_schedulable,
 )
-from tests.support.controlplane_errors import ComponentError, ControlPlaneError, KubectlError
-from tests.support.controlplane_pki import Pki, make_pki, write_admin_kubeconfig, write_kubeconfig
+from tests.support.controlplane_errors import ComponentError, ControlPlaneError
+from tests.support.controlplane_pki import Pki, make_pki, write_admin_kubeconfig
 from tests.support.controlplane_processes import (
     Component,
     PortAllocator,
@@ -48,20 +44,13 @@ from tests.support.controlplane_processes import (
     wait_ready,
 )
 
-if TYPE_CHECKING:
-    from kubernetes.client import ApiClient
-
-T = TypeVar("T")
-
 # Seconds each component may take to become ready (a loaded 2-core machine is slow).
 STARTUP_TIMEOUT_ENV = "DISTGNN_CONTROLPLANE_STARTUP_TIMEOUT"
 DEFAULT_STARTUP_TIMEOUT = 120.0
 
-# --- the control plane --------------------------------------------------------------
-
 
 @dataclass
-class ControlPlane:
+class ControlPlane(ClusterClient):
     """etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok on loopback.
 
     Start it with ``ControlPlane.start(bin_dir)``; ``stop()`` ends every process.
@@ -83,11 +72,6 @@ class ControlPlane:
     @property
     def log_dir(self) -> Path:
         return self.workdir / "logs"
-
-    @property
-    def kubeconfig(self) -> Path:
-        """Admin kubeconfig (client certificate in group system:masters)."""
-        return self.workdir / "admin.kubeconfig"
 
     @property
     def pki(self) -> Pki:
@@ -140,9 +124,6 @@ class ControlPlane:
         self._create_nodes_and_storage_class()
         self._start_kwok()
 
-    def _bin(self, name: str) -> str:
-        return str(self.bin_dir / name)
-
     def _log(self, name: str) -> Path:
         return self.log_dir / f"{name}.log"
 
@@ -194,14 +175,6 @@ class ControlPlane:
             "etcd", argv, lambda: '"health":"true"' in http_get(f"{client_url}/health")
         )
         return client_url
-
-    def _admin_context(self) -> ssl.SSLContext:
-        context = ssl.create_default_context(cafile=str(self.pki.ca_cert))
-        context.load_cert_chain(str(self.pki.admin_cert), str(self.pki.admin_key))
-        return context
-
-    def _api_get(self, path: str) -> str:
-        return http_get(f"{self.server}{path}", self._admin_context())
 
     def _start_apiserver(self, port: int, etcd_url: str) -> None:
         pki = self.pki
@@ -305,119 +278,7 @@ class ControlPlane:
 
         self._start_core("kwok", argv, ready)
 
-    # -- use --
-
-    def kubectl(
-        self,
-        *args: str,
-        kubeconfig: Path | None = None,
-        input: str | None = None,
-        check: bool = True,
-        timeout: float = 120.0,
-    ) -> subprocess.CompletedProcess[str]:
-        """Run the pinned kubectl (admin unless ``kubeconfig`` is given)."""
-        command = [
-            self._bin("kubectl"),
-            f"--kubeconfig={kubeconfig or self.kubeconfig}",
-            f"--cache-dir={self.workdir / 'kubectl-cache'}",
-            *args,
-        ]
-        result = subprocess.run(
-            command, input=input, capture_output=True, text=True, timeout=timeout
-        )
-        if check and result.returncode != 0:
-            raise KubectlError(result.returncode, command, result.stdout, result.stderr)
-        return result
-
-    def get_json(self, *args: str, kubeconfig: Path | None = None) -> Any:
-        """``kubectl get ARGS -o json``, parsed."""
-        return json.loads(self.kubectl("get", *args, "-o", "json", kubeconfig=kubeconfig).stdout)
-
-    def wait_for(
-        self, *args: str, until: Callable[[Any], bool], what: str = "", timeout: float = 60.0
-    ) -> Any:
-        """Poll ``kubectl get ARGS -o json`` until ``until(obj)`` holds; return that object."""
-
-        def check() -> Any:
-            obj = self.get_json(*args)
-            return obj if until(obj) else None
-
-        return wait_until(check, timeout, what or f"'kubectl get {shlex.join(args)}' to match")
-
-    def apply(
-        self, manifest: dict[str, Any] | list[dict[str, Any]], namespace: str | None = None
-    ) -> None:
-        """``kubectl apply`` one manifest or a list of them."""
-        documents = manifest if isinstance(manifest, list) else [manifest]
-        args = ["apply", "-f", "-"] + (["-n", namespace] if namespace else [])
-        self.kubectl(*args, input=yaml.safe_dump_all(documents))
-
-    def api_client(self, kubeconfig: Path | None = None) -> ApiClient:
-        """A kubernetes.client.ApiClient (admin unless ``kubeconfig`` is given)."""
-        from kubernetes import config
-
-        client: ApiClient = config.new_client_from_config(  # type: ignore[no-untyped-call]
-            config_file=str(kubeconfig or self.kubeconfig)
-        )
-        return client
-
-    def token_kubeconfig(self, namespace: str, service_account: str, duration: str = "1h") -> Path:
-        """A kubeconfig that authenticates as the ServiceAccount, with a TokenRequest token."""
-        token = self.kubectl(
-            "create", "token", service_account, "-n", namespace, f"--duration={duration}"
-        ).stdout.strip()
-        user = f"system:serviceaccount:{namespace}:{service_account}"
-        path = self.workdir / "kubeconfigs" / f"{namespace}.{service_account}.kubeconfig"
-        return write_kubeconfig(path, self.server, self.pki.ca_cert, user, {"token": token})
-
-    def create_pv(
-        self,
-        name: str,
-        size: str = "10Gi",
-        access_modes: Sequence[str] = ("ReadWriteMany",),
-        storage_class: str = TEST_STORAGE_CLASS,
-        claim: tuple[str, str] | None = None,
-    ) -> str:
-        """Create a hostPath PersistentVolume; ``claim=(namespace, name)`` reserves it for
-        that claim, so another test's claim cannot take it. Returns the PV name."""
-        path = self.workdir / "volumes" / name
-        path.mkdir(parents=True, exist_ok=True)
-        spec: dict[str, Any] = {
-            "capacity": {"storage": size},
-            "accessModes": list(access_modes),
-            "persistentVolumeReclaimPolicy": "Retain",
-            "storageClassName": storage_class,
-            "hostPath": {"path": str(path), "type": "Directory"},
-        }
-        if claim is not None:
-            spec["claimRef"] = {"namespace": claim[0], "name": claim[1]}
-        manifest = {
-            "apiVersion": "v1",
-            "kind": "PersistentVolume",
-            "metadata": {"name": name, "labels": {"distgnn.io/test-volume": "true"}},
-            "spec": spec,
-        }
-        self.kubectl("create", "-f", "-", input=json.dumps(manifest))
-        return name
-
-    def create_namespace(self, hint: str = "test") -> str:
-        """Create a uniquely named namespace and wait for its default ServiceAccount."""
-        base = re.sub(r"[^a-z0-9-]+", "-", hint.lower()).strip("-")[:40].strip("-") or "test"
-        name = f"{base}-{secrets.token_hex(3)}"
-        self.kubectl("create", "namespace", name)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                self._api_get(f"/api/v1/namespaces/{name}/serviceaccounts/default")
-                return name
-            except ControlPlaneError:
-                if time.monotonic() > deadline:
-                    self.check_alive()
-                    raise
-                time.sleep(0.1)
-
-    def delete_namespace(self, name: str) -> None:
-        self.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found", check=False)
+    # -- health and teardown --
 
     def check_alive(self) -> None:
         """Raise ComponentError if any component has exited."""
@@ -456,17 +317,3 @@ class ControlPlane:
                     shutil.rmtree(child, ignore_errors=True)
                 else:
                     child.unlink(missing_ok=True)
-
-
-def wait_until(condition: Callable[[], T | None], timeout: float, what: str) -> T:
-    """Poll ``condition`` until it returns something other than None/False; raise
-    TimeoutError naming ``what`` and the last value seen otherwise."""
-    deadline = time.monotonic() + timeout
-    last: object = None
-    while True:
-        last = condition()
-        if last is not None and last is not False:
-            return last
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(0.25)

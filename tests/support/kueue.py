@@ -25,8 +25,9 @@ from typing import Any
 
 import yaml
 
-from tests.support.controlplane import ControlPlane, wait_until
+from tests.support.controlplane import ControlPlane
 from tests.support.controlplane_binaries import REPO_ROOT
+from tests.support.controlplane_client import wait_until
 from tests.support.controlplane_errors import ControlPlaneError
 from tests.support.controlplane_pki import issue_serving_cert
 from tests.support.controlplane_processes import Component, PortAllocator, http_get
