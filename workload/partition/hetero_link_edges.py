@@ -39,6 +39,7 @@ from distgnn_workload.data.link_data import GivenEdges, IdArray
 from distgnn_workload.partition.link_edges import (
     HELD_OUT,
     NEGATIVES_FIELD,
+    EdgeSplits,
     cap_split,
     first_distinct,
     fraction_split,
@@ -55,21 +56,15 @@ EDGE_TYPE_FIELD = "spec.linkPrediction.edgeType"
 REVERSE_FIELD = "spec.linkPrediction.reverseEdgeType"
 
 
-@dataclass
-class TypedEdgeSplit:
+@dataclass(kw_only=True)
+class TypedEdgeSplit(EdgeSplits):
     """The supervised edge type's three edge sets (type-local ids) and what it removed."""
 
     edge_type: EdgeType
     reverse: EdgeType | None
     """The edge type whose ``d -> s`` edges left message passing too (``edge_type`` itself
     within one type), or None."""
-    train: GivenEdges
-    valid: GivenEdges
-    test: GivenEdges
     info: dict[str, Any] = field(default_factory=dict)
-
-    def split(self, name: str) -> GivenEdges:
-        return {"train": self.train, "valid": self.valid, "test": self.test}[name]
 
 
 def link_edge_types(
@@ -177,7 +172,12 @@ def split_typed_edges(
         **{f"num_{k}": len(v) for k, v in out.items()},
     }
     split = TypedEdgeSplit(
-        et, rev, GivenEdges(train_src, train_dst), out["valid"], out["test"], info
+        train=GivenEdges(train_src, train_dst),
+        valid=out["valid"],
+        test=out["test"],
+        edge_type=et,
+        reverse=rev,
+        info=info,
     )
     return replace(graph, in_csr=in_csr, info={**graph.info, "link": info}), split
 

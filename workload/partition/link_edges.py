@@ -48,19 +48,25 @@ store's content key carries: change it with them."""
 
 
 @dataclass
-class EdgeSplitResult:
+class EdgeSplits:
+    """The three edge sets of a link split, by name (``"train"``, ``"valid"``, ``"test"``)."""
+
+    train: GivenEdges
+    valid: GivenEdges
+    test: GivenEdges
+
+    def split(self, name: str) -> GivenEdges:
+        return {"train": self.train, "valid": self.valid, "test": self.test}[name]
+
+
+@dataclass(kw_only=True)
+class EdgeSplitResult(EdgeSplits):
     """A link dataset split for training: the topology's pairs and the three edge sets."""
 
     topology_keys: IdArray
     """Sorted distinct keys ``lo * N + hi`` of the undirected message-passing pairs."""
-    train: GivenEdges
-    valid: GivenEdges
-    test: GivenEdges
     num_nodes: int
     info: dict[str, Any] = field(default_factory=dict)
-
-    def split(self, name: str) -> GivenEdges:
-        return {"train": self.train, "valid": self.valid, "test": self.test}[name]
 
 
 def pair_keys(src: IdArray, dst: IdArray, n: int) -> IdArray:
@@ -115,7 +121,14 @@ def split_edges(data: LinkData, lp: LinkPrediction, seed: int) -> EdgeSplitResul
         topology_pairs=len(topology_keys),
         **{f"num_{k}": len(v) for k, v in (("train", train), *out.items())},
     )
-    return EdgeSplitResult(topology_keys, train, out["valid"], out["test"], n, info)
+    return EdgeSplitResult(
+        train=train,
+        valid=out["valid"],
+        test=out["test"],
+        topology_keys=topology_keys,
+        num_nodes=n,
+        info=info,
+    )
 
 
 def fraction_split(
