@@ -110,16 +110,19 @@ def _trainer(args: argparse.Namespace, graph: HeteroGraphData, run_dir: Path) ->
     )
     data = from_graph(graph, contiguous_book(graph.node_counts, 1), 1)
     device = torch.device(args.device)
-    return HeteroTrainer(
-        spec,
-        data,
-        rank=0,
-        world_size=1,
-        device=device,
-        ranks_of_holder=[[0]],
-        run_dir=run_dir,
-        job_uid="profile-step",
-    )
+    placement: dict[str, Any] = {
+        "rank": 0,
+        "world_size": 1,
+        "device": device,
+        "ranks_of_holder": [[0]],
+        "run_dir": run_dir,
+        "job_uid": "profile-step",
+    }
+    try:
+        from distgnn_workload.trainer.hetero_rank import HeteroRank
+    except ImportError:  # an older checkout (BEFORE): the trainer takes them as keywords
+        return HeteroTrainer(spec, data, **placement)
+    return HeteroTrainer(spec, data, HeteroRank(**placement))
 
 
 def _sync_counter() -> Any:

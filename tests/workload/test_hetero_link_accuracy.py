@@ -23,6 +23,7 @@ from distgnn_workload.trainer.hetero_link_loop import (
     link_edge_types,
     typed_train_pairs,
 )
+from distgnn_workload.trainer.hetero_rank import HeteroRank
 from distgnn_workload.trainer.link_loop import read_eval_splits
 from tests.support.hetero_link_reference import train_reference
 from tests.workload.test_partition_hetero_link import LinkJob
@@ -64,13 +65,7 @@ def _ours(job: LinkJob, seed: int, run_dir: Path) -> float:
     spec = job.spec.model_copy(
         update={"training": job.spec.training.model_copy(update={"seed": seed})}
     )
-    trainer = HeteroLinkTrainer(
-        spec,
-        data,
-        splits=read_eval_splits(job.out),
-        edge_type=edge_type,
-        reverse=reverse,
-        train_ids=typed_train_pairs(job.out, 2, data.node_counts["paper"]),
+    at = HeteroRank(
         rank=0,
         world_size=1,
         device=torch.device("cpu"),
@@ -79,6 +74,15 @@ def _ours(job: LinkJob, seed: int, run_dir: Path) -> float:
         run_dir=run_dir,
         job_uid=f"accuracy-{seed}",
         partition_dir=job.out,
+    )
+    trainer = HeteroLinkTrainer(
+        spec,
+        data,
+        at,
+        splits=read_eval_splits(job.out),
+        edge_type=edge_type,
+        reverse=reverse,
+        train_ids=typed_train_pairs(job.out, 2, data.node_counts["paper"]),
     )
     result = trainer.fit()
     assert result.test_link is not None

@@ -27,6 +27,7 @@ from distgnn_workload.runtime.ddp import Collectives
 from distgnn_workload.runtime.seeds import Batch
 from distgnn_workload.trainer.hetero_data import contiguous_book, from_graph
 from distgnn_workload.trainer.hetero_loop import HeteroTrainer
+from distgnn_workload.trainer.hetero_rank import HeteroRank
 from tests.support.ranks import leave_group
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
@@ -76,9 +77,7 @@ def _worker(rank: int, tmp: str) -> None:
     test = torch.from_numpy(graph.test_mask).nonzero().flatten()
     papers[test[: 3 * len(test) // 4]] = 0  # rank 1: a quarter of the test papers
     data = from_graph(graph, book, WORLD)
-    trainer = HeteroTrainer(
-        _spec(),
-        data,
+    at = HeteroRank(
         rank=rank,
         world_size=WORLD,
         device=torch.device("cpu"),
@@ -87,6 +86,7 @@ def _worker(rank: int, tmp: str) -> None:
         run_dir=Path(tmp) / "run",
         job_uid="ranks",
     )
+    trainer = HeteroTrainer(_spec(), data, at)
     seeds: dict[str, list[Tensor]] = {"train": [], "eval": []}
     epoch_of = trainer.hetero.epoch
 

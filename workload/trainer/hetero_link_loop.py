@@ -21,8 +21,8 @@ path's batches, loss and evaluation:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import torch
 from torch import Tensor
@@ -40,13 +40,8 @@ from distgnn_workload.sampling.seed_edges import pack_pairs
 from distgnn_workload.trainer.hetero_data import HeteroTrainingData
 from distgnn_workload.trainer.hetero_evaluation import typed_inference
 from distgnn_workload.trainer.hetero_loop import HeteroTrainer
-from distgnn_workload.trainer.hetero_pipeline import (
-    HeteroBatches,
-    HeteroMiniBatch,
-    HeteroPipeline,
-    TypedFeatures,
-    stream_seed,
-)
+from distgnn_workload.trainer.hetero_pipeline import HeteroMiniBatch, stream_seed
+from distgnn_workload.trainer.hetero_rank import HeteroRank
 from distgnn_workload.trainer.link_report import LinkRanking, nonempty
 
 
@@ -124,7 +119,7 @@ class HeteroLinkTrainer(LinkRanking, HeteroTrainer):
     """The training loop of one link-prediction rank over a typed graph.
 
     ``splits`` holds the valid and test positives (``"val"``, ``"test"``), the same on
-    every rank; ``train_ids`` the packed training edges of each holder; ``batches`` the
+    every rank; ``train_ids`` the packed training edges of each holder; ``at.batches`` the
     server-client pipeline (None: sample here, worker mode).
     """
 
@@ -132,53 +127,22 @@ class HeteroLinkTrainer(LinkRanking, HeteroTrainer):
         self,
         spec: DistGNNJobSpec,
         data: HeteroTrainingData,
+        at: HeteroRank,
         *,
         splits: Mapping[str, LinkSplit],
         edge_type: EdgeType,
         reverse: EdgeType | None,
         train_ids: list[Tensor],
-        rank: int,
-        device: torch.device,
-        batches: HeteroBatches | None = None,
-        features: TypedFeatures | None = None,
-        **kwargs: Any,
     ) -> None:
         lp = spec.link_prediction
         if lp is None:
             raise ValueError("a link-prediction job needs spec.linkPrediction")
         model = hetero_link_model(spec, data, edge_type)
-        if batches is None:
-            bf16 = spec.training.bf16 and device.type == "cuda"
-            sampler = link_sampler(
-                spec,
-                data,
-                data.in_csr,
-                edge_type,
-                reverse,
-                device,
-                stream_seed(spec.training.seed, 0, rank),
-            )
-            batches = HeteroPipeline(
-                data,
-                {},
-                rank=rank,
-                seed=spec.training.seed,
-                device=device,
-                input_dtype=torch.bfloat16 if bf16 else torch.float32,
-                features=features,
-                sampler=sampler,
-            )
-        super().__init__(
-            spec,
-            data,
-            rank=rank,
-            device=device,
-            batches=batches,
-            features=features,
-            model=model,
-            train_ids=train_ids,
-            **kwargs,
-        )
+        if at.batches is None:
+            seed = stream_seed(spec.training.seed, 0, at.rank)
+            sampler = link_sampler(spec, data, data.in_csr, edge_type, reverse, at.device, seed)
+            at = replace(at, batches=at.worker_pipeline(spec, data, {}, sampler))
+        super().__init__(spec, data, at, model=model, train_ids=train_ids)
         self.link = lp
         self.edge_type = edge_type
         self.link_model = model

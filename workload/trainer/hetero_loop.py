@@ -32,8 +32,7 @@ epochs (``training.evalEvery``) and the test split at the end only.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
@@ -58,20 +57,14 @@ from distgnn_workload.evaluation.hetero_final import hetero_full_evaluation, ids
 from distgnn_workload.loader import Prefetcher
 from distgnn_workload.models import build_hetero_model
 from distgnn_workload.models.relational import RelationalGNN
-from distgnn_workload.runtime.ddp import DDP_TIMEOUT_S, Collectives, single_process
+from distgnn_workload.runtime.ddp import DDP_TIMEOUT_S, single_process
 from distgnn_workload.runtime.seeds import Batch
-from distgnn_workload.runtime.status_server import ProgressTracker
 from distgnn_workload.trainer.epoch_stats import EpochStats
 from distgnn_workload.trainer.hetero_data import HeteroTrainingData
 from distgnn_workload.trainer.hetero_evaluation import typed_inference
 from distgnn_workload.trainer.hetero_graph_step import HeteroGraphStep, typed_caps
-from distgnn_workload.trainer.hetero_pipeline import (
-    HeteroBatches,
-    HeteroMiniBatch,
-    HeteroPipeline,
-    TypedFeatures,
-    stream_seed,
-)
+from distgnn_workload.trainer.hetero_pipeline import HeteroMiniBatch, stream_seed
+from distgnn_workload.trainer.hetero_rank import HeteroRank
 from distgnn_workload.trainer.loop import Trainer
 
 log = logging.getLogger(__name__)
@@ -84,42 +77,20 @@ class HeteroTrainer(Trainer):
         self,
         spec: DistGNNJobSpec,
         data: HeteroTrainingData,
+        at: HeteroRank,
         *,
-        rank: int,
-        world_size: int,
-        device: torch.device,
-        ranks_of_holder: list[list[int]],
-        run_dir: Path,
-        job_uid: str,
-        collectives: Collectives | None = None,
-        tracker: ProgressTracker | None = None,
-        on_epoch: Callable[[], None] | None = None,
-        started_at: float | None = None,
-        batches: HeteroBatches | None = None,
-        features: TypedFeatures | None = None,
-        partition_dir: Path | None = None,
         model: nn.Module | None = None,
         train_ids: list[Tensor] | None = None,
     ) -> None:
-        """``partition_dir``: the typed store that full-neighbourhood evaluation reads what
-        ``data`` lacks from (None: the contract's partition directory). ``model`` and
+        """``at``: the rank, its peers and its batch and feature sources. ``model`` and
         ``train_ids`` replace the target type's classifier and training seeds (a link job's:
         its encoder and decoder, and packed training edges, with no sampled evaluation)."""
-        collectives = collectives or single_process()
-        bf16 = spec.training.bf16 and device.type == "cuda"
-        dtype = torch.bfloat16 if bf16 else torch.float32
-        pipeline = batches
+        collectives = at.collectives or single_process()
+        dtype = at.input_dtype(spec)
+        pipeline = at.batches
         fanouts = resolve_edge_fanouts(spec.model.fanout, spec.model.edge_fanouts, data.edge_types)
         if pipeline is None:
-            pipeline = HeteroPipeline(
-                data,
-                fanouts,
-                rank=rank,
-                seed=spec.training.seed,
-                device=device,
-                input_dtype=dtype,
-                features=features,
-            )
+            pipeline = at.worker_pipeline(spec, data, fanouts)
         dim = spec.model.embedding_size
         torch.manual_seed(spec.training.seed)
         if model is None:
@@ -134,26 +105,26 @@ class HeteroTrainer(Trainer):
         link = train_ids is not None
         super().__init__(
             spec,
-            rank=rank,
-            world_size=world_size,
-            device=device,
+            rank=at.rank,
+            world_size=at.world_size,
+            device=at.device,
             pipeline=pipeline,
             collectives=collectives,
             train_ids=data.train_ids if train_ids is None else train_ids,
             val_ids=[] if link else data.val_ids,
             test_ids=[] if link else data.test_ids,
-            ranks_of_holder=ranks_of_holder,
+            ranks_of_holder=at.ranks_of_holder,
             num_features=0,
             num_classes=data.num_classes,
-            run_dir=run_dir,
-            job_uid=job_uid,
-            tracker=tracker,
-            on_epoch=on_epoch,
-            started_at=started_at,
+            run_dir=at.run_dir,
+            job_uid=at.job_uid,
+            tracker=at.tracker,
+            on_epoch=at.on_epoch,
+            started_at=at.started_at,
             model=model,
         )
         self.data = data
-        self.partition_dir = partition_dir
+        self.partition_dir = at.partition_dir
         self.hetero = pipeline
         self._epochs_done = 0
         self._evaluation_key = 0
@@ -161,10 +132,14 @@ class HeteroTrainer(Trainer):
         self.tables: list[ShardedEmbedding] = []
         self.sparse: RowSparseAdam | None = None
         if data.featureless_types:
-            exchange = RowExchange(rank, world_size, device, host_group=self.collectives.group)
+            exchange = RowExchange(
+                at.rank, at.world_size, at.device, host_group=self.collectives.group
+            )
             self.tables = [
                 ShardedEmbedding(
-                    RowOwnership.from_partition_book(t, data.book[t], ranks_of_holder, world_size),
+                    RowOwnership.from_partition_book(
+                        t, data.book[t], at.ranks_of_holder, at.world_size
+                    ),
                     dim,
                     exchange,
                     seed=spec.training.seed,

@@ -21,7 +21,6 @@ import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import torch
 
@@ -43,6 +42,7 @@ from distgnn_workload.trainer.hetero_link_loop import (
     typed_train_pairs,
 )
 from distgnn_workload.trainer.hetero_loop import HeteroTrainer
+from distgnn_workload.trainer.hetero_rank import HeteroRank
 from distgnn_workload.trainer.hetero_remote import HeteroRemotePipeline, rpc_request
 from distgnn_workload.trainer.link_loop import read_eval_splits
 from distgnn_workload.trainer.pipelines import place
@@ -135,37 +135,37 @@ def run(
             on_batch=lambda wire: metrics.remote_bytes.inc(feature_bytes(wire)),
         )
     proc.serving()
-    common: dict[str, Any] = {
-        "rank": rank,
-        "world_size": world,
-        "device": device,
-        "ranks_of_holder": ranks_of,
-        "collectives": proc.collectives,
-        "run_dir": env.run_dir,
-        "job_uid": env.job_uid,
-        "tracker": tracker,
-        "started_at": started_at,
-        "batches": remote,
-        "features": features,
-        "on_epoch": on_epoch,
-        "partition_dir": env.partition_dir,
-    }
+    at = HeteroRank(
+        rank=rank,
+        world_size=world,
+        device=device,
+        ranks_of_holder=ranks_of,
+        collectives=proc.collectives,
+        run_dir=env.run_dir,
+        job_uid=env.job_uid,
+        tracker=tracker,
+        started_at=started_at,
+        batches=remote,
+        features=features,
+        on_epoch=on_epoch,
+        partition_dir=env.partition_dir,
+    )
     trainer: HeteroTrainer
     if spec.is_link_prediction:
         edge_type, reverse = link_edge_types(store.path)
         trainer = HeteroLinkTrainer(
             spec,
             data,
+            at,
             splits=read_eval_splits(store.path),
             edge_type=edge_type,
             reverse=reverse,
             train_ids=typed_train_pairs(
                 store.path, store.num_partitions, data.node_counts[edge_type[2]]
             ),
-            **common,
         )
     else:
-        trainer = HeteroTrainer(spec, data, **common)
+        trainer = HeteroTrainer(spec, data, at)
     trainer.resume()
     trainer.hetero.prepare(spec.training.batch_size)
     gc.collect()
