@@ -38,7 +38,6 @@ from distgnn_workload.models.relational import RelationalGNN
 from distgnn_workload.sampling.hetero_link_sampler import HeteroLinkSampler
 from distgnn_workload.sampling.seed_edges import pack_pairs
 from distgnn_workload.trainer.hetero_data import HeteroTrainingData
-from distgnn_workload.trainer.hetero_evaluation import typed_inference
 from distgnn_workload.trainer.hetero_loop import HeteroTrainer
 from distgnn_workload.trainer.hetero_pipeline import HeteroMiniBatch, stream_seed
 from distgnn_workload.trainer.hetero_rank import HeteroRank
@@ -154,16 +153,7 @@ class HeteroLinkTrainer(LinkRanking, HeteroTrainer):
         return link_loss(pos, neg)
 
     def _rank(self, splits: Mapping[str, LinkSplit]) -> dict[str, LinkMetrics]:
-        engine = typed_inference(
-            self.data,
-            self.tables,
-            rank=self.rank,
-            world_size=self.world_size,
-            device=self.device,
-            bf16=self.bf16,
-            partition_dir=self.partition_dir,
-        )
-        rows = engine.embeddings(self.link_model.encoder)
+        rows = self._typed_inference().embeddings(self.link_model.encoder)
         s, _, d = self.edge_type
         return rank_splits(
             rows[s].rows,

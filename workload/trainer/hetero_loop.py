@@ -54,6 +54,7 @@ from distgnn_workload.embeddings import (
 )
 from distgnn_workload.evaluation import FullEvaluation
 from distgnn_workload.evaluation.hetero_final import hetero_full_evaluation, ids_of
+from distgnn_workload.evaluation.hetero_inference import HeteroLayerwiseInference
 from distgnn_workload.loader import Prefetcher
 from distgnn_workload.models import build_hetero_model
 from distgnn_workload.models.relational import RelationalGNN
@@ -188,20 +189,24 @@ class HeteroTrainer(Trainer):
 
     # ------------------------------------------------------------------ hooks
 
+    def _typed_inference(self) -> HeteroLayerwiseInference:
+        """This rank's full-neighbourhood inference over every typed node (its share)."""
+        return typed_inference(
+            self.data,
+            self.tables,
+            rank=self.rank,
+            world_size=self.world_size,
+            device=self.device,
+            bf16=self.bf16,
+            partition_dir=self.partition_dir,
+        )
+
     def _full_evaluation(self) -> FullEvaluation:
         model = self.model
         assert isinstance(model, RelationalGNN)
         return hetero_full_evaluation(
             model,
-            lambda: typed_inference(
-                self.data,
-                self.tables,
-                rank=self.rank,
-                world_size=self.world_size,
-                device=self.device,
-                bf16=self.bf16,
-                partition_dir=self.partition_dir,
-            ),
+            self._typed_inference,
             labels=self.data.y,
             split_ids={"val": ids_of(self.data.val_ids), "test": ids_of(self.data.test_ids)},
             rank=self.rank,
