@@ -147,21 +147,20 @@ def exit_code(
     ``decide`` runs once the code is known, before an error is printed: a process that ends
     passes :func:`claim_exit`, so that a watchdog cannot end it with another code between
     the message and the exit."""
+    error: BaseException | None = None
     try:
         code = main()
     except KeyboardInterrupt:
-        decide()
         code = EXIT_INTERNAL_ERROR
     except SystemExit as err:
-        decide()
         code = err.code if isinstance(err.code, int) else EXIT_INTERNAL_ERROR
     except BaseException as err:
-        decide()
+        error = err
         code = exit_code_of(err)
+    decide()
+    if error is not None:
         if code == EXIT_INTERNAL_ERROR:
-            traceback.print_exc()
+            traceback.print_exception(error)
         kind = "bad input" if code == EXIT_BAD_INPUT else "internal error"
-        print(f"distgnn {role}: {kind}: {err}", file=sys.stderr, flush=True)
-    else:
-        decide()
+        print(f"distgnn {role}: {kind}: {error}", file=sys.stderr, flush=True)
     return code if code is not None else EXIT_OK

@@ -115,7 +115,8 @@ def leave(group: Group, *, timeout_s: float, rpc_running: bool = True) -> float:
     me = group.me
     others = [m for m in group.members if m is not me]
     try:
-        # No store call may outlast the bound (a half-open connection waits its timeout).
+        # No store call waits longer than the bound (a half-open connection would wait for
+        # the client's rendezvous timeout).
         group.store.set_timeout(timedelta(seconds=max(timeout_s, 1.0)))
         group.store.set(LEAVING_PREFIX + me.name, "1")
     except RuntimeError as err:
