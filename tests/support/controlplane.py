@@ -33,7 +33,7 @@ from tests.support.controlplane_cluster import (
     cluster_objects,
     node_schedulable,
 )
-from tests.support.controlplane_errors import ComponentError, ControlPlaneError
+from tests.support.controlplane_errors import ControlPlaneError
 from tests.support.controlplane_pki import Pki, make_pki, write_admin_kubeconfig
 from tests.support.controlplane_processes import (
     Component,
@@ -285,12 +285,7 @@ class ControlPlane(ClusterClient):
         for component in self.components:
             code = component.process.poll()
             if code is not None:
-                raise ComponentError(
-                    component.name,
-                    component.log_path,
-                    f"exited with code {code} while tests were running",
-                    component.log_tail(),
-                )
+                raise component.failure(f"exited with code {code} while tests were running")
 
     def log_tails(self, lines: int = 30) -> str:
         """The last lines of every component's log, for a failing test's report."""

@@ -46,6 +46,10 @@ class Component:
             return f"(cannot read {self.log_path}: {exc})"
         return "\n".join(text.splitlines()[-lines:])
 
+    def failure(self, problem: str) -> ComponentError:
+        """The error naming this component, ``problem``, its log and the log's last lines."""
+        return ComponentError(self.name, self.log_path, problem, self.log_tail(), self.process)
+
     def stop(self, grace: float = 10.0) -> None:
         """SIGTERM the process group, SIGKILL it after ``grace`` seconds."""
         pgid = self.process.pid
@@ -95,13 +99,7 @@ def wait_ready(component: Component, ready: Callable[[], bool], timeout: float) 
     while True:
         code = component.process.poll()
         if code is not None:
-            raise ComponentError(
-                component.name,
-                component.log_path,
-                f"exited with code {code} while starting",
-                component.log_tail(),
-                component.process,
-            )
+            raise component.failure(f"exited with code {code} while starting")
         try:
             if ready():
                 component.ready_after = time.monotonic() - start
@@ -110,12 +108,8 @@ def wait_ready(component: Component, ready: Callable[[], bool], timeout: float) 
             last_probe = f"{type(exc).__name__}: {exc}"
         if time.monotonic() - start > timeout:
             component.stop()
-            raise ComponentError(
-                component.name,
-                component.log_path,
-                f"did not become ready within {timeout:.0f}s (last probe: {last_probe})",
-                component.log_tail(),
-                component.process,
+            raise component.failure(
+                f"did not become ready within {timeout:.0f}s (last probe: {last_probe})"
             )
         time.sleep(0.2)
 
