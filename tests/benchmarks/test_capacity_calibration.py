@@ -5,7 +5,6 @@ nvidia-smi's; recorded runs, with and without those records, are compared again.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -16,6 +15,7 @@ from typing import Any
 import pytest
 
 from distgnn_workload.runtime.cuda_memory import LOG_PREFIX
+from tests.support.scripts import load_script
 
 pytestmark = pytest.mark.benchmark
 
@@ -50,12 +50,7 @@ SAMPLER = {"setup": _record(2.9, 3.1, 3.3, 8.0), "shutdown": _record(2.9, 3.6, 3
 
 
 def _cuda_phases() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("cuda_phases", CAPACITY / "cuda_phases.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(CAPACITY / "cuda_phases.py", "cuda_phases")
 
 
 def _gpu_run_dir(run_dir: Path) -> None:

@@ -8,7 +8,6 @@ the records' shape and that the edges-per-seed comparison is computed; no timing
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import subprocess
@@ -18,6 +17,8 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+
+from tests.support.scripts import load_script
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.timeout(480)]
 
@@ -174,12 +175,7 @@ def test_pyg_records_edges_per_seed_per_edge_type(results: dict[str, Any]) -> No
 
 
 def _ratios() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("hetero_ratios", HETERO_BENCH / "ratios.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(HETERO_BENCH / "ratios.py", "hetero_ratios")
 
 
 def test_ratio_table_compares_edges_per_seed(results: dict[str, Any]) -> None:

@@ -6,7 +6,6 @@ finished; no timing."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -15,6 +14,8 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+
+from tests.support.scripts import load_script
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.timeout(480)]
 
@@ -120,12 +121,7 @@ def test_link_bench_runs_on_cpu(tmp_path: Path) -> None:
 
 
 def _link_ratios() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("link_ratios", LINK_BENCH / "link_ratios.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(LINK_BENCH / "link_ratios.py", "link_ratios")
 
 
 def _run(mode: str, gpus: int, per_gpu: float, rank_s: float) -> dict[str, Any]:

@@ -8,7 +8,6 @@ against a sample laid out the way torch-sparse's ``neighbor_sample`` lays it out
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import statistics
@@ -20,6 +19,8 @@ from typing import Any
 
 import pytest
 import torch
+
+from tests.support.scripts import load_script
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.timeout(180)]
 
@@ -125,17 +126,8 @@ def test_best_sweep_reports_the_step_alone(best_sweep: dict[str, Any]) -> None:
 
 
 def _pyg_setups() -> ModuleType:
-    sys.path.insert(0, str(GPU_BENCH))  # it imports synthetic_gpu beside it
-    try:
-        spec = importlib.util.spec_from_file_location("pyg_setups", GPU_BENCH / "pyg_setups.py")
-        assert spec is not None
-        assert spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module  # its dataclasses look their module up there
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(GPU_BENCH))
-    return module
+    # it imports synthetic_gpu beside it
+    return load_script(GPU_BENCH / "pyg_setups.py", "pyg_setups", beside=True)
 
 
 def _torch_sparse_like_sample(
