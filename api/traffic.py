@@ -90,7 +90,7 @@ def traffic(spec: DistGNNJobSpec, plan: Plan) -> Traffic:
 # --------------------------------------------------------------------------- seeds/s
 
 # Measured per GPU on 4 x H200, products-scale synthetic graph, 3-layer GraphSAGE, hidden 256,
-# fanout 15/10/5, batch 1024, bf16, random partitions (README "Performance",
+# fanout 15/10/5, batch 1024, bf16, random partitions (docs/benchmarks.md,
 # benchmarks/gpu_distributed/README.md): (mode, GPUs) -> seeds/s per GPU.
 MEASURED_BF16 = {
     ("worker", 1): 240_000,

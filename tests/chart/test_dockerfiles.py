@@ -92,34 +92,44 @@ def _script_output(*args: str, **env: str) -> str:
     ).stdout  # fmt: skip
 
 
-def test_readme_push_commands_are_what_the_build_script_does() -> None:
-    """The README's commands: one build-images.sh --push per image, and the Docker builds
-    that are exactly the script's public-base builds (Dockerfile, build arguments, tag)."""
+def test_documented_push_commands_are_what_the_build_script_does(tmp_path: Path) -> None:
+    """docs/operations.md's commands: one build-images.sh --push per image, and Docker builds
+    (its loop over --print-build-args, run here with docker recorded instead of called) that
+    are exactly the script's public-base builds (Dockerfile, build arguments, tag)."""
     registry = "registry.example.com/team"
-    readme = (DOCKER_DIR.parent / "README.md").read_text()
+    root = DOCKER_DIR.parent
+    doc = (root / "docs" / "operations.md").read_text()
     pushes = re.findall(rf"^DISTGNN_REGISTRY={registry} hack/build-images.sh --push (\S+)$",
-                        readme, re.MULTILINE)  # fmt: skip
+                        doc, re.MULTILINE)  # fmt: skip
     assert sorted(pushes) == sorted(IMAGES), pushes
+    loops = [b for b in re.findall(r"^```bash\n(.*?)^```", doc, re.MULTILINE | re.DOTALL)
+             if "--print-build-args" in b]  # fmt: skip
+    assert len(loops) == 1, "docs/operations.md should show one Docker build loop"
+    log = tmp_path / "docker.log"
+    recorder = f'docker() {{ printf "%s\\n" "$*" >> {shlex.quote(str(log))}; }}\n'
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("DISTGNN_", "TORCH_INDEX"))}
+    subprocess.run(
+        ["bash", "-c", f"set -euo pipefail\n{recorder}{loops[0]}"],
+        cwd=root, env=clean, check=True, timeout=60,
+    )  # fmt: skip
+    calls = [line.split() for line in log.read_text().splitlines()]
     planned = _script_output(
         "--print-build-args", DISTGNN_BASES="public", DISTGNN_REGISTRY=registry
     )
-    docker = {}
-    for line in re.findall(r"^docker build .*$", readme, re.MULTILINE):
-        build, _, push = line.partition(" && ")
-        words = shlex.split(build)
-        tag = words[words.index("-t") + 1]
-        assert shlex.split(push) == ["docker", "push", tag], line
-        dockerfile = words[words.index("-f") + 1]
-        build_args = [w for i, w in enumerate(words) if i and words[i - 1] == "--build-arg"]
-        name = Path(dockerfile).name.removesuffix(".Dockerfile")
-        docker[name] = [tag, "-f", dockerfile, *(f"--build-arg {a}" for a in build_args)]
-        assert words[-1] == ".", f"{line}: the build context is the repository root"
     script = {}
     for line in planned.splitlines():
         name, ref, *rest = line.split(" ")
-        build_args = [rest[i + 1] for i, w in enumerate(rest) if w == "--build-arg"]
-        script[name] = [ref, *rest[:2], *(f"--build-arg {a}" for a in build_args)]
+        script[name] = [ref, *rest]
+    docker = {}
+    for build, push in zip(calls[::2], calls[1::2], strict=True):
+        assert build[0] == "build", build
+        assert build[-1] == ".", f"{build}: the context is the repository root"
+        tag = build[build.index("-t") + 1]
+        assert push == ["push", tag], push
+        dockerfile = build[build.index("-f") + 1]
+        assert (root / dockerfile).is_file(), dockerfile
+        docker[Path(dockerfile).name.removesuffix(".Dockerfile")] = [tag, *build[1:-3]]
     assert docker == script
     # The helm line names the operator's repository; its default tag is the script's tag.
     operator_repository, _ = script["operator"][0].rsplit(":", 1)
-    assert f"--set image.repository={operator_repository}" in readme
+    assert f"--set image.repository={operator_repository}" in doc
