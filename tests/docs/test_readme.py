@@ -51,7 +51,7 @@ def bash_commands(markdown: str) -> list[str]:
     """The command lines of the ``bash`` blocks, with backslash continuations joined."""
     lines: list[str] = []
     for block in re.findall(r"^```bash\n(.*?)^```", markdown, re.MULTILINE | re.DOTALL):
-        for line in block.replace("\\\n", " ").splitlines():
+        for line in re.sub(r"\s*\\\n\s*", " ", block).splitlines():
             if line.strip() and not line.lstrip().startswith("#"):
                 lines.append(line.strip())
     return lines
