@@ -1,4 +1,4 @@
-"""The README's commands work, and every path and link in README.md and docs/ exists.
+"""The README's commands work; every path, Python file and link the docs name exists.
 
 Every command in the README's ``bash`` blocks is classified by its first words: the quick,
 local ones (no cluster, GPU or network) run here; the others are named in ``SKIPPED`` with the
@@ -150,6 +150,22 @@ def test_named_paths_exist(doc: Path) -> None:
         elif not (ROOT / path).exists():
             missing.append(path)
     assert not missing, f"{doc.relative_to(ROOT)} names paths that do not exist: {sorted(missing)}"
+
+
+@pytest.mark.parametrize("doc", DOC_FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_named_python_modules_exist(doc: Path) -> None:
+    """Every Python file the file names in backticks exists: a path from the root, or the
+    tail of one inside a package (``reconcile/observe.py`` in operator/), as the code map
+    writes them."""
+    roots = [ROOT / root for root in PATH_ROOTS]
+    files = {p.relative_to(ROOT).as_posix() for root in roots for p in root.rglob("*.py")}
+    files |= {p.name for p in ROOT.glob("*.py")}
+    missing = [
+        name
+        for name in set(re.findall(r"`([\w/.-]+\.py)`", doc.read_text()))
+        if name not in files and not any(f.endswith("/" + name) for f in files)
+    ]
+    assert not missing, f"{doc.relative_to(ROOT)} names Python files that do not exist: {missing}"
 
 
 @pytest.mark.parametrize("doc", DOC_FILES, ids=lambda p: str(p.relative_to(ROOT)))
