@@ -1,6 +1,7 @@
 # The CPU workload image: the distgnn package with its [workload] extra (torch, PyG, pymetis),
-# torch taken from PyTorch's CPU-only index. No kopf, no kubernetes. The operator runs the
-# partition Job and the pods without GPUs in it, with `python -m distgnn_workload.<role>`.
+# torch from PyTorch's CPU-only index when TORCH_INDEX_URL names it. No kopf, no kubernetes.
+# The operator runs the partition Job and the pods without GPUs in it, with
+# `python -m distgnn_workload.<role>`.
 #
 # Build from the repository root:
 #   docker build -f docker/workload-cpu.Dockerfile -t ghcr.io/distgnn/workload:0.1.0-cpu .
@@ -8,8 +9,9 @@ ARG BASE_IMAGE=python:3.11-slim-bookworm
 
 FROM ${BASE_IMAGE}
 
-# Extra index that serves CPU-only torch wheels; their "+cpu" versions sort above PyPI's.
-ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
+# An extra index for CPU-only torch wheels (PyTorch's CPU index); their "+cpu" versions sort
+# above the default index's. No default: unset, torch comes from pip's configured index.
+ARG TORCH_INDEX_URL=
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
@@ -23,7 +25,7 @@ COPY workload/ workload/
 # Installed as the README installs it: `pip install '.[workload]'`. DL3013 asks for pinned
 # PyPI packages; this installs the local project, whose dependency ranges live in pyproject.toml.
 # hadolint ignore=DL3013
-RUN pip install --no-cache-dir --extra-index-url "${TORCH_INDEX_URL}" '.[workload]' \
+RUN pip install --no-cache-dir ${TORCH_INDEX_URL:+--extra-index-url "${TORCH_INDEX_URL}"} '.[workload]' \
     && rm -rf /src \
     && useradd --uid 10001 --user-group --create-home --shell /usr/sbin/nologin distgnn
 

@@ -9,8 +9,9 @@ ARG BASE_IMAGE=pytorch/pytorch:2.7.1-cuda12.8-cudnn9-runtime
 
 FROM ${BASE_IMAGE}
 
-# Extra index for the CUDA build of torch, used only if the base's torch is too old.
-ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cu128
+# An extra index for the CUDA build of torch, used only if the base's torch is too old. No default:
+# unset, pip installs from its configured index alone.
+ARG TORCH_INDEX_URL=
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
@@ -24,7 +25,7 @@ COPY workload/ workload/
 # Installed as the README installs it: `pip install '.[workload]'`. DL3013 asks for pinned
 # PyPI packages; this installs the local project, whose dependency ranges live in pyproject.toml.
 # hadolint ignore=DL3013
-RUN pip install --no-cache-dir --extra-index-url "${TORCH_INDEX_URL}" '.[workload]' \
+RUN pip install --no-cache-dir ${TORCH_INDEX_URL:+--extra-index-url "${TORCH_INDEX_URL}"} '.[workload]' \
     && rm -rf /src \
     && useradd --uid 10001 --user-group --create-home --shell /usr/sbin/nologin distgnn
 

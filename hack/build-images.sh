@@ -18,21 +18,27 @@
 # to another (DISTGNN_REGISTRY=... --push) without a rebuild.
 #
 # Bases: where a registry answers, the Dockerfiles' own bases (python:3.11-slim-bookworm and
-# the pytorch/pytorch CUDA runtime, fully qualified: docker.io/...) and torch indexes. Where none does, a Debian bookworm base
-# with python3 and pip, assembled here by mmdebstrap from Debian's packages, and torch from PyPI
-# when the torch index does not answer (PyPI's Linux torch is its CUDA build, so both workload
-# images then hold CUDA torch). On that path the Python wheels are downloaded once into a
-# wheelhouse that the builds install from.
+# the pytorch/pytorch CUDA runtime, fully qualified: docker.io/...). Where none does, a Debian
+# bookworm base with python3 and pip, assembled here by mmdebstrap from Debian's packages. On
+# that path the Python wheels are downloaded once into a wheelhouse that the builds install from.
 #
-# Caching: the base's root filesystem (keyed on its package list), the wheelhouse (keyed on
-# pyproject.toml and the torch index) and a content key per image (Dockerfile, build context,
-# build arguments, base): an image whose key is unchanged is not rebuilt.
+# Package indexes: this script names none. Debian's packages come from this machine's apt
+# sources (the entries for bookworm in /etc/apt/sources.list and /etc/apt/sources.list.d), or
+# from DISTGNN_DEBIAN_SOURCES (a mirror URI or a sources file). Python packages come from this
+# machine's pip configuration (index-url and extra-index-url, as `pip config` and PIP_* show
+# them), and torch from the index in TORCH_INDEX_URL_CPU / TORCH_INDEX_URL_CUDA when one is set
+# and answers (PyTorch's CPU-only or CUDA index; unset, torch comes from the configured index,
+# whose Linux torch may be a CUDA build).
+#
+# Caching: the base's root filesystem (keyed on its package list and sources), the wheelhouse
+# (keyed on pyproject.toml and the indexes) and a content key per image (Dockerfile, build
+# context, build arguments, base): an image whose key is unchanged is not rebuilt.
 #
 # Environment: DISTGNN_CACHE (default ~/.cache/distgnn), DISTGNN_REGISTRY (default
 # ghcr.io/distgnn), DISTGNN_IMAGE_VERSION (default the chart's appVersion), DISTGNN_BASES
-# (auto|public|local, default auto), TORCH_INDEX_URL_CPU (default
-# https://download.pytorch.org/whl/cpu), TORCH_INDEX_URL_CUDA (default .../whl/cu128): the
-# workload images' TORCH_INDEX_URL build argument; DISTGNN_PUSH_TLS_VERIFY (true|false, default
+# (auto|public|local, default auto), DISTGNN_DEBIAN_SOURCES, TORCH_INDEX_URL_CPU,
+# TORCH_INDEX_URL_CUDA (no defaults: the workload images' TORCH_INDEX_URL build argument);
+# DISTGNN_PUSH_TLS_VERIFY (true|false, default
 # true): false lets --push use a registry that speaks plain HTTP or has a self-signed
 # certificate (skopeo copy --dest-tls-verify=false), such as a test registry on localhost.
 set -euo pipefail
@@ -52,10 +58,9 @@ PUSH_TLS_VERIFY="${DISTGNN_PUSH_TLS_VERIFY:-true}"
 # defines an alias for python but none for pytorch/pytorch and no search registries.
 PUBLIC_PYTHON_BASE="docker.io/library/python:3.11-slim-bookworm"
 PUBLIC_CUDA_BASE="docker.io/pytorch/pytorch:2.7.1-cuda12.8-cudnn9-runtime"
-TORCH_CPU="${TORCH_INDEX_URL_CPU:-https://download.pytorch.org/whl/cpu}"
-TORCH_CUDA="${TORCH_INDEX_URL_CUDA:-https://download.pytorch.org/whl/cu128}"
-PYPI="https://pypi.org/simple"
-DEBIAN_MIRROR="${DISTGNN_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+TORCH_CPU="${TORCH_INDEX_URL_CPU:-}"
+TORCH_CUDA="${TORCH_INDEX_URL_CUDA:-}"
+DEBIAN_SOURCES="${DISTGNN_DEBIAN_SOURCES:-}"
 # The local base: what python:3.11-slim-bookworm offers (python, pip, useradd, libstdc++ that
 # manylinux wheels such as numpy and torch link against), from Debian.
 BASE_PACKAGES="python3,python3-pip,python-is-python3,ca-certificates,passwd,libstdc++6"
@@ -143,9 +148,64 @@ if [[ "${BASES}" == auto ]]; then
 fi
 
 # --- the local Debian base ---------------------------------------------------------------
+# The apt sources of the base: DISTGNN_DEBIAN_SOURCES (a mirror URI, or a file in sources.list
+# or deb822 form), else this machine's own entries for bookworm. Prints a file for mmdebstrap.
+debian_sources() {
+  local out="${IMAGES_DIR}/base-sources.list"
+  if [[ -f "${DEBIAN_SOURCES}" ]]; then
+    cp "${DEBIAN_SOURCES}" "${out}"
+  elif [[ -n "${DEBIAN_SOURCES}" ]]; then
+    printf 'deb %s bookworm main\n' "${DEBIAN_SOURCES}" >"${out}"
+  else
+    python3 -P - >"${out}" <<'EOF2'
+import glob, re
+entries = []
+def add(types, uris, suites, components, signed_by):
+    for uri in uris:
+        for suite in suites:
+            if "deb" in types and re.fullmatch(r"bookworm(-updates|-security)?", suite):
+                option = f"[signed-by={signed_by}] " if signed_by else ""
+                entries.append(f"deb {option}{uri} {suite} {' '.join(components) or 'main'}")
+for path in ["/etc/apt/sources.list", *sorted(glob.glob("/etc/apt/sources.list.d/*.list"))]:
+    try:
+        lines = open(path).read().splitlines()
+    except OSError:
+        continue
+    for line in lines:
+        words = re.sub(r"\[[^]]*\]", "", line.split("#")[0]).split()
+        if len(words) >= 3:
+            add([words[0]], [words[1]], [words[2]], words[3:], "")
+for path in sorted(glob.glob("/etc/apt/sources.list.d/*.sources")):
+    for stanza in re.split(r"\n\s*\n", open(path).read()):
+        fields, key = {}, None
+        for line in stanza.splitlines():
+            if line.startswith("#"):
+                continue
+            if line[:1].isspace() and key:
+                fields[key] += " " + line.strip()
+            elif ":" in line:
+                key, _, value = line.partition(":")
+                key = key.strip().lower()
+                fields[key] = value.strip()
+        if fields.get("enabled", "yes").lower() == "no":
+            continue
+        add(fields.get("types", "").split(), fields.get("uris", "").split(),
+            fields.get("suites", "").split(), fields.get("components", "").split(),
+            fields.get("signed-by", "") if fields.get("signed-by", "").startswith("/") else "")
+print("\n".join(entries))
+EOF2
+  fi
+  if ! grep -q '[^[:space:]]' "${out}"; then
+    echo "error: this machine's apt sources have no entry for Debian bookworm; set" \
+      "DISTGNN_DEBIAN_SOURCES to a Debian mirror's URI or to a sources file" >&2
+    exit 1
+  fi
+  echo "${out}"
+}
+
 local_base_ref() {
   local key
-  key="$(printf '%s\n' "${BASE_PACKAGES}" "${DEBIAN_MIRROR}" "$(sed -n '/^mmdebstrap_base()/,/^}/p' "${BASH_SOURCE[0]}")" \
+  key="$(printf '%s\n' "${BASE_PACKAGES}" "$(cat "${BASE_SOURCES}")" "$(sed -n '/^mmdebstrap_base()/,/^}/p' "${BASH_SOURCE[0]}")" \
     | sha256sum | cut -c1-12)"
   echo "localhost/distgnn-base:bookworm-${key}"
 }
@@ -184,10 +244,26 @@ mmdebstrap_base() {
     --dpkgopt='path-exclude=/usr/share/info/*' \
     --customize-hook='rm -f "$1"/usr/lib/python3.*/EXTERNALLY-MANAGED' \
     --customize-hook='rm -rf "$1"/var/cache/apt/* "$1"/var/lib/apt/lists/* "$1"/var/cache/debconf/*-old' \
-    bookworm "$1" "${DEBIAN_MIRROR}"
+    bookworm "$1" "${BASE_SOURCES}"
 }
 
 PIP_CONF=$'[global]\nno-index = true\nfind-links = /wheels\n'
+
+# This machine's pip indexes (its configuration files and PIP_* variables), for the pip that
+# runs inside the base: none named here, pip's own default where none is configured.
+host_pip_indexes() {
+  local option value
+  for option in index-url extra-index-url trusted-host; do
+    value="$(python3 -P -m pip config list 2>/dev/null \
+      | sed -n "s/^[^.]*\.${option}='\(.*\)'$/\1/p" | tail -n 1)"
+    case "${option}" in
+      index-url) value="${PIP_INDEX_URL:-${value}}" ;;
+      extra-index-url) value="${PIP_EXTRA_INDEX_URL:-${value}}" ;;
+      trusted-host) value="${PIP_TRUSTED_HOST:-${value}}" ;;
+    esac
+    for word in ${value}; do printf -- '--%s\n%s\n' "${option}" "${word}"; done
+  done
+}
 
 # --- the wheelhouse (local base only) ------------------------------------------------------
 # Every requirement of the three images, downloaded once by the base's own pip so the wheels
@@ -206,11 +282,14 @@ extras = [req for extra in sys.argv[2:] for req in project["optional-dependencie
 print("\n".join([*build, *project["dependencies"], *extras]))
 EOF2
   printf '%s' "${PIP_CONF}" >"${IMAGES_DIR}/pipconf/pip.conf"
-  key="$(cat "${req}/requirements.txt" <(echo "${index}" "${base}") | sha256sum | cut -c1-16)"
+  local pip_indexes=()
+  mapfile -t pip_indexes < <(host_pip_indexes)
+  [[ -n "${index}" ]] && pip_indexes+=(--extra-index-url "${index}")
+  key="$(cat "${req}/requirements.txt" <(echo "${pip_indexes[*]}" "${base}") | sha256sum | cut -c1-16)"
   if [[ -f "${dir}/.complete-${key}" ]]; then
     return
   fi
-  log "downloading the wheels of ${extras} into ${dir} (torch from ${index})"
+  log "downloading the wheels of ${extras} into ${dir} (indexes: ${pip_indexes[*]:-the default of pip})"
   # The download trusts this machine's CA bundle (a TLS-inspecting proxy's CA, if any).
   local certs=() cert="${PIP_CERT:-${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}}"
   [[ -f "${cert}" ]] && certs=(--cert /run/host-ca.crt)
@@ -218,7 +297,7 @@ EOF2
   "${BUILDAH[@]}" run -v "${dir}:/wheels" -v "${req}:/req:ro" \
     ${certs[0]:+-v "${cert}:/run/host-ca.crt:ro"} "${ctr}" -- \
     pip download --disable-pip-version-check --quiet --dest /wheels "${certs[@]}" \
-    --extra-index-url "${index}" -r /req/requirements.txt
+    "${pip_indexes[@]}" -r /req/requirements.txt
   "${BUILDAH[@]}" rm "${ctr}" >/dev/null
   touch "${dir}/.complete-${key}"
 }
@@ -322,9 +401,11 @@ main() {
   TORCH_CUDA_RESOLVED="${TORCH_CUDA}"
   LOCAL_BASE=""
   if [[ "${BASES}" == local ]]; then
+    BASE_SOURCES="$(debian_sources)"
     LOCAL_BASE="$(local_base_ref)"
-    reachable_index "${TORCH_CPU}" || TORCH_CPU_RESOLVED="${PYPI}"
-    reachable_index "${TORCH_CUDA}" || TORCH_CUDA_RESOLVED="${PYPI}"
+    # A torch index that does not answer is dropped: torch then comes from pip's own indexes.
+    [[ -z "${TORCH_CPU}" ]] || reachable_index "${TORCH_CPU}" || TORCH_CPU_RESOLVED=""
+    [[ -z "${TORCH_CUDA}" ]] || reachable_index "${TORCH_CUDA}" || TORCH_CUDA_RESOLVED=""
   fi
   if ((print_args)); then
     local ref file archive key args volumes
@@ -345,7 +426,7 @@ main() {
   if [[ "${BASES}" == local ]]; then
     log "no registry answers: building on the local Debian bookworm base"
     local_base
-    [[ "${TORCH_CPU_RESOLVED}" == "${TORCH_CPU}" ]] || log "${TORCH_CPU} does not answer: torch from PyPI"
+    [[ "${TORCH_CPU_RESOLVED}" == "${TORCH_CPU}" ]] || log "${TORCH_CPU} does not answer: torch from pip's configured index"
     case " ${names[*]} " in
       *" workload-cpu "*) wheelhouse "${LOCAL_BASE}" "${TORCH_CPU_RESOLVED}" "operator workload" ;;
       *) wheelhouse "${LOCAL_BASE}" "${TORCH_CPU_RESOLVED}" "operator" ;;

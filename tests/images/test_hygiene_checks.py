@@ -91,7 +91,7 @@ CASES: dict[str, tuple[Callable[[Path], object], str]] = {
     "pip cache": (lambda r: write(r, "root/.cache/pip/http/a/b"), "pip's cache"),
     "pip cache of a user": (lambda r: write(r, "home/distgnn/.cache/pip/x"), "pip's cache"),
     "apt lists": (
-        lambda r: write(r, "var/lib/apt/lists/deb.debian.org_debian_dists_bookworm_InRelease"),
+        lambda r: write(r, "var/lib/apt/lists/mirror.example.com_debian_dists_bookworm_InRelease"),
         "apt's package lists",
     ),
     "apt archives": (lambda r: write(r, "var/cache/apt/archives/gcc_12.deb"), "downloaded .debs"),
