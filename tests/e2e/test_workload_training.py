@@ -207,12 +207,13 @@ def test_worker_mode_samples_hop_by_hop_and_fetches_remote_features(tmp_path: Pa
     log = job.stdout_of(c.Role.trainer, 0)
     assert "sampling hop by hop" in log
     assert "feature cache:" in log
+    assert "remote feature rows: over the feature exchange" in log
 
 
 def test_fixed_shape_steps_train_two_ranks_with_one_flat_all_reduce(tmp_path: Path) -> None:
     """The steps a GPU replays from a CUDA graph, run eagerly on CPU: padded batches, the
     parameters broadcast from rank 0, the gradients all-reduced as one flat buffer (gloo);
-    remote rows of the partial cache through the peer's shared slots."""
+    remote rows of the partial cache over the trainers' feature exchange, not RPC."""
     spec = job_spec(
         **{
             "samplers.replicas": 0,
@@ -233,7 +234,8 @@ def test_fixed_shape_steps_train_two_ranks_with_one_flat_all_reduce(tmp_path: Pa
     for rank in range(2):
         log = job.stdout_of(c.Role.trainer, rank)
         assert "training steps on fixed shapes (eager)" in log, log
-        assert f"mapped 4 shared slots of trainer-{1 - rank}" in log, log
+        assert "remote feature rows: over the feature exchange" in log, log
+        assert "shared slots of trainer" not in log, log
         assert "DistributedDataParallel" not in log
 
 
