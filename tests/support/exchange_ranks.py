@@ -119,6 +119,7 @@ def _rank(rank: int, world: int, store_path: str, out: str, lost: int, cuda: boo
     cached = hot[: table.num_cached].to(device)
     cached_ok = bool((table.rows[table.slot[cached].long()] == reference[cached]).all().item())
     sampler = replicated_factory(store, [4, 3], device)(rank)
+    sampler.prepare(BATCH)  # a GPU sampler captures its graph here, not on the loader thread
     own = data.train_ids
     results: dict[str, Any] = {"cached_ok": cached_ok, "cached": table.num_cached}
     phases = [
