@@ -239,6 +239,43 @@ def test_fixed_shape_steps_train_two_ranks_with_one_flat_all_reduce(tmp_path: Pa
         assert "DistributedDataParallel" not in log
 
 
+def test_partitioned_features_train_exactly_as_replicated_ones(tmp_path: Path) -> None:
+    """Worker mode, 2 trainers, the topology replicated: with a partial cache (rows over the
+    feature exchange, evaluation every epoch) the job trains the very same model as with
+    every row local: same batches, same rows, so the same losses and accuracies, bit for
+    bit."""
+    figures = {}
+    for ratio in (0.3, 1.0):
+        spec = job_spec(
+            **{
+                "samplers.replicas": 0,
+                "samplers.cacheRatio": ratio,
+                "samplers.replicateTopology": "always",
+                "partition.algorithm": "random",
+                "training.epochs": 3,
+                "training.evalEvery": 1,
+            }
+        )
+        job = start_job(tmp_path / f"cache-{ratio:g}", spec)
+        finish(job)
+        result = result_of(job)
+        stats = json.loads((job.run_dir / "training_stats.json").read_text())
+        log = job.stdout_of(c.Role.trainer, 0)
+        moved = [e["feature_bytes"] for e in stats["epochs"]]
+        if ratio < 1:
+            assert "remote feature rows: over the feature exchange" in log, log
+            assert all(b > 0 for b in moved), moved
+        else:
+            assert "remote feature rows: none (all cached)" in log, log
+            assert moved == [0] * len(moved)
+        figures[ratio] = (
+            [(e["loss"], e["val_accuracy"]) for e in stats["epochs"]],
+            result.test_accuracy,
+        )
+    assert figures[0.3] == figures[1.0]
+    assert figures[1.0][1] is not None and figures[1.0][1] >= 0.85
+
+
 def test_a_pod_with_two_training_processes_serves_both_on_one_port(tmp_path: Path) -> None:
     spec = job_spec(**{"trainers.replicas": 1})
     job = LocalWorkload(tmp_path, spec, contract={"procs_per_pod": 2})
