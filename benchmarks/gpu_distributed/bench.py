@@ -186,6 +186,7 @@ def run_one(
         "gpus": cfg.gpus,
         "precision": cfg.precision,
         "cache_ratio": cfg.cache_ratio,
+        "transport": cfg.transport,
         "repeat": repeat,
         "rpc_cuda": rpc_cuda,
         "eval_every": args.eval_every,

@@ -126,6 +126,11 @@ def epoch_figures(run_dir: Path, gpus: int) -> dict[str, Any]:
         "fastest_rank_share": round(
             sum(e.get("fastest_rank_seconds") or e["seconds"] for e in measured) / seconds, 4
         ),
+        # remote feature rows (and the ids sent for them) a rank pulled per step
+        "feature_bytes_per_step": round(
+            sum(e.get("feature_bytes", 0) for e in measured)
+            / max(sum(e["steps"] for e in measured), 1)
+        ),
         "final_loss": round(epochs[-1]["loss"], 4),
         "val_accuracy": result.get("valAccuracy"),
         "test_accuracy": round(result["testAccuracy"], 4),

@@ -1,4 +1,4 @@
-"""A benchmark run (``mode-gpus-precision[-cacheRatio]``), its job spec and its processes,
+"""A benchmark run (``mode-gpus-precision[-cacheRatio][-socket]``), its job spec and its processes,
 planned as ``distgnn run`` plans them: the partition step that generates the graph, and the
 trainers (and samplers) on the store it wrote. The typed and link benches plan theirs here too.
 """
@@ -34,25 +34,43 @@ ENV_RPC_CUDA = "DISTGNN_RPC_CUDA"
 ENV_PROFILE_DIR = "DISTGNN_PROFILE_DIR"
 
 
+SOCKET_ONLY_ENV = {"NCCL_P2P_DISABLE": "1", "NCCL_SHM_DISABLE": "1", "NCCL_NET": "Socket"}
+"""NCCL limited to its socket transport: no NVLink or PCIe peer access, no shared memory (an
+emulation of ranks on different hosts)."""
+
+
 @dataclass(frozen=True)
 class RunConfig:
     mode: str
     gpus: int
     precision: str
     cache_ratio: float
+    socket: bool = False
+    """NCCL over sockets only (``SOCKET_ONLY_ENV``)."""
 
     @property
     def name(self) -> str:
-        return f"{self.mode}-{self.gpus}-{self.precision}"
+        return f"{self.mode}-{self.gpus}-{self.precision}" + ("-socket" if self.socket else "")
 
     @property
     def full_name(self) -> str:
-        return f"{self.name}-{self.cache_ratio:g}"
+        base = f"{self.mode}-{self.gpus}-{self.precision}-{self.cache_ratio:g}"
+        return base + ("-socket" if self.socket else "")
+
+    @property
+    def transport(self) -> str:
+        return "socket" if self.socket else "any"
+
+    @property
+    def env(self) -> dict[str, str]:
+        """What this run adds to every workload process's environment."""
+        return dict(SOCKET_ONLY_ENV) if self.socket else {}
 
 
 def parse_run(token: str) -> RunConfig:
-    """``mode-gpus-precision[-cacheRatio]``, e.g. ``worker-2-bf16-0.2``."""
-    parts = token.split("-")
+    """``mode-gpus-precision[-cacheRatio][-socket]``, e.g. ``worker-4-bf16-0.1-socket``."""
+    socket = token.endswith("-socket")
+    parts = token.removesuffix("-socket").split("-")
     if (
         len(parts) not in (3, 4)
         or parts[0] not in ("worker", "server")
@@ -61,11 +79,11 @@ def parse_run(token: str) -> RunConfig:
         or parts[2] not in ("fp32", "bf16")
     ):
         raise SystemExit(
-            f"--runs: {token!r} is not mode-gpus-precision[-cacheRatio], "
-            "e.g. worker-2-bf16 or server-4-fp32-0.2"
+            f"--runs: {token!r} is not mode-gpus-precision[-cacheRatio][-socket], "
+            "e.g. worker-2-bf16, server-4-fp32-0.2 or worker-4-bf16-0.1-socket"
         )
     ratio = float(parts[3]) if len(parts) == 4 else 1.0
-    return RunConfig(parts[0], int(parts[1]), parts[2], ratio)
+    return RunConfig(parts[0], int(parts[1]), parts[2], ratio, socket)
 
 
 def num_partitions(runs: list[RunConfig]) -> int:
@@ -170,12 +188,14 @@ def workload_plan(
     *,
     rpc_cuda: bool = False,
     profile: bool,
+    env: dict[str, str] | None = None,
 ) -> JobPlan:
     """The job's trainers (and samplers), as ``distgnn run`` starts them on a store already
-    on disk; ``profile`` writes trainer 0's profile under ``root``."""
+    on disk; ``profile`` writes trainer 0's profile under ``root``; ``env`` adds to
+    ``--env``."""
     cuda = args.device == "cuda"
     rendered = render_job(JOB_NAME, uuid.uuid4().hex, spec, partition_reused=True)
-    extra = {ENV_RPC_CUDA: "1" if rpc_cuda else "0", **args.env}
+    extra = {ENV_RPC_CUDA: "1" if rpc_cuda else "0", **args.env, **(env or {})}
     if profile:
         extra[ENV_PROFILE_DIR] = str(root / "profile")
     job = plan_job(layout(args, root), rendered, threads=None if cuda else 1)
@@ -194,4 +214,4 @@ def plan(
 ) -> JobPlan:
     """The run's processes, as ``distgnn run`` would start them (the partition is on disk)."""
     spec = job_spec(cfg, args, args.device == "cuda", partitions)
-    return workload_plan(spec, args, root, rpc_cuda=rpc_cuda, profile=profile)
+    return workload_plan(spec, args, root, rpc_cuda=rpc_cuda, profile=profile, env=cfg.env)

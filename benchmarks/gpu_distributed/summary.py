@@ -14,20 +14,22 @@ from records import emit
 def summarise(args: argparse.Namespace, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per configuration: the median and spread of seeds/s per GPU over its repeats, and its
     hangs and failures; then the scaling from 1 GPU (medians of this call only)."""
-    groups: dict[tuple[str, int, str, float], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, int, str, float, str], list[dict[str, Any]]] = {}
     for r in records:
-        groups.setdefault((r["mode"], r["gpus"], r["precision"], r["cache_ratio"]), []).append(r)
+        key = (r["mode"], r["gpus"], r["precision"], r["cache_ratio"], r.get("transport", "any"))
+        groups.setdefault(key, []).append(r)
     summaries = []
-    for (mode, gpus, precision, ratio), rs in groups.items():
+    for (mode, gpus, precision, ratio, transport), rs in groups.items():
         ok = [r for r in rs if r["status"] == "ok"]
         per_gpu = [r["seeds_per_s_per_gpu"] for r in ok]
         summary: dict[str, Any] = {
             "bench": "dist_summary",
-            "run": f"{mode}-{gpus}-{precision}",
+            "run": f"{mode}-{gpus}-{precision}" + ("-socket" if transport == "socket" else ""),
             "mode": mode,
             "gpus": gpus,
             "precision": precision,
             "cache_ratio": ratio,
+            "transport": transport,
             "repeats": len(rs),
             "ok": len(ok),
             "hung": sum(r["status"] == "hung" for r in rs),
@@ -42,6 +44,9 @@ def summarise(args: argparse.Namespace, records: list[dict[str, Any]]) -> list[d
                     "seeds_per_s_median": round(statistics.median(r["seeds_per_s"] for r in ok), 1),
                     "data_wait_share_median": statistics.median(r["data_wait_share"] for r in ok),
                     "host_wait_share_median": statistics.median(r["host_wait_share"] for r in ok),
+                    "feature_bytes_per_step_median": statistics.median(
+                        r.get("feature_bytes_per_step", 0) for r in ok
+                    ),
                 }
             )
             # link-prediction runs report the test MRR where node runs report accuracy
@@ -56,7 +61,7 @@ def summarise(args: argparse.Namespace, records: list[dict[str, Any]]) -> list[d
     by_key = {
         (s["mode"], s["gpus"], s["precision"], s["cache_ratio"]): s
         for s in summaries
-        if "seeds_per_s_median" in s
+        if "seeds_per_s_median" in s and s["transport"] == "any"
     }
     for (mode, gpus, precision, ratio), many in by_key.items():
         one = by_key.get((mode, 1, precision, ratio))
@@ -80,17 +85,18 @@ def summarise(args: argparse.Namespace, records: list[dict[str, Any]]) -> list[d
 def table(summaries: list[dict[str, Any]]) -> None:
     """A human-readable summary: median [min-max] seeds/s per GPU of each configuration."""
     print(
-        f"{'run':<18}{'cache':>6}{'ok/runs':>9}{'hung':>6}{'seeds/s/GPU median':>20}"
-        f"{'min-max':>22}{'data wait':>11}{'host wait':>11}{'acc/MRR':>10}"
+        f"{'run':<25}{'cache':>6}{'ok/runs':>9}{'hung':>6}{'seeds/s/GPU median':>20}"
+        f"{'min-max':>22}{'data wait':>11}{'host wait':>11}{'acc/MRR':>10}{'MB/step':>9}"
     )
     for s in summaries:
-        line = f"{s['run']:<18}{s['cache_ratio']:>6g}{s['ok']:>5}/{s['repeats']:<3}{s['hung']:>6}"
+        line = f"{s['run']:<25}{s['cache_ratio']:>6g}{s['ok']:>5}/{s['repeats']:<3}{s['hung']:>6}"
         if "seeds_per_s_per_gpu_median" in s:
             spread = f"{s['seeds_per_s_per_gpu_min']:,.0f}-{s['seeds_per_s_per_gpu_max']:,.0f}"
             line += (
                 f"{s['seeds_per_s_per_gpu_median']:>20,.0f}{spread:>22}"
                 f"{s['data_wait_share_median']:>11.1%}{s['host_wait_share_median']:>11.1%}"
                 f"{s.get('test_accuracy_median', s.get('test_mrr_median', 0.0)):>10.3f}"
+                f"{s['feature_bytes_per_step_median'] / 1e6:>9.2f}"
             )
         print(line)
 

@@ -61,12 +61,11 @@ def test_two_gpus_train_with_nccl(tmp_path: Path, samplers: int, cache_ratio: fl
         assert "mapped 5 shared slots of sampler-0" in log, log
         assert "shared slots of sampler-1" not in log, log
     elif cache_ratio < 1:
-        # the peer's rows come through its shared slots where this process can map the
-        # other GPU's memory, else over RPC; either way the log says which
-        assert (
-            "mapped 4 shared slots of trainer-1" in log
-            or "cannot map the shared slots of trainer-1" in log
-        ), log
+        # the peer's rows come over the trainers' feature exchange (NCCL), not RPC
+        assert "remote feature rows: over the feature exchange" in log, log
+        assert "shared slots of trainer" not in log, log
+    else:
+        assert "remote feature rows: none (all cached)" in log, log
     logs = "\n".join(path.read_text(errors="replace") for path in job.log_dir.glob("*.log"))
     assert "falling back to the dynamic execution" not in logs, job.logs()
     assert "Offset increment" not in logs, job.logs()

@@ -207,12 +207,13 @@ def test_worker_mode_samples_hop_by_hop_and_fetches_remote_features(tmp_path: Pa
     log = job.stdout_of(c.Role.trainer, 0)
     assert "sampling hop by hop" in log
     assert "feature cache:" in log
+    assert "remote feature rows: over the feature exchange" in log
 
 
 def test_fixed_shape_steps_train_two_ranks_with_one_flat_all_reduce(tmp_path: Path) -> None:
     """The steps a GPU replays from a CUDA graph, run eagerly on CPU: padded batches, the
     parameters broadcast from rank 0, the gradients all-reduced as one flat buffer (gloo);
-    remote rows of the partial cache through the peer's shared slots."""
+    remote rows of the partial cache over the trainers' feature exchange, not RPC."""
     spec = job_spec(
         **{
             "samplers.replicas": 0,
@@ -233,8 +234,46 @@ def test_fixed_shape_steps_train_two_ranks_with_one_flat_all_reduce(tmp_path: Pa
     for rank in range(2):
         log = job.stdout_of(c.Role.trainer, rank)
         assert "training steps on fixed shapes (eager)" in log, log
-        assert f"mapped 4 shared slots of trainer-{1 - rank}" in log, log
+        assert "remote feature rows: over the feature exchange" in log, log
+        assert "shared slots of trainer" not in log, log
         assert "DistributedDataParallel" not in log
+
+
+def test_partitioned_features_train_exactly_as_replicated_ones(tmp_path: Path) -> None:
+    """Worker mode, 2 trainers, the topology replicated: with a partial cache (rows over the
+    feature exchange, evaluation every epoch) the job trains the very same model as with
+    every row local: same batches, same rows, so the same losses and accuracies, bit for
+    bit."""
+    figures = {}
+    for ratio in (0.3, 1.0):
+        spec = job_spec(
+            **{
+                "samplers.replicas": 0,
+                "samplers.cacheRatio": ratio,
+                "samplers.replicateTopology": "always",
+                "partition.algorithm": "random",
+                "training.epochs": 3,
+                "training.evalEvery": 1,
+            }
+        )
+        job = start_job(tmp_path / f"cache-{ratio:g}", spec)
+        finish(job)
+        result = result_of(job)
+        stats = json.loads((job.run_dir / "training_stats.json").read_text())
+        log = job.stdout_of(c.Role.trainer, 0)
+        moved = [e["feature_bytes"] for e in stats["epochs"]]
+        if ratio < 1:
+            assert "remote feature rows: over the feature exchange" in log, log
+            assert all(b > 0 for b in moved), moved
+        else:
+            assert "remote feature rows: none (all cached)" in log, log
+            assert moved == [0] * len(moved)
+        figures[ratio] = (
+            [(e["loss"], e["val_accuracy"]) for e in stats["epochs"]],
+            result.test_accuracy,
+        )
+    assert figures[0.3] == figures[1.0]
+    assert figures[1.0][1] is not None and figures[1.0][1] >= 0.85
 
 
 def test_a_pod_with_two_training_processes_serves_both_on_one_port(tmp_path: Path) -> None:

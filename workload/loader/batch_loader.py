@@ -80,7 +80,9 @@ class Prefetcher(Generic[T]):
     With ``depth >= 1`` a background thread produces (on a side CUDA stream when ``device``
     is CUDA; the consumer's stream then waits on an event, so nothing blocks the host).
     ``depth = 0`` produces inline. ``wait_s`` holds, per item, how long the consumer waited.
-    Breaking out of the iteration stops the thread.
+    ``finish()``, when given, runs where ``produce`` runs, after the last item is handed over
+    (also when there are none) and before the iteration ends. Breaking out of the iteration
+    stops the thread.
     """
 
     def __init__(
@@ -91,6 +93,7 @@ class Prefetcher(Generic[T]):
         depth: int,
         device: torch.device,
         record: Callable[[T, torch.cuda.Stream], None] | None = None,
+        finish: Callable[[], None] | None = None,
     ) -> None:
         if depth < 0:
             raise ValueError(f"prefetch depth must be >= 0, got {depth}")
@@ -101,6 +104,7 @@ class Prefetcher(Generic[T]):
         self.depth = depth
         self.device = device
         self.record = record
+        self.finish = finish
         self.wait_s: list[float] = []
         self._gpu_marks: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
 
@@ -125,6 +129,8 @@ class Prefetcher(Generic[T]):
                 item = self.produce(i)
                 self.wait_s.append(time.perf_counter() - start)
                 yield item
+            if self.finish is not None:
+                self.finish()
             return
         yield from self._threaded()
 
@@ -157,6 +163,9 @@ class Prefetcher(Generic[T]):
                             event.record(stream)
                     if not put((item, event)):
                         return
+                if self.finish is not None:
+                    with torch.cuda.stream(stream) if stream is not None else nullcontext():
+                        self.finish()
                 put(_End())
             except BaseException as error:
                 put(_Failure(error))

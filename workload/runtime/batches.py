@@ -5,8 +5,9 @@ Both run an epoch's plan (:mod:`distgnn_workload.runtime.seeds`) through the loa
 ``trainers.prefetch`` finished mini-batches ahead of the training step, and the time the
 step waits for one is the data wait. In worker mode that thread also samples a few batches
 ahead of the one it finishes, so that the remote features of a batch are on their way
-(one request per holder, only the ids missing from the cache) while the next ones are
-sampled. In server-client mode it keeps ``samplers.concurrency`` requests in flight to the
+(one round of the trainers' feature exchange, only the ids missing from the cache) while the
+next ones are sampled, and it ends each epoch or evaluation by serving its peers until all
+are done (the exchange's phase). In server-client mode it keeps ``samplers.concurrency`` requests in flight to the
 sampler servers; a server's failure is raised with the server's name and traceback.
 
 On the wire a mini-batch is a plain tuple of tensors and ints (:func:`pack`), sampled
@@ -189,15 +190,23 @@ class LocalPipeline:
                 batch.static = pad_hops(hop, static)
             return batch
 
+        # a feature exchange's phase ends with this rank serving its peers until all are done
+        finish: Callable[[], None] | None = getattr(self.features, "finish_phase", None)
         if self.prefetch == 0:
-            return Prefetcher(produce, len(batches), depth=0, device=self.device)
+            return Prefetcher(produce, len(batches), depth=0, device=self.device, finish=finish)
         return Prefetcher(
             produce,
             len(batches),
             depth=self.prefetch,
             device=self.device,
             record=MiniBatch.record_stream,
+            finish=finish,
         )
+
+    @property
+    def moved_bytes(self) -> int:
+        """Bytes of remote features this rank pulled since the start (0: none are remote)."""
+        return int(getattr(self.features, "moved_bytes", 0))
 
 
 Request = Callable[[int, Tensor], Future[WireBatch]]

@@ -2,8 +2,9 @@
 
 Shared by the sampler server (server-client mode) and the trainer in worker mode. Loading
 (:func:`load`) happens before the rendezvous, so that a peer's requests find the data in
-place; :func:`connect` then wires the RPC parts: serving features (and one-hop samples),
-the distributed feature source, and the hot-feature cache filled from the peers.
+place; :func:`connect` then wires the RPC parts (serving features and one-hop samples), the
+distributed feature source and the hot-feature cache filled from the peers: over the
+trainers' feature exchange in worker mode, over RPC between sampler servers.
 """
 
 from __future__ import annotations
@@ -29,7 +30,13 @@ from distgnn_workload.runtime.distributed_sampler import (
     should_replicate,
     topology_bytes,
 )
-from distgnn_workload.runtime.features.cache_policy import fill_cache, presample_counts, select_hot
+from distgnn_workload.runtime.features.cache_policy import (
+    fill_cache,
+    fill_cache_from,
+    presample_counts,
+    select_hot,
+)
+from distgnn_workload.runtime.features.exchange import FeatureExchange
 from distgnn_workload.runtime.features.layout import (
     HolderData,
     HolderLayout,
@@ -124,11 +131,14 @@ def connect(
     *,
     seed: int,
     slots_per_peer: int = 4,
+    exchange: FeatureExchange | None = None,
 ) -> Holder:
     """Serve this holder's data over RPC, build its sampler, fill the hot-feature cache.
 
-    With a partial cache, the rows of other holders on this host come through shared slots
-    (``slots_per_peer`` each: one per request a process may have in flight, plus one).
+    With an ``exchange`` (worker mode) the cache is filled and the missing rows are fetched
+    over its collectives. Without one, the rows of other holders come over RPC, and with a
+    partial cache those of holders on this host through shared slots (``slots_per_peer``
+    each: one per request a process may have in flight, plus one).
     """
     fanouts = list(spec.model.fanout)
     me = ctx.group.me.name
@@ -155,8 +165,9 @@ def connect(
     )
     ratio = spec.samplers.cache_ratio
     budget = round(ratio * state.table.num_remote)
+    t0 = time.perf_counter()
+    hot: Tensor | None = None
     if budget > 0:
-        t0 = time.perf_counter()
         if budget >= state.table.num_remote:
             hot = select_hot(
                 torch.zeros(state.layout.num_nodes, dtype=torch.int64),
@@ -181,9 +192,16 @@ def connect(
                 indptr, _ = store.topology()
                 degrees = torch.from_numpy(indptr[1:] - indptr[:-1])
             hot = select_hot(counts, degrees, state.data.start, state.data.end, budget)
+    if exchange is not None:
+        # one phase of the exchange on every rank, with or without a budget
+        none = torch.empty(0, dtype=torch.int64)
+        fill_cache_from(state.table, exchange.fetch_all, none if hot is None else hot)
+        log.info("hot-feature cache filled in %.1fs", time.perf_counter() - t0)
+        features.use(exchange)
+    elif hot is not None:
         fill_cache(state.table, state.layout, fetch, hot, peer_name=target_of_holder)
         log.info("hot-feature cache filled in %.1fs", time.perf_counter() - t0)
-    if not state.table.complete:
+    if exchange is None and not state.table.complete:
         attach_feature_slots(features, spec, me, target_of_holder, slots_per_peer)
     return Holder(state=state, features=features, new_sampler=new_sampler)
 

@@ -30,6 +30,9 @@ class EpochStats:
     val_accuracy: float | None = None
     fastest_rank_seconds: float | None = None
     """The epoch time of the fastest rank (``seconds`` is the slowest's)."""
+    feature_bytes: int = 0
+    """Bytes of remote features the ranks pulled from each other in the epoch's steps (the
+    rows, and the ids they sent), summed over ranks."""
 
     @property
     def seeds_per_second(self) -> float:
@@ -67,11 +70,14 @@ def announce_epoch(
     steps = stats.steps // max(world_size, 1)
     emit_progress(STAGE_EPOCH, steps, steps, None, **figures)
     log.info(
-        "epoch %d: loss %.4f, %.0f seeds/s, %.0f edges/s, data wait %.1f%%%s",
+        "epoch %d: loss %.4f, %.0f seeds/s, %.0f edges/s, data wait %.1f%%%s%s",
         stats.epoch,
         stats.loss,
         stats.seeds_per_second,
         stats.edges / max(stats.seconds, 1e-9),
         100 * stats.data_wait_seconds / max(stats.seconds, 1e-9),
         "" if stats.val_accuracy is None else f", val {stats.val_accuracy:.4f}",
+        ""
+        if not stats.feature_bytes
+        else f", remote features {stats.feature_bytes / max(stats.steps, 1) / 1e6:.2f} MB/step",
     )

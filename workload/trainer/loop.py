@@ -311,6 +311,7 @@ class Trainer:
         cuda = self.device.type == "cuda"
         total = len(batches)
         emit_every = max(1, total // PROGRESS_EVENTS_PER_EPOCH)
+        moved = self._moved_bytes()
         loader = self._loader(batches, epoch)
         profiler = StepProfiler.create(self.rank, epoch == self.start_epoch)
         self._sync()
@@ -362,10 +363,11 @@ class Trainer:
                 wait_total,
                 host_wait,
                 float(loss_sum.item()),
+                float(self._moved_bytes() - moved),
             ]
         )
         slowest, minus_fastest = self._all_reduce([seconds, -seconds], op=dist.ReduceOp.MAX)
-        g_seeds, g_edges, g_steps, g_wait, g_host_wait, g_loss = summed
+        g_seeds, g_edges, g_steps, g_wait, g_host_wait, g_loss, g_bytes = summed
         return EpochStats(
             epoch=epoch + 1,
             seeds=int(g_seeds),
@@ -376,7 +378,12 @@ class Trainer:
             host_wait_seconds=g_host_wait / max(self.world_size, 1),
             loss=g_loss / max(g_steps, 1.0),
             fastest_rank_seconds=-minus_fastest,
+            feature_bytes=int(g_bytes),
         )
+
+    def _moved_bytes(self) -> int:
+        """Remote feature bytes this rank's pipeline pulled so far (0 where none move)."""
+        return int(getattr(self.pipeline, "moved_bytes", 0))
 
     @torch.no_grad()
     def evaluate(self, ids_by_holder: list[Tensor], split: str) -> float:

@@ -1,6 +1,7 @@
 """Where a trainer's mini-batches come from: its own holder (worker mode) or sampler servers.
 
-Worker mode samples this pod's partitions and gathers features (local, cached, remote).
+Worker mode samples this pod's partitions and gathers features (local, cached, and remote
+rows over the trainers' feature exchange: collectives on a process group of their own).
 Server-client mode asks the sampler servers this rank draws from (see
 :func:`~distgnn_workload.runtime.seeds.local_ranks`: the sampler on its own GPU, else on
 its node); a server on this host writes each mini-batch into a shared slot of its own that
@@ -15,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
+import torch.distributed as dist
 import torch.distributed.rpc as rpc
 from torch import Tensor
 from torch.futures import Future
@@ -33,6 +35,8 @@ from distgnn_workload.runtime.batches import (
     WireMeta,
     batch_slot_spec,
 )
+from distgnn_workload.runtime.ddp import DDP_TIMEOUT_S
+from distgnn_workload.runtime.features.exchange import FeatureExchange, new_exchange_group
 from distgnn_workload.runtime.rendezvous import Group
 from distgnn_workload.runtime.rpc import RpcContext
 from distgnn_workload.runtime.shared_slots import SlotReader
@@ -73,7 +77,8 @@ def worker_pipeline(
     local_rank: int,
     metrics: TrainerMetrics,
 ) -> TrainerPipeline:
-    """Worker mode: serve this pod's partitions to the peers and sample them here."""
+    """Worker mode: sample this pod's partitions here; rows of the others come over the
+    trainers' feature exchange (every trainer calls this, in the same order)."""
     holder = holders.connect(
         state,
         store,
@@ -82,6 +87,7 @@ def worker_pipeline(
         lambda h: f"trainer-{h * procs_per_pod + local_rank}",
         seed=spec.training.seed * 1_000 + rank,
         slots_per_peer=LOOKAHEAD + 2,
+        exchange=feature_exchange(state, rank=rank, procs_per_pod=procs_per_pod),
     )
     pipeline = LocalPipeline(
         link_batches.for_task(spec, holder.new_sampler(spec.training.seed * 1_000 + rank)),
@@ -95,6 +101,28 @@ def worker_pipeline(
         metrics.feature_stats(*holder.features.stats.take())
 
     return TrainerPipeline(pipeline, flush_feature_stats)
+
+
+def feature_exchange(
+    state: holders.HolderState, *, rank: int, procs_per_pod: int
+) -> FeatureExchange | None:
+    """The trainers' feature exchange on a process group of its own; None with one holder.
+
+    Rank r asks holder h's process of its own local rank: ``h * procs_per_pod + r % ppp``.
+    """
+    if state.layout.num_holders < 2 or not dist.is_initialized():
+        return None
+    group = new_exchange_group(state.device, DDP_TIMEOUT_S)
+    local_rank = rank % procs_per_pod
+    return FeatureExchange(
+        state.table,
+        state.layout,
+        group,
+        rank=dist.get_rank(group),
+        world_size=dist.get_world_size(group),
+        rank_of_holder=[h * procs_per_pod + local_rank for h in range(state.layout.num_holders)],
+        timeout_s=DDP_TIMEOUT_S,
+    )
 
 
 def server_pipeline(

@@ -1,25 +1,29 @@
-"""Node features of one holder, plus remote features over RPC behind a hot-feature cache.
+"""Node features of one holder, plus remote features behind a hot-feature cache.
 
 A *holder* is a process that holds partitions: a sampler in server-client mode, a trainer
 pod in worker mode. It owns the contiguous new-id range of its partitions and keeps their
-features on its device. Features of other holders' nodes are fetched over RPC from their
-owner; a share (``samplers.cacheRatio``) of the remote nodes, the hottest ones, is fetched
+features on its device. Features of other holders' nodes come from their owner: between
+trainers (worker mode) over the feature exchange's collectives, between sampler servers over
+RPC; a share (``samplers.cacheRatio``) of the remote nodes, the hottest ones, is fetched
 once at start-up and kept. One table serves both: ``slot[id]`` is the row of a node's
 features in ``rows`` (local rows first, cached rows after), or -1 when it must be fetched.
 With a cache ratio of 1 every node has a row and a gather is one GPU kernel, no host sync.
 
 The concerns, one module each, each layer importing only those below it:
 :mod:`.cache_policy` (which remote nodes to cache, filling the cache) over :mod:`.remote`
-(the loader's feature source) over :mod:`.serving` (the RPC targets that answer other
-holders) over :mod:`.table` (the table) over :mod:`.layout` (who owns which nodes).
+(the loader's feature source) over :mod:`.exchange` (the trainers' rounds of counts, ids and
+rows) and :mod:`.serving` (the RPC targets that answer other holders) over :mod:`.table`
+(the table) over :mod:`.layout` (who owns which nodes).
 """
 
 from distgnn_workload.runtime.features.cache_policy import (
     FETCH_CHUNK,
     fill_cache,
+    fill_cache_from,
     presample_counts,
     select_hot,
 )
+from distgnn_workload.runtime.features.exchange import FeatureExchange, new_exchange_group
 from distgnn_workload.runtime.features.layout import (
     HolderData,
     HolderLayout,
@@ -51,6 +55,7 @@ __all__ = [
     "SERVED_TABLE",
     "SERVE_OBSERVER",
     "DistributedFeatureSource",
+    "FeatureExchange",
     "FeatureStats",
     "FeatureTable",
     "FetchFn",
@@ -59,8 +64,10 @@ __all__ = [
     "PendingGather",
     "feature_slot_spec",
     "fill_cache",
+    "fill_cache_from",
     "load_holder",
     "load_labels",
+    "new_exchange_group",
     "presample_counts",
     "rpc_fetch",
     "rpc_fetch_into",

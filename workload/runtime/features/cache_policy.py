@@ -49,6 +49,22 @@ def fill_cache(
         futures = [(c, fetch(h, c.clone())) for c in torch.split(mine, chunk)]
         for ids, fut in futures:
             table.add_cached(ids, wait_remote(fut, name(h)))
+    _log_filled(table)
+
+
+def fill_cache_from(
+    table: FeatureTable, rows_of: Callable[[Tensor], Tensor], hot_ids: Tensor
+) -> None:
+    """Fetch the features of ``hot_ids`` into the table with ``rows_of(ids) -> rows``, called
+    once, also with no ids (the feature exchange's fill: every rank takes part)."""
+    hot_ids = hot_ids.to(torch.int64).cpu()
+    hot_ids = hot_ids[(hot_ids < table.start) | (hot_ids >= table.end)]
+    table.reserve(int(hot_ids.numel()))
+    table.add_cached(hot_ids, rows_of(hot_ids))
+    _log_filled(table)
+
+
+def _log_filled(table: FeatureTable) -> None:
     log.info(
         "feature cache: %d of %d remote nodes (%.0f%%)",
         table.num_cached,

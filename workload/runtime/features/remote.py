@@ -1,9 +1,12 @@
-"""Features of any nodes for the loader: local rows, cached rows, and requests to their
-owners for the rest (over RPC, or into shared slots), overlapped with sampling.
+"""Features of any nodes for the loader: local rows, cached rows, and the rest from their
+owners, overlapped with sampling: over the trainers' feature exchange (collectives, worker
+mode: :mod:`~distgnn_workload.runtime.features.exchange`), or by requests over RPC or into
+shared slots (between sampler servers).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -14,6 +17,7 @@ import torch.distributed.rpc as rpc
 from torch import Tensor
 from torch.futures import Future
 
+from distgnn_workload.runtime.features.exchange import FeatureExchange, PendingRows
 from distgnn_workload.runtime.features.layout import HolderLayout
 from distgnn_workload.runtime.features.serving import (
     FEATURE_SLOTS,
@@ -23,6 +27,8 @@ from distgnn_workload.runtime.features.serving import (
 from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.rpc import RpcContext, wait_remote
 from distgnn_workload.runtime.shared_slots import SlotReader, take
+
+log = logging.getLogger(__name__)
 
 # --------------------------------------------------------------------------- the source
 
@@ -50,8 +56,10 @@ class FeatureStats:
     lookups: Tensor
     """Remote-node look-ups."""
     misses: int = 0
-    """Look-ups the cache could not serve (fetched over RPC)."""
+    """Look-ups the cache could not serve (fetched from their owners)."""
     bytes_fetched: int = 0
+    total_bytes: int = 0
+    """Bytes of rows fetched since the start (never reset)."""
 
     def take(self) -> tuple[int, int, int]:
         """(lookups, hits, bytes) since the last call; one host sync."""
@@ -86,8 +94,14 @@ class PendingGather:
 
     out: Tensor
     parts: list[_Part] = field(default_factory=list)
+    exchanged: tuple[Tensor, PendingRows] | None = None
+    """Where the rows of a feature-exchange round go in ``out``, and the rows."""
 
     def wait(self) -> Tensor:
+        if self.exchanged is not None:
+            pos, pending = self.exchanged
+            self.out[pos] = pending.wait()
+            self.exchanged = None
         for part in self.parts:
             value = wait_remote(part.fut, part.peer)
             if part.reader is None:
@@ -102,12 +116,14 @@ class PendingGather:
 
 
 class DistributedFeatureSource:
-    """Gathers features of any nodes: local rows, cached rows, and RPC for the rest.
+    """Gathers features of any nodes: local rows, cached rows, and the rest from their owners.
 
     Implements the loader's ``FeatureSource`` protocol (``gather``, ``num_features``).
     :meth:`start` splits a gather in two so that a pipeline can sample the next batches
     while the remote rows of this one are on their way: it takes one host sync (how many
-    rows each holder must send) and sends one request per holder with only the missing ids.
+    rows each holder must send) and asks each holder for only the missing ids. With an
+    ``exchange`` every gather is one round of it (even one that misses nothing) and
+    :meth:`finish_phase` ends the pipeline's phase; without one, requests go over RPC.
     """
 
     def __init__(
@@ -131,6 +147,30 @@ class DistributedFeatureSource:
         """Shared slots of holders on this host, by holder: their rows come through memory."""
         self.fetch_into: Callable[[int, int, Tensor], Future[int]] | None = None
         """Ask holder ``h`` to write the rows of ``ids`` into slot ``k`` of this process."""
+        self.exchange: FeatureExchange | None = None
+        """The trainers' feature exchange, when some rank misses rows (see :meth:`use`)."""
+
+    def use(self, exchange: FeatureExchange) -> None:
+        """Fetch over ``exchange`` from now on if any rank's table is incomplete (a
+        collective: every rank calls it)."""
+        if exchange.any_rank(not self.table.complete):
+            self.exchange = exchange
+        log.info(
+            "remote feature rows: %s",
+            "over the feature exchange" if self.exchange is not None else "none (all cached)",
+        )
+
+    @property
+    def moved_bytes(self) -> int:
+        """Bytes this rank pulled from its peers since the start (rows, and ids sent)."""
+        if self.exchange is not None:
+            return self.exchange.moved.total_in
+        return self.stats.total_bytes
+
+    def finish_phase(self) -> None:
+        """After the last gather of a phase: serve the peers until every rank is done."""
+        if self.exchange is not None:
+            self.exchange.finish_phase()
 
     @property
     def num_features(self) -> int:
@@ -149,6 +189,8 @@ class DistributedFeatureSource:
         remote = ((ids < table.start) | (ids >= table.end)).sum()
         with self._stats_lock:
             self.stats.lookups += remote
+        if self.exchange is not None:
+            return self._start_exchange(ids, slot)
         if table.complete:
             return PendingGather(table.rows[slot.to(torch.int64)])
         out = table.rows[slot.clamp(min=0).to(torch.int64)]
@@ -184,8 +226,35 @@ class DistributedFeatureSource:
             lo += n
         with self._stats_lock:
             self.stats.misses += misses
-            self.stats.bytes_fetched += misses * table.num_features * out.element_size()
+            fetched = misses * table.num_features * out.element_size()
+            self.stats.bytes_fetched += fetched
+            self.stats.total_bytes += fetched
         return pending
+
+    def _start_exchange(self, ids: Tensor, slot: Tensor) -> PendingGather:
+        """One round of the exchange: the missing rows, grouped by owner (one host sync)."""
+        exchange = self.exchange
+        assert exchange is not None
+        table = self.table
+        holders = self.layout.num_holders
+        if table.complete:  # nothing to ask, but the peers may ask this rank
+            exchange.round(ids[:0], [0] * holders, done=False)
+            return PendingGather(table.rows[slot.to(torch.int64)])
+        out = table.rows[slot.clamp(min=0).to(torch.int64)]
+        key = torch.where(slot < 0, self.layout.holder_of(ids), holders)
+        order = torch.argsort(key, stable=True)
+        counts = torch.bincount(key, minlength=holders + 1).tolist()
+        misses = sum(counts[:holders])
+        if counts[self.holder]:
+            raise RuntimeError(f"holder {self.holder} has no row for some of its own nodes")
+        order = order[:misses]
+        rows, _ = exchange.round(ids[order], counts[:holders], done=False)
+        with self._stats_lock:
+            fetched = misses * table.num_features * out.element_size()
+            self.stats.misses += misses
+            self.stats.bytes_fetched += fetched
+            self.stats.total_bytes += fetched
+        return PendingGather(out, exchanged=(order, rows))
 
 
 def _slot_rows(reader: SlotReader) -> int:

@@ -1,0 +1,194 @@
+"""Ranks of the trainers' feature exchange as real processes (gloo on CPU, NCCL on GPUs).
+
+Each rank holds one block of the node ids (one holder) and a hot cache of a different size
+(none at all on rank 1). Its worker-mode pipeline samples the replicated topology and
+gathers through :class:`DistributedFeatureSource` over the exchange: a training phase with
+as many batches on every rank, then evaluation phases whose batch counts differ by rank
+(rank 0 has none), with and without the prefetch thread. Every row a rank receives must
+equal the replicated table's.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import sys
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch import Tensor
+
+from distgnn_workload.data.graph import GraphData
+from distgnn_workload.partition import PartitionStore, write_partitions
+from distgnn_workload.runtime.batches import LocalPipeline
+from distgnn_workload.runtime.distributed_sampler import replicated_factory
+from distgnn_workload.runtime.features.cache_policy import fill_cache_from
+from distgnn_workload.runtime.features.exchange import FeatureExchange, new_exchange_group
+from distgnn_workload.runtime.features.layout import HolderLayout, load_holder, load_labels
+from distgnn_workload.runtime.features.remote import DistributedFeatureSource
+from distgnn_workload.runtime.features.table import FeatureTable
+from distgnn_workload.runtime.seeds import Batch
+from tests.support.ranks import leave_group
+
+CPU = torch.device("cpu")
+NODES = 600
+PARTITIONS = 12  # divisible by 2, 3 and 4 holders
+BATCH = 16
+JOIN_S = 180.0
+"""Longer than any healthy run; a rank still alive past it hangs (the test fails)."""
+
+
+def _graph() -> GraphData:
+    rng = np.random.default_rng(3)
+    src, dst = rng.integers(0, NODES, 4000), rng.integers(0, NODES, 4000)
+    keep = src != dst
+    split = rng.random(NODES)
+    return GraphData.from_edges(
+        src[keep],
+        dst[keep],
+        rng.standard_normal((NODES, 7)).astype(np.float32),
+        rng.integers(0, 3, NODES),
+        split < 0.5,
+        (split >= 0.5) & (split < 0.7),
+        split >= 0.7,
+        num_classes=3,
+    )
+
+
+def write_store(path: Path) -> PartitionStore:
+    """The graph in ``PARTITIONS`` partitions of interleaved ids."""
+    return write_partitions(path, _graph(), PARTITIONS, assignment=np.arange(NODES) % PARTITIONS)
+
+
+def _phase(
+    pipeline: LocalPipeline, seeds: list[Tensor], reference: Tensor, rank: int
+) -> dict[str, int]:
+    """Run one phase through the pipeline; count the batches and the rows that differ."""
+    batches: list[Batch] = [(rank, s) for s in seeds]
+    got = {"batches": 0, "rows": 0, "wrong": 0}
+    for batch in pipeline.epoch(batches):
+        ids = batch.hop.node_ids
+        got["batches"] += 1
+        got["rows"] += int(ids.numel())
+        got["wrong"] += int((batch.x != reference[ids]).any(dim=1).sum())
+    return got
+
+
+def _rank(rank: int, world: int, store_path: str, out: str, lost: int, cuda: bool) -> None:
+    """One trainer (on GPU ``rank`` with ``cuda``: NCCL); ``lost`` >= 0: that rank dies after
+    one evaluation batch of the last phase."""
+    torch.set_num_threads(1)
+    device = CPU
+    if cuda:
+        device = torch.device("cuda", rank)
+        torch.cuda.set_device(device)
+    dist.init_process_group(
+        "nccl" if cuda else "gloo",
+        init_method=f"file://{out}/store",
+        rank=rank,
+        world_size=world,
+        timeout=timedelta(seconds=120),
+        device_id=device if cuda else None,
+    )
+    store = PartitionStore.open(Path(store_path))
+    layout = HolderLayout.from_store(store, world)
+    data = load_holder(store, rank, world, device)
+    table = FeatureTable(data, layout.num_nodes, device)
+    reference = torch.cat(
+        [load_holder(store, h, world, device).features for h in range(world)]
+    )  # the replicated table
+    exchange = FeatureExchange(
+        table,
+        layout,
+        new_exchange_group(device, 600.0),
+        rank=rank,
+        world_size=world,
+        rank_of_holder=list(range(world)),
+        timeout_s=600.0,
+    )
+    source = DistributedFeatureSource(table, layout, _no_rpc, holder=rank)
+    # a hot cache of a different size on every rank, none on rank 1
+    remote = torch.cat([torch.arange(0, data.start), torch.arange(data.end, layout.num_nodes)])
+    hot = remote[torch.randperm(remote.numel(), generator=torch.Generator().manual_seed(rank))]
+    fill_cache_from(table, exchange.fetch_all, hot[: 0 if rank == 1 else 40 * (rank + 1)])
+    source.use(exchange)
+    cached = hot[: table.num_cached].to(device)
+    cached_ok = bool((table.rows[table.slot[cached].long()] == reference[cached]).all().item())
+    sampler = replicated_factory(store, [4, 3], device)(rank)
+    sampler.prepare(BATCH)  # a GPU sampler captures its graph here, not on the loader thread
+    own = data.train_ids
+    results: dict[str, Any] = {"cached_ok": cached_ok, "cached": table.num_cached}
+    phases = [
+        ("train", 4, [own[i * BATCH : (i + 1) * BATCH] for i in range(3)]),
+        # uneven: rank r has 2r batches (rank 0 none), inline and through the thread
+        ("eval_inline", 0, [own[i : i + BATCH] for i in range(2 * rank)]),
+        ("eval", 2, [own[i : i + BATCH] for i in range(2 * rank + 1)]),
+    ]
+    try:
+        for name, prefetch, seeds in phases:
+            pipeline = LocalPipeline(
+                sampler, source, load_labels(store, device), device=device, prefetch=prefetch
+            )
+            if rank == lost and name == "eval":
+                pipeline.start(seeds[0])  # one round, then gone without a word
+                sys.stdout.flush()
+                os._exit(17)
+            results[name] = _phase(pipeline, seeds, reference, rank)
+        lookups, hits, _ = source.stats.take()
+        results.update(lookups=lookups, hits=hits, misses=lookups - hits)
+        results["rounds"] = exchange.moved.rounds
+        results["bytes_in"] = exchange.moved.rows_in
+    except Exception as err:  # the lost-rank case: what failed, and that it did
+        results["error"] = f"{type(err).__name__}: {err}"
+        torch.save(results, Path(out) / f"rank{rank}.pt")
+        sys.stdout.flush()
+        os._exit(3)
+    torch.save(results, Path(out) / f"rank{rank}.pt")
+    leave_group()
+
+
+def _no_rpc(holder: int, ids: Tensor) -> Any:
+    raise AssertionError("worker mode fetches over the exchange, never over RPC")
+
+
+def spawn_ranks(
+    world: int, store: PartitionStore, out: Path, *, lost: int = -1, cuda: bool = False
+) -> list[int | None]:
+    """Run :func:`_rank` in ``world`` processes; their exit codes (None: still running)."""
+    ctx = mp.get_context("spawn")
+    procs = [
+        ctx.Process(target=_rank, args=(r, world, str(store.path), str(out), lost, cuda))
+        for r in range(world)
+    ]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(JOIN_S)
+    codes = [p.exitcode for p in procs]
+    for p in procs:
+        if p.is_alive():
+            p.kill()
+    return codes
+
+
+def check_ranks(tmp_path: Path, world: int) -> None:
+    """What every rank of a healthy run saved must hold (see the module's docstring)."""
+    saved = [torch.load(tmp_path / f"rank{r}.pt", weights_only=False) for r in range(world)]
+    for rank, s in enumerate(saved):
+        assert s["cached_ok"]
+        assert s["cached"] == (0 if rank == 1 else 40 * (rank + 1))
+        assert s["train"]["batches"] == 3
+        assert s["eval_inline"]["batches"] == 2 * rank
+        assert s["eval"]["batches"] == 2 * rank + 1
+        for phase in ("train", "eval_inline", "eval"):
+            assert s[phase]["wrong"] == 0, (rank, phase)
+        assert s["misses"] > 0  # rows came over the exchange
+        assert s["bytes_in"] > 0
+        if rank != 1:
+            assert s["hits"] > 0  # and some from the hot cache
+    # every rank took part in the same rounds: each phase as long as its longest rank's
+    assert len({s["rounds"] for s in saved}) == 1

@@ -1,0 +1,250 @@
+"""Remote feature rows over collectives: counts, then ids, then rows (worker mode).
+
+Every trainer takes part in every *round* of the exchange, on a process group of its own
+(NCCL on GPUs, gloo on CPU) and, on a GPU, a CUDA stream of its own:
+
+1. the counts: each rank all-gathers a row of how many ids it asks of every rank, plus a
+   *done* flag, so that every rank sees the whole matrix (one host sync: the sizes);
+2. the ids, with ``all_to_all_single`` (skipped, on every rank alike, when nobody asks);
+3. the rows: each rank gathers the rows asked of it from its own table on the device and
+   returns them with ``all_to_all_single``, asynchronously: :meth:`PendingRows.wait` makes
+   the consumer's stream wait for them, so that the rows of batch n+1 travel while batch n
+   trains.
+
+A *phase* (a training epoch, an evaluation, the cache fill) is a sequence of rounds that
+ends, on every rank at once, after the first round in which every rank set *done*. A rank
+with fewer batches than its peers keeps answering their requests with empty rounds of its
+own (:meth:`FeatureExchange.finish_phase`), so that every rank issues the same collectives
+in the same order and none can wait for ever; a lost peer fails the round within the
+group's timeout (at once with gloo, whose sockets close).
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+from torch import Tensor
+
+from distgnn_workload.runtime.features.layout import HolderLayout
+from distgnn_workload.runtime.features.table import FeatureTable
+from distgnn_workload.runtime.transfers import wait_for_event
+
+log = logging.getLogger(__name__)
+
+FILL_CHUNK = 1 << 18
+"""Most ids a rank asks for in one round while filling the hot-feature cache."""
+
+
+def new_exchange_group(device: torch.device, timeout_s: float) -> dist.ProcessGroup:
+    """The exchange's own process group over every trainer (a collective call: every
+    trainer makes it, in the same order as its other groups)."""
+    backend = "nccl" if device.type == "cuda" else "gloo"
+    group = dist.new_group(backend=backend, timeout=timedelta(seconds=timeout_s))
+    if not isinstance(group, dist.ProcessGroup):
+        raise RuntimeError("this process is not a member of the feature exchange's group")
+    return group
+
+
+@dataclass
+class ExchangeBytes:
+    """What this rank moved (host counters, no sync)."""
+
+    rows_in: int = 0
+    """Feature rows received, in bytes."""
+    rows_out: int = 0
+    """Feature rows sent to peers, in bytes."""
+    ids: int = 0
+    """Ids sent and received, in bytes."""
+    rounds: int = 0
+
+    @property
+    def total_in(self) -> int:
+        """Bytes this rank pulled: the rows it received and the ids it sent."""
+        return self.rows_in + self.ids
+
+
+@dataclass
+class PendingRows:
+    """The rows of one round, on their way: :meth:`wait` hands them to the current stream."""
+
+    rows: Tensor
+    """``[requested, F]``, ordered by owner as the request was."""
+    work: dist.Work | None = None
+    done: torch.cuda.Event | None = None
+
+    def wait(self) -> Tensor:
+        if self.done is not None:
+            current = torch.cuda.current_stream(self.rows.device)
+            current.wait_event(self.done)
+            self.rows.record_stream(current)
+        elif self.work is not None:
+            self.work.wait()
+        self.done, self.work = None, None
+        return self.rows
+
+
+@dataclass
+class FeatureExchange:
+    """The rounds of one trainer against the others (see the module's docstring).
+
+    ``rank_of_holder[h]``: the rank this rank asks for the rows of holder ``h`` (the process
+    of that pod with this process's local rank).
+    """
+
+    table: FeatureTable
+    layout: HolderLayout
+    group: dist.ProcessGroup
+    rank: int
+    world_size: int
+    rank_of_holder: list[int]
+    timeout_s: float
+    moved: ExchangeBytes = field(default_factory=ExchangeBytes)
+
+    def __post_init__(self) -> None:
+        self.device = self.table.device
+        self.cuda = self.device.type == "cuda"
+        self.stream: torch.cuda.Stream | None = (
+            torch.cuda.Stream(self.device) if self.cuda else None  # type: ignore[no-untyped-call]
+        )
+        self.row_bytes = self.table.num_features * self.table.rows.element_size()
+        # the host side of the counts read-back: pinned, so that the copy waits for the
+        # all-gather only (never queues behind another thread's pageable copy)
+        self._counts_host = torch.empty(
+            (self.world_size, self.world_size + 1), dtype=torch.int64, pin_memory=self.cuda
+        )
+
+    # ------------------------------------------------------------------ agreement
+
+    def any_rank(self, flag: bool) -> bool:
+        """True when ``flag`` holds on some rank (a collective of the exchange's group)."""
+        t = torch.tensor([1 if flag else 0], dtype=torch.int64, device=self.device)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX, group=self.group)
+        return bool(self._read(t)[0].item())
+
+    # ------------------------------------------------------------------ one round
+
+    def round(self, ids: Tensor, counts: list[int], *, done: bool) -> tuple[PendingRows, bool]:
+        """Ask the owners for the rows of ``ids`` and answer the peers' requests.
+
+        ``ids`` (int64, on the device) are sorted by holder, ``counts[h]`` of them owned by
+        holder ``h``. Returns the rows on their way and whether every rank set ``done``.
+        """
+        ask = [0] * self.world_size
+        for h, n in enumerate(counts):
+            if n:
+                ask[self.rank_of_holder[h]] += n
+        mine = torch.tensor([*ask, 1 if done else 0], dtype=torch.int64)
+        if self.cuda:
+            mine = mine.pin_memory()  # a pageable copy could queue behind another thread's
+        producer = torch.cuda.current_stream(self.device) if self.cuda else None
+        with torch.cuda.stream(self.stream) if self.stream is not None else nullcontext():
+            if self.stream is not None and producer is not None:
+                # the ids were computed on the producer's stream
+                self.stream.wait_stream(producer)
+                ids.record_stream(self.stream)
+            matrix = self._all_counts(mine)
+            all_done = bool((matrix[:, -1] > 0).all())
+            wanted = matrix[:, self.rank].tolist()  # what each rank asks of this one
+            if int(matrix[:, :-1].sum()) == 0:  # nobody asks anybody: no more collectives
+                empty = torch.empty((0, self.table.num_features), dtype=self.table.rows.dtype)
+                return PendingRows(empty.to(self.device)), all_done
+            asked = torch.empty(sum(wanted), dtype=torch.int64, device=self.device)
+            dist.all_to_all_single(
+                asked, ids, output_split_sizes=wanted, input_split_sizes=ask, group=self.group
+            )
+            served = self._serve(asked)
+            rows = torch.empty(
+                (sum(ask), self.table.num_features),
+                dtype=self.table.rows.dtype,
+                device=self.device,
+            )
+            work = dist.all_to_all_single(
+                rows,
+                served,
+                output_split_sizes=ask,
+                input_split_sizes=wanted,
+                group=self.group,
+                async_op=True,
+            )
+            assert work is not None
+            self.moved.rounds += 1
+            self.moved.rows_in += rows.size(0) * self.row_bytes
+            self.moved.rows_out += served.size(0) * self.row_bytes
+            self.moved.ids += (ids.numel() + asked.numel()) * 8
+            if self.stream is None:
+                return PendingRows(rows, work=work), all_done
+            work.wait()  # the exchange stream waits for the rows (the host does not)
+            event = torch.cuda.Event()  # type: ignore[no-untyped-call]
+            event.record(self.stream)
+            return PendingRows(rows, done=event), all_done
+
+    def _all_counts(self, mine: Tensor) -> Tensor:
+        """Every rank's request row (``[world, world + 1]``, the done flag last), on the host."""
+        width = self.world_size + 1
+        local = mine.to(self.device, non_blocking=True)
+        gathered = torch.empty(self.world_size * width, dtype=torch.int64, device=self.device)
+        dist.all_gather_into_tensor(gathered, local, group=self.group)
+        return self._read(gathered).view(self.world_size, width)
+
+    def _read(self, t: Tensor) -> Tensor:
+        """``t`` on the host, waited for by polling (bounded: a lost peer fails it)."""
+        if not self.cuda:
+            return t
+        host = self._counts_host.view(-1)[: t.numel()]
+        host.copy_(t, non_blocking=True)
+        event = torch.cuda.Event()  # type: ignore[no-untyped-call]
+        event.record(torch.cuda.current_stream(self.device))
+        wait_for_event(event, timeout_s=self.timeout_s, what="the feature exchange's counts")
+        return host.clone()
+
+    def _serve(self, asked: Tensor) -> Tensor:
+        """The rows of the owned nodes ``asked``; an id this rank does not own is an error."""
+        table = self.table
+        if asked.numel() == 0:
+            return table.rows[:0]
+        if not self.cuda:  # a cheap check where a host read costs nothing
+            lo, hi = int(asked.min()), int(asked.max())
+            if lo < table.start or hi >= table.end:
+                raise RuntimeError(
+                    f"rank {self.rank} was asked for rows [{lo}, {hi}] but owns "
+                    f"[{table.start}, {table.end})"
+                )
+        return table.rows.index_select(0, asked - table.start)
+
+    # ------------------------------------------------------------------ phases
+
+    def finish_phase(self) -> int:
+        """Answer the peers' requests with empty rounds until every rank is done; returns
+        the rounds it took."""
+        nothing = torch.empty(0, dtype=torch.int64, device=self.device)
+        none = [0] * self.layout.num_holders
+        rounds = 0
+        while True:
+            pending, all_done = self.round(nothing, none, done=True)
+            pending.wait()
+            rounds += 1
+            if all_done:
+                return rounds
+
+    def fetch_all(self, ids: Tensor, *, chunk: int = FILL_CHUNK) -> Tensor:
+        """The rows of the remote ``ids`` (any order), in rounds of at most ``chunk`` ids,
+        as one phase: every rank calls it, with as many ids as it likes (none included)."""
+        ids = ids.to(self.device, torch.int64)
+        out = torch.empty(
+            (ids.numel(), self.table.num_features), dtype=self.table.rows.dtype, device=self.device
+        )
+        holders = self.layout.num_holders
+        for lo in range(0, ids.numel(), chunk):
+            part = ids[lo : lo + chunk]
+            owner = self.layout.holder_of(part)
+            order = torch.argsort(owner, stable=True)
+            counts = torch.bincount(owner, minlength=holders).tolist()
+            pending, _ = self.round(part[order], counts, done=False)
+            out[lo + order] = pending.wait()
+        self.finish_phase()
+        return out
