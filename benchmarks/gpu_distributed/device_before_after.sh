@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Before and after in one call: the products-scale benchmark (bench.py) of an earlier tree and
+# of this one, on the same machine, the same runs, one after the other (each generates its own
+# graph from the same seed). The earlier tree is a plain copy of the repository at the commit
+# to compare with, for example
+#   mkdir .base && git archive <commit> api operator workload benchmarks setup.py pyproject.toml | tar -x -C .base
+# carried to the device machine beside this checkout.
+#   BASE=.base RUNS="worker-1-bf16 worker-4-bf16 worker-4-bf16-0.1" REPEATS=2 AFTER_ONLY="..." \
+#     OUT=<dir> bash benchmarks/gpu_distributed/device_before_after.sh
+# AFTER_ONLY: runs that only this tree has (e.g. a -socket run); BUDGET_S: seconds for each side.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+source benchmarks/gpu_distributed/device_setup.sh
+BASE="${BASE:?BASE: the earlier tree, a folder of this checkout}"
+RUNS="${RUNS:-worker-1-bf16 worker-4-bf16 worker-4-bf16-0.1}"
+REPEATS="${REPEATS:-2}"
+BUDGET_S="${BUDGET_S:-240}"
+# shellcheck disable=SC2206
+runs=(${RUNS})
+# shellcheck disable=SC2206
+after_only=(${AFTER_ONLY:-})
+
+mkdir -p "${BASE}/build/devpath"
+for p in api operator workload; do ln -sfn "../../${p}" "${BASE}/build/devpath/distgnn_${p}"; done
+
+side() {  # side NAME TREE RUNS...
+  local name="$1" tree="$2"
+  shift 2
+  (
+    cd "${tree}" || exit 1
+    PYTHONPATH="/tmp/site:${PWD}/build/devpath" timeout "$((BUDGET_S + 30))" \
+      python benchmarks/gpu_distributed/bench.py --repeats "${REPEATS}" --eval-every 1 \
+      --run-timeout 60 --budget "${BUDGET_S}" --work-dir "/tmp/distgnn-bench-${name}" \
+      --runs "$@" --out "${OUT}/${name}.jsonl" 2>&1 | grep -v Warning >"${OUT}/${name}.log"
+  )
+  echo "== ${name}"
+  tail -n "$(($# + 2))" "${OUT}/${name}.log"
+}
+
+side before "${BASE}" "${runs[@]}"
+side after . "${runs[@]}" "${after_only[@]}"
+git log -1 --format='%H %s' >"${OUT}/commit.txt" 2>/dev/null || true
