@@ -273,7 +273,9 @@ def test_partitioned_features_train_exactly_as_replicated_ones(tmp_path: Path) -
             result.test_accuracy,
         )
     assert figures[0.3] == figures[1.0]
-    assert figures[1.0][1] is not None and figures[1.0][1] >= 0.85
+    test_accuracy = figures[1.0][1]
+    assert test_accuracy is not None
+    assert test_accuracy >= 0.85
 
 
 def test_a_pod_with_two_training_processes_serves_both_on_one_port(tmp_path: Path) -> None:
