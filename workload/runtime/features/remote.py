@@ -149,6 +149,12 @@ class DistributedFeatureSource:
         """Ask holder ``h`` to write the rows of ``ids`` into slot ``k`` of this process."""
         self.exchange: FeatureExchange | None = None
         """The trainers' feature exchange, when some rank misses rows (see :meth:`use`)."""
+        # the holders' inner bounds, kept on the device: no copy of them per batch
+        self._inner_bounds = layout.bounds[1:-1].to(table.device)
+
+    def _owner_of(self, ids: Tensor) -> Tensor:
+        """The owning holder of each id (``HolderLayout.holder_of`` on the device's bounds)."""
+        return torch.bucketize(ids, self._inner_bounds, right=True)
 
     def use(self, exchange: FeatureExchange) -> None:
         """Fetch over ``exchange`` from now on if any rank's table is incomplete (a
@@ -196,7 +202,7 @@ class DistributedFeatureSource:
         out = table.rows[slot.clamp(min=0).to(torch.int64)]
         holders = self.layout.num_holders
         # misses keyed by their owner, the rest after them: one sort, one host sync
-        key = torch.where(slot < 0, self.layout.holder_of(ids), holders)
+        key = torch.where(slot < 0, self._owner_of(ids), holders)
         order = torch.argsort(key, stable=True)
         counts = torch.bincount(key, minlength=holders + 1).tolist()
         misses = sum(counts[:holders])
@@ -243,7 +249,7 @@ class DistributedFeatureSource:
             return PendingGather(table.rows[slot.to(torch.int64)])
         out = table.rows[slot.clamp(min=0).to(torch.int64)]
         # misses keyed by their owner, the rest after them
-        key = torch.where(slot < 0, self.layout.holder_of(ids), holders)
+        key = torch.where(slot < 0, self._owner_of(ids), holders)
         order = torch.argsort(key, stable=True)
         counts = torch.bincount(key, minlength=holders + 1)[:holders]
         rows, _ = exchange.round(ids[order], counts, done=False)
