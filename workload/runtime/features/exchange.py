@@ -22,6 +22,7 @@ group's timeout (at once with gloo, whose sockets close).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -237,20 +238,20 @@ class FeatureExchange:
             if all_done:
                 return rounds
 
-    def fetch_all(self, ids: Tensor, *, chunk: int = FILL_CHUNK) -> Tensor:
-        """The rows of the remote ``ids`` (any order), in rounds of at most ``chunk`` ids,
+    def fetch_all(
+        self, ids: Tensor, sink: Callable[[Tensor, Tensor], None], *, chunk: int = FILL_CHUNK
+    ) -> None:
+        """Fetch the rows of the remote ``ids`` (any order) in rounds of at most ``chunk``
+        ids, handing each round's ids and rows to ``sink`` (one chunk in memory at a time),
         as one phase: every rank calls it, with as many ids as it likes (none included)."""
         ids = ids.to(self.device, torch.int64)
-        out = torch.empty(
-            (ids.numel(), self.table.num_features), dtype=self.table.rows.dtype, device=self.device
-        )
         holders = self.layout.num_holders
         for lo in range(0, ids.numel(), chunk):
             part = ids[lo : lo + chunk]
             owner = self.layout.holder_of(part)
             order = torch.argsort(owner, stable=True)
             counts = torch.bincount(owner, minlength=holders)
-            pending, _ = self.round(part[order], counts, done=False)
-            out[lo + order] = pending.wait()
+            asked = part[order]
+            pending, _ = self.round(asked, counts, done=False)
+            sink(asked, pending.wait())
         self.finish_phase()
-        return out
