@@ -21,7 +21,6 @@ group's timeout (at once with gloo, whose sockets close).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -34,8 +33,6 @@ from torch import Tensor
 from distgnn_workload.runtime.features.layout import HolderLayout
 from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.transfers import wait_for_event
-
-log = logging.getLogger(__name__)
 
 FILL_CHUNK = 1 << 18
 """Most ids a rank asks for in one round while filling the hot-feature cache."""
