@@ -28,8 +28,9 @@ METIS_EDGE_IMBALANCE = 1.10
 REPLICATE_FITS_SHARE = 0.5
 # runtime/holder.py SLOT_MEMORY_SHARE: shared slots for one peer take at most 5% of the device.
 SLOT_MEMORY_SHARE = 0.05
-# runtime/batches.py LOOKAHEAD; worker-mode feature slots per peer are LOOKAHEAD + 2
-# (trainer/pipelines.py), server-client slots concurrency + 1 (sampler/server.py).
+# runtime/batches.py LOOKAHEAD: a worker-mode trainer has up to LOOKAHEAD + 1 rounds of the
+# feature exchange in flight; server-client feature slots per peer: concurrency + 1
+# (sampler/server.py).
 LOOKAHEAD = 2
 # Peers that can share a host (and so map each other's slots): at most the other GPUs of an
 # 8-GPU node. Pods on other nodes get their rows over RPC and cost no slot.
@@ -240,8 +241,20 @@ def holder_items(spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: Where) 
                 )
             )
     table_complete = cached >= remote
-    if not table_complete and s.holders > 1 and all(k >= 1 for k in spec.model.fanout):
-        count = LOOKAHEAD + 2 if spec.worker_mode else spec.samplers.concurrency + 1
+    if not table_complete and s.holders > 1 and spec.worker_mode:
+        # the rounds in flight, each with the rows it receives and the rows it serves
+        rounds = LOOKAHEAD + 1
+        touched = round(sum(hop_sizes(s, dev)[0])) * f * fb
+        items.append(
+            Item(
+                f"feature exchange buffers ({rounds} rounds, rows in and out)",
+                rounds * 2 * touched,
+                dev,
+                "runtime/features/exchange.py FeatureExchange.round",
+            )
+        )
+    elif not table_complete and s.holders > 1 and all(k >= 1 for k in spec.model.fanout):
+        count = spec.samplers.concurrency + 1
         slot = round(sum(hop_sizes(s, dev)[0])) * f * fb
         peers = min(s.holders - 1, MAX_PEERS_PER_HOST)
         items.append(

@@ -10,7 +10,7 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 source benchmarks/gpu_distributed/device_setup.sh
-TESTS_S="${TESTS_S:-150}" BENCH_S="${BENCH_S:-330}"
+TESTS_S="${TESTS_S:-140}" BENCH_S="${BENCH_S:-320}"
 timeout "${TESTS_S}" python -m pytest -q -p no:cacheprovider --noconftest -m gpu \
   tests/workload/test_feature_exchange_gpu.py \
   "tests/e2e/test_workload_gpu.py::test_two_gpus_train_with_nccl[0-0.2]" \

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -171,8 +172,17 @@ def layout(args: argparse.Namespace, run_dir: Path) -> LocalLayout:
         namespace="local",
         data_dir=args.work_dir / "data",
         run_dir=run_dir,
-        gpus=tuple(str(i) for i in range(torch.cuda.device_count())) if cuda else (),
+        gpus=visible_gpu_ids() if cuda else (),
     )
+
+
+def visible_gpu_ids() -> tuple[str, ...]:
+    """The ids the processes' CUDA_VISIBLE_DEVICES name: this process's own visible GPUs (so
+    that two benchmarks can share a machine, each on its own GPUs)."""
+    count = torch.cuda.device_count()
+    cvd = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip()
+    ids = [x.strip() for x in cvd.split(",")] if cvd else [str(i) for i in range(count)]
+    return tuple(ids[:count])
 
 
 def partition_plan(spec: DistGNNJobSpec, args: argparse.Namespace, run_dir: Path) -> JobPlan:

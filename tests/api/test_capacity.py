@@ -135,6 +135,10 @@ def test_worker_mode_trainer_holds_the_partition_on_its_gpus() -> None:
     assert gpu_items["prefetched batches (4 + 2 in use)"] == 6 * BATCH_CAPS
     # x (100 rows + dump), per layer src/dst/ptr: 2*90 + 40+2, then 2*30 + 10+2; labels
     assert gpu_items["CUDA-graph static inputs"] == 101 * 16 * 4 + (222 + 72) * 8 + 10 * 8
+    # remote rows over the feature exchange: 3 rounds in flight, rows in and out, each at
+    # most the layout's 100 rows; no shared slots
+    assert gpu_items["feature exchange buffers (3 rounds, rows in and out)"] == 3 * 2 * 100 * 16 * 4
+    assert not any(what.startswith("feature slots") for what in gpu_items)
     assert trainer.host_bytes == 2 * (
         TRAINER_PROCESS_BYTES
         + CUDA_HOST_BYTES  # the CUDA runtime's host pages, per CUDA process

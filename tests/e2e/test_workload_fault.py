@@ -29,15 +29,24 @@ def _checkpointed_epochs(run_dir: Path) -> int:
         return 0
 
 
-@pytest.mark.parametrize("victim", [1, 0])
-def test_a_killed_trainer_resumes_from_the_last_checkpoint(tmp_path: Path, victim: int) -> None:
+@pytest.mark.parametrize(
+    ("victim", "samplers"),
+    [(1, 2), (0, 2), (1, 0)],
+    ids=["server-client-1", "server-client-0", "worker-1"],
+)
+def test_a_killed_trainer_resumes_from_the_last_checkpoint(
+    tmp_path: Path, victim: int, samplers: int
+) -> None:
+    """Also in worker mode with partitioned features, where the survivor waits in the
+    feature exchange's collectives when its peer dies (gloo fails them at once)."""
     epochs = 6
     spec = job_spec(
         **{
             "dataset.synthetic.numNodes": 12000,
             "dataset.synthetic.numEdges": 120000,
+            "samplers.replicas": samplers,
             "training.epochs": epochs,
-            "training.evalEvery": 0,
+            "training.evalEvery": 0 if samplers else 1,
             "partition.algorithm": "random",
         }
     )

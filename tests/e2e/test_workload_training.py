@@ -239,11 +239,13 @@ def test_fixed_shape_steps_train_two_ranks_with_one_flat_all_reduce(tmp_path: Pa
         assert "DistributedDataParallel" not in log
 
 
-def test_partitioned_features_train_exactly_as_replicated_ones(tmp_path: Path) -> None:
-    """Worker mode, 2 trainers, the topology replicated: with a partial cache (rows over the
-    feature exchange, evaluation every epoch) the job trains the very same model as with
-    every row local: same batches, same rows, so the same losses and accuracies, bit for
-    bit."""
+@pytest.mark.parametrize("procs", [1, 2], ids=["1-per-pod", "2-per-pod"])
+def test_partitioned_features_train_exactly_as_replicated_ones(tmp_path: Path, procs: int) -> None:
+    """Worker mode, 2 trainer pods of ``procs`` processes each, the topology replicated: with
+    a partial cache (rows over the feature exchange, each process asking the process of its
+    own local rank in the owning pod; evaluation every epoch) the job trains the very same
+    model as with every row local: same batches, same rows, so the same losses and
+    accuracies, bit for bit."""
     figures = {}
     for ratio in (0.3, 1.0):
         spec = job_spec(
@@ -256,7 +258,10 @@ def test_partitioned_features_train_exactly_as_replicated_ones(tmp_path: Path) -
                 "training.evalEvery": 1,
             }
         )
-        job = start_job(tmp_path / f"cache-{ratio:g}", spec)
+        job = LocalWorkload(tmp_path / f"cache-{ratio:g}", spec, contract={"procs_per_pod": procs})
+        assert spec.dataset.synthetic is not None
+        job.write_partitions(generate(spec.dataset.synthetic))
+        job.start_all()
         finish(job)
         result = result_of(job)
         stats = json.loads((job.run_dir / "training_stats.json").read_text())
@@ -273,7 +278,9 @@ def test_partitioned_features_train_exactly_as_replicated_ones(tmp_path: Path) -
             result.test_accuracy,
         )
     assert figures[0.3] == figures[1.0]
-    assert figures[1.0][1] is not None and figures[1.0][1] >= 0.85
+    test_accuracy = figures[1.0][1]
+    assert test_accuracy is not None
+    assert test_accuracy >= 0.85
 
 
 def test_a_pod_with_two_training_processes_serves_both_on_one_port(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import Tensor
 
-from distgnn_workload.loader import BatchLoader, LocalFeatureSource, MiniBatch
+from distgnn_workload.loader import BatchLoader, LocalFeatureSource, MiniBatch, Prefetcher
 from distgnn_workload.sampling import HopBatch, NeighborSampler, csc_from_edge_index
 
 NUM_NODES = 300
@@ -112,6 +112,27 @@ def test_producer_error_reaches_consumer() -> None:
     next(batches)
     with pytest.raises(RuntimeError, match="sampler broke"):
         next(batches)
+
+
+@pytest.mark.parametrize("depth", [0, 2])
+@pytest.mark.parametrize("count", [0, 3])
+def test_finish_runs_once_where_items_are_produced_after_the_last(depth: int, count: int) -> None:
+    """The feature exchange ends its phase there: after every item, also when there are none."""
+    events: list[tuple[str, int | None, str]] = []
+
+    def produce(i: int) -> int:
+        events.append(("produce", i, threading.current_thread().name))
+        return i
+
+    def finish() -> None:
+        events.append(("finish", None, threading.current_thread().name))
+
+    got = list(Prefetcher(produce, count, depth=depth, device=torch.device("cpu"), finish=finish))
+    assert got == list(range(count))
+    assert [e[:2] for e in events] == [("produce", i) for i in range(count)] + [("finish", None)]
+    assert len({e[2] for e in events}) == 1  # the producing thread runs it
+    if depth:
+        assert events[-1][2] == "distgnn-prefetch"
 
 
 def test_local_feature_source_dtype_and_label_check() -> None:

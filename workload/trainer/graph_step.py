@@ -45,8 +45,8 @@ ENV_OVERLAP = "DISTGNN_OVERLAP_ALLREDUCE"
 - ``graph``: bucket by bucket inside the captured graph too. The host then waits (polling)
   for each replay to finish before it launches the next: a graph launch whose previous
   replay still runs blocks in the driver, and with the all-reduce inside that replay waiting
-  for a peer, every other CUDA call of the process (the RPC threads serving that peer its
-  remote features) would wait behind it, for ever;
+  for a peer, every other CUDA call of the process (the loader thread's feature exchange
+  with that peer) would wait behind it, for ever;
 - ``0``: one flat all-reduce after every step."""
 
 

@@ -27,7 +27,6 @@ from distgnn_workload.partition.store import PartitionStore
 from distgnn_workload.runtime import holder as holders
 from distgnn_workload.runtime import link_batches
 from distgnn_workload.runtime.batches import (
-    LOOKAHEAD,
     LocalPipeline,
     RemotePipeline,
     RequestInto,
@@ -86,7 +85,6 @@ def worker_pipeline(
         ctx,
         lambda h: f"trainer-{h * procs_per_pod + local_rank}",
         seed=spec.training.seed * 1_000 + rank,
-        slots_per_peer=LOOKAHEAD + 2,
         exchange=feature_exchange(state, rank=rank, procs_per_pod=procs_per_pod),
     )
     pipeline = LocalPipeline(

@@ -53,14 +53,17 @@ def fill_cache(
 
 
 def fill_cache_from(
-    table: FeatureTable, rows_of: Callable[[Tensor], Tensor], hot_ids: Tensor
+    table: FeatureTable,
+    fetch_all: Callable[[Tensor, Callable[[Tensor, Tensor], None]], None],
+    hot_ids: Tensor,
 ) -> None:
-    """Fetch the features of ``hot_ids`` into the table with ``rows_of(ids) -> rows``, called
-    once, also with no ids (the feature exchange's fill: every rank takes part)."""
+    """Fetch the features of ``hot_ids`` into the table with ``fetch_all(ids, sink)``, which
+    hands ``sink`` the ids and rows chunk by chunk; called once, also with no ids (the
+    feature exchange's fill: every rank takes part)."""
     hot_ids = hot_ids.to(torch.int64).cpu()
     hot_ids = hot_ids[(hot_ids < table.start) | (hot_ids >= table.end)]
     table.reserve(int(hot_ids.numel()))
-    table.add_cached(hot_ids, rows_of(hot_ids))
+    fetch_all(hot_ids, table.add_cached)
     _log_filled(table)
 
 

@@ -21,7 +21,7 @@ group's timeout (at once with gloo, whose sockets close).
 
 from __future__ import annotations
 
-import logging
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -33,8 +33,6 @@ from torch import Tensor
 from distgnn_workload.runtime.features.layout import HolderLayout
 from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.transfers import wait_for_event
-
-log = logging.getLogger(__name__)
 
 FILL_CHUNK = 1 << 18
 """Most ids a rank asks for in one round while filling the hot-feature cache."""
@@ -112,6 +110,7 @@ class FeatureExchange:
             torch.cuda.Stream(self.device) if self.cuda else None  # type: ignore[no-untyped-call]
         )
         self.row_bytes = self.table.num_features * self.table.rows.element_size()
+        self._ranks_of_holders = torch.tensor(self.rank_of_holder, device=self.device)
         # the host side of the counts read-back: pinned, so that the copy waits for the
         # all-gather only (never queues behind another thread's pageable copy)
         self._counts_host = torch.empty(
@@ -128,31 +127,37 @@ class FeatureExchange:
 
     # ------------------------------------------------------------------ one round
 
-    def round(self, ids: Tensor, counts: list[int], *, done: bool) -> tuple[PendingRows, bool]:
-        """Ask the owners for the rows of ``ids`` and answer the peers' requests.
+    def round(self, ids: Tensor, counts: Tensor, *, done: bool) -> tuple[PendingRows, bool]:
+        """Ask the owners for rows and answer the peers' requests; one host sync.
 
-        ``ids`` (int64, on the device) are sorted by holder, ``counts[h]`` of them owned by
-        holder ``h``. Returns the rows on their way and whether every rank set ``done``.
+        ``counts`` (int64 ``[holders]``, on the device): how many rows to ask of each holder;
+        ``ids`` (int64, on the device): sorted by owning holder, the first ``counts.sum()`` of
+        them asked for (any after them are not). Returns the rows on their way (as many as
+        were asked for, in the order of ``ids``) and whether every rank set ``done``.
         """
-        ask = [0] * self.world_size
-        for h, n in enumerate(counts):
-            if n:
-                ask[self.rank_of_holder[h]] += n
-        mine = torch.tensor([*ask, 1 if done else 0], dtype=torch.int64)
-        if self.cuda:
-            mine = mine.pin_memory()  # a pageable copy could queue behind another thread's
         producer = torch.cuda.current_stream(self.device) if self.cuda else None
         with torch.cuda.stream(self.stream) if self.stream is not None else nullcontext():
             if self.stream is not None and producer is not None:
-                # the ids were computed on the producer's stream
+                # the ids and counts were computed on the producer's stream
                 self.stream.wait_stream(producer)
                 ids.record_stream(self.stream)
+                counts.record_stream(self.stream)
+            mine = torch.zeros(self.world_size + 1, dtype=torch.int64, device=self.device)
+            mine.index_add_(0, self._ranks_of_holders, counts.to(torch.int64))
+            if done:
+                mine[-1:].fill_(1)
             matrix = self._all_counts(mine)
             all_done = bool((matrix[:, -1] > 0).all())
-            wanted = matrix[:, self.rank].tolist()  # what each rank asks of this one
+            ask = matrix[self.rank, :-1].tolist()  # what this rank asks of each rank
+            wanted = matrix[:, self.rank].tolist()  # what each asks of this one
+            if ask[self.rank]:
+                raise RuntimeError(
+                    f"rank {self.rank} asked itself for {ask[self.rank]} rows of its own nodes"
+                )
             if int(matrix[:, :-1].sum()) == 0:  # nobody asks anybody: no more collectives
                 empty = torch.empty((0, self.table.num_features), dtype=self.table.rows.dtype)
                 return PendingRows(empty.to(self.device)), all_done
+            ids = ids[: sum(ask)]
             asked = torch.empty(sum(wanted), dtype=torch.int64, device=self.device)
             dist.all_to_all_single(
                 asked, ids, output_split_sizes=wanted, input_split_sizes=ask, group=self.group
@@ -186,9 +191,8 @@ class FeatureExchange:
     def _all_counts(self, mine: Tensor) -> Tensor:
         """Every rank's request row (``[world, world + 1]``, the done flag last), on the host."""
         width = self.world_size + 1
-        local = mine.to(self.device, non_blocking=True)
         gathered = torch.empty(self.world_size * width, dtype=torch.int64, device=self.device)
-        dist.all_gather_into_tensor(gathered, local, group=self.group)
+        dist.all_gather_into_tensor(gathered, mine, group=self.group)
         return self._read(gathered).view(self.world_size, width)
 
     def _read(self, t: Tensor) -> Tensor:
@@ -222,7 +226,7 @@ class FeatureExchange:
         """Answer the peers' requests with empty rounds until every rank is done; returns
         the rounds it took."""
         nothing = torch.empty(0, dtype=torch.int64, device=self.device)
-        none = [0] * self.layout.num_holders
+        none = torch.zeros(self.layout.num_holders, dtype=torch.int64, device=self.device)
         rounds = 0
         while True:
             pending, all_done = self.round(nothing, none, done=True)
@@ -231,20 +235,20 @@ class FeatureExchange:
             if all_done:
                 return rounds
 
-    def fetch_all(self, ids: Tensor, *, chunk: int = FILL_CHUNK) -> Tensor:
-        """The rows of the remote ``ids`` (any order), in rounds of at most ``chunk`` ids,
+    def fetch_all(
+        self, ids: Tensor, sink: Callable[[Tensor, Tensor], None], *, chunk: int = FILL_CHUNK
+    ) -> None:
+        """Fetch the rows of the remote ``ids`` (any order) in rounds of at most ``chunk``
+        ids, handing each round's ids and rows to ``sink`` (one chunk in memory at a time),
         as one phase: every rank calls it, with as many ids as it likes (none included)."""
         ids = ids.to(self.device, torch.int64)
-        out = torch.empty(
-            (ids.numel(), self.table.num_features), dtype=self.table.rows.dtype, device=self.device
-        )
         holders = self.layout.num_holders
         for lo in range(0, ids.numel(), chunk):
             part = ids[lo : lo + chunk]
             owner = self.layout.holder_of(part)
             order = torch.argsort(owner, stable=True)
-            counts = torch.bincount(owner, minlength=holders).tolist()
-            pending, _ = self.round(part[order], counts, done=False)
-            out[lo + order] = pending.wait()
+            counts = torch.bincount(owner, minlength=holders)
+            asked = part[order]
+            pending, _ = self.round(asked, counts, done=False)
+            sink(asked, pending.wait())
         self.finish_phase()
-        return out

@@ -149,6 +149,12 @@ class DistributedFeatureSource:
         """Ask holder ``h`` to write the rows of ``ids`` into slot ``k`` of this process."""
         self.exchange: FeatureExchange | None = None
         """The trainers' feature exchange, when some rank misses rows (see :meth:`use`)."""
+        # the holders' inner bounds, kept on the device: no copy of them per batch
+        self._inner_bounds = layout.bounds[1:-1].to(table.device)
+
+    def _owner_of(self, ids: Tensor) -> Tensor:
+        """The owning holder of each id (``HolderLayout.holder_of`` on the device's bounds)."""
+        return torch.bucketize(ids, self._inner_bounds, right=True)
 
     def use(self, exchange: FeatureExchange) -> None:
         """Fetch over ``exchange`` from now on if any rank's table is incomplete (a
@@ -196,7 +202,7 @@ class DistributedFeatureSource:
         out = table.rows[slot.clamp(min=0).to(torch.int64)]
         holders = self.layout.num_holders
         # misses keyed by their owner, the rest after them: one sort, one host sync
-        key = torch.where(slot < 0, self.layout.holder_of(ids), holders)
+        key = torch.where(slot < 0, self._owner_of(ids), holders)
         order = torch.argsort(key, stable=True)
         counts = torch.bincount(key, minlength=holders + 1).tolist()
         misses = sum(counts[:holders])
@@ -238,23 +244,22 @@ class DistributedFeatureSource:
         table = self.table
         holders = self.layout.num_holders
         if table.complete:  # nothing to ask, but the peers may ask this rank
-            exchange.round(ids[:0], [0] * holders, done=False)
+            none = torch.zeros(holders, dtype=torch.int64, device=ids.device)
+            exchange.round(ids[:0], none, done=False)
             return PendingGather(table.rows[slot.to(torch.int64)])
         out = table.rows[slot.clamp(min=0).to(torch.int64)]
-        key = torch.where(slot < 0, self.layout.holder_of(ids), holders)
+        # misses keyed by their owner, the rest after them
+        key = torch.where(slot < 0, self._owner_of(ids), holders)
         order = torch.argsort(key, stable=True)
-        counts = torch.bincount(key, minlength=holders + 1).tolist()
-        misses = sum(counts[:holders])
-        if counts[self.holder]:
-            raise RuntimeError(f"holder {self.holder} has no row for some of its own nodes")
-        order = order[:misses]
-        rows, _ = exchange.round(ids[order], counts[:holders], done=False)
+        counts = torch.bincount(key, minlength=holders + 1)[:holders]
+        rows, _ = exchange.round(ids[order], counts, done=False)
+        misses = int(rows.rows.size(0))
         with self._stats_lock:
             fetched = misses * table.num_features * out.element_size()
             self.stats.misses += misses
             self.stats.bytes_fetched += fetched
             self.stats.total_bytes += fetched
-        return PendingGather(out, exchanged=(order, rows))
+        return PendingGather(out, exchanged=(order[:misses], rows))
 
 
 def _slot_rows(reader: SlotReader) -> int:
