@@ -3,11 +3,27 @@
 # Go >= 1.26): a cached virtualenv with '.[dev]', the pinned control plane and Kueue built
 # from Go modules (cached), Debian's prometheus package (apt-get, as root; the .debs cached),
 # the static checks (scripts/lint.sh) and pytest on every tier but gpu (images only as root,
-# see the pytest stage). Extra arguments go to pytest. Warm runs skip the install and the build.
+# see the pytest stage), in parallel worker processes (pytest-xdist), with the 25 slowest
+# tests listed at the end. Extra arguments go to pytest. Warm runs skip the install and the
+# build.
+#
+# Usage: scripts/test.sh [--fast] [pytest arguments ...]
+#   --fast  the unit tier alone: api, operator, workload units, chart, CLI and repository
+#           checks; no control plane, Kueue, Prometheus, processes or lint (under a minute)
 #
 # Environment: DISTGNN_CACHE (default ~/.cache/distgnn), DISTGNN_VENV (default
-# $DISTGNN_CACHE/venv), PYTHON (interpreter that creates the venv, default python3).
+# $DISTGNN_CACHE/venv), PYTHON (interpreter that creates the venv, default python3),
+# DISTGNN_TEST_WORKERS (pytest-xdist workers; default 4 for the whole suite, 2 for --fast;
+# 0 runs in one process).
 set -euo pipefail
+
+fast=0
+if [[ "${1:-}" == --fast ]]; then
+  fast=1
+  shift
+fi
+# The tiers that start no process of their own: every marker below is a slower tier.
+SLOW_TIERS="slow or integration or e2e or gpu or benchmark or images or prometheus"
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT="$(pwd)"
@@ -71,6 +87,22 @@ fi
 flock -u 8
 export PATH="${VENV}/bin:${PATH}"
 end "virtualenv" "${venv_state}"
+
+if ((fast)); then
+  begin "pytest (unit tier)"
+  set +e
+  "${PY}" -P -m pytest -m "not (${SLOW_TIERS})" -n "${DISTGNN_TEST_WORKERS:-2}" \
+    --durations=10 "$@"
+  code=$?
+  set -e
+  case "${code}" in
+    0) end "pytest (unit tier)" "passed" ;;
+    5) end "pytest (unit tier)" "FAILED: no test ran (exit 5)"; exit 1 ;;
+    *) end "pytest (unit tier)" "FAILED (exit ${code})"; exit 1 ;;
+  esac
+  echo "test.sh --fast: the unit tier passed"
+  exit 0
+fi
 
 # --- 2. control plane -------------------------------------------------------------
 begin "control plane"
@@ -140,7 +172,11 @@ if [[ -z "${DISTGNN_IMAGES_TIER:-}" && "$(id -u)" == 0 ]]; then
   echo "images tier: ${DISTGNN_IMAGES}"
 fi
 [[ "${DISTGNN_IMAGES_TIER:-0}" == 1 ]] || markers+=" and not images"
-"${PY}" -P -m pytest -m "${markers}" "$@"
+# Workers share nothing but the build caches: each starts its own control plane and Kueue
+# when its first test needs them. --dist loadscope keeps a module's tests (and its
+# module-scoped fixtures) on one worker.
+"${PY}" -P -m pytest -m "${markers}" -n "${DISTGNN_TEST_WORKERS:-4}" --dist loadscope \
+  --durations=25 "$@"
 code=$?
 set -e
 case "${code}" in

@@ -40,6 +40,7 @@ def test_the_gpu_runs_include_every_task_and_both_modes() -> None:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("run", RUNS, ids=lambda r: f"{r[0].stem}-{r[1]}")
 @pytest.mark.parametrize("gpus", [1, 2])
 def test_reduced_example_is_a_runnable_job(
@@ -100,6 +101,7 @@ def test_the_reduced_mag_threshold_is_twice_its_majority_class() -> None:
     assert 0.25 < threshold < 0.5
 
 
+@pytest.mark.slow
 def test_the_reduced_citation2_is_ogbs_link_layout_with_its_own_split(tmp_path: Path) -> None:
     """The files the reduced ogbl-citation2 example reads: the loader the partition step uses
     finds OGB's split with LINK_NEGATIVES fixed negatives per held-out citation, and no

@@ -34,6 +34,7 @@ def test_one_rank_equals_the_compact_path(tmp_path: Path, kind: str, bf16: bool)
     assert looked_up[0] > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("kind", "bf16"), [("adam", False), ("adagrad", True)])
 def test_two_ranks_equal_the_compact_path(tmp_path: Path, kind: str, bf16: bool) -> None:
     ranks = eq.run_two_ranks(tmp_path, kind, bf16)

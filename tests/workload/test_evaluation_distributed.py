@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.support.layerwise_peers import check_two_ranks
+
+pytestmark = pytest.mark.slow
 
 
 def test_two_processes_equal_the_single_process_full_graph_forward(tmp_path: Path) -> None:

@@ -121,6 +121,7 @@ def test_accuracy_counts_the_split_nodes_of_each_share() -> None:
     assert figures["none"] is None
 
 
+@pytest.mark.slow
 def test_two_processes_with_sharded_embeddings_equal_the_full_graph_forward(
     tmp_path: Path,
 ) -> None:

@@ -10,9 +10,12 @@ several seeds, on a test set of 60% of the papers.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig, generate_mag
 from tests.support.hetero_training import TrainConfig, resplit, train_distgnn, train_reference
+
+pytestmark = pytest.mark.slow
 
 SEEDS = range(8)
 MARGIN = 0.015

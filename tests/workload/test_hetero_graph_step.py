@@ -180,6 +180,7 @@ def _check(arch: Arch, device: torch.device, capture: bool) -> None:
         assert step.graph is not None, "the step was not captured"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", [Arch.rsage, Arch.rgcn])
 def test_fixed_shape_step_equals_eager_step_cpu(arch: Arch) -> None:
     _check(arch, torch.device("cpu"), capture=False)

@@ -28,6 +28,8 @@ from distgnn_workload.trainer.link_loop import read_eval_splits
 from tests.support.hetero_link_reference import train_reference
 from tests.workload.test_partition_hetero_link import LinkJob
 
+pytestmark = pytest.mark.slow
+
 NEGATIVES, HIDDEN, EMBEDDING, FANOUTS, EPOCHS, BATCH, LR = 50, 32, 32, (5, 3), 3, 256, 0.005
 TOLERANCE = 0.02
 SEEDS = (0, 1)

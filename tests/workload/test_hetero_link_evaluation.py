@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import torch
 import torch.multiprocessing as mp
 
 from distgnn_operator.local.ports import free_ports
 from tests.support.hetero_link_ranking_peers import HITS_AT, evaluate_link_rank
+
+pytestmark = pytest.mark.slow
 
 
 def test_two_ranks_equal_one_process(tmp_path: Path) -> None:

@@ -22,6 +22,8 @@ from distgnn_workload.trainer.link_loop import read_eval_splits
 from tests.support.link_graph import train_on
 from tests.support.link_reference import LinkReferenceData, train_reference
 
+pytestmark = pytest.mark.slow
+
 NEGATIVES, HIDDEN, FANOUTS, EPOCHS, BATCH, LR = 100, 64, (10, 5), 3, 512, 0.005
 TOLERANCE = 0.02
 

@@ -65,6 +65,7 @@ def test_link_model_scores_the_layout_rows_and_bce() -> None:
     assert link_loss(pos, neg).item() == pytest.approx(want.item(), rel=1e-5)
 
 
+@pytest.mark.slow
 def test_two_ranks_equal_one_process(tmp_path: Path) -> None:
     store = write_store(tmp_path / "store", 4)
     out = tmp_path / "out"

@@ -71,6 +71,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return c.partition_dir(tmp, key)
 
 
+@pytest.mark.slow
 def test_the_reference_learns_far_above_random(store: Path) -> None:
     torch.set_num_threads(1)
     result = train_reference(

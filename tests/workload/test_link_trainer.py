@@ -13,6 +13,7 @@ from tests.support.link_graph import community_graph, link_spec, train_in_proces
 RANDOM_MRR = sum(1 / r for r in range(1, 52)) / 51
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("decoder", "kind"), [("dot", "uniform"), ("mlp", "corruptDestination")])
 def test_link_trainer_learns_and_reports_ranking(tmp_path: Path, decoder: str, kind: str) -> None:
     graph = community_graph()

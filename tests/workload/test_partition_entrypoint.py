@@ -23,6 +23,7 @@ from tests.support.partition_job import Job
 SMALL = {"synthetic": {"numNodes": 2000, "numEdges": 10000, "numFeatures": 8, "numClasses": 5}}
 
 
+@pytest.mark.slow
 def test_partitions_then_a_rerun_is_a_no_op(tmp_path: Path) -> None:
     job = Job(tmp_path, SMALL, {"numPartitions": 4})
     first = job.run()
@@ -50,6 +51,7 @@ def test_partitions_then_a_rerun_is_a_no_op(tmp_path: Path) -> None:
     assert PartitionStore.open(job.out).meta.extra["created_at"] == created
 
 
+@pytest.mark.slow
 def test_ogb_dataset_on_the_volume(tmp_path: Path) -> None:
     job = Job(tmp_path, {"ogb": {"path": "datasets/tiny"}}, {"numPartitions": 2})
     rng = np.random.default_rng(0)

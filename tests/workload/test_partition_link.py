@@ -142,6 +142,7 @@ def _citation2_like(root: Path, n: int = 60) -> tuple[Path, dict[str, dict[str, 
     return root, splits
 
 
+@pytest.mark.slow
 def test_from_dataset_keeps_the_datasets_negatives_and_no_held_out_pair(tmp_path: Path) -> None:
     job = LinkJob(
         tmp_path,
@@ -166,6 +167,7 @@ def test_from_dataset_keeps_the_datasets_negatives_and_no_held_out_pair(tmp_path
             assert (d, s) not in topology
 
 
+@pytest.mark.slow
 def test_bad_link_datasets_exit_2_naming_the_file(tmp_path: Path) -> None:
     job = LinkJob(tmp_path, {"ogb": {"path": "ogbl"}}, {"split": {"fromDataset": True}}, parts=2)
     root, _ = _citation2_like(job.data / "ogbl")
