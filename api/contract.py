@@ -1,7 +1,7 @@
 """The contract between the operator and the workload: env vars, paths, ports and names.
 
 The operator's builders write these into every pod; the workload's entry points
-(``python -m distgnn_workload.partition|sampler|trainer``) read them back with
+(``python -m distgnn_workload.partitioner|sampler|trainer``) read them back with
 :meth:`WorkloadEnv.from_environ`. ``distgnn run`` writes the same variables for local
 processes, with the volume mapped to a local directory and every peer address mapped to a
 loopback port. Nothing here imports torch, kopf or kubernetes.
@@ -67,8 +67,9 @@ WORKLOAD_PACKAGE = "distgnn_workload"
 
 
 def role_module(role: Role) -> str:
-    """The module that ``python -m`` runs for a role."""
-    return f"{WORKLOAD_PACKAGE}.{role.value}"
+    """The module that ``python -m`` runs for a role: the role's package, named as the role
+    (``distgnn_workload.partitioner``; ``distgnn_workload.partition`` is its library)."""
+    return f"{WORKLOAD_PACKAGE}.{role.name}"
 
 
 # --------------------------------------------------------------------------- env vars

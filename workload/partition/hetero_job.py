@@ -14,11 +14,8 @@ from collections.abc import Callable
 from typing import TextIO
 
 from distgnn_api.contract import (
-    EXIT_OK,
-    STAGE_PARTITION,
     JobConfig,
     WorkloadEnv,
-    emit_progress,
 )
 from distgnn_api.hetero_load import HeteroMismatch, resolve_edge_fanouts
 from distgnn_workload.data.dataset import dataset_kind, load_hetero_spec
@@ -129,17 +126,3 @@ def hetero_summary(store: HeteroPartitionStore, steps: dict[str, float]) -> str:
             + f"{s.num_train:<10,} {sum(s.num_in_edges.values()):,}"
         )
     return "\n".join(lines)
-
-
-def finish(store: HeteroPartitionStore, steps: dict[str, float], out: TextIO) -> int:
-    """The last progress event (with the edge cut) and the summary; the exit code."""
-    emit_progress(
-        STAGE_PARTITION,
-        1.0,
-        1.0,
-        stream=out,
-        edge_cut=float(store.meta.edge_cut),
-        edge_cut_fraction=store.meta.edge_cut_fraction,
-    )
-    print(hetero_summary(store, steps), file=out)
-    return EXIT_OK

@@ -5,7 +5,8 @@ and the typed paths: load (or generate) the graph, then assign its nodes and wri
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
 from distgnn_api.contract import (
@@ -15,6 +16,10 @@ from distgnn_api.contract import (
     JobConfig,
     emit_progress,
 )
+from distgnn_workload.data.graph import GraphData
+from distgnn_workload.partition import algorithms
+from distgnn_workload.partition.store import PartitionStore
+from distgnn_workload.partition.writer import ExtraWriter, write_partitions
 
 G = TypeVar("G")
 A = TypeVar("A")
@@ -53,6 +58,37 @@ def partition_stage(
         ),
     )
     return store, assign_s, time.perf_counter() - t2
+
+
+def partition_graph(
+    graph: GraphData,
+    target: Path,
+    config: JobConfig,
+    out: TextIO,
+    *,
+    extra_meta: Mapping[str, Any] | None = None,
+    extra_writer: ExtraWriter | None = None,
+) -> tuple[PartitionStore, float, float]:
+    """A homogeneous graph held in memory, assigned and written at ``target`` under the
+    partition stage (the node and the link path's); the store and the seconds of each step.
+    ``extra_meta`` and ``extra_writer`` add to the store what a task needs."""
+    spec = config.spec
+    k = spec.num_partitions
+    return partition_stage(
+        lambda: algorithms.assign(graph, k, spec.partition),
+        lambda assignment, progress: write_partitions(
+            target,
+            graph,
+            k,
+            assignment=assignment,
+            spec=spec.partition,
+            key=config.partition_key,
+            extra_meta={**store_meta(config), **(extra_meta or {})},
+            progress=progress,
+            extra_writer=extra_writer,
+        ),
+        out,
+    )
 
 
 def store_meta(config: JobConfig) -> dict[str, Any]:
