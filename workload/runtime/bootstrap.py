@@ -134,7 +134,7 @@ class RoleProcess:
             self.env.metrics_port,
             progress=progress,
             registry=registry,
-            host=self.env.metrics_address or "",
+            host=self.env.metrics_address or "",  # unset: every interface
         ).start()
         return self.status
 
