@@ -110,13 +110,7 @@ def hetero_summary(store: HeteroPartitionStore, steps: dict[str, float]) -> str:
         + ", ".join(f"{m.node_counts[t]:,} {t}" for t in types)
         + f"; {sum(m.edge_counts.values()):,} edges over {len(m.edge_types)} edge types; "
         f"target {m.target_node_type}, {m.num_classes} classes",
-        f"  store      {store.path}",
-        f"  algorithm  {m.algorithm}, {m.num_partitions} partitions",
-        f"  edge cut   {m.edge_cut:,} ({100 * m.edge_cut_fraction:.1f}% of typed edges)",
-        "  balance    "
-        + ", ".join(f"{name} {value:.3f}" for name, value in m.balance.items())
-        + " (largest / mean)",
-        "  time       " + ", ".join(f"{name} {seconds:.1f}s" for name, seconds in steps.items()),
+        *stages.summary_lines(store.path, m, steps, "typed edges"),
         "  part       " + "".join(f"{t:<16}" for t in types) + "train      in-edges",
     ]
     for s in m.partitions:

@@ -18,7 +18,8 @@ from distgnn_api.contract import (
 )
 from distgnn_workload.data.graph import GraphData
 from distgnn_workload.partition import algorithms
-from distgnn_workload.partition.store import PartitionStore
+from distgnn_workload.partition.hetero_store import HeteroPartitionMeta
+from distgnn_workload.partition.store import PartitionMeta, PartitionStore
 from distgnn_workload.partition.writer import ExtraWriter, write_partitions
 
 G = TypeVar("G")
@@ -89,6 +90,26 @@ def partition_graph(
         ),
         out,
     )
+
+
+def summary_lines(
+    path: Path,
+    meta: PartitionMeta | HeteroPartitionMeta,
+    steps: Mapping[str, float],
+    edges: str = "edges",
+) -> list[str]:
+    """The lines of a store's summary that every graph kind prints: where it is, how it was
+    cut (``edges``: what the cut counts), its balance and the time of each step."""
+    m = meta
+    return [
+        f"  store      {path}",
+        f"  algorithm  {m.algorithm}, {m.num_partitions} partitions",
+        f"  edge cut   {m.edge_cut:,} ({100 * m.edge_cut_fraction:.1f}% of {edges})",
+        "  balance    "
+        + ", ".join(f"{name} {value:.3f}" for name, value in m.balance.items())
+        + " (largest / mean)",
+        "  time       " + ", ".join(f"{name} {seconds:.1f}s" for name, seconds in steps.items()),
+    ]
 
 
 def store_meta(config: JobConfig) -> dict[str, Any]:

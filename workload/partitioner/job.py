@@ -184,13 +184,7 @@ def summary(store: PartitionStore, steps: dict[str, float]) -> str:
     lines = [
         f"partitioned {m.name}: {m.num_nodes:,} nodes, {m.num_undirected_edges:,} edges, "
         f"{m.num_features} features, {m.num_classes} classes",
-        f"  store      {store.path}",
-        f"  algorithm  {m.algorithm}, {m.num_partitions} partitions",
-        f"  edge cut   {m.edge_cut:,} ({100 * m.edge_cut_fraction:.1f}% of edges)",
-        "  balance    "
-        + ", ".join(f"{name} {value:.3f}" for name, value in m.balance.items())
-        + " (largest / mean)",
-        "  time       " + ", ".join(f"{name} {seconds:.1f}s" for name, seconds in steps.items()),
+        *stages.summary_lines(store.path, m, steps),
         "  part       nodes        out-edges    train      halo nodes",
     ]
     link = m.extra.get("link")
