@@ -103,8 +103,8 @@ class TypedStart:
 
             on_epoch = flush_feature_stats
         else:
-            samplers = [h for h, ranks in enumerate(at.ranks_of_holder) if at.rank in ranks]
-            log.info("drawing typed batches from %s", ", ".join(f"sampler-{h}" for h in samplers))
+            samplers = ", ".join(f"sampler-{h}" for h in at.holders())
+            log.info("drawing typed batches from %s", samplers)
             self.remote = HeteroRemotePipeline(
                 rpc_request,
                 rank=at.rank,

@@ -178,7 +178,7 @@ class NodeStart:
             source = server_pipeline(
                 spec,
                 group,
-                samplers=[h for h, ranks in enumerate(at.ranks_of_holder) if at.rank in ranks],
+                samplers=at.holders(),
                 num_features=store.meta.num_features,
                 device=at.device,
                 metrics=metrics,

@@ -81,6 +81,11 @@ class TrainerRank(Generic[B]):
             started_at=self.started_at,
         )
 
+    def holders(self) -> list[int]:
+        """The holders whose seeds this rank draws: in server-client mode, the sampler
+        servers it asks for batches."""
+        return [h for h, ranks in enumerate(self.ranks_of_holder) if self.rank in ranks]
+
     def input_dtype(self, spec: DistGNNJobSpec) -> torch.dtype:
         """bf16 where the spec asks for it and the rank trains on a GPU, else fp32."""
         return input_dtype(spec, self.device)
