@@ -1,7 +1,7 @@
 """The contract between the operator and the workload: env vars, paths, ports and names.
 
 The operator's builders write these into every pod; the workload's entry points
-(``python -m distgnn_workload.partition|sampler|trainer``) read them back with
+(``python -m distgnn_workload.partitioner|sampler|trainer``) read them back with
 :meth:`WorkloadEnv.from_environ`. ``distgnn run`` writes the same variables for local
 processes, with the volume mapped to a local directory and every peer address mapped to a
 loopback port. Nothing here imports torch, kopf or kubernetes.
@@ -67,8 +67,9 @@ WORKLOAD_PACKAGE = "distgnn_workload"
 
 
 def role_module(role: Role) -> str:
-    """The module that ``python -m`` runs for a role."""
-    return f"{WORKLOAD_PACKAGE}.{role.value}"
+    """The module that ``python -m`` runs for a role: the role's package, named as the role
+    (``distgnn_workload.partitioner``; ``distgnn_workload.partition`` is its library)."""
+    return f"{WORKLOAD_PACKAGE}.{role.name}"
 
 
 # --------------------------------------------------------------------------- env vars
@@ -95,6 +96,28 @@ ENV_DEVICE = "DISTGNN_DEVICE"  # cuda | cpu; unset picks cuda when available
 ENV_RENDEZVOUS_TIMEOUT = "DISTGNN_RENDEZVOUS_TIMEOUT"  # seconds to wait for peers
 ENV_NODE_NAME = "DISTGNN_NODE_NAME"  # the Kubernetes node of the pod (downward API)
 ENV_SHUTDOWN_TIMEOUT = "DISTGNN_SHUTDOWN_TIMEOUT"  # seconds every role has to leave at the end
+
+# Settings: optional DISTGNN_* variables a workload process reads when it needs them, through
+# WorkloadEnv.setting; `distgnn run` and the benchmarks write them through WorkloadEnv.extra.
+ENV_LOG_LEVEL = "DISTGNN_LOG_LEVEL"  # workload log level (DEBUG, INFO, WARNING)
+ENV_RPC_CUDA = "DISTGNN_RPC_CUDA"  # 1: CUDA tensors over RPC where every peer has a GPU
+ENV_CUDA_GRAPH = "DISTGNN_CUDA_GRAPH"  # 0: eager steps; static: fixed shapes, also on CPU
+ENV_OVERLAP_ALLREDUCE = "DISTGNN_OVERLAP_ALLREDUCE"  # graph step's all-reduce: hooks|graph|0
+ENV_PROFILE_DIR = "DISTGNN_PROFILE_DIR"  # set: rank 0 profiles some steps of its first epoch
+ENV_HOST_THREADS = "DISTGNN_HOST_THREADS"  # threads of host-side array work; unset: usable CPUs
+ENV_LOCAL_RANK = "DISTGNN_LOCAL_RANK"  # set by a trainer pod's supervisor for each process
+ENV_PROGRESS_FILE = "DISTGNN_PROGRESS_FILE"  # where local rank 0 mirrors its progress
+SETTINGS = (
+    ENV_LOG_LEVEL,
+    ENV_RPC_CUDA,
+    ENV_CUDA_GRAPH,
+    ENV_OVERLAP_ALLREDUCE,
+    ENV_PROFILE_DIR,
+    ENV_HOST_THREADS,
+    ENV_LOCAL_RANK,
+    ENV_PROGRESS_FILE,
+)
+"""Every optional setting of a workload process: :meth:`WorkloadEnv.setting` reads no other."""
 
 # --------------------------------------------------------------------------- paths, ports
 
@@ -228,6 +251,18 @@ class WorkloadEnv:
     @property
     def worker_mode(self) -> bool:
         return self.num_samplers == 0
+
+    @staticmethod
+    def setting(var: str, environ: Mapping[str, str] | None = None) -> str | None:
+        """One of the optional :data:`SETTINGS` of this process, read now (the caller
+        parses it and names ``var`` in its error); None when unset or empty."""
+        if var not in SETTINGS:
+            raise ContractError(
+                f"{var} is not a setting of the contract; add it to SETTINGS "
+                f"({', '.join(SETTINGS)})"
+            )
+        value = (os.environ if environ is None else environ).get(var, "").strip()
+        return value or None
 
     def to_environ(self) -> dict[str, str]:
         """The contract as env vars, in a stable order: the only writer of the contract's env.

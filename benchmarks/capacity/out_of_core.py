@@ -1,5 +1,5 @@
 """The out-of-core partition path at scale: a synthetic graph streamed through the partition
-Job (``python -m distgnn_workload.partition``, ``partition.outOfCore: always``) with its
+Job (``python -m distgnn_workload.partitioner``, ``partition.outOfCore: always``) with its
 peak RSS, time and scratch disk measured, and the model's figures beside them.
 
 The Job runs as its own process under ``/usr/bin/time -v`` (maximum RSS, CPU and wall

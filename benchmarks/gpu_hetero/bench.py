@@ -1,7 +1,7 @@
 """Heterogeneous training throughput: the real entry points on the MAG-shaped graph, started as
 ``distgnn run`` starts them, on 1 and 2 GPUs.
 
-The job's own partition step (``python -m distgnn_workload.partition``, from the launch
+The job's own partition step (``python -m distgnn_workload.partitioner``, from the launch
 plan) generates ``syntheticMag`` at ``--scale`` (1.0: ogbn-mag's size; 736,389 papers with
 128 features and 349 classes, 1,134,649 authors, 8,740 institutions and 59,965 fields of
 study without features, four relations plus their ``rev_`` reverses) and writes one typed

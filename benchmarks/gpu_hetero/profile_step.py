@@ -43,8 +43,8 @@ from torch.autograd import DeviceType
 from distgnn_api.spec import parse_spec
 from distgnn_workload.data.hetero_graph import HeteroGraphData
 from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig, generate_mag
+from distgnn_workload.runtime.hetero_data import contiguous_book, from_graph
 from distgnn_workload.runtime.seeds import train_batches
-from distgnn_workload.trainer.hetero_data import contiguous_book, from_graph
 from distgnn_workload.trainer.hetero_loop import HeteroTrainer
 
 SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize")
@@ -119,10 +119,10 @@ def _trainer(args: argparse.Namespace, graph: HeteroGraphData, run_dir: Path) ->
         "job_uid": "profile-step",
     }
     try:
-        from distgnn_workload.trainer.hetero_rank import HeteroRank
+        from distgnn_workload.trainer.rank import TypedRank
     except ImportError:  # an older checkout (BEFORE): the trainer takes them as keywords
         return HeteroTrainer(spec, data, **placement)
-    return HeteroTrainer(spec, data, HeteroRank(**placement))
+    return HeteroTrainer(spec, data, TypedRank(**placement))
 
 
 def _sync_counter() -> Any:

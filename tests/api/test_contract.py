@@ -69,10 +69,25 @@ def test_env_writer_round_trips_through_the_reader(device: str | None, node: str
     written = env.to_environ()
     assert all(isinstance(v, str) for v in written.values())
     assert c.WorkloadEnv.from_environ(written) == env
-    # Every variable the reader knows is written (the optional ones only when set).
-    contract_vars = {v for k, v in vars(c).items() if k.startswith("ENV_")}
+    # Every variable the reader knows is written (the optional ones only when set); the
+    # settings are read when needed (WorkloadEnv.setting) and written through ``extra``.
+    contract_vars = {v for k, v in vars(c).items() if k.startswith("ENV_")} - set(c.SETTINGS)
     optional = {c.ENV_DEVICE, c.ENV_NODE_NAME, c.ENV_METRICS_ADDRESS, c.ENV_TERMINATION_LOG}
     assert contract_vars - set(written) == (set() if device else optional)
+
+
+def test_settings_are_read_by_name_and_only_the_contract_s() -> None:
+    environ = {c.ENV_CUDA_GRAPH: " static ", c.ENV_PROFILE_DIR: ""}
+    assert c.WorkloadEnv.setting(c.ENV_CUDA_GRAPH, environ) == "static"
+    assert c.WorkloadEnv.setting(c.ENV_PROFILE_DIR, environ) is None  # empty is unset
+    assert c.WorkloadEnv.setting(c.ENV_LOG_LEVEL, environ) is None
+    with pytest.raises(c.ContractError, match="DISTGNN_TYPO is not a setting"):
+        c.WorkloadEnv.setting("DISTGNN_TYPO", environ)
+    # every setting is a DISTGNN_* name of its own, none a contract variable
+    assert len(set(c.SETTINGS)) == len(c.SETTINGS)
+    assert all(v.startswith("DISTGNN_") for v in c.SETTINGS)
+    written = c.WorkloadEnv.from_environ(_env()).to_environ()
+    assert not set(c.SETTINGS) & set(written)
 
 
 def test_env_writer_adds_extra_variables_but_never_over_the_contract() -> None:

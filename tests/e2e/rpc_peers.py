@@ -23,7 +23,7 @@ class _BrokenSampler:
 def sampler_and_trainer(rank: int, port: int, out: str) -> None:
     """Rank 0: a sampler server whose sampler fails. Rank 1: a trainer asking it for batches."""
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    from distgnn_workload.runtime import rpc_targets
+    from distgnn_workload.runtime import batch_targets, rpc_targets
     from distgnn_workload.runtime.batches import RemotePipeline
     from distgnn_workload.runtime.rpc import RemoteError, RpcContext, wait_remote
     from distgnn_workload.sampler import server as sampler_server
@@ -44,22 +44,22 @@ def sampler_and_trainer(rank: int, port: int, out: str) -> None:
             seed=0,
             batch_size=8,
         )
-        rpc_targets.register(sampler_server.SAMPLER_SERVER, server)
+        rpc_targets.register(batch_targets.SAMPLER_SERVER, server)
     rpc.init_rpc(name, rank=rank, world_size=2, rpc_backend_options=options)  # type: ignore[no-untyped-call]
     lines = []
     if rank == 1:
-        fut = rpc.rpc_async("sampler-0", sampler_server.serve_batch, args=(torch.arange(8),))
+        fut = rpc.rpc_async("sampler-0", batch_targets.serve_batch, args=(torch.arange(8),))
         lines.append(f"raw value: {type(fut.wait()).__name__}")
         try:
             wait_remote(
-                rpc.rpc_async("sampler-0", sampler_server.serve_batch, args=(torch.arange(8),)),
+                rpc.rpc_async("sampler-0", batch_targets.serve_batch, args=(torch.arange(8),)),
                 "sampler-0",
             )
         except RemoteError as err:
             lines.append(f"wait_remote: RemoteError: {err}")
 
         def request(holder: int, seeds: torch.Tensor) -> Any:
-            return rpc.rpc_async(f"sampler-{holder}", sampler_server.serve_batch, args=(seeds,))
+            return rpc.rpc_async(f"sampler-{holder}", batch_targets.serve_batch, args=(seeds,))
 
         pipeline = RemotePipeline(request, device=torch.device("cpu"), prefetch=1, concurrency=2)
         try:

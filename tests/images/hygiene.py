@@ -43,7 +43,7 @@ LEFTOVERS = (
 )
 IMPORTS = (
     "import importlib.util as u, torch, torch_geometric, pymetis, prometheus_client, "
-    "distgnn_workload.partition, distgnn_workload.sampler, distgnn_workload.trainer; "
+    "distgnn_workload.partitioner, distgnn_workload.sampler, distgnn_workload.trainer; "
     "absent = [m for m in ('kopf', 'kubernetes') if u.find_spec(m)]; "
     "assert not absent, f'operator packages in the workload image: {absent}'; "
     "print(torch.__version__, torch.version.cuda, hasattr(torch, 'cuda'))"

@@ -100,7 +100,7 @@ def test_quickstart_hetero_runs_with_sampler_servers(tmp_path: Path) -> None:
     assert result.test_accuracy_kind == EvaluationKind.full
     expected = sum(e["seeds"] for e in epochs) + validations * int(graph.val_mask.sum())
     assert sum(s for _, s in served) == expected, (served, epochs)
-    assert "typed sampler 0 serving" in (logs / "sampler-0.log").read_text()
+    assert "sampler 0 serving typed batches" in (logs / "sampler-0.log").read_text()
 
 
 def _served(log: Path) -> tuple[int, int]:

@@ -49,7 +49,10 @@ LOCAL_ENV = {contract.ENV_METRICS_ADDRESS}
 ALL_ENV = sorted(
     v
     for k, v in vars(contract).items()
-    if k.startswith("ENV_") and v not in ROLE_ENV and v not in LOCAL_ENV
+    if k.startswith("ENV_")
+    and v not in ROLE_ENV
+    and v not in LOCAL_ENV
+    and v not in contract.SETTINGS  # optional settings: set by hand, never by the operator
 )
 
 

@@ -1,5 +1,5 @@
 """A partition step's job under a temporary folder: its spec, the job config on the volume, the
-contract env, and ``python -m distgnn_workload.partition`` run on them as a real process."""
+contract env, and ``python -m distgnn_workload.partitioner`` run on them as a real process."""
 
 from __future__ import annotations
 

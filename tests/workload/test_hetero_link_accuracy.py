@@ -17,14 +17,11 @@ import torch
 from distgnn_workload.partition import HeteroPartitionStore
 from distgnn_workload.partition.link_split import read_link_split
 from distgnn_workload.runtime.ddp import single_process
-from distgnn_workload.trainer.hetero_data import from_store
-from distgnn_workload.trainer.hetero_link_loop import (
-    HeteroLinkTrainer,
-    link_edge_types,
-    typed_train_pairs,
-)
-from distgnn_workload.trainer.hetero_rank import HeteroRank
+from distgnn_workload.runtime.hetero_data import from_store
+from distgnn_workload.runtime.link_batches import link_edge_types, typed_train_pairs
+from distgnn_workload.trainer.hetero_link_loop import HeteroLinkTrainer
 from distgnn_workload.trainer.link_loop import read_eval_splits
+from distgnn_workload.trainer.rank import TypedRank
 from tests.support.hetero_link_reference import train_reference
 from tests.workload.test_partition_hetero_link import LinkJob
 
@@ -67,7 +64,7 @@ def _ours(job: LinkJob, seed: int, run_dir: Path) -> float:
     spec = job.spec.model_copy(
         update={"training": job.spec.training.model_copy(update={"seed": seed})}
     )
-    at = HeteroRank(
+    at = TypedRank(
         rank=0,
         world_size=1,
         device=torch.device("cpu"),

@@ -32,8 +32,8 @@ from distgnn_workload.runtime.features.typed_table import (
     set_typed_serve_observer,
 )
 from distgnn_workload.runtime.hetero_batches import unpack_hetero
+from distgnn_workload.runtime.hetero_data import from_store
 from distgnn_workload.sampler.hetero_server import HeteroSamplerServer
-from distgnn_workload.trainer.hetero_data import from_store
 
 CPU = torch.device("cpu")
 

@@ -25,16 +25,16 @@ from distgnn_workload.runtime.hetero_batches import (
     hetero_wire_bytes,
     unpack_hetero,
 )
-from distgnn_workload.runtime.lifecycle import BadInputError
-from distgnn_workload.runtime.rpc import RemoteError
-from distgnn_workload.sampler.hetero_server import HeteroSamplerServer
-from distgnn_workload.sampling.hetero_hop_batch import HeteroHopBatch
-from distgnn_workload.trainer.hetero_data import (
+from distgnn_workload.runtime.hetero_data import (
     HeteroTrainingData,
     contiguous_book,
     from_graph,
     open_typed_store,
 )
+from distgnn_workload.runtime.lifecycle import BadInputError
+from distgnn_workload.runtime.rpc import RemoteError
+from distgnn_workload.sampler.hetero_server import HeteroSamplerServer
+from distgnn_workload.sampling.hetero_hop_batch import HeteroHopBatch
 from distgnn_workload.trainer.hetero_pipeline import HeteroMiniBatch, HeteroPipeline
 from distgnn_workload.trainer.hetero_remote import HeteroRemotePipeline, batch_stream
 

@@ -24,10 +24,10 @@ from distgnn_api.spec import parse_spec
 from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig, generate_mag
 from distgnn_workload.embeddings import initial_rows
 from distgnn_workload.runtime.ddp import Collectives
+from distgnn_workload.runtime.hetero_data import contiguous_book, from_graph
 from distgnn_workload.runtime.seeds import Batch
-from distgnn_workload.trainer.hetero_data import contiguous_book, from_graph
 from distgnn_workload.trainer.hetero_loop import HeteroTrainer
-from distgnn_workload.trainer.hetero_rank import HeteroRank
+from distgnn_workload.trainer.rank import TypedRank
 from tests.support.ranks import leave_group
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
@@ -77,7 +77,7 @@ def _worker(rank: int, tmp: str) -> None:
     test = torch.from_numpy(graph.test_mask).nonzero().flatten()
     papers[test[: 3 * len(test) // 4]] = 0  # rank 1: a quarter of the test papers
     data = from_graph(graph, book, WORLD)
-    at = HeteroRank(
+    at = TypedRank(
         rank=rank,
         world_size=WORLD,
         device=torch.device("cpu"),

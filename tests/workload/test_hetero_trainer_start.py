@@ -44,7 +44,7 @@ def _start(
     for key, value in environ.items():
         monkeypatch.setenv(key, value)
     if role is c.Role.sampler:
-        from distgnn_workload.sampler.server import main as sampler_main
+        from distgnn_workload.sampler.process import main as sampler_main
 
         return exit_code(lambda: sampler_main(RoleProcess(c.Role.sampler)), "sampler")
     from distgnn_workload.trainer.supervisor import main

@@ -1,4 +1,4 @@
-"""``python -m distgnn_workload.partition`` as a real process: contract env in, store out.
+"""``python -m distgnn_workload.partitioner`` as a real process: contract env in, store out.
 
 Covers the no-op rerun, exit codes (2 for bad input, 1 for internal errors) and crash
 safety: a partitioner killed mid-write leaves no ``_SUCCESS``, and a rerun completes.
@@ -108,8 +108,19 @@ def test_missing_job_config_exits_2(tmp_path: Path) -> None:
     job.config.unlink()
     done = job.run()
     assert done.returncode == c.EXIT_BAD_INPUT
-    assert "job config" in done.stderr
-    assert "not found" in done.stderr
+    assert f"cannot read the job config {job.config} ({c.ENV_CONFIG})" in done.stderr
+    assert not job.out.exists()
+
+
+def test_a_job_config_of_another_job_uid_exits_2(tmp_path: Path) -> None:
+    """The partitioner checks the job UID as every role does: a config of another run of the
+    job never partitions into this run's volume."""
+    job = Job(tmp_path, SMALL, {"numPartitions": 2})
+    job.config.write_text(c.job_config_json("demo", "default", "uid-2", job.spec))
+    done = job.run()
+    assert done.returncode == c.EXIT_BAD_INPUT
+    assert f"job UID uid-2 but {c.ENV_JOB_UID} is uid-1" in done.stderr
+    assert not job.out.exists()
 
 
 def test_unwritable_volume_is_an_internal_error(tmp_path: Path) -> None:
@@ -163,7 +174,7 @@ def test_killed_mid_write_leaves_no_success_marker_and_a_rerun_completes(tmp_pat
 
 def test_the_partition_path_does_not_import_torch() -> None:
     code = (
-        "import sys, distgnn_workload.partition.job, distgnn_workload.data.synthetic, "
+        "import sys, distgnn_workload.partitioner.job, distgnn_workload.data.synthetic, "
         "distgnn_workload.data.ogb; print(sorted(m for m in sys.modules "
         "if m.split('.')[0] in ('torch', 'torch_geometric')))"
     )

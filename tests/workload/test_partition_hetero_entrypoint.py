@@ -1,4 +1,4 @@
-"""``python -m distgnn_workload.partition`` on heterogeneous job configs, as a real process:
+"""``python -m distgnn_workload.partitioner`` on heterogeneous job configs, as a real process:
 a syntheticMag job writes a typed store, a rerun is a no-op, OGB hetero files on the volume
 load, and bad input exits 2 naming the field or file."""
 

@@ -9,10 +9,22 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from prometheus_client import CollectorRegistry
 
-from distgnn_api.contract import ENV_METRICS_ADDRESS, PROGRESS_PATH
+from distgnn_api.contract import (
+    ENV_JOB_NAME,
+    ENV_JOB_UID,
+    ENV_METRICS_ADDRESS,
+    ENV_METRICS_PORT,
+    ENV_PARTITION_DIR,
+    ENV_ROLE,
+    ENV_RUN_DIR,
+    PROGRESS_PATH,
+    Role,
+)
 from distgnn_api.spec import Progress
 from distgnn_workload import metrics
+from distgnn_workload.runtime.bootstrap import RoleProcess
 from distgnn_workload.runtime.status_server import (
     ProgressTracker,
     StatusServer,
@@ -90,22 +102,35 @@ def test_progress_mirror_file_round_trips(tmp_path: Path) -> None:
     assert progress_from_file(tmp_path / "missing.json")() is None
 
 
-def test_binds_where_the_contract_says(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(ENV_METRICS_ADDRESS, "127.0.0.1")
-    srv = StatusServer(0).start()
+def _role(tmp_path: Path, address: str | None) -> RoleProcess:
+    environ = {
+        ENV_ROLE: Role.sampler.value,
+        ENV_PARTITION_DIR: str(tmp_path / "partition"),
+        ENV_RUN_DIR: str(tmp_path / "run"),
+        ENV_JOB_NAME: "job",
+        ENV_JOB_UID: "uid-1",
+        ENV_METRICS_PORT: "0",
+    }
+    if address is not None:
+        environ[ENV_METRICS_ADDRESS] = address
+    return RoleProcess(Role.sampler, environ=environ)
+
+
+@pytest.mark.parametrize(
+    ("address", "bound"), [("127.0.0.1", "127.0.0.1"), (None, "0.0.0.0")], ids=["set", "unset"]
+)
+def test_a_role_binds_where_the_contract_says(
+    tmp_path: Path, address: str | None, bound: str
+) -> None:
+    """Unset binds every interface (pods: Prometheus scrapes the pod IP)."""
+    srv = _role(tmp_path, address).serve_status(registry=CollectorRegistry())
     try:
-        assert srv._httpd.server_address[0] == "127.0.0.1"
-    finally:
-        srv.stop()
-    monkeypatch.delenv(ENV_METRICS_ADDRESS)
-    srv = StatusServer(0).start()
-    try:
-        assert srv._httpd.server_address[0] == "0.0.0.0"  # pods: every interface
+        assert srv._httpd.server_address[0] == bound
     finally:
         srv.stop()
 
 
-def test_a_bad_bind_address_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(ENV_METRICS_ADDRESS, "192.0.2.1")  # TEST-NET: not on this machine
+def test_a_bad_bind_address_is_named(tmp_path: Path) -> None:
+    proc = _role(tmp_path, "192.0.2.1")  # TEST-NET: not on this machine
     with pytest.raises(OSError, match=ENV_METRICS_ADDRESS):
-        StatusServer(0)
+        proc.serve_status(registry=CollectorRegistry())

@@ -116,7 +116,7 @@ def test_a_restarted_process_exits_0_when_the_result_exists(
     if role is c.Role.trainer:
         from distgnn_workload.trainer.supervisor import main
     else:
-        from distgnn_workload.sampler.server import main
+        from distgnn_workload.sampler.process import main
     # The partition dir does not exist: exiting 0 must not need it, nor any peer.
     assert exit_code(lambda: main(RoleProcess(role)), role.value) == c.EXIT_OK
 
@@ -126,6 +126,6 @@ def test_a_missing_partition_store_is_bad_input(
 ) -> None:
     for key, value in _environ(tmp_path, c.Role.sampler).items():
         monkeypatch.setenv(key, value)
-    from distgnn_workload.sampler.server import main
+    from distgnn_workload.sampler.process import main
 
     assert exit_code(lambda: main(RoleProcess(c.Role.sampler)), "sampler") == c.EXIT_BAD_INPUT

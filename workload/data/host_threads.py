@@ -13,7 +13,9 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-ENV_THREADS = "DISTGNN_HOST_THREADS"
+from distgnn_api.contract import ENV_HOST_THREADS, WorkloadEnv
+
+ENV_THREADS = ENV_HOST_THREADS
 """Threads of the host-side array work (generators, edge splits); default: the CPUs this
 process may use. Results do not depend on it."""
 
@@ -22,7 +24,7 @@ T = TypeVar("T")
 
 def host_threads() -> int:
     """:data:`ENV_THREADS`, or the CPUs this process may use."""
-    raw = os.environ.get(ENV_THREADS, "").strip()
+    raw = WorkloadEnv.setting(ENV_THREADS)
     if raw:
         try:
             return max(1, int(raw))

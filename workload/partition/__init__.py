@@ -1,8 +1,8 @@
 """Graph partitioning and the on-disk partition store (format version 1).
 
-``python -m distgnn_workload.partition`` is the partition Job: it loads the job's dataset,
-assigns every node to a partition (METIS or random), and writes this store on the shared
-volume. Samplers and trainers read it with :class:`PartitionStore`.
+The partition Job (``python -m distgnn_workload.partitioner``) loads the job's dataset,
+assigns every node to a partition (METIS or random) with this package, and writes this store
+on the shared volume. Samplers and trainers read it with :class:`PartitionStore`.
 
 Nodes are relabelled: partition p owns the contiguous new ids ``[offsets[p], offsets[p+1])``
 (ordered by partition, then by original id). Every stored id is a new id; ``orig_ids.npy``

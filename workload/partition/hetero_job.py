@@ -14,11 +14,8 @@ from collections.abc import Callable
 from typing import TextIO
 
 from distgnn_api.contract import (
-    EXIT_OK,
-    STAGE_PARTITION,
     JobConfig,
     WorkloadEnv,
-    emit_progress,
 )
 from distgnn_api.hetero_load import HeteroMismatch, resolve_edge_fanouts
 from distgnn_workload.data.dataset import dataset_kind, load_hetero_spec
@@ -113,13 +110,7 @@ def hetero_summary(store: HeteroPartitionStore, steps: dict[str, float]) -> str:
         + ", ".join(f"{m.node_counts[t]:,} {t}" for t in types)
         + f"; {sum(m.edge_counts.values()):,} edges over {len(m.edge_types)} edge types; "
         f"target {m.target_node_type}, {m.num_classes} classes",
-        f"  store      {store.path}",
-        f"  algorithm  {m.algorithm}, {m.num_partitions} partitions",
-        f"  edge cut   {m.edge_cut:,} ({100 * m.edge_cut_fraction:.1f}% of typed edges)",
-        "  balance    "
-        + ", ".join(f"{name} {value:.3f}" for name, value in m.balance.items())
-        + " (largest / mean)",
-        "  time       " + ", ".join(f"{name} {seconds:.1f}s" for name, seconds in steps.items()),
+        *stages.summary_lines(store.path, m, steps, "typed edges"),
         "  part       " + "".join(f"{t:<16}" for t in types) + "train      in-edges",
     ]
     for s in m.partitions:
@@ -129,17 +120,3 @@ def hetero_summary(store: HeteroPartitionStore, steps: dict[str, float]) -> str:
             + f"{s.num_train:<10,} {sum(s.num_in_edges.values()):,}"
         )
     return "\n".join(lines)
-
-
-def finish(store: HeteroPartitionStore, steps: dict[str, float], out: TextIO) -> int:
-    """The last progress event (with the edge cut) and the summary; the exit code."""
-    emit_progress(
-        STAGE_PARTITION,
-        1.0,
-        1.0,
-        stream=out,
-        edge_cut=float(store.meta.edge_cut),
-        edge_cut_fraction=store.meta.edge_cut_fraction,
-    )
-    print(hetero_summary(store, steps), file=out)
-    return EXIT_OK

@@ -18,7 +18,7 @@ import numpy as np
 from distgnn_api.contract import JobConfig
 from distgnn_workload.data.graph import GraphData, csr_from_edge_keys
 from distgnn_workload.data.link_data import LinkData
-from distgnn_workload.partition import algorithms, stages
+from distgnn_workload.partition import stages
 from distgnn_workload.partition.link_edges import EdgeSplitResult, split_edges
 from distgnn_workload.partition.link_split import (
     LINK_META_KEY,
@@ -27,7 +27,6 @@ from distgnn_workload.partition.link_split import (
     write_link_split,
 )
 from distgnn_workload.partition.store import NEW_IDS_FILE, PartitionStore
-from distgnn_workload.partition.writer import write_partitions
 
 
 def link_graph(data: LinkData, split: EdgeSplitResult) -> GraphData:
@@ -78,27 +77,14 @@ def partition_link(
     split = split_edges(data, lp, spec.partition.seed)
     graph = link_graph(data, split)
     del data
-    k = spec.num_partitions
 
     def add_split(root: Path, meta: dict[str, Any]) -> None:
         new_ids = np.load(root / NEW_IDS_FILE)
         offsets = np.asarray(meta["offsets"], dtype=np.int64)
         meta[LINK_META_KEY] = write_link_split(root, split, new_ids, offsets)
 
-    store, assign_s, write_s = stages.partition_stage(
-        lambda: algorithms.assign(graph, k, spec.partition),
-        lambda assignment, progress: write_partitions(
-            target,
-            graph,
-            k,
-            assignment=assignment,
-            spec=spec.partition,
-            key=config.partition_key,
-            extra_meta={**stages.store_meta(config), TASK_KEY: TASK_LINK},
-            progress=progress,
-            extra_writer=add_split,
-        ),
-        out,
+    store, assign_s, write_s = stages.partition_graph(
+        graph, target, config, out, extra_meta={TASK_KEY: TASK_LINK}, extra_writer=add_split
     )
     steps = {"generate" if kind.startswith("synthetic") else "load": load_s}
     steps.update(partition=assign_s, write=write_s)

@@ -5,7 +5,8 @@ and the typed paths: load (or generate) the graph, then assign its nodes and wri
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
 from distgnn_api.contract import (
@@ -15,6 +16,11 @@ from distgnn_api.contract import (
     JobConfig,
     emit_progress,
 )
+from distgnn_workload.data.graph import GraphData
+from distgnn_workload.partition import algorithms
+from distgnn_workload.partition.hetero_store import HeteroPartitionMeta
+from distgnn_workload.partition.store import PartitionMeta, PartitionStore
+from distgnn_workload.partition.writer import ExtraWriter, write_partitions
 
 G = TypeVar("G")
 A = TypeVar("A")
@@ -53,6 +59,57 @@ def partition_stage(
         ),
     )
     return store, assign_s, time.perf_counter() - t2
+
+
+def partition_graph(
+    graph: GraphData,
+    target: Path,
+    config: JobConfig,
+    out: TextIO,
+    *,
+    extra_meta: Mapping[str, Any] | None = None,
+    extra_writer: ExtraWriter | None = None,
+) -> tuple[PartitionStore, float, float]:
+    """A homogeneous graph held in memory, assigned and written at ``target`` under the
+    partition stage (the node and the link path's); the store and the seconds of each step.
+    ``extra_meta`` and ``extra_writer`` add to the store what a task needs."""
+    spec = config.spec
+    k = spec.num_partitions
+    return partition_stage(
+        lambda: algorithms.assign(graph, k, spec.partition),
+        lambda assignment, progress: write_partitions(
+            target,
+            graph,
+            k,
+            assignment=assignment,
+            spec=spec.partition,
+            key=config.partition_key,
+            extra_meta={**store_meta(config), **(extra_meta or {})},
+            progress=progress,
+            extra_writer=extra_writer,
+        ),
+        out,
+    )
+
+
+def summary_lines(
+    path: Path,
+    meta: PartitionMeta | HeteroPartitionMeta,
+    steps: Mapping[str, float],
+    edges: str = "edges",
+) -> list[str]:
+    """The lines of a store's summary that every graph kind prints: where it is, how it was
+    cut (``edges``: what the cut counts), its balance and the time of each step."""
+    m = meta
+    return [
+        f"  store      {path}",
+        f"  algorithm  {m.algorithm}, {m.num_partitions} partitions",
+        f"  edge cut   {m.edge_cut:,} ({100 * m.edge_cut_fraction:.1f}% of {edges})",
+        "  balance    "
+        + ", ".join(f"{name} {value:.3f}" for name, value in m.balance.items())
+        + " (largest / mean)",
+        "  time       " + ", ".join(f"{name} {seconds:.1f}s" for name, seconds in steps.items()),
+    ]
 
 
 def store_meta(config: JobConfig) -> dict[str, Any]:

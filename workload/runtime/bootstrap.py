@@ -131,7 +131,10 @@ class RoleProcess:
     ) -> StatusServer:
         """Serve ``/metrics`` (and ``/progress`` when given) on the contract's metrics port."""
         self.status = StatusServer(
-            self.env.metrics_port, progress=progress, registry=registry
+            self.env.metrics_port,
+            progress=progress,
+            registry=registry,
+            host=self.env.metrics_address or "",  # unset: every interface
         ).start()
         return self.status
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import faulthandler
 import logging
-import os
 import signal
 import sys
 import threading
@@ -23,6 +22,7 @@ from pydantic import ValidationError
 from distgnn_api.contract import (
     ENV_CONFIG,
     ENV_JOB_UID,
+    ENV_LOG_LEVEL,
     EXIT_BAD_INPUT,
     EXIT_INTERNAL_ERROR,
     EXIT_OK,
@@ -38,8 +38,6 @@ from distgnn_workload.data.errors import DatasetError
 from distgnn_workload.partition.store import StoreError
 
 log = logging.getLogger(__name__)
-
-ENV_LOG_LEVEL = "DISTGNN_LOG_LEVEL"  # workload log level (DEBUG, INFO, WARNING)
 
 
 class BadInputError(Exception):
@@ -115,7 +113,7 @@ def configure_logging(prefix: str) -> None:
     """Log to stderr with the process's name; SIGUSR1 prints the stack of every thread to
     stderr (a stuck process can be read without stopping it: ``kill -USR1 <pid>``)."""
     faulthandler.register(signal.SIGUSR1, all_threads=True)
-    level = os.environ.get(ENV_LOG_LEVEL, "INFO").upper()
+    level = (WorkloadEnv.setting(ENV_LOG_LEVEL) or "INFO").upper()
     logging.basicConfig(
         level=getattr(logging, level, logging.INFO),
         format=f"%(asctime)s {prefix} %(levelname)s %(name)s: %(message)s",

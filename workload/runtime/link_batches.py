@@ -3,18 +3,30 @@ and the seeds its plans deal out (packed training edges, by the holder that owns
 
 Everything else (plans, pipelines, RPC requests, shared slots, features, the cache) is the
 node path's, unchanged: a batch of packed seed edges is a 1-D id tensor like seed nodes.
+A typed graph's link batches change the same things: :func:`link_edge_types` reads the
+supervised edge type, :func:`typed_train_pairs` its packed training edges and
+:func:`link_sampler` builds the typed link sampler (the trainers' in worker mode, the
+sampler servers' in server-client mode).
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
 
 import torch
 from torch import Tensor
 
 from distgnn_api.contract import partitions_of_holder
+from distgnn_api.edge_types import EdgeType, parse_edge_type_key
+from distgnn_api.hetero_load import resolve_edge_fanouts
 from distgnn_api.spec import DistGNNJobSpec
+from distgnn_workload.partition.link_split import link_meta, read_link_split
 from distgnn_workload.partition.store import PartitionStore
 from distgnn_workload.runtime.features.layout import HolderLayout
+from distgnn_workload.runtime.hetero_data import HeteroTrainingData
 from distgnn_workload.sampling import NeighborSampler
+from distgnn_workload.sampling.hetero_link_sampler import HeteroLinkSampler
 from distgnn_workload.sampling.link_sampler import LinkNeighborSampler
 from distgnn_workload.sampling.seed_edges import LinkLayout, pack_pairs
 
@@ -46,8 +58,6 @@ def for_task(spec: DistGNNJobSpec, sampler: NeighborSampler) -> BatchSampler:
 
 def train_pairs(store: PartitionStore, layout: HolderLayout) -> list[Tensor]:
     """Each holder's training edges, packed: those of its partitions (owner of the source)."""
-    from distgnn_workload.partition.link_split import read_link_split
-
     num_nodes = store.meta.num_nodes
     out = []
     for h in range(layout.num_holders):
@@ -59,3 +69,46 @@ def train_pairs(store: PartitionStore, layout: HolderLayout) -> list[Tensor]:
             else torch.empty(0, dtype=torch.int64)
         )
     return out
+
+
+def link_edge_types(store_dir: Path) -> tuple[EdgeType, EdgeType | None]:
+    """The supervised edge type and the one its reverses were held out of, as the
+    partition Job resolved them against the dataset (META.json's ``link`` record)."""
+    meta = link_meta(store_dir)
+    rev = meta.get("reverse_edge_type")
+    return parse_edge_type_key(meta["edge_type"]), None if rev is None else parse_edge_type_key(rev)
+
+
+def typed_train_pairs(store_dir: Path, num_partitions: int, num_dst: int) -> list[Tensor]:
+    """Each partition's training edges, packed (holder ``h`` serves partition ``h``)."""
+    out = []
+    for p in range(num_partitions):
+        split = read_link_split(store_dir, "train", part=p)
+        out.append(pack_pairs(split.src, split.dst, num_dst))
+    return out
+
+
+def link_sampler(
+    spec: DistGNNJobSpec,
+    data: HeteroTrainingData,
+    in_csr: Mapping[EdgeType, tuple[Tensor, Tensor]],
+    edge_type: EdgeType,
+    reverse: EdgeType | None,
+    device: torch.device,
+    seed: int = 0,
+) -> HeteroLinkSampler:
+    """The typed link sampler of ``spec`` over ``in_csr`` (worker and server side)."""
+    lp = spec.link_prediction
+    assert lp is not None
+    fanouts = resolve_edge_fanouts(spec.model.fanout, spec.model.edge_fanouts, data.edge_types)
+    return HeteroLinkSampler(
+        in_csr,
+        data.node_counts,
+        {et: list(fanouts[et]) for et in data.edge_types},
+        edge_type=edge_type,
+        reverse=reverse,
+        negatives=lp.negatives.per_positive,
+        kind=lp.negatives.kind.value,
+        device=device,
+        seed=seed,
+    )

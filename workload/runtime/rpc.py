@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import os
 import threading
 import time
 import traceback
@@ -34,12 +33,13 @@ from torch._C._distributed_c10d import Store
 from torch.distributed.rendezvous import register_rendezvous_handler
 from torch.futures import Future
 
+from distgnn_api.contract import ENV_RPC_CUDA as ENV_RPC_CUDA
+from distgnn_api.contract import WorkloadEnv
 from distgnn_workload.runtime.rendezvous import Group
 from distgnn_workload.runtime.transfers import to_host
 
 log = logging.getLogger(__name__)
 
-ENV_RPC_CUDA = "DISTGNN_RPC_CUDA"  # 1: CUDA tensors over RPC where every peer has a GPU
 _SCHEME = "distgnn"
 
 T = TypeVar("T")
@@ -65,7 +65,7 @@ def _register() -> None:
 
 def cuda_rpc_enabled(group: Group) -> bool:
     """Whether tensors travel over RPC as CUDA tensors: asked for, and every member has a GPU."""
-    if os.environ.get(ENV_RPC_CUDA, "0").strip().lower() not in ("1", "true", "yes"):
+    if (WorkloadEnv.setting(ENV_RPC_CUDA) or "0").lower() not in ("1", "true", "yes"):
         return False
     return all(group.device_of(m.name).startswith("cuda") for m in group.members)
 

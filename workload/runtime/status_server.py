@@ -12,9 +12,8 @@ progress to a file, and the supervisor serves both (see :func:`multiprocess_regi
 from __future__ import annotations
 
 import logging
-import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -87,14 +86,6 @@ def multiprocess_registry(directory: Path) -> CollectorRegistry:
     return registry
 
 
-def bind_address(environ: Mapping[str, str] | None = None) -> str:
-    """The interface the metrics listener binds: ENV_METRICS_ADDRESS, or all of them.
-
-    Pods leave it unset (Prometheus scrapes the pod IP); ``distgnn run`` sets loopback.
-    """
-    return (os.environ if environ is None else environ).get(ENV_METRICS_ADDRESS, "")
-
-
 class StatusServer:
     """Serves the metrics registry and, when given a source, the progress JSON."""
 
@@ -104,12 +95,14 @@ class StatusServer:
         *,
         progress: ProgressSource | None = None,
         registry: CollectorRegistry = REGISTRY,
-        host: str | None = None,
+        host: str = "",
     ) -> None:
+        """``host``: the interface to bind (a role's :data:`ENV_METRICS_ADDRESS`, read by
+        :class:`~distgnn_api.contract.WorkloadEnv`); empty binds all (pods: Prometheus
+        scrapes the pod IP; ``distgnn run`` sets loopback)."""
         self._progress = progress
         self._registry = registry
         handler = self._handler_class()
-        host = bind_address() if host is None else host
         try:
             self._httpd = ThreadingHTTPServer((host, port), handler)
         except OSError as err:

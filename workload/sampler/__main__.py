@@ -2,7 +2,7 @@
 
 from distgnn_api.contract import Role
 from distgnn_workload.runtime.bootstrap import run_role
-from distgnn_workload.sampler.server import main
+from distgnn_workload.sampler.process import main
 
 if __name__ == "__main__":
     run_role(Role.sampler, main)

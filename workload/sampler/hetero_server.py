@@ -25,8 +25,9 @@ Requests run on ``samplers.concurrency`` threads, each taking a sampler from the
 sampling thread waiting for another sampler's rows never blocks the RPC threads that answer
 feature requests. A failed request completes its future with a
 :class:`~distgnn_workload.runtime.rpc.RemoteError` naming this sampler, which the trainer
-raises. Start-up and the bounded shutdown are the homogeneous server's
-(:func:`distgnn_workload.sampler.server.main`).
+raises. Start-up and the bounded shutdown are the sampler process's
+(:mod:`distgnn_workload.sampler.process`); :class:`TypedServing` is what a typed job loads
+and serves in between.
 """
 
 from __future__ import annotations
@@ -42,17 +43,17 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-import torch.distributed.rpc as rpc
 from torch import Tensor
 from torch.futures import Future
 
-from distgnn_api.contract import EXIT_OK
 from distgnn_api.edge_types import EdgeType
 from distgnn_api.hetero_load import resolve_edge_fanouts
 from distgnn_api.spec import DistGNNJobSpec
 from distgnn_workload import metrics
+from distgnn_workload.partition.hetero_store import HeteroPartitionStore
 from distgnn_workload.runtime import rpc as rpc_runtime
 from distgnn_workload.runtime import rpc_targets
+from distgnn_workload.runtime.batch_targets import TYPED_SAMPLER_SERVER
 from distgnn_workload.runtime.bootstrap import RoleProcess
 from distgnn_workload.runtime.features.typed_source import (
     TypedFeatureSource,
@@ -62,6 +63,7 @@ from distgnn_workload.runtime.features.typed_source import (
     whole_tables,
 )
 from distgnn_workload.runtime.features.typed_table import (
+    TypedFeatureTable,
     serve_typed_tables,
     set_typed_serve_observer,
 )
@@ -70,11 +72,10 @@ from distgnn_workload.runtime.hetero_batches import (
     hetero_wire_bytes,
     pack_hetero,
 )
-from distgnn_workload.runtime.rpc_targets import Target
+from distgnn_workload.runtime.hetero_data import HeteroTrainingData, from_store, open_typed_store
+from distgnn_workload.runtime.link_batches import link_edge_types, link_sampler
 from distgnn_workload.runtime.transfers import to_host
 from distgnn_workload.sampling.hetero_sampler import HeteroNeighborSampler
-from distgnn_workload.trainer.hetero_data import HeteroTrainingData, from_store, open_typed_store
-from distgnn_workload.trainer.hetero_link_loop import link_edge_types, link_sampler
 
 log = logging.getLogger(__name__)
 
@@ -241,81 +242,77 @@ class HeteroSamplerServer:
             metrics.SAMPLER_TYPED_FEATURE_CACHE_HIT_RATIO.labels(label, t).set(ratio)
 
 
-HETERO_SAMPLER_SERVER = Target[HeteroSamplerServer]("typed sampler server")
+class TypedServing:
+    """What a typed job's sampler loads and serves in the sampler's start-up
+    (:func:`distgnn_workload.sampler.process.main`): its partition's featured rows and hot
+    cache, the whole typed topology and a :class:`HeteroSamplerServer`."""
 
+    graph_kind = "typed"
 
-@rpc.functions.async_execution  # type: ignore[untyped-decorator]
-def serve_hetero_batch(seeds: Tensor, stream_seed: int) -> Future[HeteroWireBatch]:
-    """RPC target: the typed mini-batch of ``seeds`` on the stream ``stream_seed``."""
-    server = rpc_targets.get(HETERO_SAMPLER_SERVER)
-    if server.device.type == "cuda":
-        torch.cuda.set_device(server.device)  # not GPU 0, where a new RPC thread starts
-    return server.submit(seeds, stream_seed)
+    def __init__(self, proc: RoleProcess, device: torch.device) -> None:
+        self.proc = proc
+        self.device = device
+        self.loaded: (
+            tuple[HeteroPartitionStore, dict[str, TypedFeatureTable], HeteroTrainingData] | None
+        ) = None
+        self.server: HeteroSamplerServer | None = None
 
+    def load(self, observe: Callable[[Tensor], None]) -> None:
+        """Read the typed store and serve this sampler's rows (before the rendezvous: a
+        peer's first request finds them)."""
+        env, spec = self.proc.env, self.proc.spec
+        store = open_typed_store(env.partition_dir, env.num_samplers, worker_mode=False)
+        t0 = time.perf_counter()
+        # bf16 rows halve the bytes; admission allows bf16 only for GPU trainers
+        dtype = torch.bfloat16 if spec.training.bf16 else torch.float32
+        tables = load_typed_tables(store, env.rank, spec.samplers.cache_ratio, self.device, dtype)
+        serve_typed_tables(tables)
+        set_typed_serve_observer(lambda _node_type, rows: observe(rows))
+        data = from_store(store, features=False)
+        log.info(
+            "typed graph: %s nodes, %d edge types; read in %.1f s; %.1f MiB of featured rows held",
+            data.node_counts,
+            len(data.edge_types),
+            time.perf_counter() - t0,
+            held_bytes(tables) / 2**20,
+        )
+        self.loaded = (store, tables, data)
 
-def main(proc: RoleProcess) -> int:
-    """A typed sampler pod's body: read the store, serve until every trainer finished."""
-    env, spec = proc.env, proc.spec
-    torch.set_num_threads(spec.samplers.workers)
-    device = proc.pick_device()
-    proc.serve_status()
-    store = open_typed_store(env.partition_dir, env.num_samplers, worker_mode=False)
-    t0 = time.perf_counter()
-    # bf16 rows halve the bytes; admission allows bf16 only for GPU trainers
-    dtype = torch.bfloat16 if spec.training.bf16 else torch.float32
-    # loaded and served before the rendezvous: a peer's first request finds them
-    tables = load_typed_tables(store, env.rank, spec.samplers.cache_ratio, device, dtype)
-    serve_typed_tables(tables)
-    label = str(env.rank)
-    feature_requests = metrics.SAMPLER_REQUESTS.labels(label, "features")
-    feature_bytes = metrics.SAMPLER_BYTES_SENT.labels(label)
+    def serve(self, ctx: rpc_runtime.RpcContext) -> None:
+        """Register the server of the job's typed batches (node or link)."""
+        env, spec = self.proc.env, self.proc.spec
+        assert self.loaded is not None, "load() first"
+        store, tables, data = self.loaded
 
-    def observe(node_type: str, rows: Tensor) -> None:
-        feature_requests.inc()
-        feature_bytes.inc(rows.numel() * rows.element_size())
+        def peer(h: int) -> str:
+            return f"sampler-{h}"
 
-    set_typed_serve_observer(observe)
-    data = from_store(store, features=False)
-    log.info(
-        "typed graph: %s nodes, %d edge types; read in %.1f s; %.1f MiB of featured rows held",
-        data.node_counts,
-        len(data.edge_types),
-        time.perf_counter() - t0,
-        held_bytes(tables) / 2**20,
-    )
-    proc.join(rpc_threads=max(16, 2 * spec.samplers.concurrency + 8))
-    assert proc.rpc is not None
+        self.server = HeteroSamplerServer(
+            data,
+            spec,
+            rank=env.rank,
+            device=self.device,
+            concurrency=spec.samplers.concurrency,
+            wire=ctx.wire,
+            cuda_wire=ctx.cuda,
+            features=TypedFeatureSource(tables, rpc_typed_fetch(peer), peer_name=peer),
+            link=link_edge_types(store.path) if spec.is_link_prediction else None,
+        )
+        rpc_targets.register(TYPED_SAMPLER_SERVER, self.server)
 
-    def peer(h: int) -> str:
-        return f"sampler-{h}"
-
-    features = TypedFeatureSource(tables, rpc_typed_fetch(peer), peer_name=peer)
-    server = HeteroSamplerServer(
-        data,
-        spec,
-        rank=env.rank,
-        device=device,
-        concurrency=spec.samplers.concurrency,
-        wire=proc.rpc.wire,
-        cuda_wire=proc.rpc.cuda,
-        features=features,
-        link=link_edge_types(store.path) if spec.is_link_prediction else None,
-    )
-    rpc_targets.register(HETERO_SAMPLER_SERVER, server)
-    proc.serving()
-    log.info("typed sampler %d serving on %s", env.rank, device)
-    proc.serve_until_trainers_finish()
-    proc.leave()
-    server.update_cache_metrics()
-    log.info(
-        "typed sampler %d fetched featured rows from their owners: %s",
-        env.rank,
-        dict(features.fetched_rows),
-    )
-    log.info(
-        "trainers finished; typed sampler %d served %d batches (%d seeds) and exits",
-        env.rank,
-        server.served,
-        server.seeds_served,
-    )
-    return EXIT_OK
+    def finish(self) -> None:
+        rank, server = self.proc.env.rank, self.server
+        if server is None:
+            return
+        server.update_cache_metrics()
+        log.info(
+            "typed sampler %d fetched featured rows from their owners: %s",
+            rank,
+            dict(server.features.fetched_rows),
+        )
+        log.info(
+            "trainers finished; typed sampler %d served %d batches (%d seeds) and exits",
+            rank,
+            server.served,
+            server.seeds_served,
+        )

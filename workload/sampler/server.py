@@ -1,7 +1,8 @@
-"""The sampler server: serves sampled, feature-complete mini-batches over torch RPC.
+"""The sampler server of a homogeneous job: serves sampled, feature-complete mini-batches over
+torch RPC.
 
-A trainer calls :func:`serve_batch` with the seeds of one mini-batch (all owned by this
-sampler, see :mod:`distgnn_workload.runtime.seeds`). The call returns at once with a future
+A trainer calls :func:`~distgnn_workload.runtime.batch_targets.serve_batch` with the seeds
+of one mini-batch (all owned by this sampler, see :mod:`distgnn_workload.runtime.seeds`). The call returns at once with a future
 (``rpc.functions.async_execution``); ``samplers.concurrency`` worker threads sample the
 subgraph, gather its features (local rows, the hot cache, and other samplers over RPC for
 the rest) and complete the future. RPC threads are therefore never blocked by sampling, and
@@ -15,12 +16,12 @@ each request. A failed request completes its future with a
 traceback; the trainer raises it.
 
 A trainer on this host maps shared slots of this process
-(:mod:`~distgnn_workload.runtime.shared_slots`) and asks with :func:`serve_batch_into`: the
-mini-batch is written into its slot and only the sizes go back over RPC.
+(:mod:`~distgnn_workload.runtime.shared_slots`) and asks with
+:func:`~distgnn_workload.runtime.batch_targets.serve_batch_into`: the mini-batch is written
+into its slot and only the sizes go back over RPC.
 
-The server runs until every trainer has finished (a graceful RPC shutdown is a barrier of
-all processes). If trainer 0 goes away first, the job is being restarted: it exits 1 so
-that the gang restarts together, or 0 if the job's result exists.
+Start-up and shutdown are the sampler process's (:mod:`distgnn_workload.sampler.process`);
+:class:`NodeServing` is what a homogeneous job loads and serves in between.
 """
 
 from __future__ import annotations
@@ -36,24 +37,19 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-import torch.distributed.rpc as rpc
 from torch import Tensor
 from torch.futures import Future
 
-from distgnn_api.contract import EXIT_OK
 from distgnn_workload import metrics
+from distgnn_workload.partition.store import PartitionStore
 from distgnn_workload.runtime import holder as holders
 from distgnn_workload.runtime import link_batches, rpc_targets, shared_slots
 from distgnn_workload.runtime import rpc as rpc_runtime
-from distgnn_workload.runtime.batches import WireBatch, WireMeta, pack, pack_into, wire_bytes
+from distgnn_workload.runtime.batch_targets import SAMPLER_SERVER
+from distgnn_workload.runtime.batches import pack, pack_into, wire_bytes
 from distgnn_workload.runtime.bootstrap import RoleProcess
-from distgnn_workload.runtime.cuda_memory import CudaMemoryPhases, log_record
 from distgnn_workload.runtime.features import set_serve_observer
-from distgnn_workload.runtime.lifecycle import (
-    BadInputError,
-)
 from distgnn_workload.runtime.link_batches import BatchSampler
-from distgnn_workload.runtime.rpc_targets import Target
 from distgnn_workload.sampling import NeighborSampler
 
 log = logging.getLogger(__name__)
@@ -187,85 +183,53 @@ class SamplerServer:
         metrics.SAMPLER_CACHE_HIT_RATIO.labels(str(self.rank)).set(ratio)
 
 
-SAMPLER_SERVER = Target[SamplerServer]("sampler server")
+class NodeServing:
+    """What a homogeneous job's sampler loads and serves in the sampler's start-up
+    (:func:`distgnn_workload.sampler.process.main`): its partitions' holder and a
+    :class:`SamplerServer` of the job's batches (node or link)."""
 
+    graph_kind = "homogeneous"
 
-@rpc.functions.async_execution  # type: ignore[untyped-decorator]
-def serve_batch_into(consumer: str, slot: int, seeds: Tensor) -> Future[WireMeta]:
-    """RPC target: write the mini-batch of ``seeds`` into ``consumer``'s shared slot."""
-    server = rpc_targets.get(SAMPLER_SERVER)
-    if server.device.type == "cuda":
-        torch.cuda.set_device(server.device)  # not GPU 0, where a new RPC thread starts
-    fut: Future[WireMeta] = server.submit(seeds, into=(consumer, slot))
-    return fut
+    def __init__(self, proc: RoleProcess, device: torch.device) -> None:
+        self.proc = proc
+        self.device = device
+        self.loaded: tuple[PartitionStore, holders.HolderState] | None = None
+        self.server: SamplerServer | None = None
 
+    def load(self, observe: Callable[[Tensor], None]) -> None:
+        """Read this sampler's partitions (before the rendezvous)."""
+        env, spec = self.proc.env, self.proc.spec
+        store = self.proc.open_store()
+        self.loaded = (store, holders.load(store, spec, env.rank, env.num_samplers, self.device))
+        set_serve_observer(observe)
 
-@rpc.functions.async_execution  # type: ignore[untyped-decorator]
-def serve_batch(seeds: Tensor) -> Future[WireBatch]:
-    """RPC target: the mini-batch of ``seeds`` (a future completed by a sampling thread)."""
-    server = rpc_targets.get(SAMPLER_SERVER)
-    if server.device.type == "cuda":
-        torch.cuda.set_device(server.device)  # not GPU 0, where a new RPC thread starts
-    return server.submit(seeds)
-
-
-def main(proc: RoleProcess) -> int:
-    """A sampler pod's body: load its partitions, serve until every trainer finished, leave."""
-    env = proc.env
-    if proc.finished():
-        log.info("the job's result exists: training is complete, nothing to serve")
-        return EXIT_OK
-    spec = proc.spec
-    if env.num_samplers == 0 or spec.samplers.replicas == 0:
-        raise BadInputError(
-            "a sampler was started for a job in worker mode (samplers.replicas is 0)"
+    def serve(self, ctx: rpc_runtime.RpcContext) -> None:
+        """Connect the holder to its peers and register the server of the job's batches."""
+        env, spec = self.proc.env, self.proc.spec
+        assert self.loaded is not None, "load() first"
+        store, state = self.loaded
+        seed = spec.training.seed * 1_000 + env.rank
+        holder = holders.connect(
+            state,
+            store,
+            spec,
+            ctx,
+            lambda h: f"sampler-{h}",
+            seed=seed,
+            slots_per_peer=spec.samplers.concurrency + 1,
         )
-    if spec.dataset.hetero_section is not None:
-        from distgnn_workload.sampler import hetero_server
+        self.server = SamplerServer(
+            holder,
+            ctx,
+            rank=env.rank,
+            concurrency=spec.samplers.concurrency,
+            seed=seed,
+            batch_size=spec.training.batch_size,
+            for_task=lambda sampler: link_batches.for_task(spec, sampler),
+        )
+        rpc_targets.register(SAMPLER_SERVER, self.server)
 
-        return hetero_server.main(proc)
-    torch.set_num_threads(spec.samplers.workers)
-    device = proc.pick_device()
-    proc.serve_status()
-    store = proc.open_store()
-    state = holders.load(store, spec, env.rank, env.num_samplers, device)
-    proc.join(rpc_threads=max(16, 2 * spec.samplers.concurrency + 8))
-    assert proc.rpc is not None
-    label = str(env.rank)
-    feature_requests = metrics.SAMPLER_REQUESTS.labels(label, "features")
-    feature_bytes = metrics.SAMPLER_BYTES_SENT.labels(label)
-
-    def observe(rows: Tensor) -> None:
-        feature_requests.inc()
-        feature_bytes.inc(rows.numel() * rows.element_size())
-
-    set_serve_observer(observe)
-    holder = holders.connect(
-        state,
-        store,
-        spec,
-        proc.rpc,
-        lambda h: f"sampler-{h}",
-        seed=spec.training.seed * 1_000 + env.rank,
-        slots_per_peer=spec.samplers.concurrency + 1,
-    )
-    server = SamplerServer(
-        holder,
-        proc.rpc,
-        rank=env.rank,
-        concurrency=spec.samplers.concurrency,
-        seed=spec.training.seed * 1_000 + env.rank,
-        batch_size=spec.training.batch_size,
-        for_task=lambda sampler: link_batches.for_task(spec, sampler),
-    )
-    rpc_targets.register(SAMPLER_SERVER, server)
-    proc.serving()
-    log.info("sampler %d serving on %s", env.rank, device)
-    memory = CudaMemoryPhases(device)
-    log_record(log, memory, "setup")
-    proc.serve_until_trainers_finish()
-    log_record(log, memory, "shutdown")
-    proc.leave()
-    server.update_cache_ratio()
-    log.info("trainers finished; sampler %d exits", env.rank)
-    return EXIT_OK
+    def finish(self) -> None:
+        if self.server is not None:
+            self.server.update_cache_ratio()
+        log.info("trainers finished; sampler %d exits", self.proc.env.rank)

@@ -12,6 +12,7 @@ import torch
 from torch import Tensor
 
 from distgnn_api.edge_types import EdgeType
+from distgnn_workload.sampling.graph_capture import capture
 from distgnn_workload.sampling.hetero_hop_batch import HeteroHopBatch
 from distgnn_workload.sampling.hetero_static import StaticOut, sample_static
 from distgnn_workload.sampling.neighbor_sampler import CUDA_GRAPH_LOCK, reset_default_generator
@@ -346,19 +347,9 @@ class HeteroNeighborSampler(RandomStream):
         with CUDA_GRAPH_LOCK:
             seeds = padded.clone()
             count = torch.tensor(num_seeds, dtype=torch.int64, device=self.device)
-            stream = torch.cuda.Stream(self.device)  # type: ignore[no-untyped-call]
-            stream.wait_stream(torch.cuda.current_stream(self.device))
-            with torch.cuda.stream(stream):
-                self._run_static(seed_type, seeds, count)  # warm-up outside the capture
-            torch.cuda.current_stream(self.device).wait_stream(stream)
-            graph = torch.cuda.CUDAGraph()
-            register = getattr(graph, "register_generator_state", None)
-            if register is not None:  # explicit before torch 2.12, implicit after
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    register(self.generator)
-            with torch.cuda.graph(graph, stream=stream, capture_error_mode="thread_local"):
-                out = self._run_static(seed_type, seeds, count)
+            graph, out = capture(
+                lambda: self._run_static(seed_type, seeds, count), self.device, self.generator
+            )
             return _CapturedSample(graph=graph, seeds=seeds, num_seeds=count, out=out)
 
 

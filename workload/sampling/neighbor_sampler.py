@@ -13,6 +13,7 @@ from torch import Tensor
 
 from distgnn_workload.sampling import edge_exclusion, relabel
 from distgnn_workload.sampling.csc import csc_from_edge_index
+from distgnn_workload.sampling.graph_capture import capture
 from distgnn_workload.sampling.hop_batch import HopBatch
 from distgnn_workload.sampling.random_stream import RandomStream, reset_default_generator
 from distgnn_workload.sampling.static_sample import StaticOut, sample_static
@@ -284,19 +285,9 @@ class NeighborSampler(RandomStream):
         seeds = padded.clone()
         excluded = None if exclude is None else exclude.clone()
         count = torch.tensor(num_seeds, dtype=torch.int64, device=self.device)
-        stream = torch.cuda.Stream(self.device)  # type: ignore[no-untyped-call]
-        stream.wait_stream(torch.cuda.current_stream(self.device))
-        with torch.cuda.stream(stream):
-            self._sample_static(seeds, count, excluded)  # warm-up outside the capture
-        torch.cuda.current_stream(self.device).wait_stream(stream)
-        graph = torch.cuda.CUDAGraph()
-        register = getattr(graph, "register_generator_state", None)
-        if register is not None:  # explicit before torch 2.12, implicit after
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                register(self.generator)
-        with torch.cuda.graph(graph, stream=stream, capture_error_mode="thread_local"):
-            out = self._sample_static(seeds, count, excluded)
+        graph, out = capture(
+            lambda: self._sample_static(seeds, count, excluded), self.device, self.generator
+        )
         return _CapturedSample(
             graph=graph, seeds=seeds, num_seeds=count, out=out, excluded=excluded
         )

@@ -20,7 +20,6 @@ to the eager step (the ranks agree on the host, so none waits for the others).
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any
@@ -30,6 +29,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from distgnn_api.contract import ENV_OVERLAP_ALLREDUCE, WorkloadEnv
 from distgnn_workload.loader import MiniBatch
 from distgnn_workload.models.sage import GraphSAGE
 from distgnn_workload.runtime.transfers import wait_for_event
@@ -37,7 +37,7 @@ from distgnn_workload.sampling import StaticHops, StaticLayout
 from distgnn_workload.sampling.neighbor_sampler import CUDA_GRAPH_LOCK, reset_default_generator
 from distgnn_workload.trainer.grad_buckets import GradBuckets
 
-ENV_OVERLAP = "DISTGNN_OVERLAP_ALLREDUCE"
+ENV_OVERLAP = ENV_OVERLAP_ALLREDUCE
 """How the gradients are all-reduced across ranks:
 
 - ``hooks`` (default): bucket by bucket during the backward of eager steps; after the
@@ -52,7 +52,7 @@ ENV_OVERLAP = "DISTGNN_OVERLAP_ALLREDUCE"
 
 def overlap_mode() -> str:
     """``hooks``, ``graph`` or ``off`` (see :data:`ENV_OVERLAP`)."""
-    raw = os.environ.get(ENV_OVERLAP, "hooks").strip().lower()
+    raw = (WorkloadEnv.setting(ENV_OVERLAP) or "hooks").lower()
     if raw in ("0", "false", "no", "off"):
         return "off"
     if raw == "graph":

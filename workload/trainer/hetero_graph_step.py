@@ -26,7 +26,6 @@ lookups' counts are read once per step.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -40,7 +39,7 @@ from distgnn_workload.sampling.hetero_static import StaticCaps
 from distgnn_workload.sampling.hetero_static_hops import HeteroStaticHops
 from distgnn_workload.trainer.graph_step import CapturedStep
 from distgnn_workload.trainer.hetero_pipeline import HeteroMiniBatch
-from distgnn_workload.trainer.step_policy import ENV_CUDA_GRAPH, GRAPH_MEMORY_SHARE
+from distgnn_workload.trainer.step_policy import GRAPH_MEMORY_SHARE, cuda_graph_setting
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +59,7 @@ def typed_caps(
     a GPU (or ``DISTGNN_CUDA_GRAPH=static``: the same computation eagerly, for tests),
     bounded fanouts, and fixed inputs within a small share of the GPU's memory.
     """
-    want = os.environ.get(ENV_CUDA_GRAPH, "1").strip().lower()
+    want = cuda_graph_setting()
     if want in ("0", "false", "no"):
         return None
     if device.type != "cuda" and want != "static":

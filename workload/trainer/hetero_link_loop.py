@@ -22,73 +22,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from pathlib import Path
 
 import torch
 from torch import Tensor
 
-from distgnn_api.edge_types import EdgeType, parse_edge_type_key
-from distgnn_api.hetero_load import resolve_edge_fanouts
+from distgnn_api.edge_types import EdgeType
 from distgnn_api.spec import DistGNNJobSpec
 from distgnn_workload.evaluation.link_ranking import LinkMetrics, LinkSplit, rank_splits
 from distgnn_workload.models import build_hetero_model
 from distgnn_workload.models.hetero_link import HeteroLinkModel
 from distgnn_workload.models.link import build_decoder, link_loss
 from distgnn_workload.models.relational import RelationalGNN
-from distgnn_workload.sampling.hetero_link_sampler import HeteroLinkSampler
-from distgnn_workload.sampling.seed_edges import pack_pairs
-from distgnn_workload.trainer.hetero_data import HeteroTrainingData
+from distgnn_workload.runtime.hetero_data import HeteroTrainingData
+from distgnn_workload.runtime.link_batches import link_sampler
 from distgnn_workload.trainer.hetero_loop import HeteroTrainer
 from distgnn_workload.trainer.hetero_pipeline import HeteroMiniBatch, stream_seed
-from distgnn_workload.trainer.hetero_rank import HeteroRank
 from distgnn_workload.trainer.link_report import LinkRanking, nonempty
-
-
-def link_edge_types(store_dir: Path) -> tuple[EdgeType, EdgeType | None]:
-    """The supervised edge type and the one its reverses were held out of, as the
-    partition Job resolved them against the dataset (META.json's ``link`` record)."""
-    from distgnn_workload.partition.link_split import link_meta
-
-    meta = link_meta(store_dir)
-    rev = meta.get("reverse_edge_type")
-    return parse_edge_type_key(meta["edge_type"]), None if rev is None else parse_edge_type_key(rev)
-
-
-def typed_train_pairs(store_dir: Path, num_partitions: int, num_dst: int) -> list[Tensor]:
-    """Each partition's training edges, packed (holder ``h`` serves partition ``h``)."""
-    from distgnn_workload.partition.link_split import read_link_split
-
-    out = []
-    for p in range(num_partitions):
-        split = read_link_split(store_dir, "train", part=p)
-        out.append(pack_pairs(split.src, split.dst, num_dst))
-    return out
-
-
-def link_sampler(
-    spec: DistGNNJobSpec,
-    data: HeteroTrainingData,
-    in_csr: Mapping[EdgeType, tuple[Tensor, Tensor]],
-    edge_type: EdgeType,
-    reverse: EdgeType | None,
-    device: torch.device,
-    seed: int = 0,
-) -> HeteroLinkSampler:
-    """The typed link sampler of ``spec`` over ``in_csr`` (worker and server side)."""
-    lp = spec.link_prediction
-    assert lp is not None
-    fanouts = resolve_edge_fanouts(spec.model.fanout, spec.model.edge_fanouts, data.edge_types)
-    return HeteroLinkSampler(
-        in_csr,
-        data.node_counts,
-        {et: list(fanouts[et]) for et in data.edge_types},
-        edge_type=edge_type,
-        reverse=reverse,
-        negatives=lp.negatives.per_positive,
-        kind=lp.negatives.kind.value,
-        device=device,
-        seed=seed,
-    )
+from distgnn_workload.trainer.rank import TypedRank
 
 
 def hetero_link_model(
@@ -126,7 +76,7 @@ class HeteroLinkTrainer(LinkRanking, HeteroTrainer):
         self,
         spec: DistGNNJobSpec,
         data: HeteroTrainingData,
-        at: HeteroRank,
+        at: TypedRank,
         *,
         splits: Mapping[str, LinkSplit],
         edge_type: EdgeType,

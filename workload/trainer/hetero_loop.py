@@ -58,15 +58,15 @@ from distgnn_workload.evaluation.hetero_inference import HeteroLayerwiseInferenc
 from distgnn_workload.loader import Prefetcher
 from distgnn_workload.models import build_hetero_model
 from distgnn_workload.models.relational import RelationalGNN
-from distgnn_workload.runtime.ddp import DDP_TIMEOUT_S, single_process
+from distgnn_workload.runtime.ddp import DDP_TIMEOUT_S
+from distgnn_workload.runtime.hetero_data import HeteroTrainingData
 from distgnn_workload.runtime.seeds import Batch
 from distgnn_workload.trainer.epoch_stats import EpochStats
-from distgnn_workload.trainer.hetero_data import HeteroTrainingData
 from distgnn_workload.trainer.hetero_evaluation import typed_inference
 from distgnn_workload.trainer.hetero_graph_step import HeteroGraphStep, typed_caps
 from distgnn_workload.trainer.hetero_pipeline import HeteroMiniBatch, stream_seed
-from distgnn_workload.trainer.hetero_rank import HeteroRank
 from distgnn_workload.trainer.loop import Trainer
+from distgnn_workload.trainer.rank import TypedRank
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ class HeteroTrainer(Trainer):
         self,
         spec: DistGNNJobSpec,
         data: HeteroTrainingData,
-        at: HeteroRank,
+        at: TypedRank,
         *,
         model: nn.Module | None = None,
         train_ids: list[Tensor] | None = None,
@@ -86,7 +86,6 @@ class HeteroTrainer(Trainer):
         """``at``: the rank, its peers and its batch and feature sources. ``model`` and
         ``train_ids`` replace the target type's classifier and training seeds (a link job's:
         its encoder and decoder, and packed training edges, with no sampled evaluation)."""
-        collectives = at.collectives or single_process()
         dtype = at.input_dtype(spec)
         pipeline = at.batches
         fanouts = resolve_edge_fanouts(spec.model.fanout, spec.model.edge_fanouts, data.edge_types)
@@ -106,22 +105,13 @@ class HeteroTrainer(Trainer):
         link = train_ids is not None
         super().__init__(
             spec,
-            rank=at.rank,
-            world_size=at.world_size,
-            device=at.device,
+            **at.loop_args(),
             pipeline=pipeline,
-            collectives=collectives,
             train_ids=data.train_ids if train_ids is None else train_ids,
             val_ids=[] if link else data.val_ids,
             test_ids=[] if link else data.test_ids,
-            ranks_of_holder=at.ranks_of_holder,
             num_features=0,
             num_classes=data.num_classes,
-            run_dir=at.run_dir,
-            job_uid=at.job_uid,
-            tracker=at.tracker,
-            on_epoch=at.on_epoch,
-            started_at=at.started_at,
             model=model,
         )
         self.data = data

@@ -24,11 +24,11 @@ from torch import Tensor
 
 from distgnn_api.edge_types import EdgeType
 from distgnn_workload.loader import Prefetcher
+from distgnn_workload.runtime.hetero_data import HeteroTrainingData
 from distgnn_workload.runtime.seeds import Batch
 from distgnn_workload.sampling import StaticLayout
 from distgnn_workload.sampling.hetero_hop_batch import HeteroHopBatch
 from distgnn_workload.sampling.hetero_sampler import HeteroNeighborSampler
-from distgnn_workload.trainer.hetero_data import HeteroTrainingData
 
 PREFETCH_DEPTH = 2
 """Batches sampled ahead of the training step, on a background thread."""

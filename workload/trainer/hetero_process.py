@@ -1,4 +1,6 @@
-"""One training process of a heterogeneous job, wired: the typed store, the loop, the result.
+"""What a typed job's trainer loads and builds in the trainer's start-up
+(:func:`distgnn_workload.trainer.process.run`): the typed store, its rows and the typed
+node or link trainer.
 
 Worker mode: trainer pod ``p`` serves partition ``p`` of the typed store (its seeds, the
 featured rows and the rows of the learnt embeddings of the nodes it owns). Every trainer
@@ -16,165 +18,144 @@ draw from sampler ``h``.
 
 from __future__ import annotations
 
-import gc
 import logging
 import time
 from collections.abc import Callable
-from pathlib import Path
+from dataclasses import replace
+from typing import Any
 
-import torch
-
-from distgnn_api.contract import EXIT_OK
+from distgnn_workload.partition.hetero_store import HeteroPartitionStore
 from distgnn_workload.runtime.bootstrap import RoleProcess
 from distgnn_workload.runtime.features.typed_source import (
     TypedFeatureSource,
     load_typed_tables,
     rpc_typed_fetch,
 )
-from distgnn_workload.runtime.features.typed_table import serve_typed_tables
+from distgnn_workload.runtime.features.typed_table import TypedFeatureTable, serve_typed_tables
 from distgnn_workload.runtime.hetero_batches import feature_bytes
-from distgnn_workload.runtime.seeds import holder_ranks
-from distgnn_workload.runtime.status_server import ProgressTracker
-from distgnn_workload.trainer.hetero_data import from_store, open_typed_store
-from distgnn_workload.trainer.hetero_link_loop import (
-    HeteroLinkTrainer,
-    link_edge_types,
-    typed_train_pairs,
-)
+from distgnn_workload.runtime.hetero_data import HeteroTrainingData, from_store, open_typed_store
+from distgnn_workload.runtime.link_batches import link_edge_types, typed_train_pairs
+from distgnn_workload.runtime.rendezvous import Group
+from distgnn_workload.trainer.hetero_link_loop import HeteroLinkTrainer
 from distgnn_workload.trainer.hetero_loop import HeteroTrainer
-from distgnn_workload.trainer.hetero_rank import HeteroRank
 from distgnn_workload.trainer.hetero_remote import HeteroRemotePipeline, rpc_request
 from distgnn_workload.trainer.link_loop import read_eval_splits
-from distgnn_workload.trainer.pipelines import place
-from distgnn_workload.trainer.process import finish, keep_job_config
+from distgnn_workload.trainer.rank import TrainerRank, TypedRank, input_dtype
 from distgnn_workload.trainer.trainer_metrics import TrainerMetrics
 
 log = logging.getLogger(__name__)
 
 
-def run(
-    proc: RoleProcess,
-    *,
-    progress_file: Path | None = None,
-    serve_status: bool = True,
-    started_at: float | None = None,
-) -> int:
-    """Run one training process of a heterogeneous job to completion; the exit code."""
-    started_at = started_at or time.time()
-    env, spec = proc.env, proc.spec
-    device = proc.pick_device()
-    rank, ppp = proc.rank, env.procs_per_pod
-    world = env.num_trainers * ppp
-    worker = env.worker_mode
-    tracker = ProgressTracker(spec.training.epochs, mirror=progress_file)
-    if serve_status:
-        proc.serve_status(progress=tracker)
-    num_holders = env.num_trainers if worker else env.num_samplers
-    store = open_typed_store(env.partition_dir, num_holders, worker_mode=worker)
-    if rank == 0:
-        keep_job_config(proc)
-    t0 = time.perf_counter()
-    features: TypedFeatureSource | None = None
-    tables = None
-    if worker:
-        # loaded and served before the rendezvous: a peer's first request finds them
-        bf16 = spec.training.bf16 and device.type == "cuda"
-        tables = load_typed_tables(
-            store,
-            env.rank,
-            spec.samplers.cache_ratio,
-            device,
-            torch.bfloat16 if bf16 else torch.float32,
+class TypedStart:
+    """What a typed job's trainer loads and builds (see the module docstring)."""
+
+    def __init__(self, proc: RoleProcess) -> None:
+        self.proc = proc
+        self.loaded: tuple[HeteroPartitionStore, HeteroTrainingData] | None = None
+        self.tables: dict[str, TypedFeatureTable] | None = None
+        self.features: TypedFeatureSource | None = None
+        self.remote: HeteroRemotePipeline | None = None
+        self.built: HeteroTrainer | None = None
+
+    def load(self) -> None:
+        proc, env, spec = self.proc, self.proc.env, self.proc.spec
+        worker = env.worker_mode
+        num_holders = env.num_trainers if worker else env.num_samplers
+        store = open_typed_store(env.partition_dir, num_holders, worker_mode=worker)
+        t0 = time.perf_counter()
+        if worker:
+            # loaded and served before the rendezvous: a peer's first request finds them
+            self.tables = load_typed_tables(
+                store,
+                env.rank,
+                spec.samplers.cache_ratio,
+                proc.device,
+                input_dtype(spec, proc.device),
+            )
+            serve_typed_tables(self.tables)
+        data = from_store(store, graph=worker, features=False)
+        log.info(
+            "typed graph: %s nodes, %d edge types, target %s (%d classes); read in %.1f s",
+            data.node_counts,
+            len(data.edge_types),
+            data.target_node_type,
+            data.num_classes,
+            time.perf_counter() - t0,
         )
-        serve_typed_tables(tables)
-    data = from_store(store, graph=worker, features=False)
-    log.info(
-        "typed graph: %s nodes, %d edge types, target %s (%d classes); read in %.1f s",
-        data.node_counts,
-        len(data.edge_types),
-        data.target_node_type,
-        data.num_classes,
-        time.perf_counter() - t0,
-    )
-    group = proc.join(rpc_threads=4 if worker else 16)
-    ranks_of = holder_ranks(
-        num_holders,
-        world,
-        worker_mode=worker,
-        procs_per_pod=ppp,
-        sampler_places=[place(group, m.name) for m in group.samplers],
-        trainer_places=[place(group, m.name) for m in group.trainers],
-    )
-    remote: HeteroRemotePipeline | None = None
-    metrics = TrainerMetrics(rank)
-    on_epoch: Callable[[], None] | None = None
-    if tables is not None:
+        self.loaded = (store, data)
 
-        def holder_name(h: int) -> str:
-            return f"trainer-{h * ppp + proc.local_rank}"
+    def sources(self, group: Group, at: TrainerRank[Any], metrics: TrainerMetrics) -> TypedRank:
+        proc, spec = self.proc, self.proc.spec
+        ppp = proc.env.procs_per_pod
+        on_epoch: Callable[[], None] | None = None
+        if self.tables is not None:
 
-        source = features = TypedFeatureSource(
-            tables, rpc_typed_fetch(holder_name), peer_name=holder_name
-        )
+            def holder_name(h: int) -> str:
+                return f"trainer-{h * ppp + proc.local_rank}"
 
-        def flush_feature_stats() -> None:
-            for t, s in source.take().items():
-                metrics.typed_feature_stats(t, s.lookups, s.hits, s.bytes_fetched)
+            source = self.features = TypedFeatureSource(
+                self.tables, rpc_typed_fetch(holder_name), peer_name=holder_name
+            )
 
-        on_epoch = flush_feature_stats
-    if not worker:
-        samplers = [h for h, ranks in enumerate(ranks_of) if rank in ranks]
-        log.info("drawing typed batches from %s", ", ".join(f"sampler-{h}" for h in samplers))
-        remote = HeteroRemotePipeline(
-            rpc_request,
-            rank=rank,
-            seed=spec.training.seed,
-            device=device,
-            prefetch=spec.trainers.prefetch,
-            concurrency=spec.samplers.concurrency,
-            on_batch=lambda wire: metrics.remote_bytes.inc(feature_bytes(wire)),
-        )
-    proc.serving()
-    at = HeteroRank(
-        rank=rank,
-        world_size=world,
-        device=device,
-        ranks_of_holder=ranks_of,
-        collectives=proc.collectives,
-        run_dir=env.run_dir,
-        job_uid=env.job_uid,
-        tracker=tracker,
-        started_at=started_at,
-        batches=remote,
-        features=features,
-        on_epoch=on_epoch,
-        partition_dir=env.partition_dir,
-    )
-    trainer: HeteroTrainer
-    if spec.is_link_prediction:
-        edge_type, reverse = link_edge_types(store.path)
-        trainer = HeteroLinkTrainer(
-            spec,
-            data,
+            def flush_feature_stats() -> None:
+                for t, s in source.take().items():
+                    metrics.typed_feature_stats(t, s.lookups, s.hits, s.bytes_fetched)
+
+            on_epoch = flush_feature_stats
+        else:
+            samplers = ", ".join(f"sampler-{h}" for h in at.holders())
+            log.info("drawing typed batches from %s", samplers)
+            self.remote = HeteroRemotePipeline(
+                rpc_request,
+                rank=at.rank,
+                seed=spec.training.seed,
+                device=at.device,
+                prefetch=spec.trainers.prefetch,
+                concurrency=spec.samplers.concurrency,
+                on_batch=lambda wire: metrics.remote_bytes.inc(feature_bytes(wire)),
+            )
+        typed: TypedRank = replace(
             at,
-            splits=read_eval_splits(store.path),
-            edge_type=edge_type,
-            reverse=reverse,
-            train_ids=typed_train_pairs(
-                store.path, store.num_partitions, data.node_counts[edge_type[2]]
-            ),
+            batches=self.remote,
+            features=self.features,
+            on_epoch=on_epoch,
+            partition_dir=proc.env.partition_dir,
         )
-    else:
-        trainer = HeteroTrainer(spec, data, at)
-    trainer.resume()
-    trainer.hetero.prepare(spec.training.batch_size)
-    gc.collect()
-    gc.freeze()
-    proc.collectives.barrier(env.rendezvous_timeout_s, "start of training")
-    finish(proc, trainer)
-    if features is not None:
-        fetched = dict(features.fetched_rows)
-        log.info("trainer %d fetched featured rows from their owners: %s", rank, fetched)
-    if remote is not None:
-        log.info("trainer %d received %d typed batches from sampler servers", rank, remote.received)
-    return EXIT_OK
+        return typed
+
+    def trainer(self, at: TypedRank) -> HeteroTrainer:
+        spec = self.proc.spec
+        assert self.loaded is not None, "load() first"
+        store, data = self.loaded
+        if spec.is_link_prediction:
+            edge_type, reverse = link_edge_types(store.path)
+            self.built = HeteroLinkTrainer(
+                spec,
+                data,
+                at,
+                splits=read_eval_splits(store.path),
+                edge_type=edge_type,
+                reverse=reverse,
+                train_ids=typed_train_pairs(
+                    store.path, store.num_partitions, data.node_counts[edge_type[2]]
+                ),
+            )
+        else:
+            self.built = HeteroTrainer(spec, data, at)
+        return self.built
+
+    def prepare(self, batch_size: int) -> None:
+        if self.built is not None:
+            self.built.hetero.prepare(batch_size)
+
+    def report(self) -> None:
+        rank = self.proc.rank
+        if self.features is not None:
+            fetched = dict(self.features.fetched_rows)
+            log.info("trainer %d fetched featured rows from their owners: %s", rank, fetched)
+        if self.remote is not None:
+            log.info(
+                "trainer %d received %d typed batches from sampler servers",
+                rank,
+                self.remote.received,
+            )

@@ -23,10 +23,10 @@ from torch import Tensor
 from torch.futures import Future
 
 from distgnn_workload.loader import Prefetcher
+from distgnn_workload.runtime.batch_targets import serve_typed_batch
 from distgnn_workload.runtime.hetero_batches import HeteroWireBatch, feature_bytes, unpack_hetero
 from distgnn_workload.runtime.rpc import wait_remote
 from distgnn_workload.runtime.seeds import Batch
-from distgnn_workload.sampler.hetero_server import serve_hetero_batch
 from distgnn_workload.sampling import StaticLayout
 from distgnn_workload.trainer.hetero_pipeline import EVAL_STREAM, HeteroMiniBatch, stream_seed
 
@@ -47,7 +47,7 @@ def batch_stream(seed: int, epoch: int | None, evaluation: int, rank: int, index
 
 def rpc_request(holder: int, seeds: Tensor, stream: int) -> Future[HeteroWireBatch]:
     fut: Future[HeteroWireBatch] = rpc.rpc_async(
-        f"sampler-{holder}", serve_hetero_batch, args=(seeds, stream)
+        f"sampler-{holder}", serve_typed_batch, args=(seeds, stream)
     )
     return fut
 

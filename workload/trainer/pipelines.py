@@ -26,6 +26,7 @@ from distgnn_workload.loader import MiniBatch
 from distgnn_workload.partition.store import PartitionStore
 from distgnn_workload.runtime import holder as holders
 from distgnn_workload.runtime import link_batches
+from distgnn_workload.runtime.batch_targets import serve_batch, serve_batch_into
 from distgnn_workload.runtime.batches import (
     LocalPipeline,
     RemotePipeline,
@@ -39,7 +40,6 @@ from distgnn_workload.runtime.features.exchange import FeatureExchange, new_exch
 from distgnn_workload.runtime.rendezvous import Group
 from distgnn_workload.runtime.rpc import RpcContext
 from distgnn_workload.runtime.shared_slots import SlotReader
-from distgnn_workload.sampler.server import serve_batch, serve_batch_into
 from distgnn_workload.sampling import StaticLayout
 from distgnn_workload.trainer.trainer_metrics import TrainerMetrics
 

@@ -1,8 +1,17 @@
-"""One training process, wired: holder or sampler clients, the loop, the result, the exit.
+"""One training process, wired: the start-up every trainer makes, the loop, the result, the
+exit.
 
 Global rank = trainer pod rank x processes per pod + local rank. Start-up and shutdown are
-the role bootstrap's (:class:`~distgnn_workload.runtime.bootstrap.RoleProcess`); this module
-only decides what a trainer builds between them.
+the role bootstrap's (:class:`~distgnn_workload.runtime.bootstrap.RoleProcess`); :func:`run`
+is the one sequence between them, for every graph kind and mode: the device, the progress
+server, the job config's copy, the store (a worker-mode holder loads its rows before the
+rendezvous, so that a peer's first request finds them), the rendezvous with
+:data:`RPC_THREADS` RPC threads, the rank's bundle
+(:class:`~distgnn_workload.trainer.rank.TrainerRank`), its batch and feature sources, the
+trainer, the resume, the CUDA memory of the set-up, the barrier and the training. The graph
+kind decides only what it loads and builds (:class:`RankStart`), in one place
+(:func:`start_of`): :class:`NodeStart` for a homogeneous graph,
+:class:`~distgnn_workload.trainer.hetero_process.TypedStart` for a typed one.
 """
 
 from __future__ import annotations
@@ -10,25 +19,30 @@ from __future__ import annotations
 import gc
 import logging
 import time
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from distgnn_api.contract import EXIT_OK, dump_json
+from distgnn_workload.partition.store import PartitionStore
 from distgnn_workload.runtime import cuda_memory, link_batches
 from distgnn_workload.runtime import holder as holders
 from distgnn_workload.runtime.bootstrap import RoleProcess
 from distgnn_workload.runtime.features import HolderLayout, split_ids
 from distgnn_workload.runtime.lifecycle import write_result
+from distgnn_workload.runtime.rendezvous import Group
 from distgnn_workload.runtime.seeds import holder_ranks
 from distgnn_workload.runtime.status_server import ProgressTracker
+from distgnn_workload.trainer.hetero_process import TypedStart
 from distgnn_workload.trainer.link_loop import LinkTrainer, read_eval_splits
-from distgnn_workload.trainer.loop import Trainer
+from distgnn_workload.trainer.loop import Pipeline, Trainer
 from distgnn_workload.trainer.pipelines import (
     TrainerPipeline,
     place,
     server_pipeline,
     worker_pipeline,
 )
+from distgnn_workload.trainer.rank import TrainerRank
 from distgnn_workload.trainer.trainer_metrics import TrainerMetrics
 
 log = logging.getLogger(__name__)
@@ -38,6 +52,37 @@ STATS_FILE = "training_stats.json"
 """Per-epoch figures summed over ranks (seeds, edges, seconds, data wait), written at the end;
 on CUDA also each trainer's GPU memory by phase (:data:`cuda_memory.STATS_KEY`)."""
 
+RPC_THREADS = 16
+"""RPC threads of every trainer: the peers' feature requests in worker mode, the sampler
+servers' replies in server-client mode."""
+
+
+class RankStart(Protocol):
+    """What a graph kind loads and builds in a trainer's start-up (:func:`run`)."""
+
+    def load(self) -> None:
+        """Open and check the store; in worker mode, load and serve this pod's rows."""
+
+    def sources(self, group: Group, at: TrainerRank[Any], metrics: TrainerMetrics) -> Any:
+        """``at`` with the rank's batch and feature sources and what follows each epoch;
+        every RPC target of the process is registered once this returns."""
+
+    def trainer(self, at: Any) -> Trainer:
+        """The rank's training loop (node or link task)."""
+
+    def prepare(self, batch_size: int) -> None:
+        """Capture a local sampler's CUDA graph now, not on the loader thread mid-epoch."""
+
+    def report(self) -> None:
+        """Log what the rank's sources moved, once training is over."""
+
+
+def start_of(proc: RoleProcess) -> RankStart:
+    """What this trainer loads and builds: the one place a trainer looks at the graph kind."""
+    if proc.spec.dataset.hetero_section is not None:
+        return TypedStart(proc)
+    return NodeStart(proc)
+
 
 def run(proc: RoleProcess, *, progress_file: Path | None = None, serve_status: bool = True) -> int:
     """Run one training process to completion; returns the exit code."""
@@ -46,102 +91,134 @@ def run(proc: RoleProcess, *, progress_file: Path | None = None, serve_status: b
     if proc.finished():
         log.info("the job's result exists: training is complete")
         return EXIT_OK
-    if spec.dataset.hetero_section is not None:
-        from distgnn_workload.trainer import hetero_process
-
-        return hetero_process.run(
-            proc, progress_file=progress_file, serve_status=serve_status, started_at=started_at
-        )
+    start = start_of(proc)
     device = proc.pick_device()
     rank, ppp = proc.rank, env.procs_per_pod
     world = env.num_trainers * ppp
     tracker = ProgressTracker(spec.training.epochs, mirror=progress_file)
     if serve_status:
         proc.serve_status(progress=tracker)
-    store = proc.open_store()
-    num_holders = env.num_trainers if env.worker_mode else env.num_samplers
-    holders.check_store(store, spec, num_holders)
     if rank == 0:
         keep_job_config(proc)
-    # a holder loads before the rendezvous, so that a peer's first request finds its data
-    state = (
-        holders.load(store, spec, env.rank, env.num_trainers, device) if env.worker_mode else None
-    )
-    group = proc.join(rpc_threads=16)
-    assert proc.rpc is not None
-    ranks_of = holder_ranks(
-        num_holders,
-        world,
-        worker_mode=env.worker_mode,
-        procs_per_pod=ppp,
-        sampler_places=[place(group, m.name) for m in group.samplers],
-        trainer_places=[place(group, m.name) for m in group.trainers],
-    )
-    metrics = TrainerMetrics(rank)
-    source: TrainerPipeline
-    if state is not None:
-        source = worker_pipeline(
-            state,
-            store,
-            spec,
-            proc.rpc,
-            rank=rank,
+    start.load()
+    group = proc.join(rpc_threads=RPC_THREADS)
+    num_holders = env.num_trainers if env.worker_mode else env.num_samplers
+    at: TrainerRank[Any] = TrainerRank(
+        rank=rank,
+        world_size=world,
+        device=device,
+        ranks_of_holder=holder_ranks(
+            num_holders,
+            world,
+            worker_mode=env.worker_mode,
             procs_per_pod=ppp,
-            local_rank=proc.local_rank,
-            metrics=metrics,
-        )
-    else:
-        source = server_pipeline(
-            spec,
-            group,
-            samplers=[h for h, ranks in enumerate(ranks_of) if rank in ranks],
-            num_features=store.meta.num_features,
-            device=device,
-            metrics=metrics,
-        )
+            sampler_places=[place(group, m.name) for m in group.samplers],
+            trainer_places=[place(group, m.name) for m in group.trainers],
+        ),
+        run_dir=env.run_dir,
+        job_uid=env.job_uid,
+        collectives=proc.collectives,
+        tracker=tracker,
+        started_at=started_at,
+    )
+    at = start.sources(group, at, TrainerMetrics(rank))
     proc.serving()
-    layout = HolderLayout.from_store(store, num_holders)
-    common: dict[str, Any] = {
-        "rank": rank,
-        "world_size": world,
-        "device": device,
-        "pipeline": source.pipeline,
-        "ranks_of_holder": ranks_of,
-        "collectives": proc.collectives,
-        "num_features": store.meta.num_features,
-        "run_dir": env.run_dir,
-        "job_uid": env.job_uid,
-        "tracker": tracker,
-        "on_epoch": source.after_epoch,
-        "started_at": started_at,
-    }
-    trainer: Trainer
-    if spec.is_link_prediction:
-        trainer = LinkTrainer(
-            spec,
-            splits=read_eval_splits(store.path),
-            partition_dir=store.path,
-            train_ids=link_batches.train_pairs(store, layout),
-            **common,
-        )
-    else:
-        trainer = Trainer(
-            spec,
-            train_ids=split_ids(store, layout, "train"),
-            val_ids=split_ids(store, layout, "val"),
-            test_ids=split_ids(store, layout, "test"),
-            num_classes=store.meta.num_classes,
-            **common,
-        )
+    trainer = start.trainer(at)
     trainer.resume()
-    source.prepare(spec.training.batch_size)
+    start.prepare(spec.training.batch_size)
     trainer.cuda_memory.mark("setup")
     # what exists now lives to the end: keep it out of the collector's full passes
     gc.collect()
     gc.freeze()
     proc.collectives.barrier(env.rendezvous_timeout_s, "start of training")
     finish(proc, trainer)
+    start.report()
     return EXIT_OK
+
+
+class NodeStart:
+    """What a homogeneous job's trainer loads and builds: the partition store, this pod's
+    holder in worker mode, the node or link pipeline and trainer."""
+
+    def __init__(self, proc: RoleProcess) -> None:
+        self.proc = proc
+        env = proc.env
+        self.num_holders = env.num_trainers if env.worker_mode else env.num_samplers
+        self.store: PartitionStore | None = None
+        self.state: holders.HolderState | None = None
+        self.source: TrainerPipeline | None = None
+
+    def load(self) -> None:
+        proc, env = self.proc, self.proc.env
+        store = proc.open_store()
+        holders.check_store(store, proc.spec, self.num_holders)
+        self.store = store
+        if env.worker_mode:
+            # loaded before the rendezvous: a peer's first request finds its data
+            self.state = holders.load(store, proc.spec, env.rank, env.num_trainers, proc.device)
+
+    def sources(
+        self, group: Group, at: TrainerRank[Any], metrics: TrainerMetrics
+    ) -> TrainerRank[Pipeline]:
+        proc, spec, store = self.proc, self.proc.spec, self.store
+        assert store is not None, "load() first"
+        assert proc.rpc is not None, "join() first"
+        if self.state is not None:
+            source = worker_pipeline(
+                self.state,
+                store,
+                spec,
+                proc.rpc,
+                rank=at.rank,
+                procs_per_pod=proc.env.procs_per_pod,
+                local_rank=proc.local_rank,
+                metrics=metrics,
+            )
+        else:
+            source = server_pipeline(
+                spec,
+                group,
+                samplers=at.holders(),
+                num_features=store.meta.num_features,
+                device=at.device,
+                metrics=metrics,
+            )
+        self.source = source
+        return replace(at, batches=source.pipeline, on_epoch=source.after_epoch)
+
+    def trainer(self, at: TrainerRank[Pipeline]) -> Trainer:
+        spec, store = self.proc.spec, self.store
+        assert store is not None, "load() first"
+        assert at.batches is not None, "sources() first"
+        layout = HolderLayout.from_store(store, self.num_holders)
+        common = at.loop_args()
+        if spec.is_link_prediction:
+            return LinkTrainer(
+                spec,
+                splits=read_eval_splits(store.path),
+                partition_dir=store.path,
+                train_ids=link_batches.train_pairs(store, layout),
+                pipeline=at.batches,
+                num_features=store.meta.num_features,
+                **common,
+            )
+        return Trainer(
+            spec,
+            pipeline=at.batches,
+            train_ids=split_ids(store, layout, "train"),
+            val_ids=split_ids(store, layout, "val"),
+            test_ids=split_ids(store, layout, "test"),
+            num_features=store.meta.num_features,
+            num_classes=store.meta.num_classes,
+            **common,
+        )
+
+    def prepare(self, batch_size: int) -> None:
+        if self.source is not None:
+            self.source.prepare(batch_size)
+
+    def report(self) -> None:
+        """Nothing beyond the metrics: the holder's figures are exported as they happen."""
 
 
 def keep_job_config(proc: RoleProcess) -> None:

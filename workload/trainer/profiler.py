@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import gzip
-import os
 import shutil
 from pathlib import Path
 
 import torch
 
-ENV_PROFILE_DIR = "DISTGNN_PROFILE_DIR"  # set: rank 0 profiles some steps of its first epoch
+from distgnn_api.contract import ENV_PROFILE_DIR as ENV_PROFILE_DIR
+from distgnn_api.contract import WorkloadEnv
+
 PROFILE_STEPS = (20, 40)
 """Steps [a, b) of the first epoch that a profiling rank 0 records."""
 
@@ -23,7 +24,7 @@ class StepProfiler:
 
     @classmethod
     def create(cls, rank: int, first_epoch: bool) -> StepProfiler | None:
-        folder = os.environ.get(ENV_PROFILE_DIR)
+        folder = WorkloadEnv.setting(ENV_PROFILE_DIR)
         return cls(Path(folder)) if folder and rank == 0 and first_epoch else None
 
     def step(self, step: int) -> None:

@@ -3,22 +3,27 @@
 from __future__ import annotations
 
 import logging
-import os
 
 import torch
 from torch import nn
 
+from distgnn_api.contract import ENV_CUDA_GRAPH as ENV_CUDA_GRAPH
+from distgnn_api.contract import WorkloadEnv
 from distgnn_api.spec import DistGNNJobSpec
 from distgnn_workload.models.sage import GraphSAGE
 from distgnn_workload.sampling import StaticLayout
 
 log = logging.getLogger(__name__)
 
-ENV_CUDA_GRAPH = "DISTGNN_CUDA_GRAPH"
-"""0: eager steps even where a CUDA graph could run; ``static``: the fixed-shape steps on a
-CPU too (eagerly: how tests check them without a GPU)."""
 GRAPH_MEMORY_SHARE = 0.1
 """The fixed-shape inputs of a CUDA-graph step may take at most this share of the GPU."""
+
+
+def cuda_graph_setting() -> str:
+    """:data:`ENV_CUDA_GRAPH`, lower case: 0 runs eager steps even where a CUDA graph could
+    run; ``static`` the fixed-shape steps on a CPU too (eagerly: how tests check them
+    without a GPU); unset is 1."""
+    return (WorkloadEnv.setting(ENV_CUDA_GRAPH) or "1").lower()
 
 
 def graph_layout(
@@ -37,7 +42,7 @@ def graph_layout(
     ``seeds``: seed rows of a full batch (default ``training.batchSize``; a link batch
     seeds both ends of each positive and of its negatives).
     """
-    want = os.environ.get(ENV_CUDA_GRAPH, "1").strip().lower()
+    want = cuda_graph_setting()
     if want in ("0", "false", "no") or not isinstance(model, GraphSAGE):
         return None
     if device.type != "cuda" and want != "static":

@@ -20,14 +20,20 @@ import time
 from pathlib import Path
 from types import FrameType
 
-from distgnn_api.contract import EXIT_OK, Role, role_module
+from distgnn_api.contract import (
+    ENV_LOCAL_RANK,
+    ENV_PROGRESS_FILE,
+    EXIT_OK,
+    ContractError,
+    Role,
+    WorkloadEnv,
+    role_module,
+)
 from distgnn_workload.runtime.bootstrap import RoleProcess
 from distgnn_workload.runtime.status_server import multiprocess_registry, progress_from_file
 
 log = logging.getLogger(__name__)
 
-ENV_LOCAL_RANK = "DISTGNN_LOCAL_RANK"  # set by the supervisor for each training process
-ENV_PROGRESS_FILE = "DISTGNN_PROGRESS_FILE"  # where local rank 0 mirrors its progress
 PROMETHEUS_MULTIPROC_DIR = "PROMETHEUS_MULTIPROC_DIR"  # prometheus-client's own variable
 STOP_GRACE_S = 10.0
 
@@ -36,8 +42,8 @@ def main(proc: RoleProcess) -> int:
     """The trainer pod's body: train here, or supervise one process per local GPU."""
     from distgnn_workload.trainer import process
 
-    if os.environ.get(ENV_LOCAL_RANK) is not None:
-        mirror = os.environ.get(ENV_PROGRESS_FILE)
+    if WorkloadEnv.setting(ENV_LOCAL_RANK) is not None:
+        mirror = WorkloadEnv.setting(ENV_PROGRESS_FILE)
         return process.run(
             proc,
             progress_file=Path(mirror) if mirror and proc.local_rank == 0 else None,
@@ -50,7 +56,11 @@ def main(proc: RoleProcess) -> int:
 
 def local_rank() -> int:
     """This process's local rank: set by the supervisor for its children, else 0."""
-    return int(os.environ.get(ENV_LOCAL_RANK, "0"))
+    raw = WorkloadEnv.setting(ENV_LOCAL_RANK) or "0"
+    try:
+        return int(raw)
+    except ValueError:
+        raise ContractError(f"{ENV_LOCAL_RANK}={raw!r} is not an integer") from None
 
 
 def supervise(proc: RoleProcess) -> int:

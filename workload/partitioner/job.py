@@ -1,10 +1,14 @@
 """The partition Job: load the job's dataset, partition it, write the store, print a summary.
 
-A heterogeneous dataset (syntheticMag, or ogb/pyg with hetero) takes :mod:`.hetero_job`'s
-path and writes the typed store (:mod:`.hetero_store`); the reuse check, the exit codes and
-the figures are shared.
+The path is chosen once, in :func:`run`, by the graph kind, the task and the size: a
+heterogeneous dataset (syntheticMag, or ogb/pyg with hetero) takes
+:mod:`~distgnn_workload.partition.hetero_job`'s path and writes the typed store; a
+homogeneous link job :mod:`~distgnn_workload.partition.link_job`'s; a graph larger than
+memory :mod:`~distgnn_workload.partition.ooc_job`'s; any other the in-memory one. The reuse
+check, the exit codes and the figures are shared.
 
-Reads the contract (``WorkloadEnv`` and the job config at ``DISTGNN_CONFIG``) and writes
+Reads the contract (``WorkloadEnv`` and the job config at ``DISTGNN_CONFIG``, through
+:class:`~distgnn_workload.runtime.bootstrap.RoleProcess`) and writes
 ``DISTGNN_PARTITION_DIR``. A complete store already there makes the run a no-op (exit 0).
 Exit codes follow the contract: 2 when the job config or the dataset is invalid (the
 message names the file, line or field), 1 for anything else.
@@ -18,54 +22,27 @@ import sys
 import time
 from typing import TextIO
 
-from pydantic import ValidationError
-
 from distgnn_api.contract import (
     ENV_TERMINATION_LOG,
     EXIT_OK,
     STAGE_PARTITION,
-    ContractError,
     JobConfig,
     PartitionFigures,
     WorkloadEnv,
     emit_progress,
-    load_job_config,
 )
 from distgnn_api.partition_cost import out_of_core
-from distgnn_api.spec import SpecError
 from distgnn_workload.data.dataset import dataset_kind, dataset_num_nodes, load_dataset
-from distgnn_workload.data.errors import DatasetError
 from distgnn_workload.partition import algorithms, hetero_job, ooc_job, probe, stages
 from distgnn_workload.partition.hetero_store import HeteroPartitionStore
+from distgnn_workload.partition.link_job import partition_link
 from distgnn_workload.partition.publish import remove_stale_temps, write_json
 from distgnn_workload.partition.store import META_FILE, PartitionStore, StoreError, is_complete
-from distgnn_workload.partition.writer import write_partitions
 from distgnn_workload.runtime.bootstrap import RoleProcess
 
 log = logging.getLogger("distgnn_workload.partition")
 
-ENV_LOG_LEVEL = "DISTGNN_LOG_LEVEL"  # workload log level (DEBUG, INFO, WARNING)
-
-BAD_INPUT_ERRORS: tuple[type[BaseException], ...] = (
-    DatasetError,
-    ContractError,
-    SpecError,
-    ValidationError,
-)
-
 AnyStore = PartitionStore | HeteroPartitionStore
-
-
-def _config(env: WorkloadEnv) -> JobConfig:
-    path = env.config_path
-    try:
-        return load_job_config(path)
-    except FileNotFoundError:
-        raise ContractError(
-            f"job config {path} not found; the operator mounts it (DISTGNN_CONFIG names it)"
-        ) from None
-    except ValidationError as err:
-        raise DatasetError(f"is not a valid job config: {err}", source=path) from None
 
 
 def run(env: WorkloadEnv, config: JobConfig, out: TextIO = sys.stdout) -> int:
@@ -102,14 +79,12 @@ def run(env: WorkloadEnv, config: JobConfig, out: TextIO = sys.stdout) -> int:
     if known_nodes is not None:
         algorithms.check_num_partitions(known_nodes, k)
     if spec.is_link_prediction and not hetero:
-        from distgnn_workload.partition.link_job import partition_link
-
         link_store, link_steps = partition_link(env.data_dir, target, config, out)
         return finish(env, config, link_store, link_steps, out)
     if hetero:
         typed, typed_steps = hetero_job.partition_hetero(env, config, out)
         write_figures(env, typed, typed_steps)
-        return hetero_job.finish(typed, typed_steps, out)
+        return report(typed, hetero_job.hetero_summary(typed, typed_steps), out)
 
     ooc, why = out_of_core(spec, ooc_job.graph_size(spec, env.data_dir))
     log.info("partitioning %s: %s", "out of core" if ooc else "in memory", why)
@@ -132,20 +107,7 @@ def run(env: WorkloadEnv, config: JobConfig, out: TextIO = sys.stdout) -> int:
         graph.num_classes,
         load_s,
     )
-    store, assign_s, write_s = stages.partition_stage(
-        lambda: algorithms.assign(graph, k, spec.partition),
-        lambda assignment, progress: write_partitions(
-            target,
-            graph,
-            k,
-            assignment=assignment,
-            spec=spec.partition,
-            key=config.partition_key,
-            extra_meta=stages.store_meta(config),
-            progress=progress,
-        ),
-        out,
-    )
+    store, assign_s, write_s = stages.partition_graph(graph, target, config, out)
     steps = {
         "generate" if kind == "synthetic" else "load": load_s,
         "partition": assign_s,
@@ -176,6 +138,11 @@ def finish(
             found["cache_hit_rate"],
         )
     write_figures(env, store, steps)
+    return report(store, summary(store, steps), out)
+
+
+def report(store: AnyStore, text: str, out: TextIO) -> int:
+    """The last progress event (with the edge cut) and the store's summary; the exit code."""
     emit_progress(
         STAGE_PARTITION,
         1.0,
@@ -184,7 +151,7 @@ def finish(
         edge_cut=float(store.meta.edge_cut),
         edge_cut_fraction=store.meta.edge_cut_fraction,
     )
-    print(summary(store, steps), file=out)
+    print(text, file=out)
     return EXIT_OK
 
 
@@ -217,13 +184,7 @@ def summary(store: PartitionStore, steps: dict[str, float]) -> str:
     lines = [
         f"partitioned {m.name}: {m.num_nodes:,} nodes, {m.num_undirected_edges:,} edges, "
         f"{m.num_features} features, {m.num_classes} classes",
-        f"  store      {store.path}",
-        f"  algorithm  {m.algorithm}, {m.num_partitions} partitions",
-        f"  edge cut   {m.edge_cut:,} ({100 * m.edge_cut_fraction:.1f}% of edges)",
-        "  balance    "
-        + ", ".join(f"{name} {value:.3f}" for name, value in m.balance.items())
-        + " (largest / mean)",
-        "  time       " + ", ".join(f"{name} {seconds:.1f}s" for name, seconds in steps.items()),
+        *stages.summary_lines(store.path, m, steps),
         "  part       nodes        out-edges    train      halo nodes",
     ]
     link = m.extra.get("link")
@@ -242,17 +203,11 @@ def summary(store: PartitionStore, steps: dict[str, float]) -> str:
     return "\n".join(lines)
 
 
-def _start_metrics_server(port: int) -> None:
-    from distgnn_workload.runtime.status_server import StatusServer
-
+def main(proc: RoleProcess) -> int:
+    """The partition Job's body (``python -m distgnn_workload.partitioner``)."""
+    config = proc.config
     try:
-        StatusServer(port).start()
+        proc.serve_status()
     except OSError as err:
         log.warning("%s; serving no metrics (the figures go to the termination message)", err)
-
-
-def main(proc: RoleProcess) -> int:
-    """The partition Job's body (``python -m distgnn_workload.partition``)."""
-    config = _config(proc.env)
-    _start_metrics_server(proc.env.metrics_port)
     return run(proc.env, config)
