@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone on a fresh machine (Python >= 3.11 with pip,
 # Go >= 1.26): a cached virtualenv with '.[dev]', the pinned control plane and Kueue built
-# from Go modules (cached), Debian's prometheus package (apt-get, as root; the .debs cached),
-# the static checks (scripts/lint.sh) and pytest on every tier but gpu (images only as root,
-# see the pytest stage), in parallel worker processes (pytest-xdist), with the 25 slowest
-# tests listed at the end. Extra arguments go to pytest. Warm runs skip the install and the
-# build.
+# from Go modules (cached; built in the background while the rest is set up), Debian's
+# prometheus package (apt-get, as root; the .debs cached), the static checks
+# (scripts/lint.sh) and pytest on every tier but gpu (images only as root, see the pytest
+# stage), in parallel worker processes (pytest-xdist), with the 25 slowest tests listed at the
+# end. Extra arguments go to pytest. Warm runs skip the install and the build.
 #
 # Usage: scripts/test.sh [--fast] [pytest arguments ...]
 #   --fast  the unit tier alone: api, operator, workload units, chart, CLI and repository
@@ -50,6 +50,25 @@ summary() {
   printf '  %s\n' "${STAGES[@]}"
 }
 trap summary EXIT
+
+# --- 0. the Go builds, in the background -------------------------------------------
+# The pinned control plane and Kueue (cached; minutes cold) build while the virtualenv
+# installs and lint runs; the pytest stage waits for them.
+builds_pid=""
+if ((!fast)); then
+  builds_dir="$(mktemp -d "${TMPDIR:-/tmp}/distgnn-builds.XXXXXX")"
+  builds_log="${builds_dir}/go-builds.log"
+  (
+    set -e
+    start=${SECONDS}
+    bash hack/build-controlplane.sh >"${builds_dir}/controlplane.out"
+    cp_s=$((SECONDS - start))
+    # The Kueue controller manager for the Kueue scenarios (tests/integration/test_kueue.py).
+    bash hack/build-kueue.sh >"${builds_dir}/kueue.out"
+    echo "control plane ${cp_s}s, kueue $((SECONDS - start - cp_s))s" >"${builds_dir}/go-builds.took"
+  ) 2>"${builds_log}" &
+  builds_pid=$!
+fi
 
 # --- 1. virtualenv ----------------------------------------------------------------
 begin "virtualenv"
@@ -104,18 +123,6 @@ if ((fast)); then
   exit 0
 fi
 
-# --- 2. control plane -------------------------------------------------------------
-begin "control plane"
-bin_dir="$(bash hack/build-controlplane.sh | tail -n 1)"
-export PATH="${bin_dir}:${PATH}"
-end "control plane" "${bin_dir}"
-
-# --- 2b. kueue ------------------------------------------------------------------
-begin "kueue"
-# The pinned Kueue controller manager for the Kueue scenarios (tests/integration/test_kueue.py).
-kueue_dir="$(bash hack/build-kueue.sh | tail -n 1)"
-end "kueue" "${kueue_dir}"
-
 # --- 3. prometheus ----------------------------------------------------------------
 begin "prometheus"
 # The prometheus tier runs Debian's prometheus package (prometheus and promtool). CI runs as
@@ -150,7 +157,19 @@ else
   failed+=("lint")
 fi
 
-# --- 5. tests ---------------------------------------------------------------------
+# --- 5. control plane and Kueue (built in the background) -------------------------
+begin "control plane, kueue"
+if ! wait "${builds_pid}"; then
+  tail -n 40 "${builds_log}" >&2
+  end "control plane, kueue" "FAILED (log: ${builds_log})"
+  exit 1
+fi
+bin_dir="$(tail -n 1 "${builds_dir}/controlplane.out")"
+kueue_dir="$(tail -n 1 "${builds_dir}/kueue.out")"
+export PATH="${bin_dir}:${PATH}"
+end "control plane, kueue" "built in the background ($(cat "${builds_dir}/go-builds.took")): ${bin_dir}, ${kueue_dir}"
+
+# --- 6. tests ---------------------------------------------------------------------
 begin "pytest"
 set +e
 # The images tier (tests/images) builds images with buildah, which needs root. As root it runs
