@@ -183,6 +183,11 @@ CHILD_CONFLICT = Reason(
 
 # CapacityFits (and Failed, with the operator's capacity policy fail)
 CAPACITY_SHORT = Reason("InsufficientCapacity", "{message}")
+# A rule the job breaks for its graph's size, known from the spec (distgnn_api.size_rules).
+GRAPH_TOO_SMALL = Reason(
+    "SpecDoesNotFitGraph",
+    "{errors} (the spec states the graph's size; no partition Job was created)",
+)
 CAPACITY_FITS = Reason("CapacityFits", "the job's requests and limits hold its capacity plan")
 
 # Events that are not condition changes
