@@ -156,6 +156,7 @@ def compute_status(
         draft.fail(*cannot_run)
         return draft.build()
     if _queued_stage(observed, prev, draft):
+        _blocked_stage(observed, prev, draft)  # e.g. a KueueError keeps the job queued
         return draft.build()
     if draft.start_time is None:
         draft.start_time = draft.now
