@@ -22,9 +22,9 @@ Event, as a refused child does; the next reconcile tries again.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from distgnn_api.contract import Role
 from distgnn_api.spec import DistGNNJobStatus, Phase
@@ -62,6 +62,8 @@ from distgnn_operator.status.admission import (
 )
 from distgnn_operator.status.blockers import Blocker
 
+T = TypeVar("T")
+
 
 class KueueError(RuntimeError):
     """Kueue's objects cannot serve the job (e.g. a missing WorkloadPriorityClass)."""
@@ -93,20 +95,28 @@ def queue_name(job: Mapping[str, Any]) -> str | None:
 
 @dataclass
 class Gate:
-    """A Kueue-managed job's Workload, as the reconcile found (or created) it; with an error,
-    the job waits (its view is not admitted) and ``blockers`` says why."""
+    """A Kueue-managed job's Workload, as the reconcile found (or created) it. With an
+    ``error``, the job's children must not change: a job without an admitted Workload waits
+    (its view is not admitted), an admitted one keeps what it runs; ``blockers`` says why."""
 
     workload: dict[str, Any] | None
     view: AdmissionView
     placements: dict[Role, Placement] = field(default_factory=dict)
     """Each role's placement from the admission (empty until admitted)."""
-    blockers: tuple[Blocker, ...] = ()
+    error: KueueError | None = None
+
+    @property
+    def blockers(self) -> tuple[Blocker, ...]:
+        if self.error is None:
+            return ()
+        return (Blocker(*KUEUE_ERROR.format(message=str(self.error))),)
 
     @classmethod
     def failed(cls, name: str, queue: str, err: KueueError) -> Gate:
+        """No usable Workload: the job waits, Queued with the error's reason."""
         reason, message = KUEUE_ERROR.format(message=str(err))
         view = AdmissionView(workload=name, queue=queue, reason=reason, message=message)
-        return cls(None, view, blockers=(Blocker(reason, message),))
+        return cls(None, view, error=err)
 
 
 def sync_workload(
@@ -118,43 +128,42 @@ def sync_workload(
     result: ReconcileResult,
 ) -> Gate | None:
     """The job's Workload, created when absent, and the admission's placements; None for a
-    job without the queue label. An error that a retry alone cannot fix gives a failed
-    Gate, which keeps the job Queued and says why."""
+    job without the queue label. An error that a retry alone cannot fix gives a Gate with
+    that error (see :class:`Gate`)."""
     queue = queue_name(job)
     if queue is None:
         return None
     name = naming.workload_name(ctx.name, ctx.uid)
     try:
-        gate = _sync(api, job, ctx, owner, previous, result, queue, name)
+        gate = _lasting(
+            f"Workload {name}",
+            lambda: _sync_workload(api, job, ctx, owner, previous, result, queue, name),
+        )
     except KueueError as err:
         result.actions.append(f"Kueue: {err}")
         return Gate.failed(name, queue, err)
+    if gate is not None and gate.view.admitted:
+        try:
+            gate.placements = _lasting(
+                f"the admission of Workload {name}", lambda: placements(api, gate.view)
+            )
+            _check_placements(ctx, gate.placements)
+        except KueueError as err:
+            result.actions.append(f"Kueue: {err}")
+            gate.error = err
     return gate
 
 
-def _sync(
-    api: KubeApi,
-    job: Mapping[str, Any],
-    ctx: JobContext,
-    owner: Mapping[str, Any],
-    previous: DistGNNJobStatus | None,
-    result: ReconcileResult,
-    queue: str,
-    name: str,
-) -> Gate | None:
-    """The Workload and the admission's placements; lasting API errors as KueueError."""
+def _lasting(what: str, call: Callable[[], T]) -> T:
+    """``call()``, with the API server's lasting answers on Kueue's objects as KueueError."""
     try:
-        gate = _sync_workload(api, job, ctx, owner, previous, result, queue, name)
-        if gate is not None and gate.view.admitted:
-            gate.placements = placements(api, gate.view)
-            _check_placements(ctx, gate.placements)
-        return gate
+        return call()
     except ChildRejected as rejected:
-        raise _explain(rejected.error, f"Workload {name}") from None
+        raise _explain(rejected.error, what) from None
     except ApiError as err:
         if err.status not in _LASTING:
             raise
-        raise _explain(err, f"Workload {name}") from None
+        raise _explain(err, what) from None
 
 
 def _sync_workload(

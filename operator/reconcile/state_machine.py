@@ -171,7 +171,8 @@ def _reconcile(api: KubeApi, job: dict[str, Any], options: ReconcileOptions) -> 
         result.actions.append("delete job (TTL)")
         return result
     try:
-        act(api, job, ctx, status, children, result)
+        if gate is None or gate.error is None:  # a Kueue error leaves the children as they are
+            act(api, job, ctx, status, children, result)
     except ChildConflict as conflict:
         _report_conflict(api, job, status, conflict, now, result)
     except ChildRejected as rejected:
