@@ -110,13 +110,13 @@ class SchedulingSpec(Model):
 
     _rules: ClassVar[tuple[CelRule, ...]] = (
         _cel(
-            f"self.labels.all(k, !k.matches(r'{KUEUE_KEY_PATTERN}'))",
+            f"!has(self.labels) || self.labels.all(k, !k.matches(r'{KUEUE_KEY_PATTERN}'))",
             KUEUE_KEY_MESSAGE.format(field="labels"),
             ".labels",
             lambda s: not any(is_kueue_key(k) for k in s.labels),
         ),
         _cel(
-            f"self.annotations.all(k, !k.matches(r'{KUEUE_KEY_PATTERN}'))",
+            f"!has(self.annotations) || self.annotations.all(k, !k.matches(r'{KUEUE_KEY_PATTERN}'))",
             KUEUE_KEY_MESSAGE.format(field="annotations"),
             ".annotations",
             lambda s: not any(is_kueue_key(k) for k in s.annotations),

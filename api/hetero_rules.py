@@ -94,7 +94,7 @@ def between_declared_node_types(spec: Any, key: str | None) -> bool:
     return src in hetero.node_types and dst in hetero.node_types
 
 
-DECLARED_NODE_TYPES_CEL: Final = "has(self.dataset.hetero) && has(self.dataset.hetero.nodeTypes)"
+DECLARED_NODE_TYPES_CEL: Final = "(has(self.dataset.hetero) && has(self.dataset.hetero.nodeTypes))"
 """CEL, on the job spec: the dataset declares its node types."""
 
 

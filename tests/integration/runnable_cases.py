@@ -9,6 +9,10 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from distgnn_api.cel import CelRule
+from distgnn_api.deployment import KUEUE_KEY_MESSAGE
+from distgnn_api.hetero_rules import JOB_RULES as HETERO_JOB_RULES
+from distgnn_api.link_rules import JOB_RULES as LINK_JOB_RULES
 from tests.integration.invalid_cases import FILES_BASE, MAG_BASE, FieldRule
 
 _NAME = st.from_regex(r"\A[a-z](_?[a-z0-9]){0,6}\Z")
@@ -94,6 +98,21 @@ def runnable_rules() -> list[FieldRule]:
             ),
         ),
     ]
+
+
+def _message(rules: tuple[CelRule, ...], phrase: str) -> str:
+    (found,) = [r.message for r in rules if phrase in r.message]
+    return found
+
+
+RULE_MESSAGES: list[str] = [
+    KUEUE_KEY_MESSAGE.format(field="labels"),
+    KUEUE_KEY_MESSAGE.format(field="annotations"),
+    _message(HETERO_JOB_RULES, "one partition per holder"),
+    _message(HETERO_JOB_RULES, "source or destination is not in dataset.hetero.nodeTypes"),
+    _message(LINK_JOB_RULES, "dataset.hetero.nodeTypes does not declare"),
+]
+"""The message of the rule each of :func:`runnable_rules` breaks, in the same order."""
 
 
 def runnable_valid_rules() -> list[FieldRule]:
