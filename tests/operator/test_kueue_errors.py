@@ -49,7 +49,9 @@ def _status(api: FakeKubeApi) -> dict[str, Any]:
 
 
 def _condition(api: FakeKubeApi, type_: str) -> dict[str, Any]:
-    found = [c for c in _status(api).get("conditions", []) if c["type"] == type_]
+    found: list[dict[str, Any]] = [
+        c for c in _status(api).get("conditions", []) if c["type"] == type_
+    ]
     assert found, _status(api)
     return found[0]
 
