@@ -30,6 +30,7 @@ from distgnn_api.pod_memory import (
     Shapes,
     Where,
     batch_bytes,
+    edge_caps,
     evaluation_items,
     expected_hops,
     holder_items,
@@ -129,7 +130,9 @@ def shapes(
             f"auto: topology {topo / GIB:.2f} GiB {'<=' if replicate else '>'} half of "
             f"{free / GIB:.1f} GiB on the {'GPU' if holder_gpus else 'host'}"
         )
-    nodes, edges = expected_hops(graph, spec.training.batch_size, list(spec.model.fanout))
+    fanouts = list(spec.model.fanout)
+    nodes, edges = expected_hops(graph, spec.training.batch_size, fanouts)
+    node_caps = hop_caps(spec.training.batch_size, fanouts, graph.num_nodes)
     if graph.probe is not None and graph.probe.matches(spec) and len(nodes) > 1:
         # The store's sampled batches: scale the sampled hops to their distinct count.
         factor = max(0.0, graph.probe.distinct_nodes - nodes[0]) / max(1.0, sum(nodes[1:]))
@@ -138,7 +141,8 @@ def shapes(
         holders=h,
         owned_nodes=owned,
         owned_edges=owned_edges,
-        hop_caps=hop_caps(spec.training.batch_size, list(spec.model.fanout)),
+        hop_caps=node_caps,
+        edge_caps=edge_caps(node_caps, fanouts, graph.num_edges),
         feature_bytes=2 if spec.training.bf16 else 4,
         replicate=replicate,
         replicate_why=why,

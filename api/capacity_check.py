@@ -38,6 +38,8 @@ class Shortfall:
     have: int
     hint: str = ""
     """Another way out, when there is one (a smaller partition.metisSampleEdges)."""
+    fix: str = ""
+    """The way out for this role and resource: the fields that raise or lower it."""
 
     @property
     def short(self) -> int:
@@ -53,6 +55,7 @@ class Shortfall:
         return (
             f"{self.role}: needs {gib(self.need)} of {what}, {self.field} gives "
             f"{gib(self.have)}: short by {gib(self.short)}"
+            + (f"; {self.fix}" if self.fix else "")
             + (f" ({self.hint})" if self.hint else "")
         )
 
@@ -86,25 +89,68 @@ def _sample_hint(spec: DistGNNJobSpec, role: RolePlan) -> str:
     )
 
 
+def _holds_partitions(spec: DistGNNJobSpec, role: str) -> bool:
+    return role == ("trainer" if spec.worker_mode else "sampler")
+
+
+def _memory_fix(spec: DistGNNJobSpec, role: str, field: str, need: int) -> str:
+    """How to give a role's pods the host memory they need."""
+    raise_it = f"raise {field} to at least {gib(need)}"
+    if role == "partition":
+        if spec.partition.out_of_core.value == "always":
+            return raise_it
+        return f"{raise_it}, or set spec.partition.outOfCore to always to stream the graph"
+    if _holds_partitions(spec, role):
+        pods = "spec.trainers.replicas" if spec.worker_mode else "spec.samplers.replicas"
+        return (
+            f"{raise_it}, add pods ({pods}) so that each holds a smaller share of the graph, "
+            "or lower spec.samplers.cacheRatio"
+        )
+    return f"{raise_it}, or lower spec.trainers.prefetch or spec.training.batchSize"
+
+
+def _gpu_fix(spec: DistGNNJobSpec, plan: Plan, role: str, gpu_field: str) -> str:
+    """How to make a role's share fit one GPU."""
+    cards = f"or run on cards with more memory ({gpu_field})"
+    if _holds_partitions(spec, role) and plan.shapes.replicate:
+        topology = (
+            "set spec.samplers.replicateTopology to never (each holder keeps only its "
+            "partition's topology), "
+        )
+    else:
+        topology = ""
+    if role == "trainer":
+        return (
+            f"{topology}lower spec.training.batchSize or spec.model.fanout (a mini-batch at "
+            f"its static capacity), {cards}"
+        )
+    return f"{topology}add sampler pods or lower spec.samplers.concurrency, {cards}"
+
+
 def check_role(
-    spec: DistGNNJobSpec, role: RolePlan, gpu_memory: int, gpu_field: str
+    spec: DistGNNJobSpec, plan: Plan, role: RolePlan, gpu_memory: int, gpu_field: str
 ) -> list[Shortfall]:
     out = []
     res, prefix = _resources(spec, role.role)
     have = resource_bytes(res, "memory")
     if have is not None and role.host_bytes > have:
+        field = _memory_field(res, prefix)
         out.append(
             Shortfall(
                 role.role,
                 "memory",
-                _memory_field(res, prefix),
+                field,
                 role.host_bytes,
                 have,
                 _sample_hint(spec, role),
+                _memory_fix(spec, role.role, field, role.host_bytes),
             )
         )
     if role.gpus_per_pod > 0 and role.gpu_bytes > gpu_memory:
-        out.append(Shortfall(role.role, "gpu-memory", gpu_field, role.gpu_bytes, gpu_memory))
+        fix = _gpu_fix(spec, plan, role.role, gpu_field)
+        out.append(
+            Shortfall(role.role, "gpu-memory", gpu_field, role.gpu_bytes, gpu_memory, fix=fix)
+        )
     return out
 
 
@@ -114,12 +160,18 @@ def check(
     """Every shortfall of ``plan`` against ``spec``'s resources, partition Job first."""
     out: list[Shortfall] = []
     for role in plan.roles:
-        out.extend(check_role(spec, role, gpu_memory, gpu_field))
+        out.extend(check_role(spec, plan, role, gpu_memory, gpu_field))
     if spec.storage.claim_name is None:
         size = parse_quantity(spec.storage.size)
         if size is not None and plan.volume_bytes > int(size):
+            fix = (
+                f"raise spec.storage.size to at least {gib(plan.volume_bytes)}, or name a "
+                "larger claim of your own in spec.storage.claimName"
+            )
             out.append(
-                Shortfall("volume", "storage", "spec.storage.size", plan.volume_bytes, int(size))
+                Shortfall(
+                    "volume", "storage", "spec.storage.size", plan.volume_bytes, int(size), fix=fix
+                )
             )
     return out
 

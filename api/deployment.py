@@ -3,6 +3,7 @@ network isolation of its pods."""
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import ClassVar
 
@@ -74,6 +75,21 @@ class PullPolicy(StrEnum):
     never = "Never"
 
 
+KUEUE_KEY_PATTERN = r"^([^/]*\.)?kueue\.x-k8s\.io/"
+"""Keys of Kueue's own labels and annotations (kueue.x-k8s.io/queue-name, priority-class, ...)."""
+KUEUE_KEY_MESSAGE = (
+    "kueue.x-k8s.io/ keys belong on the DistGNNJob's own metadata.labels (e.g. "
+    "kueue.x-k8s.io/queue-name: <LocalQueue>), where the operator queues the whole job as one "
+    "Workload; on scheduling.{field} they would reach the partition Job and the pods, which "
+    "Kueue would then queue and start on their own, outside the job's quota: remove them"
+)
+
+
+def is_kueue_key(key: str) -> bool:
+    """A key in Kueue's own name space (:data:`KUEUE_KEY_PATTERN`)."""
+    return re.match(KUEUE_KEY_PATTERN, key) is not None
+
+
 class SchedulingSpec(Model):
     """Placement of every pod of the job, and metadata for queueing systems (Kueue, Volcano)."""
 
@@ -88,9 +104,24 @@ class SchedulingSpec(Model):
     affinity: Affinity | None = None
     """Pod affinity (core/v1 Affinity: nodeAffinity, podAffinity, podAntiAffinity)."""
     labels: Labels = Field(default_factory=dict)
-    """Extra labels on every child and pod, e.g. kueue.x-k8s.io/queue-name."""
+    """Extra labels on every child and pod, e.g. team: graph. Not Kueue's kueue.x-k8s.io/ labels: they go on the DistGNNJob's own metadata.labels."""
     annotations: Annotations = Field(default_factory=dict)
-    """Extra annotations on every pod."""
+    """Extra annotations on every pod. Not Kueue's kueue.x-k8s.io/ keys."""
+
+    _rules: ClassVar[tuple[CelRule, ...]] = (
+        _cel(
+            f"!has(self.labels) || self.labels.all(k, !k.matches(r'{KUEUE_KEY_PATTERN}'))",
+            KUEUE_KEY_MESSAGE.format(field="labels"),
+            ".labels",
+            lambda s: not any(is_kueue_key(k) for k in s.labels),
+        ),
+        _cel(
+            f"!has(self.annotations) || self.annotations.all(k, !k.matches(r'{KUEUE_KEY_PATTERN}'))",
+            KUEUE_KEY_MESSAGE.format(field="annotations"),
+            ".annotations",
+            lambda s: not any(is_kueue_key(k) for k in s.annotations),
+        ),
+    )
 
 
 class ImagesSpec(Model):

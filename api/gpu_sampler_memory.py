@@ -21,9 +21,9 @@ def static_sample_bytes(s: Shapes) -> int:
     """One static sampling's blocks (sample_static): its int64 outputs at the layout's
     capacities (node_ids, src, dst, target_ptr) and the last hop's temporaries."""
     caps = s.hop_caps
-    node_cap, edge_cap, target_cap = sum(caps), sum(caps[1:]), sum(caps[:-1])
+    node_cap, edge_cap, target_cap = sum(caps), sum(s.edge_caps), sum(caps[:-1])
     outputs = (node_cap + 1) + 2 * (edge_cap + 1) + (target_cap + 2)
-    return 8 * (outputs + STATIC_SAMPLE_TEMPS * caps[-1])
+    return 8 * (outputs + STATIC_SAMPLE_TEMPS * s.edge_caps[-1])
 
 
 def sampler_count(spec: DistGNNJobSpec) -> int:

@@ -12,7 +12,12 @@ from typing import Any, Final
 
 from distgnn_api.cel import CelRule
 from distgnn_api.cel import cel as _cel
-from distgnn_api.edge_types import KEY_SEPARATOR, STRICT_KEY_PATTERN, edge_type_keys
+from distgnn_api.edge_types import (
+    KEY_SEPARATOR,
+    STRICT_KEY_PATTERN,
+    edge_type_keys,
+    parse_edge_type_key,
+)
 from distgnn_api.hetero import is_edge_type_key, reverse_declared, reverse_key_cel
 from distgnn_api.mag_shape import MAG_TARGET_NODE_TYPE, mag_edge_types
 
@@ -65,6 +70,36 @@ def _known_to_declared(spec: Any) -> bool:
         or (hetero.add_reverse_edges and reverse_declared(k, hetero.edge_types))
         for k in spec.model.edge_fanouts
     )
+
+
+def declared_node_types_cel(key: str) -> str:
+    """CEL, on the job spec: the strict edge-type key ``key`` (a CEL expression) leads between
+    node types that dataset.hetero.nodeTypes declares (true for a key of another form, which
+    its own rule refuses)."""
+    types = "self.dataset.hetero.nodeTypes"
+    return (
+        f"(!{key}.matches(r'{STRICT_KEY_PATTERN}') || "
+        f"({key}.split('{KEY_SEPARATOR}')[0] in {types} && "
+        f"{key}.split('{KEY_SEPARATOR}')[2] in {types}))"
+    )
+
+
+def between_declared_node_types(spec: Any, key: str | None) -> bool:
+    """The edge type ``key`` leads between declared node types (True when none are declared
+    or the key is unset or malformed): :func:`declared_node_types_cel`."""
+    hetero = spec.dataset.hetero
+    if key is None or hetero is None or hetero.node_types is None or not is_edge_type_key(key):
+        return True
+    src, _, dst = parse_edge_type_key(key)
+    return src in hetero.node_types and dst in hetero.node_types
+
+
+DECLARED_NODE_TYPES_CEL: Final = "(has(self.dataset.hetero) && has(self.dataset.hetero.nodeTypes))"
+"""CEL, on the job spec: the dataset declares its node types."""
+
+
+def _holders_cel() -> str:
+    return "(self.samplers.replicas > 0 ? self.samplers.replicas : self.trainers.replicas)"
 
 
 def _known_to_mag(spec: Any) -> bool:
@@ -121,6 +156,27 @@ JOB_RULES: Final[tuple[CelRule, ...]] = (
         "addReverseEdges, the rev_ reverse of one: fix the key or declare the relation",
         ".model.edgeFanouts",
         _known_to_declared,
+    ),
+    _cel(
+        f"!{DECLARED_NODE_TYPES_CEL} || !has(self.model.edgeFanouts) || "
+        f"self.model.edgeFanouts.all(k, {declared_node_types_cel('k')})",
+        "edgeFanouts names an edge type whose source or destination is not in "
+        "dataset.hetero.nodeTypes: fix the key or declare the node type",
+        ".model.edgeFanouts",
+        lambda s: all(between_declared_node_types(s, k) for k in s.model.edge_fanouts or {}),
+    ),
+    _cel(
+        f"!{HETERO_CEL} || !has(self.partition.numPartitions) || "
+        f"self.partition.numPartitions == {_holders_cel()}",
+        "a heterogeneous job has one partition per holder (samplers.replicas, or "
+        "trainers.replicas when samplers.replicas is 0): leave numPartitions unset or set it "
+        "to that count",
+        ".partition.numPartitions",
+        lambda s: (
+            not is_hetero(s)
+            or s.partition.num_partitions is None
+            or s.partition.num_partitions == s.num_holders
+        ),
     ),
 )
 """The job spec's rules for heterogeneous datasets (they read the dataset and the model)."""

@@ -13,11 +13,14 @@ from distgnn_api.cel import cel as _cel
 from distgnn_api.edge_types import KEY_SEPARATOR, STRICT_KEY_PATTERN
 from distgnn_api.hetero import reverse_declared, reverse_key_cel
 from distgnn_api.hetero_rules import (
+    DECLARED_NODE_TYPES_CEL,
     HETERO_CEL,
     MAG_KNOWN_CEL,
     MAG_KNOWN_LIST,
     MAG_RELATION_KEYS,
+    between_declared_node_types,
     cel_list,
+    declared_node_types_cel,
     is_hetero,
     mag_known_keys,
 )
@@ -160,6 +163,15 @@ JOB_RULES: Final[tuple[CelRule, ...]] = (
             or s.dataset.synthetic_mag is not None
             or _edge_type_known(s, s.link_prediction.reverse_edge_type, reverse=True)
         ),
+    ),
+    _cel(
+        f"!{_LP} || !{DECLARED_NODE_TYPES_CEL} || !has(self.linkPrediction.edgeType) || "
+        + declared_node_types_cel("self.linkPrediction.edgeType"),
+        "edgeType leads from or to a node type that dataset.hetero.nodeTypes does not "
+        "declare: fix it or declare the node type (reverseEdgeType, which leads back, "
+        "follows)",
+        ".linkPrediction.edgeType",
+        lambda s: _lp(s) is None or between_declared_node_types(s, s.link_prediction.edge_type),
     ),
     _cel(
         f"!{_LP} || self.linkPrediction.excludeReverse || {HETERO_CEL}",

@@ -72,6 +72,9 @@ class Shapes:
     owned_nodes: int
     owned_edges: int
     hop_caps: tuple[int, ...]
+    """Most nodes per hop of one mini-batch (:func:`hop_caps`, at most the graph's nodes)."""
+    edge_caps: tuple[int, ...]
+    """Most sampled edges per hop (:func:`edge_caps`)."""
     feature_bytes: int
     """Bytes of one feature value on a holder: 2 with bf16 (holder.load), else 4."""
     replicate: bool
@@ -87,21 +90,33 @@ class Shapes:
         return sum(self.hop_caps)
 
 
-def hop_caps(batch_size: int, fanouts: list[int]) -> tuple[int, ...]:
-    """sampling/static_hops.py StaticLayout.hop_caps: B, B f1, B f1 f2, ..."""
+def hop_caps(batch_size: int, fanouts: list[int], num_nodes: int | None = None) -> tuple[int, ...]:
+    """sampling/static_hops.py StaticLayout.hop_caps: B, B f1, B f1 f2, ...; with
+    ``num_nodes``, each at most the graph's nodes (a mini-batch holds each node once, so no
+    hop adds more distinct nodes than the graph has)."""
     caps = [batch_size]
     for k in fanouts:
         caps.append(caps[-1] * k)
-    return tuple(caps)
+    return tuple(caps if num_nodes is None else (min(c, num_nodes) for c in caps))
 
 
-def index_sizes(caps: tuple[int, ...]) -> int:
+def edge_caps(
+    node_caps: tuple[int, ...], fanouts: list[int], num_edges: int | None = None
+) -> tuple[int, ...]:
+    """Most sampled edges per hop: every node of the previous hop draws at most its fanout
+    (B f1, B f1 f2, ... while no cap applies), and, with ``num_edges``, no hop draws more
+    edges than the graph stores (fanouts draw without replacement)."""
+    caps = (prev * k for prev, k in zip(node_caps, fanouts, strict=False))
+    return tuple(caps if num_edges is None else (min(c, num_edges) for c in caps))
+
+
+def index_sizes(node_caps: tuple[int, ...], edge_caps: tuple[int, ...]) -> int:
     """Elements of StaticLayout.index_sizes(): per layer src + dst (edge_cap) and ptr."""
-    layers = len(caps) - 1
+    layers = len(edge_caps)
     total = 0
     for layer in range(layers):
-        edges = sum(caps[1 : layers - layer + 1])
-        total += 2 * edges + sum(caps[: layers - layer]) + 2
+        edges = sum(edge_caps[: layers - layer])
+        total += 2 * edges + sum(node_caps[: layers - layer]) + 2
     return total
 
 
@@ -159,7 +174,7 @@ def hop_sizes(s: Shapes, dev: Where) -> tuple[tuple[float, ...], tuple[float, ..
     layout's capacities (static shapes, CUDA graphs, slots); host pages count only once
     touched, so host memory follows the expected batch."""
     if dev == "gpu":
-        return tuple(float(c) for c in s.hop_caps), tuple(float(c) for c in s.hop_caps[1:])
+        return tuple(float(c) for c in s.hop_caps), tuple(float(c) for c in s.edge_caps)
     return s.expected_nodes, s.expected_edges
 
 
@@ -285,7 +300,7 @@ def trainer_items(spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: Where)
     if dev == "gpu" and spec.model.arch == Arch.sage:
         static = (
             (s.node_cap + 1) * graph.num_features * s.feature_bytes
-            + index_sizes(s.hop_caps) * 8
+            + index_sizes(s.hop_caps, s.edge_caps) * 8
             + s.hop_caps[0] * 8
         )
         items.append(Item("CUDA-graph static inputs", static, dev,

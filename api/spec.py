@@ -294,6 +294,7 @@ CEL_RULES: tuple[tuple[type[BaseModel], tuple[CelRule, ...]], ...] = (
     (DatasetSpec, DatasetSpec._rules),
     (ModelSpec, ModelSpec._rules),
     (NetworkPolicySpec, NetworkPolicySpec._rules),
+    (SchedulingSpec, SchedulingSpec._rules),
     (DistGNNJobSpec, DistGNNJobSpec._rules),
 )
 """Every model with cross-field rules, for the CRD generator and its tests."""

@@ -127,6 +127,20 @@ KUEUE_WAITING = Reason(
 KUEUE_ADMITTED = Reason(
     "Admitted", "Workload {workload} is admitted by ClusterQueue {cluster_queue}"
 )
+# Queued and Blocked (Kueue): a Kueue object cannot serve the job (a missing
+# WorkloadPriorityClass or ResourceFlavor, a refused Workload, no Kueue API): the job waits
+KUEUE_ERROR = Reason(
+    "KueueError", "{message}; the job creates no pods until this is fixed (retried)"
+)
+# Blocked: Kueue's own integration took over a child (its webhook gave it a queue)
+KUEUE_MANAGES_CHILD = Reason(
+    "KueueManagesChild",
+    "{kind} {name} has label {label}={queue}, which the job did not give it: Kueue's webhook "
+    "queued it apart from the job (a LocalQueue named default in the namespace, or "
+    "manageJobsWithoutQueueName), so Kueue may suspend it and count it twice; list "
+    "DistGNNJob.v1alpha1.distgnn.io in Kueue's integrations.externalFrameworks (README: Kueue), "
+    "then create the job again",
+)
 # Kueue's Workload conditions the operator writes, as Kueue's own job integrations do
 KUEUE_FINISHED_SUCCEEDED = "Succeeded"  # Finished reason of a Succeeded job
 KUEUE_FINISHED_FAILED = "Failed"  # Finished reason of a Failed job
@@ -183,6 +197,11 @@ CHILD_CONFLICT = Reason(
 
 # CapacityFits (and Failed, with the operator's capacity policy fail)
 CAPACITY_SHORT = Reason("InsufficientCapacity", "{message}")
+# A rule the job breaks for its graph's size, known from the spec (distgnn_api.size_rules).
+GRAPH_TOO_SMALL = Reason(
+    "SpecDoesNotFitGraph",
+    "{errors} (the spec states the graph's size; no partition Job was created)",
+)
 CAPACITY_FITS = Reason("CapacityFits", "the job's requests and limits hold its capacity plan")
 
 # Events that are not condition changes

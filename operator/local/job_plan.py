@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from distgnn_api.contract import Role
+from distgnn_api.size_rules import size_errors
 from distgnn_api.spec import DistGNNJobSpec
 from distgnn_operator.builders import (
     JobContext,
@@ -23,21 +24,16 @@ LOCAL_NAMESPACE = "local"
 
 
 class UnsupportedJobError(ValueError):
-    """A valid job that the workload cannot run yet; the message names the field to change."""
+    """A valid job that the workload would refuse at start-up, for its graph's size; the
+    message names the field to change."""
 
 
 def check_supported(spec: DistGNNJobSpec) -> None:
-    """Refuse, before any process starts, a job the workload would refuse at start-up."""
-    if spec.dataset.hetero_section is None:
-        return
-    holders = "trainers.replicas" if spec.worker_mode else "samplers.replicas"
-    count = spec.trainers.replicas if spec.worker_mode else spec.samplers.replicas
-    if spec.num_partitions != count:
-        raise UnsupportedJobError(
-            f"spec.partition.numPartitions: a heterogeneous job has one partition per holder "
-            f"({count}, spec.{holders}), not {spec.num_partitions}; leave numPartitions unset "
-            f"or set it to spec.{holders}"
-        )
+    """Refuse, before any process starts, a job the workload would refuse at start-up: the
+    size rules of :mod:`distgnn_api.size_rules` (the operator applies them too)."""
+    found = size_errors(spec)
+    if found:
+        raise UnsupportedJobError("; ".join(str(e) for e in found))
 
 
 @dataclass(frozen=True)

@@ -13,32 +13,40 @@ labelled ``kueue.x-k8s.io/queue-name`` the operator does the same steps itself:
 
 A deleted job's Workload goes with it (ownerReference). ``runPolicy.suspend`` maps to the
 Workload's ``spec.active``, which is how Kueue deactivates a Workload.
+
+Every error on this path that waiting alone will not fix (a missing WorkloadPriorityClass or
+ResourceFlavor, a Workload the API server refuses, no Kueue API or no RBAC for it) keeps the
+job Queued with the reason ``KueueError`` and becomes its Blocked condition and a Warning
+Event, as a refused child does; the next reconcile tries again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from distgnn_api.contract import Role
 from distgnn_api.spec import DistGNNJobStatus, Phase
 from distgnn_operator import naming
-from distgnn_operator.builders import JobContext, Placement, build_workload
+from distgnn_operator.builders import JobContext, Placement, PlacementConflict, build_workload
+from distgnn_operator.builders.placement import place
 from distgnn_operator.constants import (
     COND_FAILED,
     COND_SUCCEEDED,
+    KUEUE_ERROR,
     KUEUE_FINISHED_FAILED,
     KUEUE_FINISHED_SUCCEEDED,
     KUEUE_REQUEUE_REASON,
     LABEL_PRIORITY_CLASS,
     LABEL_QUEUE_NAME,
 )
-from distgnn_operator.reconcile.apply import ensure
+from distgnn_operator.reconcile.apply import ChildRejected, ensure
 from distgnn_operator.reconcile.kube_api import (
     RESOURCE_FLAVOR,
     WORKLOAD,
     WORKLOAD_PRIORITY_CLASS,
+    ApiError,
     KubeApi,
 )
 from distgnn_operator.reconcile.observe import Children
@@ -52,10 +60,31 @@ from distgnn_operator.status.admission import (
     WL_REQUEUED,
     AdmissionView,
 )
+from distgnn_operator.status.blockers import Blocker
+
+T = TypeVar("T")
 
 
 class KueueError(RuntimeError):
     """Kueue's objects cannot serve the job (e.g. a missing WorkloadPriorityClass)."""
+
+
+# Answers of the API server on Kueue's objects that a retry alone cannot fix.
+_LASTING = {400: "invalid", 403: "forbidden", 404: "not found", 422: "invalid"}
+
+
+def _explain(err: ApiError, what: str) -> KueueError:
+    """A KueueError that says what the API server answered on Kueue's objects and why."""
+    if err.status == 404:
+        hint = (
+            "the API server does not serve kueue.x-k8s.io/v1beta2: install Kueue (v0.17 or "
+            f"later) or remove the {LABEL_QUEUE_NAME} label"
+        )
+    elif err.status == 403:
+        hint = "the operator lacks RBAC for Kueue's objects: install the chart with kueue.enabled"
+    else:
+        hint = "Kueue refused it"
+    return KueueError(f"{what}: {err.status} {_LASTING[err.status]}: {err.message} ({hint})")
 
 
 def queue_name(job: Mapping[str, Any]) -> str | None:
@@ -66,10 +95,28 @@ def queue_name(job: Mapping[str, Any]) -> str | None:
 
 @dataclass
 class Gate:
-    """A Kueue-managed job's Workload, as the reconcile found (or created) it."""
+    """A Kueue-managed job's Workload, as the reconcile found (or created) it. With an
+    ``error``, the job's children must not change: a job without an admitted Workload waits
+    (its view is not admitted), an admitted one keeps what it runs; ``blockers`` says why."""
 
-    workload: dict[str, Any]
+    workload: dict[str, Any] | None
     view: AdmissionView
+    placements: dict[Role, Placement] = field(default_factory=dict)
+    """Each role's placement from the admission (empty until admitted)."""
+    error: KueueError | None = None
+
+    @property
+    def blockers(self) -> tuple[Blocker, ...]:
+        if self.error is None:
+            return ()
+        return (Blocker(*KUEUE_ERROR.format(message=str(self.error))),)
+
+    @classmethod
+    def failed(cls, name: str, queue: str, err: KueueError) -> Gate:
+        """No usable Workload: the job waits, Queued with the error's reason."""
+        reason, message = KUEUE_ERROR.format(message=str(err))
+        view = AdmissionView(workload=name, queue=queue, reason=reason, message=message)
+        return cls(None, view, error=err)
 
 
 def sync_workload(
@@ -80,11 +127,55 @@ def sync_workload(
     previous: DistGNNJobStatus | None,
     result: ReconcileResult,
 ) -> Gate | None:
-    """The job's Workload, created when absent; None for a job without the queue label."""
+    """The job's Workload, created when absent, and the admission's placements; None for a
+    job without the queue label. An error that a retry alone cannot fix gives a Gate with
+    that error (see :class:`Gate`)."""
     queue = queue_name(job)
     if queue is None:
         return None
     name = naming.workload_name(ctx.name, ctx.uid)
+    try:
+        gate = _lasting(
+            f"Workload {name}",
+            lambda: _sync_workload(api, job, ctx, owner, previous, result, queue, name),
+        )
+    except KueueError as err:
+        result.actions.append(f"Kueue: {err}")
+        return Gate.failed(name, queue, err)
+    if gate is not None and gate.view.admitted:
+        try:
+            gate.placements = _lasting(
+                f"the admission of Workload {name}", lambda: placements(api, gate.view)
+            )
+            _check_placements(ctx, gate.placements)
+        except KueueError as err:
+            result.actions.append(f"Kueue: {err}")
+            gate.error = err
+    return gate
+
+
+def _lasting(what: str, call: Callable[[], T]) -> T:
+    """``call()``, with the API server's lasting answers on Kueue's objects as KueueError."""
+    try:
+        return call()
+    except ChildRejected as rejected:
+        raise _explain(rejected.error, what) from None
+    except ApiError as err:
+        if err.status not in _LASTING:
+            raise
+        raise _explain(err, what) from None
+
+
+def _sync_workload(
+    api: KubeApi,
+    job: Mapping[str, Any],
+    ctx: JobContext,
+    owner: Mapping[str, Any],
+    previous: DistGNNJobStatus | None,
+    result: ReconcileResult,
+    queue: str,
+    name: str,
+) -> Gate | None:
     workload = api.get(WORKLOAD, ctx.namespace, name)
     finished = previous is not None and previous.phase in (Phase.succeeded, Phase.failed)
     if workload is None:
@@ -161,6 +252,16 @@ def placements(api: KubeApi, view: AdmissionView) -> dict[Role, Placement]:
     return out
 
 
+def _check_placements(ctx: JobContext, found: Mapping[Role, Placement]) -> None:
+    """A flavor's node label that contradicts spec.scheduling.nodeSelector: a KueueError
+    now, rather than a failure of every pod template the actions build."""
+    for placement in found.values():
+        try:
+            place({}, {"nodeSelector": dict(ctx.spec.scheduling.node_selector)}, placement)
+        except PlacementConflict as err:
+            raise KueueError(str(err)) from None
+
+
 def _active_pods(children: Children) -> int:
     """Pods of the job that still hold (or may hold) their resources."""
     return sum(
@@ -180,6 +281,8 @@ def after_act(
 ) -> None:
     """Hand quota back to Kueue: after an eviction once the pods are gone, and at the end."""
     view, workload = gate.view, gate.workload
+    if workload is None:
+        return
     conditions: list[dict[str, Any]] = list((workload.get("status") or {}).get("conditions") or [])
     status_patch: dict[str, Any] = {}
     if status.phase in (Phase.succeeded, Phase.failed) and not view.finished:

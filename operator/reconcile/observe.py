@@ -31,6 +31,7 @@ from distgnn_operator.status.blockers import (
     Blocker,
     claim_blockers,
     failed_create_blockers,
+    kueue_blockers,
     pod_blockers,
 )
 
@@ -96,6 +97,9 @@ def blockers(ctx: JobContext, children: Children) -> list[Blocker]:
         *({"kind": "StatefulSet", **s} for s in children.statefulsets.values()),
     ]
     return [
+        *kueue_blockers(
+            [*(c for c in controllers if c), *({"kind": "Pod", **p} for p in children.pods)]
+        ),
         *claim_blockers(children.claim, ctx.claim_name, ctx.spec.storage.claim_name is not None),
         *failed_create_blockers([c for c in controllers if c], children.events),
         *pod_blockers(children.pods),

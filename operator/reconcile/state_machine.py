@@ -134,7 +134,7 @@ def _reconcile(api: KubeApi, job: dict[str, Any], options: ReconcileOptions) -> 
     if options.kueue:
         gate = kueue_gate.sync_workload(api, job, ctx, owner_reference(job), previous, result)
         if gate is not None and gate.view.admitted:
-            ctx = dataclasses.replace(ctx, placements=kueue_gate.placements(api, gate.view))
+            ctx = dataclasses.replace(ctx, placements=gate.placements)
     children = read_children(api, ctx, finished=finished)
     progress = None
     if options.poll_progress and previous is not None and previous.phase is Phase.training:
@@ -142,9 +142,13 @@ def _reconcile(api: KubeApi, job: dict[str, Any], options: ReconcileOptions) -> 
         if ip is not None:
             progress = fetch_progress(ip, spec.metrics_port, options.progress_timeout)
     observed = to_observed(ctx, children, progress)
+    if gate is not None:
+        observed = dataclasses.replace(
+            observed, admission=gate.view, blockers=(*gate.blockers, *observed.blockers)
+        )
     status = compute_status(
         spec,
-        dataclasses.replace(observed, admission=gate.view if gate else None),
+        observed,
         previous,
         now,
         generation=meta.get("generation"),
@@ -167,7 +171,8 @@ def _reconcile(api: KubeApi, job: dict[str, Any], options: ReconcileOptions) -> 
         result.actions.append("delete job (TTL)")
         return result
     try:
-        act(api, job, ctx, status, children, result)
+        if gate is None or gate.error is None:  # a Kueue error leaves the children as they are
+            act(api, job, ctx, status, children, result)
     except ChildConflict as conflict:
         _report_conflict(api, job, status, conflict, now, result)
     except ChildRejected as rejected:

@@ -21,6 +21,8 @@ from distgnn_operator.constants import (
     CLAIM_NOT_FOUND,
     CONTAINER_CREATE_FAILED,
     IMAGE_PULL_FAILED,
+    KUEUE_MANAGES_CHILD,
+    LABEL_QUEUE_NAME,
     POD_UNSCHEDULABLE,
 )
 
@@ -102,6 +104,21 @@ def failed_create_blockers(
                     )
                 )
             )
+    return out
+
+
+def kueue_blockers(children: Iterable[Mapping[str, Any]]) -> list[Blocker]:
+    """Children that Kueue's own integrations queue: the job never labels them with a queue,
+    so the label comes from Kueue's webhook (its default LocalQueue, or
+    manageJobsWithoutQueueName), and Kueue would suspend them apart from the job."""
+    out: list[Blocker] = []
+    for obj in children:
+        meta = _meta(obj)
+        queue = (meta.get("labels") or {}).get(LABEL_QUEUE_NAME)
+        if queue:
+            kind, name = obj.get("kind", "object"), meta.get("name")
+            values = {"kind": kind, "name": name, "label": LABEL_QUEUE_NAME, "queue": queue}
+            out.append(Blocker(*KUEUE_MANAGES_CHILD.format(**values)))
     return out
 
 

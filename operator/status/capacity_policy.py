@@ -35,8 +35,5 @@ def shortfalls(spec: DistGNNJobSpec, policy: CapacityPolicy, gpu_memory: int) ->
 
 
 def message(found: list[Shortfall]) -> str:
-    """One message for every shortfall, with the way out."""
-    return (
-        "; ".join(s.message for s in found)
-        + "; raise the limits, add pods or lower cacheRatio (distgnn plan shows the figures)"
-    )
+    """One message for every shortfall, each with its own way out."""
+    return " | ".join(s.message for s in found) + " (distgnn plan shows the figures)"

@@ -53,6 +53,7 @@ from distgnn_operator.status import (
     active_deadline,
     capacity_policy,
     failure_policy,
+    size_policy,
     success_policy,
     suspend_policy,
 )
@@ -150,7 +151,12 @@ def compute_status(
         return draft.build()
     if is_true(prev.conditions, COND_SUSPENDED):
         draft.set_reason(COND_SUSPENDED, "False", JOB_RESUMED)
+    cannot_run = size_policy.failure(spec)
+    if cannot_run is not None:
+        draft.fail(*cannot_run)
+        return draft.build()
     if _queued_stage(observed, prev, draft):
+        _blocked_stage(observed, prev, draft)  # e.g. a KueueError keeps the job queued
         return draft.build()
     if draft.start_time is None:
         draft.start_time = draft.now

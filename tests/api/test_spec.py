@@ -86,6 +86,27 @@ def test_camel_case_round_trip() -> None:
             "created claim only",
         ),
         ({"bogus": 1}, "spec.bogus", "Extra inputs are not permitted"),
+        (
+            {"scheduling": {"labels": {"team": "graph", "kueue.x-k8s.io/queue-name": "user"}}},
+            "spec.scheduling.labels",
+            "belong on the DistGNNJob's own metadata.labels",
+        ),
+        (
+            {"scheduling": {"annotations": {"provreq.kueue.x-k8s.io/maxRunDurationSeconds": "9"}}},
+            "spec.scheduling.annotations",
+            "outside the job's quota",
+        ),
+        (
+            {
+                "dataset": {"syntheticMag": {"scale": 0.01}},
+                "model": {"arch": "rsage"},
+                "samplers": {"replicas": 0},
+                "trainers": {"replicas": 2},
+                "partition": {"numPartitions": 4},
+            },
+            "spec.partition.numPartitions",
+            "one partition per holder",
+        ),
     ],
 )
 def test_invalid_specs_name_the_field(overrides: dict[str, Any], field: str, phrase: str) -> None:
@@ -171,6 +192,20 @@ def test_every_cel_rule_has_a_python_twin_that_fires() -> None:
             "dataset": {"ogb": {"path": "m"}, "hetero": {"edgeTypes": ["a__r__b"]}},
             "model": {**rsage, "edgeFanouts": {"b__r__a": [5, 5]}},
         },
+        {"dataset": mag, "model": rsage, "partition": {"numPartitions": 4}},
+        {
+            "dataset": {"ogb": {"path": "m"}, "hetero": {"nodeTypes": ["a", "b"]}},
+            "model": {**rsage, "edgeFanouts": {"a__r__c": [5, 5]}},
+        },
+        {
+            "dataset": {"ogb": {"path": "m"}, "hetero": {"nodeTypes": ["a", "b"]}},
+            "model": rsage,
+            "task": "linkPrediction",
+            "linkPrediction": {"edgeType": "c__r__a"},
+        },
+        # Kueue's keys belong on the job's own metadata
+        _spec(scheduling={"labels": {"kueue.x-k8s.io/queue-name": "user"}}),
+        _spec(scheduling={"annotations": {"kueue.x-k8s.io/priority-class": "high"}}),
         # link prediction (tests/api/test_link_spec.py has one case per rule)
         *(spec for spec, _ in MISTAKES),
     ]

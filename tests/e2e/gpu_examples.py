@@ -150,7 +150,8 @@ def reduce_example(doc: dict[str, Any], gpus: int, data_dir: Path) -> dict[str, 
     reduce."""
     spec = doc["spec"]
     dataset = spec["dataset"]
-    if is_hetero(doc):
+    hetero = is_hetero(doc)  # before the replicas drop below numPartitions
+    if hetero:
         spec["dataset"] = _reduced_hetero(dataset)
     elif "synthetic" in dataset:
         dataset["synthetic"] = {**(dataset["synthetic"] or {}), **GRAPH}
@@ -166,7 +167,7 @@ def reduce_example(doc: dict[str, Any], gpus: int, data_dir: Path) -> dict[str, 
         if pod.get("replicas", 1) > gpus:
             pod["replicas"] = gpus
     spec.get("partition", {}).pop("resources", None)
-    if is_hetero(doc):  # one partition per holder, whose count may have dropped above
+    if hetero:  # one partition per holder, whose count may have dropped above
         spec.get("partition", {}).pop("numPartitions", None)
     spec["training"].update({"epochs": EPOCHS, "evalEvery": 1})
     spec.pop("storage", None)

@@ -787,12 +787,15 @@ def link_rules() -> list[FieldRule]:
 
 
 def all_rules() -> list[FieldRule]:
+    from tests.integration.runnable_cases import runnable_rules
+
     return (
         model_field_rules()
         + kubernetes_rules()
         + cross_field_rules()
         + hetero_rules()
         + link_rules()
+        + runnable_rules()
     )
 
 

@@ -298,3 +298,31 @@ def test_kueue_rbac_follows_kueue_enabled(helm: Helm) -> None:
     )
     assert _kueue_rules(scoped, "ClusterRole") == rbac.KUEUE_CLUSTER_RULES
     assert _kueue_rules(scoped, "Role") == rbac.KUEUE_NAMESPACED_RULES
+
+
+def test_kueues_service_account_may_read_the_jobs_with_kueue_enabled(helm: Helm) -> None:
+    """Kueue, with DistGNNJob among its external frameworks, reads a child's owner: the chart
+    grants its ServiceAccount get, list and watch on distgnnjobs, and nothing else."""
+
+    def readers(values: dict[str, Any]) -> list[dict[str, Any]]:
+        docs = documents(helm.template("dg", "ns1", values))
+        return [d for d in docs if d["metadata"]["name"].endswith("-kueue-reader")]
+
+    assert readers({}) == []
+    assert readers({"kueue.enabled": True, "kueue.controllerServiceAccount.name": ""}) == []
+    role, binding = sorted(readers({"kueue.enabled": True}), key=lambda d: d["kind"])
+    assert (role["kind"], binding["kind"]) == ("ClusterRole", "ClusterRoleBinding")
+    assert role["rules"] == [
+        {
+            "apiGroups": ["distgnn.io"],
+            "resources": ["distgnnjobs"],
+            "verbs": ["get", "list", "watch"],
+        }
+    ]
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "kueue-controller-manager", "namespace": "kueue-system"}
+    ]
+    custom = {"kueue.enabled": True, "kueue.controllerServiceAccount.namespace": "queues"}
+    (_, moved) = sorted(readers(custom), key=lambda d: d["kind"])
+    assert moved["subjects"][0]["namespace"] == "queues"

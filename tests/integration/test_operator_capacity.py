@@ -1,6 +1,8 @@
 """A job whose resources cannot hold its capacity plan, on the real control plane: the
 operator sets CapacityFits=False and posts a Warning Event naming the role, the resource and
-the shortfall; with the capacity policy fail it fails the job before any child starts."""
+the shortfall; with the capacity policy fail it fails the job before any child starts. A job
+whose graph, sized by its spec, cannot hold it fails before its partition Job, whatever the
+policy."""
 
 from __future__ import annotations
 
@@ -81,3 +83,24 @@ def test_fail_fails_the_job_before_any_child(
         assert "trainer: needs" in failed["message"]
         assert wait_for("the Warning Event", lambda: capacity_warnings(cluster, "short"))
         assert cluster.owned(JOB, "short") == []
+
+
+def test_a_graph_too_small_for_the_job_fails_it_before_the_partition_job(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DISTGNN_OPERATOR_CAPACITY_POLICY", "off")
+    tiny = {"synthetic": {"numNodes": 8, "numEdges": 20}}
+    with run_operator(cluster.plane, cluster.ns):
+        cluster.apply(job_manifest("tiny", dataset=tiny, samplers={"replicas": 16}))
+        status = cluster.wait_phase("tiny", "Failed")
+        failed = next(c for c in status["conditions"] if c["type"] == "Failed")
+        assert failed["reason"] == "SpecDoesNotFitGraph"
+        assert failed["message"].startswith(
+            "spec.samplers.replicas: 16 partitions exceed the graph's 8 nodes"
+        )
+        warnings = wait_for(
+            "the Warning Event",
+            lambda: [e for e in cluster.events("tiny") if e["reason"] == "SpecDoesNotFitGraph"],
+        )
+        assert warnings[0]["type"] == "Warning"
+        assert cluster.owned(JOB, "tiny") == []

@@ -18,6 +18,7 @@ from tests.integration.invalid_cases import (
     manifest,
     node_term,
 )
+from tests.integration.runnable_cases import runnable_valid_rules
 
 _DNS = st.from_regex(r"\A[a-z0-9]([-a-z0-9]{0,10}[a-z0-9])?(\.[a-z0-9]{1,5})?\Z")
 _LABEL_VALUE = st.from_regex(r"\A(([A-Za-z0-9][-A-Za-z0-9_.]{0,8})?[A-Za-z0-9])?\Z")
@@ -258,6 +259,7 @@ def valid_rules() -> list[FieldRule]:
         ),
         *hetero_valid_rules(),
         *link_valid_rules(),
+        *runnable_valid_rules(),
     ]
 
 

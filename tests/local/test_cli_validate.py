@@ -164,6 +164,11 @@ def test_a_heterogeneous_job_is_valid_and_says_so(
             "spec.dataset.hetero.targetNodeType",
             "labels on paper only",
         ),
+        (
+            ("samplers: {replicas: 0}", "samplers: {replicas: 0}\n  partition: {numPartitions: 4}"),
+            "spec.partition.numPartitions",
+            "one partition per holder",
+        ),
     ],
 )
 def test_a_bad_heterogeneous_job_exits_2_naming_the_field(
@@ -184,21 +189,17 @@ def test_a_bad_heterogeneous_job_exits_2_naming_the_field(
 def test_validate_refuses_what_run_refuses(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A job the API server admits but the workload refuses at start-up: both commands exit 2
-    with the same field and fix, and run starts nothing."""
-    text = HETERO.replace(
-        "samplers: {replicas: 0}", "samplers: {replicas: 0}\n  partition: {numPartitions: 4}"
-    )
-    assert text != HETERO
+    """A job the API server admits but whose graph is too small for it (the size the spec
+    states): both commands exit 2 with the same field and fix, and run starts nothing."""
+    text = VALID.replace("{numNodes: 1000, numEdges: 5000}", "{numNodes: 8, numEdges: 20}")
+    text += "  samplers: {replicas: 16}\n"
     path = _write(tmp_path, text)
     assert main(["validate", str(path)]) == 2
     refused = capsys.readouterr().err
     assert "passes the CRD's rules" in refused
-    assert "spec.partition.numPartitions" in refused
-    assert "one partition per holder" in refused
+    assert "spec.samplers.replicas: 16 partitions exceed the graph's 8 nodes" in refused
     data = tmp_path / "data"
     assert main(["run", str(path), "--data-dir", str(data)]) == 2
     ran = capsys.readouterr().err
-    assert "spec.partition.numPartitions" in ran
-    assert "one partition per holder" in ran
+    assert "spec.samplers.replicas: 16 partitions exceed the graph's 8 nodes" in ran
     assert not data.exists()

@@ -124,5 +124,5 @@ def test_a_hetero_job_with_more_partitions_than_samplers_is_refused(tmp_path: Pa
     run = _run(_write(tmp_path / "job.yaml", job), tmp_path / "data", tmp_path / "run")
     assert run.proc.returncode == EXIT_BAD_INPUT, run.output
     assert "spec.partition.numPartitions" in run.output
-    assert "spec.samplers.replicas" in run.output
+    assert "one partition per holder (samplers.replicas" in run.output
     assert not (tmp_path / "data").exists() or not any((tmp_path / "data").rglob("*.npy"))

@@ -98,3 +98,18 @@ def test_unschedulable_pods_and_image_pull_errors() -> None:
     assert pull.reason == "ImagePullFailed"
     assert "registry.invalid/missing:1" in pull.message
     assert "ImagePullBackOff" in pull.message
+
+
+def test_a_child_that_kueue_queued_is_a_blocker_naming_the_fix() -> None:
+    from distgnn_operator.status.blockers import kueue_blockers
+
+    job = {
+        "kind": "Job",
+        "metadata": {"name": "demo-partition", "labels": {"kueue.x-k8s.io/queue-name": "default"}},
+    }
+    mine = {"kind": "StatefulSet", "metadata": {"name": "demo-trainer", "labels": {"team": "a"}}}
+    (found,) = kueue_blockers([job, mine, {"kind": "Pod", "metadata": {}}])
+    assert found.reason == "KueueManagesChild"
+    assert "Job demo-partition has label kueue.x-k8s.io/queue-name=default" in found.message
+    assert "DistGNNJob.v1alpha1.distgnn.io" in found.message
+    assert "integrations.externalFrameworks" in found.message

@@ -244,7 +244,7 @@ def test_scheduling_fields_reach_every_pod() -> None:
                 {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
             ],
             "affinity": AFFINITY,
-            "labels": {"kueue.x-k8s.io/queue-name": "q", LABEL_JOB: "spoofed"},
+            "labels": {"team.example.com/queue": "q", LABEL_JOB: "spoofed"},
             "annotations": {"a": "b"},
         },
         serviceAccountName="trainer-sa",
@@ -280,10 +280,10 @@ def test_scheduling_fields_reach_every_pod() -> None:
         assert "automountServiceAccountToken" not in pod
         assert pod["imagePullSecrets"] == [{"name": "regcred"}]
         assert container(obj)["imagePullPolicy"] == "Always"
-        assert tpl["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "q"
+        assert tpl["metadata"]["labels"]["team.example.com/queue"] == "q"
         assert tpl["metadata"]["labels"][LABEL_JOB] == "demo"  # the operator's key wins
         assert tpl["metadata"]["annotations"] == {"a": "b"}
-        assert obj["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "q"
+        assert obj["metadata"]["labels"]["team.example.com/queue"] == "q"
 
 
 def test_statefulsets_are_parallel_ondelete_and_governed_by_the_service() -> None:

@@ -226,3 +226,28 @@ def test_a_job_without_the_label_has_no_kueue_status() -> None:
     status = compute_status(make_spec(), partition_done(), None, T0)
     assert status.kueue is None
     assert find(status.conditions, "Queued") is None
+
+
+def test_a_kueue_error_keeps_the_job_queued_blocked_and_warned() -> None:
+    from distgnn_operator.reconcile import events
+    from distgnn_operator.reconcile.kueue_gate import Gate, KueueError
+    from distgnn_operator.status import Observed
+
+    gate = Gate.failed(
+        "distgnnjob-demo-abcde",
+        "user",
+        KueueError("WorkloadPriorityClass 'nosuch' ... does not exist"),
+    )
+    assert gate.workload is None
+    observed = Observed(admission=gate.view, blockers=gate.blockers)
+    status = compute_status(make_spec(), observed, None, T0)
+    assert status.phase is Phase.queued
+    queued = find(status.conditions, "Queued")
+    blocked = find(status.conditions, "Blocked")
+    assert queued is not None
+    assert blocked is not None
+    assert (queued.status, queued.reason) == ("True", "KueueError")
+    assert (blocked.status, blocked.reason) == ("True", "KueueError")
+    assert "'nosuch'" in blocked.message
+    assert "creates no pods until this is fixed" in blocked.message
+    assert events.transitions(None, status) == [("Warning", "KueueError", blocked.message)]

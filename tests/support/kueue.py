@@ -1,11 +1,15 @@
 """The real Kueue controller manager against the test control plane, with its webhooks.
 
 - The binary and the CRDs come from the pinned Go module (``hack/build-kueue.sh``).
+- Kueue runs as a cluster that runs other Jobs has it: its batch/Job integration is on, with
+  its webhooks, and DistGNNJob is one of its ``integrations.externalFrameworks`` (what the
+  README asks of a cluster), so that Kueue counts the operator's children as parts of a job
+  it manages and neither queues nor suspends them on their own.
 - Kueue serves its webhooks on loopback with a certificate of the cluster CA that this module
   issues (internal cert management is off). The API server reaches them by URL: the module's
   MutatingWebhookConfiguration and ValidatingWebhookConfiguration entries for Kueue's own API
-  (``kueue.x-k8s.io``) are registered with ``clientConfig.url``, and the CRDs whose module
-  kustomization adds a conversion webhook get one at ``/convert``.
+  (``kueue.x-k8s.io``) and for batch Jobs are registered with ``clientConfig.url``, and the
+  CRDs whose module kustomization adds a conversion webhook get one at ``/convert``.
 - With internal cert management off, Kueue v0.17 reads its metrics certificate from the fixed
   path /etc/kueue/metrics/certs (cmd/kueue/main.go). The process runs in a private mount
   namespace where /etc is an overlay, so that path exists for it alone.
@@ -25,6 +29,7 @@ from typing import Any
 
 import yaml
 
+from distgnn_api.spec import GROUP, KIND, VERSION
 from tests.support.controlplane import ControlPlane
 from tests.support.controlplane_binaries import REPO_ROOT
 from tests.support.controlplane_client import wait_until
@@ -37,6 +42,9 @@ KUEUE_NAMESPACE = "kueue-system"
 WEBHOOK_PREFIX = "distgnn-test-kueue"
 # CRDs the module's config/components/crd/kustomization.yaml gives a conversion webhook.
 CONVERTED_CRDS = ("localqueues", "clusterqueues", "cohorts", "workloads", "multikueueclusters")
+# The API groups whose webhooks are registered: Kueue's own, and batch for its Job integration.
+WEBHOOK_GROUPS = ({"kueue.x-k8s.io"}, {"batch"})
+DISTGNN_FRAMEWORK = f"{KIND}.{VERSION}.{GROUP}"  # Kind.version.group, as Kueue's config asks
 METRICS_CERT_DIR = "/etc/kueue/metrics/certs"  # fixed in Kueue's cmd/kueue/main.go
 
 
@@ -88,7 +96,8 @@ def install_crds(plane: ControlPlane, module: Path, ca_bundle: str, port: int) -
 
 
 def webhook_configurations(module: Path, ca_bundle: str, port: int) -> list[dict[str, Any]]:
-    """The module's webhook configurations, reduced to Kueue's own API, served by URL."""
+    """The module's webhook configurations, reduced to Kueue's own API and batch Jobs (the
+    enabled integration), served by URL."""
     out = []
     for doc in yaml.safe_load_all(
         (module / "config/components/webhook/manifests.yaml").read_text()
@@ -98,7 +107,7 @@ def webhook_configurations(module: Path, ca_bundle: str, port: int) -> list[dict
         hooks = []
         for hook in doc["webhooks"]:
             groups = {g for rule in hook["rules"] for g in rule["apiGroups"]}
-            if groups != {"kueue.x-k8s.io"}:
+            if groups not in WEBHOOK_GROUPS:
                 continue
             hook = copy.deepcopy(hook)
             path = hook["clientConfig"]["service"]["path"]
@@ -128,7 +137,7 @@ def configuration(ports: dict[str, int], cert_dir: Path) -> dict[str, Any]:
         "leaderElection": {"leaderElect": False},
         "internalCertManagement": {"enable": False},
         "manageJobsWithoutQueueName": False,
-        "integrations": {"frameworks": ["batch/job"]},
+        "integrations": {"frameworks": ["batch/job"], "externalFrameworks": [DISTGNN_FRAMEWORK]},
     }
 
 
