@@ -19,8 +19,8 @@ half() {  # half NAME VISIBLE PYTEST-ARGS...
 }
 
 examples=(tests/e2e/test_cli_gpu_examples.py)
-rest=(tests --ignore=tests/e2e/test_cli_gpu_examples.py --ignore=tests/integration
-  --ignore=tests/images --ignore=tests/prometheus)
+rest=(tests/workload tests/e2e tests/local tests/benchmarks --ignore=tests/e2e/test_cli_gpu_examples.py
+  --continue-on-collection-errors)
 if ((gpus >= 4)); then
   half examples 2,3 "${examples[@]}" &
   half rest 0,1 "${rest[@]}"
