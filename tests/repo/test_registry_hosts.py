@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # sha256 (first 16 hex digits) of the hosts of the public package registries: the Python
 # package index and its file host, Debian's and Ubuntu's archives, the Go module proxy and
-# checksum database, npm, Maven Central, crates.io, conda and PyTorch's wheel index.
+# checksum database, npm, Maven Central, Rust's crate registry, conda and PyTorch's wheel index.
 REGISTRY_HOST_DIGESTS = frozenset(
     {
         "a4aa2ac280bb8d1a",
