@@ -158,8 +158,9 @@ class KubeApi(Protocol):
         """JSON merge patch of an object (or of its subresource)."""
         ...
 
-    def apply(self, obj: Mapping[str, Any]) -> dict[str, Any]:
-        """Server-side apply of a whole manifest with the operator's field manager (forced)."""
+    def apply(self, obj: Mapping[str, Any], *, force: bool = True) -> dict[str, Any]:
+        """Server-side apply of a whole manifest with the operator's field manager; unforced,
+        a field another manager owns with another value is a conflict (409)."""
         ...
 
     def delete(self, kind: Kind, namespace: str, name: str, *, uid: str | None = None) -> bool:
@@ -265,14 +266,14 @@ class RestKubeApi:
             content_type="application/merge-patch+json",
         )
 
-    def apply(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+    def apply(self, obj: Mapping[str, Any], *, force: bool = True) -> dict[str, Any]:
         kind = kind_of(obj)
         meta = obj["metadata"]
         return self._call(
             "PATCH",
             kind.path(meta.get("namespace"), meta["name"]),
             verb=("apply", kind, None),
-            query=[("fieldManager", FIELD_MANAGER), ("force", "true")],
+            query=[("fieldManager", FIELD_MANAGER), ("force", "true" if force else "false")],
             body=dict(obj),
             content_type="application/apply-patch+yaml",
         )

@@ -5,12 +5,18 @@ Jobs, ConfigMaps, Services, NetworkPolicies), fed by kopf's watches. Before each
 they take a :class:`WatchedChildren` snapshot of one job's entries, and the reconcile reads
 through :class:`WatchedReads`:
 
-- a GET of a child the snapshot holds is answered from it; one it lacks (absent, not yet seen
-  by the watch, or an object without the job's label) is asked of the API server, so that a
-  name taken by someone else's object is still found and reported;
+- a GET of a child is answered from the snapshot: the object, or None when the snapshot
+  lacks it;
 - the LIST of the job's pods by its label is answered from the snapshot (the index holds every
   pod with that label);
 - writes, and every other read, go to the API server.
+
+A child the snapshot lacks may still exist: the watch has not shown it yet, or it is an
+object without the job's label (someone else's, or an orphan to adopt). The reconcile
+creates a missing child with a create or an unforced server-side apply, so the API server
+answers AlreadyExists or a conflict for someone else's object; from then on this reader
+asks the API server for that name, and the reconcile adopts the object or reports its owner
+as it would after a GET.
 
 A snapshot may lag the API server by a watch event, as any informer's cache does; every
 action of the reconcile is idempotent, and the change that the watch brings next triggers
@@ -31,8 +37,10 @@ from distgnn_operator.reconcile.kube_api import (
     POD,
     SERVICE,
     STATEFULSET,
+    ApiError,
     Kind,
     KubeApi,
+    kind_of,
 )
 
 WATCHED_KINDS: tuple[Kind, ...] = (POD, STATEFULSET, JOB, CONFIG_MAP, SERVICE, NETWORK_POLICY)
@@ -77,15 +85,15 @@ class WatchedReads:
     def __init__(self, api: KubeApi, watched: WatchedChildren) -> None:
         self._api = api
         self._watched = watched
+        self._exist: set[tuple[str, str]] = set()
+        """(plural, name) of objects the API server said exist when the snapshot lacked them."""
 
     def _covers(self, kind: Kind, namespace: str) -> bool:
         return namespace == self._watched.namespace and kind in WATCHED_KINDS
 
     def get(self, kind: Kind, namespace: str, name: str) -> dict[str, Any] | None:
-        if self._covers(kind, namespace):
-            found = self._watched.get(kind, name)
-            if found is not None:
-                return found
+        if self._covers(kind, namespace) and (kind.plural, name) not in self._exist:
+            return self._watched.get(kind, name)
         return self._api.get(kind, namespace, name)
 
     def list(
@@ -104,7 +112,12 @@ class WatchedReads:
         return self._api.list(kind, namespace, labels, fields)
 
     def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
-        return self._api.create(obj)
+        try:
+            return self._api.create(obj)
+        except ApiError as err:
+            if err.already_exists:
+                self._exist.add((kind_of(obj).plural, str(obj["metadata"]["name"])))
+            raise
 
     def patch(
         self,
@@ -117,8 +130,13 @@ class WatchedReads:
     ) -> dict[str, Any]:
         return self._api.patch(kind, namespace, name, body, subresource=subresource)
 
-    def apply(self, obj: Mapping[str, Any]) -> dict[str, Any]:
-        return self._api.apply(obj)
+    def apply(self, obj: Mapping[str, Any], *, force: bool = True) -> dict[str, Any]:
+        try:
+            return self._api.apply(obj, force=force)
+        except ApiError as err:
+            if err.conflict:
+                self._exist.add((kind_of(obj).plural, str(obj["metadata"]["name"])))
+            raise
 
     def delete(self, kind: Kind, namespace: str, name: str, *, uid: str | None = None) -> bool:
         return self._api.delete(kind, namespace, name, uid=uid)

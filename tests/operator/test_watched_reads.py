@@ -15,6 +15,7 @@ from distgnn_api.contract import Role
 from distgnn_api.spec import SpecError
 from distgnn_operator.builders import JobContext, build_config_map, build_statefulset
 from distgnn_operator.constants import LABEL_JOB
+from distgnn_operator.reconcile.apply import ChildConflict
 from distgnn_operator.reconcile.kube_api import (
     CONFIG_MAP,
     POD,
@@ -180,3 +181,27 @@ def test_spec_memo_renders_once_per_spec_and_context() -> None:
     assert memo.render(build_config_map, other) is not config
     policy = capacity_policy.CapacityPolicy.warn
     assert memo.shortfalls(spec, policy, 1 << 30) is memo.shortfalls(spec, policy, 1 << 30)
+
+
+def test_a_statefulset_the_watch_lacks_is_created_unforced_and_someone_elses_is_reported() -> None:
+    api = CountingApi()
+    new_job(api)
+    to_training(api)
+    # Someone else's StatefulSet under the trainers' name, without the job's label: the
+    # watch does not show it, the unforced apply conflicts, and the owner is reported.
+    sts = api.find(STATEFULSET, NS, "demo-trainer")
+    foreign = copy.deepcopy(sts)
+    foreign["metadata"]["labels"] = {}
+    foreign["metadata"]["ownerReferences"] = [{"uid": "other", "controller": True}]
+    api.put(foreign)
+    with pytest.raises(ChildConflict):
+        reconcile_job(WatchedReads(api, watch(api)), NS, "demo", options(T0))
+    assert api.find(STATEFULSET, NS, "demo-trainer")["metadata"]["ownerReferences"] == [
+        {"uid": "other", "controller": True}
+    ]
+    # Deleted, it is created again from the snapshot's absence, with no GET of it.
+    del api.objects[("statefulsets", NS, "demo-trainer")]
+    api.reads.clear()
+    reconcile_job(WatchedReads(api, watch(api)), NS, "demo", options(T0))
+    assert api.find(STATEFULSET, NS, "demo-trainer")["metadata"]["ownerReferences"]
+    assert ("get", "statefulsets") not in api.reads
