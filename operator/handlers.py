@@ -77,7 +77,10 @@ def _indexer(kind: Kind) -> Callable[..., dict[IndexKey, dict[str, Any]]]:
     def index(
         *, namespace: str | None, labels: Mapping[str, str], body: kopf.Body, **_: Any
     ) -> dict[IndexKey, dict[str, Any]]:
-        return {(namespace or "", labels[LABEL_JOB]): dict(body)}
+        obj = dict(body)
+        # The reconcile never reads managedFields: the largest part of most objects.
+        obj["metadata"] = {k: v for k, v in body["metadata"].items() if k != "managedFields"}
+        return {(namespace or "", labels[LABEL_JOB]): obj}
 
     index.__doc__ = f"Index the {kind.plural} labelled with a job by (namespace, job)."
     return index
@@ -97,6 +100,8 @@ class _Slot:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     waiting: bool = False
     poll: bool = False
+    changed: bool = False
+    """A trigger other than the timer is among those merged (a child or the job changed)."""
 
 
 @dataclass
@@ -109,6 +114,9 @@ class Runtime:
     options: ReconcileOptions
     indexes: Mapping[Kind, kopf.Index[IndexKey, dict[str, Any]]] = field(default_factory=dict)
     slots: dict[tuple[str, str], _Slot] = field(default_factory=dict)
+    polls: asyncio.Semaphore | None = None
+    """Reconciles that only the timer asked for may use half the workers: a change is
+    never queued behind every job's periodic poll."""
 
     def watched(self, namespace: str, name: str) -> WatchedChildren:
         """A snapshot of the job's children in the indexes (taken in the event loop, which
@@ -179,6 +187,7 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **kwargs: Any) -
             kueue=ops.kueue,
         ),
         indexes={kind: kwargs[index_id(kind)] for kind in WATCHED_KINDS},
+        polls=asyncio.Semaphore(max(1, ops.workers // 2)),
     )
     if ops.metrics_port:
         from prometheus_client import start_http_server
@@ -205,18 +214,30 @@ async def trigger(
     key = (namespace, name)
     slot = runtime.slots.setdefault(key, _Slot())
     slot.poll = slot.poll or poll
+    slot.changed = slot.changed or not poll
     if slot.waiting:
         return None
     slot.waiting = True
     async with slot.lock:
-        slot.waiting = False
-        options = dataclasses.replace(runtime.options, poll_progress=slot.poll)
-        slot.poll = False
-        api = WatchedReads(runtime.api, runtime.watched(namespace, name))
-        result = await _run(runtime, api, namespace, name, options)
+        if not slot.changed and runtime.polls is not None:
+            async with runtime.polls:  # a change that arrives meanwhile waits for this one
+                result = await _reconcile_slot(runtime, slot, namespace, name)
+        else:
+            result = await _reconcile_slot(runtime, slot, namespace, name)
     if result.gone and not slot.waiting:
         runtime.slots.pop(key, None)
     return result
+
+
+async def _reconcile_slot(
+    runtime: Runtime, slot: _Slot, namespace: str, name: str
+) -> ReconcileResult:
+    """Run the slot's merged triggers as one reconcile, on a snapshot of the watches."""
+    slot.waiting = False
+    options = dataclasses.replace(runtime.options, poll_progress=slot.poll)
+    slot.poll = slot.changed = False
+    api = WatchedReads(runtime.api, runtime.watched(namespace, name))
+    return await _run(runtime, api, namespace, name, options)
 
 
 def _reconcile_timed(
