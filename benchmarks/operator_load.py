@@ -174,7 +174,11 @@ def training_reason(job: dict[str, Any]) -> str | None:
 
 def settled(api: KubeApi, ns: str, name: str, restarts: int) -> bool:
     """The job is Training with every pod up, after ``restarts`` gang restarts."""
-    job = api.get(DISTGNNJOB, ns, name) or {}
+    return job_running(api.get(DISTGNNJOB, ns, name) or {}, restarts)
+
+
+def job_running(job: dict[str, Any], restarts: int) -> bool:
+    """The job's status: Training with every pod up, after ``restarts`` gang restarts."""
     status = job.get("status") or {}
     return (
         status.get("phase") == "Training"
@@ -277,10 +281,22 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             failed_jobs = [f"load-{i:03d}" for i in spread(args.jobs, args.failures)]
             load_at_failure = loadavg()
             failure_seconds = time_failures(api, ns, failed_jobs, args.timeout)
-            to_running = (time.monotonic() - started) + wait(
+            to_running = (time.monotonic() - started - applied) + wait(
                 "all trainer pods Running", trainers_running, args.timeout
             )
             profile = stop_profile(profiler, args.profile)
+
+            def every_job_running() -> bool:
+                return all(
+                    job_running(j, 1 if j["metadata"]["name"] in failed_jobs else 0)
+                    for j in jobs_in(api, ns)
+                )
+
+            wait(
+                "every job running again (the failed ones restarted)",
+                every_job_running,
+                args.timeout,
+            )
             time.sleep(args.settle)
             rss, hwm = rss_kib(operator.pid)
             during = scrape(metrics_port) - before
