@@ -82,20 +82,24 @@ def trainer_pod(api: KubeApi, namespace: str, job: str) -> dict[str, Any] | None
 
 
 def fail_pod(api: KubeApi, pod: Mapping[str, Any]) -> None:
-    """Play the kubelet: the pod's containers exited 1 and the pod is Failed."""
+    """Play the kubelet: the pod's containers exited 1 and were restarted in place (what a
+    failing trainer of a StatefulSet, restartPolicy Always, looks like: phase Running, the
+    exit in lastState). A phase of Failed would not stay: the StatefulSet controller deletes
+    a Failed pod at once and creates it again, fresh."""
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     statuses = [
         {
             **cs,
-            "ready": False,
-            "started": False,
-            "state": {
+            "restartCount": int(cs.get("restartCount") or 0) + 1,
+            "lastState": {
                 "terminated": {
                     "exitCode": 1,
                     "reason": "Error",
-                    "startedAt": "2026-01-01T00:00:00Z",
-                    "finishedAt": "2026-01-01T00:00:01Z",
+                    "startedAt": (cs.get("state") or {}).get("running", {}).get("startedAt", now),
+                    "finishedAt": now,
                 }
             },
+            "state": {"running": {"startedAt": now}},
         }
         for cs in (pod.get("status") or {}).get("containerStatuses") or []
     ]
@@ -104,7 +108,7 @@ def fail_pod(api: KubeApi, pod: Mapping[str, Any]) -> None:
         POD,
         meta["namespace"],
         meta["name"],
-        {"status": {"phase": "Failed", "containerStatuses": statuses}},
+        {"status": {"containerStatuses": statuses}},
         subresource="status",
     )
 
@@ -133,8 +137,8 @@ def restarts_of(api: KubeApi, namespace: str, job: str) -> int:
 def time_failures(
     api: KubeApi, namespace: str, jobs: list[str], timeout: float
 ) -> dict[str, float]:
-    """Fail trainer 0 of each job at once; seconds from each pod's Failed status to the job's
-    status showing the gang restart."""
+    """Fail trainer 0 of each job at once; seconds from each pod's status showing the exit to
+    the job's status showing the gang restart."""
     pods = {
         job: poll(
             f"trainer 0 of {job} Running", lambda j=job: trainer_pod(api, namespace, j), timeout
