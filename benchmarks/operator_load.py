@@ -5,7 +5,8 @@ fixture's, started here, or the cluster of ``--kubeconfig``). First one job runs
 namespace of its own: its settled status, a trainer failure, and its status after the gang
 restart are the references. Then it applies N jobs in one ``kubectl apply`` and reports:
 
-- the seconds until every job is in Training (and until every trainer pod is Running);
+- the seconds from the end of the apply until every job is in Training (and until every
+  trainer pod is Running);
 - p50 and p99 reconcile latency of the load, interpolated from the operator's
   ``distgnn_operator_reconcile_seconds`` histogram as Prometheus' histogram_quantile does;
 - the reconciler's API requests per reconcile, by verb (and by verb and resource);
