@@ -4,7 +4,10 @@
 - a timer reconciles each job every ``progress_poll_interval`` seconds and reads trainer 0's
   /progress (deadlines and TTLs fall due without any event);
 - events of the job's Jobs, StatefulSets and Pods reconcile the owning job, and so do those
-  of its Kueue Workload (with the ``kueue`` setting: admitted, evicted, requeued).
+  of its Kueue Workload (with the ``kueue`` setting: admitted, evicted, requeued);
+- indexes of the objects labelled with a job (kopf fills them from its watches before any
+  handler runs) answer the reconcile's reads of the job's children
+  (:mod:`distgnn_operator.reconcile.watched`).
 
 Reconciles of one job never overlap, and triggers that arrive while one waits are merged
 into it. The reconcile itself (``distgnn_operator.reconcile``) is synchronous and runs in a
@@ -17,7 +20,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,6 +48,8 @@ from distgnn_operator.reconcile import (
     RestKubeApi,
     reconcile_job,
 )
+from distgnn_operator.reconcile.kube_api import Kind
+from distgnn_operator.reconcile.watched import WATCHED_KINDS, WatchedChildren, WatchedReads
 from distgnn_operator.settings import OperatorSettings
 
 log = logging.getLogger(__name__)
@@ -56,6 +61,36 @@ CHILD_LABELS: dict[str, Any] = {
     LABEL_MANAGED_BY: MANAGER,
     LABEL_JOB: kopf.PRESENT,
 }
+# Everything a LIST of a job's pods by its label returns, so the index can answer it.
+INDEX_LABELS: dict[str, Any] = {LABEL_JOB: kopf.PRESENT}
+
+IndexKey = tuple[str, str]
+"""(namespace, job name)."""
+
+
+def index_id(kind: Kind) -> str:
+    """The id of a watched kind's index (also the kwarg kopf passes it to handlers as)."""
+    return f"watched_{kind.plural}"
+
+
+def _indexer(kind: Kind) -> Callable[..., dict[IndexKey, dict[str, Any]]]:
+    def index(
+        *, namespace: str | None, labels: Mapping[str, str], body: kopf.Body, **_: Any
+    ) -> dict[IndexKey, dict[str, Any]]:
+        obj = dict(body)
+        # The reconcile never reads managedFields: the largest part of most objects.
+        obj["metadata"] = {k: v for k, v in body["metadata"].items() if k != "managedFields"}
+        return {(namespace or "", labels[LABEL_JOB]): obj}
+
+    index.__doc__ = f"Index the {kind.plural} labelled with a job by (namespace, job)."
+    return index
+
+
+for _kind in WATCHED_KINDS:
+    _group, _, _version = _kind.api_version.rpartition("/")
+    kopf.index(_group, _version, _kind.plural, id=index_id(_kind), labels=INDEX_LABELS)(
+        _indexer(_kind)
+    )
 
 
 @dataclass
@@ -65,6 +100,8 @@ class _Slot:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     waiting: bool = False
     poll: bool = False
+    changed: bool = False
+    """A trigger other than the timer is among those merged (a child or the job changed)."""
 
 
 @dataclass
@@ -75,7 +112,21 @@ class Runtime:
     api: KubeApi
     executor: ThreadPoolExecutor
     options: ReconcileOptions
+    indexes: Mapping[Kind, kopf.Index[IndexKey, dict[str, Any]]] = field(default_factory=dict)
     slots: dict[tuple[str, str], _Slot] = field(default_factory=dict)
+    polls: asyncio.Semaphore | None = None
+    """Reconciles that only the timer asked for may use half the workers: a change is
+    never queued behind every job's periodic poll."""
+
+    def watched(self, namespace: str, name: str) -> WatchedChildren:
+        """A snapshot of the job's children in the indexes (taken in the event loop, which
+        is the only writer of the indexes)."""
+        key = (namespace, name)
+        return WatchedChildren.of(
+            namespace,
+            name,
+            [(kind, obj) for kind, index in self.indexes.items() for obj in index.get(key, ())],
+        )
 
 
 @kopf.on.login()
@@ -99,12 +150,12 @@ def login(*, settings: kopf.OperatorSettings, **_: Any) -> kopf.ConnectionInfo:
 
 def make_api(settings: OperatorSettings) -> KubeApi:
     """The reconciler's API client."""
-    return RestKubeApi(ApiClient(load_configuration(settings)))
+    return RestKubeApi(ApiClient(load_configuration(settings)), observe=metrics.count_api_request)
 
 
 @kopf.on.startup()
-def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
-    """Store the operator settings on memo, tune kopf, and serve the metrics."""
+def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **kwargs: Any) -> None:
+    """Store the operator settings and the indexes on memo, tune kopf, and serve the metrics."""
     ops = OperatorSettings()
     settings.persistence.finalizer = FINALIZER
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=KOPF_PREFIX)
@@ -135,6 +186,8 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
             gpu_memory=ops.gpu_memory,
             kueue=ops.kueue,
         ),
+        indexes={kind: kwargs[index_id(kind)] for kind in WATCHED_KINDS},
+        polls=asyncio.Semaphore(max(1, ops.workers // 2)),
     )
     if ops.metrics_port:
         from prometheus_client import start_http_server
@@ -161,17 +214,30 @@ async def trigger(
     key = (namespace, name)
     slot = runtime.slots.setdefault(key, _Slot())
     slot.poll = slot.poll or poll
+    slot.changed = slot.changed or not poll
     if slot.waiting:
         return None
     slot.waiting = True
     async with slot.lock:
-        slot.waiting = False
-        options = dataclasses.replace(runtime.options, poll_progress=slot.poll)
-        slot.poll = False
-        result = await _run(runtime, namespace, name, options)
+        if not slot.changed and runtime.polls is not None:
+            async with runtime.polls:  # a change that arrives meanwhile waits for this one
+                result = await _reconcile_slot(runtime, slot, namespace, name)
+        else:
+            result = await _reconcile_slot(runtime, slot, namespace, name)
     if result.gone and not slot.waiting:
         runtime.slots.pop(key, None)
     return result
+
+
+async def _reconcile_slot(
+    runtime: Runtime, slot: _Slot, namespace: str, name: str
+) -> ReconcileResult:
+    """Run the slot's merged triggers as one reconcile, on a snapshot of the watches."""
+    slot.waiting = False
+    options = dataclasses.replace(runtime.options, poll_progress=slot.poll)
+    slot.poll = slot.changed = False
+    api = WatchedReads(runtime.api, runtime.watched(namespace, name))
+    return await _run(runtime, api, namespace, name, options)
 
 
 def _reconcile_timed(
@@ -193,12 +259,12 @@ def _reconcile_timed(
 
 
 async def _run(
-    runtime: Runtime, namespace: str, name: str, options: ReconcileOptions
+    runtime: Runtime, api: KubeApi, namespace: str, name: str, options: ReconcileOptions
 ) -> ReconcileResult:
     loop = asyncio.get_running_loop()
     try:
         result = await loop.run_in_executor(
-            runtime.executor, _reconcile_timed, runtime.api, namespace, name, options
+            runtime.executor, _reconcile_timed, api, namespace, name, options
         )
     except Exception as err:
         metrics.RECONCILE_ERRORS.labels(kind=type(err).__name__).inc()

@@ -36,6 +36,12 @@ RECONCILE_SECONDS = Histogram(
 RECONCILE_ERRORS = Counter(
     "distgnn_operator_reconcile_errors_total", "Reconciles that raised.", ["kind"]
 )
+API_REQUESTS = Counter(
+    "distgnn_operator_api_requests_total",
+    "Requests the reconciler sent to the API server (kopf's watches and patches aside), by "
+    "verb and resource.",
+    ["verb", "resource"],
+)
 
 JOB_PHASE_START = Gauge(
     "distgnn_operator_job_phase_start_time_seconds",
@@ -132,6 +138,11 @@ def forget_job(namespace: str, name: str) -> None:
 def _remove(gauge: Gauge, labels: tuple[str, ...]) -> None:
     with contextlib.suppress(KeyError):
         gauge.remove(*labels)
+
+
+def count_api_request(verb: str, resource: str) -> None:
+    """Count one request of the reconciler to the API server."""
+    API_REQUESTS.labels(verb=verb, resource=resource).inc()
 
 
 def record_transition(from_phase: str | None, to_phase: str, failure_reason: str | None) -> None:

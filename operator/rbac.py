@@ -30,16 +30,22 @@ NAMESPACED_RULES: list[dict[str, Any]] = [
         "resources": ["statefulsets"],
         "verbs": ["get", "list", "watch", "create", "patch"],
     },
+    # Watched (the reconcile reads its children from the watches), created, adopted by patch.
+    {
+        "apiGroups": [""],
+        "resources": ["configmaps", "services"],
+        "verbs": ["get", "list", "watch", "create", "patch"],
+    },
     # Read by name, created, adopted by patch; the claim also gets the partition marker.
     {
         "apiGroups": [""],
-        "resources": ["configmaps", "services", "persistentvolumeclaims"],
+        "resources": ["persistentvolumeclaims"],
         "verbs": ["get", "create", "patch"],
     },
     {
         "apiGroups": ["networking.k8s.io"],
         "resources": ["networkpolicies"],
-        "verbs": ["get", "create", "patch"],
+        "verbs": ["get", "list", "watch", "create", "patch"],
     },
     # Exit codes, trainer 0's IP; a gang restart deletes the pods.
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "delete"]},

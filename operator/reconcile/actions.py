@@ -25,6 +25,7 @@ from distgnn_operator.constants import ANNOTATION_TEMPLATE_HASH, PARTITION_COMPL
 from distgnn_operator.reconcile.apply import apply, ensure, owner_reference
 from distgnn_operator.reconcile.kube_api import JOB, POD, PVC, ApiError, KubeApi
 from distgnn_operator.reconcile.observe import Children
+from distgnn_operator.reconcile.spec_memo import SpecMemo
 from distgnn_operator.reconcile.status_writes import ReconcileResult
 from distgnn_operator.status import PartitionJobView, PodView, clean_pod_policy
 
@@ -36,21 +37,22 @@ def act(
     status: DistGNNJobStatus,
     children: Children,
     result: ReconcileResult,
+    memo: SpecMemo,
 ) -> None:
-    """Create and adjust the children the phase calls for."""
+    """Create and adjust the children the phase calls for (rendered once per spec by memo)."""
     spec = ctx.spec
     owner = owner_reference(job)
     _mark_partition_complete(api, ctx, children, result)
     if status.phase in TERMINAL_PHASES:
-        _finish(api, ctx, status, children, owner, result)
+        _finish(api, ctx, status, children, owner, result, memo)
         return
     # The NetworkPolicy comes first, so that no pod of the job (the partition pod included)
     # ever runs with its metrics or RPC port open.
-    policy = build_network_policy(ctx)
+    policy = memo.render(build_network_policy, ctx)
     if policy is not None:
         _ensure(api, policy, children.network_policy, owner, result)
-    _ensure(api, build_config_map(ctx), children.config_map, owner, result)
-    pvc = build_pvc(ctx)
+    _ensure(api, memo.render(build_config_map, ctx), children.config_map, owner, result)
+    pvc = memo.render(build_pvc, ctx)
     if pvc is not None:
         # A retained claim outlives the job, so the job does not own it.
         claim_owner = owner if spec.storage.retention_policy.value == "Delete" else None
@@ -59,21 +61,22 @@ def act(
     match status.phase:
         case Phase.pending | Phase.partitioning:
             if not children.partition_marker(ctx.partition_key):
-                job_obj = _ensure(
-                    api, build_partition_job(ctx), children.partition_job, owner, result
-                )
+                desired = memo.render(build_partition_job, ctx)
+                job_obj = _ensure(api, desired, children.partition_job, owner, result)
                 _set_job_suspended(api, job_obj, False, result)
         case Phase.training:
-            _ensure(api, build_headless_service(ctx), children.service, owner, result)
+            service = memo.render(build_headless_service, ctx)
+            _ensure(api, service, children.service, owner, result)
             for role in STATEFUL_ROLES:
                 if ctx.replicas(role) > 0 or role in children.statefulsets:
-                    _apply_statefulset(api, ctx, role, ctx.replicas(role), children, owner, result)
+                    replicas = ctx.replicas(role)
+                    _apply_statefulset(api, ctx, role, replicas, children, owner, result, memo)
             _delete_stale_pods(api, ctx, children, result)
         case Phase.suspended | Phase.queued:
             if children.partition_job is not None:
                 _set_job_suspended(api, children.partition_job, True, result)
             for role in list(children.statefulsets):
-                _apply_statefulset(api, ctx, role, 0, children, owner, result)
+                _apply_statefulset(api, ctx, role, 0, children, owner, result, memo)
 
 
 def _finish(
@@ -83,13 +86,14 @@ def _finish(
     children: Children,
     owner: dict[str, Any],
     result: ReconcileResult,
+    memo: SpecMemo,
 ) -> None:
     """Stop pods of a Succeeded or Failed job as the clean-pod policy says."""
     if children.partition_job is not None and clean_pod_policy.stops_partition_job(ctx.spec):
         _set_job_suspended(api, children.partition_job, True, result)
     for role in list(children.statefulsets):
         replicas = clean_pod_policy.replicas_after_finish(ctx.spec, role, status.phase)
-        _apply_statefulset(api, ctx, role, replicas, children, owner, result)
+        _apply_statefulset(api, ctx, role, replicas, children, owner, result, memo)
 
 
 def _ensure(
@@ -144,10 +148,11 @@ def _apply_statefulset(
     children: Children,
     owner: dict[str, Any],
     result: ReconcileResult,
+    memo: SpecMemo,
 ) -> None:
     """Server-side apply a StatefulSet when it is absent or its replicas or template differ."""
-    desired = build_statefulset(ctx, role)
-    desired["spec"]["replicas"] = replicas
+    rendered = memo.render(build_statefulset, ctx, role)
+    desired = {**rendered, "spec": {**rendered["spec"], "replicas": replicas}}
     existing = children.statefulsets.get(role)
     if existing is not None:
         same_replicas = (existing.get("spec") or {}).get("replicas") == replicas

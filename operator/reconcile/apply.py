@@ -115,14 +115,24 @@ def apply(
     existing: Mapping[str, Any] | None,
     owner: Mapping[str, Any] | None,
 ) -> dict[str, Any]:
-    """Server-side apply of the desired manifest (adopting an existing child first)."""
+    """Server-side apply of the desired manifest (adopting an existing child first).
+
+    Without an existing child the apply is not forced: it creates the child, or, when one
+    exists after all that another manager wrote (someone else's object), conflicts; then the
+    child is read and adopted or reported, as an existing one is."""
     if existing is not None:
         adopt(
             api, {**existing, "apiVersion": desired["apiVersion"], "kind": desired["kind"]}, owner
         )
     try:
-        return api.apply(with_owner(desired, owner))
+        return api.apply(with_owner(desired, owner), force=existing is not None)
     except ApiError as err:
         if not err.retryable:
             raise _refused(desired, err) from err
-        raise
+        if existing is not None or not err.conflict:
+            raise
+    meta = desired["metadata"]
+    found = api.get(kind_of(desired), meta["namespace"], meta["name"])
+    if found is None:
+        raise RuntimeError(f"{desired['kind']} {meta['name']} conflicted and vanished; retrying")
+    return apply(api, desired, found, owner)

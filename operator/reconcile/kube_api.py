@@ -4,7 +4,7 @@ implementation on the kubernetes package's ApiClient. Tests can pass another imp
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -158,8 +158,9 @@ class KubeApi(Protocol):
         """JSON merge patch of an object (or of its subresource)."""
         ...
 
-    def apply(self, obj: Mapping[str, Any]) -> dict[str, Any]:
-        """Server-side apply of a whole manifest with the operator's field manager (forced)."""
+    def apply(self, obj: Mapping[str, Any], *, force: bool = True) -> dict[str, Any]:
+        """Server-side apply of a whole manifest with the operator's field manager; unforced,
+        a field another manager owns with another value is a conflict (409)."""
         ...
 
     def delete(self, kind: Kind, namespace: str, name: str, *, uid: str | None = None) -> bool:
@@ -167,22 +168,34 @@ class KubeApi(Protocol):
         ...
 
 
+RequestObserver = Callable[[str, str], None]
+"""Told of every request sent: its verb (get, list, create, patch, apply, delete) and the
+resource (plural, with the subresource: ``distgnnjobs/status``)."""
+
+
 class RestKubeApi:
     """KubeApi over kubernetes.client.ApiClient, reading and writing plain JSON."""
 
-    def __init__(self, api_client: Any, timeout: float = 30.0) -> None:
+    def __init__(
+        self, api_client: Any, timeout: float = 30.0, observe: RequestObserver | None = None
+    ) -> None:
         self._client = api_client
         self._timeout = timeout
+        self._observe = observe
 
     def _call(
         self,
         method: str,
         path: str,
         *,
+        verb: tuple[str, Kind, str | None],
         query: list[tuple[str, str]] | None = None,
         body: Any = None,
         content_type: str | None = None,
     ) -> dict[str, Any]:
+        if self._observe is not None:
+            name, kind, sub = verb
+            self._observe(name, f"{kind.plural}/{sub}" if sub else kind.plural)
         headers = {"Accept": "application/json"}
         if content_type:
             headers["Content-Type"] = content_type
@@ -205,7 +218,7 @@ class RestKubeApi:
 
     def get(self, kind: Kind, namespace: str, name: str) -> dict[str, Any] | None:
         try:
-            return self._call("GET", kind.path(namespace, name))
+            return self._call("GET", kind.path(namespace, name), verb=("get", kind, None))
         except ApiError as err:
             if err.not_found:
                 return None
@@ -221,7 +234,7 @@ class RestKubeApi:
         query = [("labelSelector", ",".join(f"{k}={v}" for k, v in sorted(labels.items())))]
         if fields:
             query.append(("fieldSelector", ",".join(f"{k}={v}" for k, v in sorted(fields.items()))))
-        result = self._call("GET", kind.path(namespace), query=query)
+        result = self._call("GET", kind.path(namespace), verb=("list", kind, None), query=query)
         items: list[dict[str, Any]] = result.get("items") or []
         return items
 
@@ -230,6 +243,7 @@ class RestKubeApi:
         return self._call(
             "POST",
             kind.path(obj["metadata"].get("namespace")),
+            verb=("create", kind, None),
             query=[("fieldManager", FIELD_MANAGER)],
             body=dict(obj),
         )
@@ -246,18 +260,20 @@ class RestKubeApi:
         return self._call(
             "PATCH",
             kind.path(namespace, name, subresource),
+            verb=("patch", kind, subresource),
             query=[("fieldManager", FIELD_MANAGER)],
             body=dict(body),
             content_type="application/merge-patch+json",
         )
 
-    def apply(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+    def apply(self, obj: Mapping[str, Any], *, force: bool = True) -> dict[str, Any]:
         kind = kind_of(obj)
         meta = obj["metadata"]
         return self._call(
             "PATCH",
             kind.path(meta.get("namespace"), meta["name"]),
-            query=[("fieldManager", FIELD_MANAGER), ("force", "true")],
+            verb=("apply", kind, None),
+            query=[("fieldManager", FIELD_MANAGER), ("force", "true" if force else "false")],
             body=dict(obj),
             content_type="application/apply-patch+yaml",
         )
@@ -271,7 +287,9 @@ class RestKubeApi:
         if uid is not None:
             options["preconditions"] = {"uid": uid}
         try:
-            self._call("DELETE", kind.path(namespace, name), body=options)
+            self._call(
+                "DELETE", kind.path(namespace, name), verb=("delete", kind, None), body=options
+            )
         except ApiError as err:
             if err.not_found:
                 return False

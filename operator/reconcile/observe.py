@@ -33,6 +33,7 @@ from distgnn_operator.status.blockers import (
     failed_create_blockers,
     kueue_blockers,
     pod_blockers,
+    still_short_of_pods,
 )
 
 
@@ -49,6 +50,8 @@ class Children:
     pods: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     """FailedCreate Events in the namespace (filtered by their object's uid when read)."""
+    pods_read: bool = False
+    """Whether ``pods`` holds the job's pods (a finished job's are not read)."""
 
     def partition_marker(self, key: str) -> bool:
         """The claim records that the partition set <key> on it is complete."""
@@ -59,7 +62,8 @@ class Children:
 def read_children(api: KubeApi, ctx: JobContext, *, finished: bool = False) -> Children:
     """GET every child by its name, and list the job's pods by label. A finished job needs
     only what its cleanup touches: the claim, the partition Job and the StatefulSets. The pods
-    (partition pods too) and the controllers' FailedCreate Events tell what blocks a child."""
+    (partition pods too) and the controllers' FailedCreate Events tell what blocks a child;
+    the Events are read only while a controller is short of pods (none matters otherwise)."""
     ns, name = ctx.namespace, ctx.name
     children = Children(
         claim=api.get(PVC, ns, ctx.claim_name),
@@ -75,8 +79,16 @@ def read_children(api: KubeApi, ctx: JobContext, *, finished: bool = False) -> C
             children.statefulsets[role] = sts
     if not finished and (children.statefulsets or children.partition_job is not None):
         children.pods = api.list(POD, ns, {LABEL_JOB: name})
-        children.events = api.list(EVENT, ns, {}, fields={"reason": FAILED_CREATE})
+        children.pods_read = True
+        if any(still_short_of_pods(kind, obj) for kind, obj in _controllers(children)):
+            children.events = api.list(EVENT, ns, {}, fields={"reason": FAILED_CREATE})
     return children
+
+
+def _controllers(children: Children) -> list[tuple[str, dict[str, Any]]]:
+    """The job's pod controllers, by kind: the partition Job and the StatefulSets."""
+    out = [("Job", children.partition_job)] if children.partition_job is not None else []
+    return out + [("StatefulSet", s) for s in children.statefulsets.values()]
 
 
 def statefulset_view(role: Role, sts: dict[str, Any]) -> StatefulSetView:
@@ -92,16 +104,13 @@ def statefulset_view(role: Role, sts: dict[str, Any]) -> StatefulSetView:
 
 def blockers(ctx: JobContext, children: Children) -> list[Blocker]:
     """What keeps the job's children from being created or from starting."""
-    controllers = [
-        {"kind": "Job", **children.partition_job} if children.partition_job else None,
-        *({"kind": "StatefulSet", **s} for s in children.statefulsets.values()),
-    ]
+    controllers = [{"kind": kind, **obj} for kind, obj in _controllers(children)]
     return [
         *kueue_blockers(
             [*(c for c in controllers if c), *({"kind": "Pod", **p} for p in children.pods)]
         ),
         *claim_blockers(children.claim, ctx.claim_name, ctx.spec.storage.claim_name is not None),
-        *failed_create_blockers([c for c in controllers if c], children.events),
+        *failed_create_blockers(controllers, children.events),
         *pod_blockers(children.pods),
     ]
 

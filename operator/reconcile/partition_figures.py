@@ -68,7 +68,7 @@ def observe_figures(api: KubeApi, ctx: JobContext, children: Children) -> Partit
     if not selector:
         return None
     figures = next(
-        (f for f in map(figures_of_pod, api.list(POD, ctx.namespace, selector)) if f is not None),
+        (f for f in map(figures_of_pod, _pods_of(api, ctx, children, selector)) if f is not None),
         None,
     )
     if figures is not None and children.claim is not None and children.partition_marker(key):
@@ -76,3 +76,19 @@ def observe_figures(api: KubeApi, ctx: JobContext, children: Children) -> Partit
         body = {"metadata": {"annotations": {annotation: figures.model_dump_json(by_alias=True)}}}
         children.claim = api.patch(PVC, ctx.namespace, ctx.claim_name, body)
     return figures
+
+
+def _pods_of(
+    api: KubeApi, ctx: JobContext, children: Children, selector: Mapping[str, str]
+) -> list[dict[str, Any]]:
+    """The partition Job's pods: among the job's pods when the reconcile read them (the pod
+    template carries the job's label), else (or when an adopted Job's pods lack the label)
+    listed by the Job's selector."""
+    found = [
+        p
+        for p in (children.pods if children.pods_read else ())
+        if all(
+            ((p.get("metadata") or {}).get("labels") or {}).get(k) == v for k, v in selector.items()
+        )
+    ]
+    return found or api.list(POD, ctx.namespace, selector)

@@ -22,7 +22,6 @@ from distgnn_api.spec import (
     DistGNNJobStatus,
     Phase,
     SpecError,
-    parse_spec,
 )
 from distgnn_operator.builders import (
     JobContext,
@@ -48,6 +47,7 @@ from distgnn_operator.reconcile.kube_api import (
 from distgnn_operator.reconcile.observe import read_children, to_observed, trainer_zero_ip
 from distgnn_operator.reconcile.partition_figures import observe_figures
 from distgnn_operator.reconcile.progress import fetch_progress
+from distgnn_operator.reconcile.spec_memo import SpecMemo
 from distgnn_operator.reconcile.status_writes import (
     ReconcileResult,
     clear_rejections,
@@ -84,6 +84,9 @@ class ReconcileOptions:
     gpu_memory: int = DEFAULT_GPU_MEMORY
     """Bytes of one GPU, for the capacity plan."""
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    memo: SpecMemo = field(default_factory=SpecMemo)
+    """Parsed specs, capacity shortfalls and rendered children, kept while a spec is unchanged
+    (shared by the reconciles that copy these options)."""
 
 
 def reconcile_job(
@@ -117,7 +120,7 @@ def _reconcile(api: KubeApi, job: dict[str, Any], options: ReconcileOptions) -> 
         result.gone = True
         return result
     try:
-        spec = parse_spec(job.get("spec"))
+        spec = options.memo.parse(job.get("spec"))
     except SpecError as err:
         return _invalid(api, job, previous, str(err), now, result)
 
@@ -154,6 +157,7 @@ def _reconcile(api: KubeApi, job: dict[str, Any], options: ReconcileOptions) -> 
         generation=meta.get("generation"),
         capacity=options.capacity_policy,
         gpu_memory=options.gpu_memory,
+        shortfalls=options.memo.shortfalls(spec, options.capacity_policy, options.gpu_memory),
     )
     result.phase = status.phase
     result.restarts = status.restarts
@@ -172,7 +176,7 @@ def _reconcile(api: KubeApi, job: dict[str, Any], options: ReconcileOptions) -> 
         return result
     try:
         if gate is None or gate.error is None:  # a Kueue error leaves the children as they are
-            act(api, job, ctx, status, children, result)
+            act(api, job, ctx, status, children, result, options.memo)
     except ChildConflict as conflict:
         _report_conflict(api, job, status, conflict, now, result)
     except ChildRejected as rejected:

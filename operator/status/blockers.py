@@ -64,7 +64,7 @@ def claim_blockers(
     return []
 
 
-def _still_short_of_pods(kind: str, obj: Mapping[str, Any]) -> bool:
+def still_short_of_pods(kind: str, obj: Mapping[str, Any]) -> bool:
     """The controller has not created the pods it wants (so a FailedCreate still matters)."""
     status = obj.get("status") or {}
     spec = obj.get("spec") or {}
@@ -85,7 +85,7 @@ def failed_create_blockers(
     out: list[Blocker] = []
     for obj in controllers:
         kind, meta = str(obj.get("kind", "")), _meta(obj)
-        if not _still_short_of_pods(kind, obj):
+        if not still_short_of_pods(kind, obj):
             continue
         mine = [
             e

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from distgnn_api.capacity import GIB
+from distgnn_api.capacity_check import Shortfall
 from distgnn_api.contract import Role, partition_key
 from distgnn_api.spec import (
     TERMINAL_PHASES,
@@ -115,10 +116,12 @@ def compute_status(
     generation: int | None = None,
     capacity: capacity_policy.CapacityPolicy = capacity_policy.CapacityPolicy.warn,
     gpu_memory: int = DEFAULT_GPU_MEMORY,
+    shortfalls: list[Shortfall] | None = None,
 ) -> DistGNNJobStatus:
     """The status the job should have now. Succeeded and Failed are final.
 
-    ``capacity`` and ``gpu_memory`` (one GPU's bytes) are the operator's capacity policy."""
+    ``capacity`` and ``gpu_memory`` (one GPU's bytes) are the operator's capacity policy;
+    ``shortfalls``, when given, are what that policy finds in the spec (computed otherwise)."""
     prev = previous or DistGNNJobStatus()
     observed_generation = generation if generation is not None else prev.observed_generation
     if prev.phase in TERMINAL_PHASES:
@@ -165,7 +168,9 @@ def compute_status(
         draft.fail(*DEADLINE_EXCEEDED.format(limit=spec.run_policy.active_deadline_seconds))
         return draft.build()
 
-    if _capacity_stage(spec, prev, draft, capacity, gpu_memory):
+    if shortfalls is None:
+        shortfalls = capacity_policy.shortfalls(spec, capacity, gpu_memory)
+    if _capacity_stage(shortfalls, prev, draft, capacity):
         return draft.build()
     if _partition_stage(spec, observed, prev, draft):
         _training_stage(spec, observed, draft)
@@ -212,14 +217,12 @@ def _queued_stage(observed: Observed, prev: DistGNNJobStatus, draft: _Draft) -> 
 
 
 def _capacity_stage(
-    spec: DistGNNJobSpec,
+    found: list[Shortfall],
     prev: DistGNNJobStatus,
     draft: _Draft,
     policy: capacity_policy.CapacityPolicy,
-    gpu_memory: int,
 ) -> bool:
     """The CapacityFits condition; True when the policy fails the job for it."""
-    found = capacity_policy.shortfalls(spec, policy, gpu_memory)
     if not found:
         if any(c.type == COND_CAPACITY and c.status == "False" for c in prev.conditions):
             draft.set_reason(COND_CAPACITY, "True", CAPACITY_FITS)

@@ -35,6 +35,10 @@ def _field(obj: Mapping[str, Any], path: str) -> Any:
     return value
 
 
+def _owners(obj: Mapping[str, Any]) -> list[Any]:
+    return list((obj.get("metadata") or {}).get("ownerReferences") or [])
+
+
 class FakeKubeApi:
     """Objects by (plural, namespace, name); every write is recorded in ``writes``."""
 
@@ -128,12 +132,15 @@ class FakeKubeApi:
         )
         return self.put(merge_patch(current, patch))
 
-    def apply(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+    def apply(self, obj: Mapping[str, Any], *, force: bool = True) -> dict[str, Any]:
         kind = kind_of(obj)
         meta = obj["metadata"]
         current = self.objects.get((kind.plural, meta["namespace"], meta["name"]))
         if (kind.kind, meta["name"]) in self.refuse:
             raise self.refuse[(kind.kind, meta["name"])]
+        if not force and current is not None and _owners(current) != _owners(obj):
+            # Unforced: the ownerReferences someone else wrote conflict.
+            raise ApiError(409, "Conflict", {"reason": "Conflict"})
         self.writes.append(("apply", kind.kind, meta["name"]))
         desired = copy.deepcopy(dict(obj))
         if current is not None:

@@ -1,0 +1,89 @@
+"""benchmarks/operator_load.py's figures without a control plane: the reconcile histogram and
+request counters read from /metrics text (and the share of a load run, after minus before),
+and the comparison of a job's status with the status of the job alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.scripts import load_script
+
+pytestmark = pytest.mark.benchmark
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+metrics = load_script(BENCHMARKS / "operator_load_metrics.py", "operator_load_metrics", beside=True)
+checks = load_script(BENCHMARKS / "operator_load_status.py", "operator_load_status")
+
+EXPOSITION = """\
+# HELP distgnn_operator_reconcile_seconds Duration of one reconcile of one DistGNNJob.
+distgnn_operator_reconcile_seconds_bucket{{le="0.01"}} {fast}
+distgnn_operator_reconcile_seconds_bucket{{le="0.1"}} {mid}
+distgnn_operator_reconcile_seconds_bucket{{le="+Inf"}} {all}
+distgnn_operator_reconcile_seconds_count {all}
+distgnn_operator_reconcile_seconds_sum {total}
+distgnn_operator_api_requests_total{{resource="distgnnjobs",verb="get"}} {gets}
+distgnn_operator_api_requests_total{{resource="distgnnjobs/status",verb="patch"}} {patches}
+"""
+
+
+def test_the_load_share_of_the_figures(monkeypatch: pytest.MonkeyPatch) -> None:
+    pages = iter(
+        [
+            EXPOSITION.format(fast=2, mid=2, all=2, total=0.01, gets=2, patches=0),
+            EXPOSITION.format(fast=52, mid=100, all=102, total=3.0, gets=102, patches=25),
+        ]
+    )
+
+    class Page:
+        def read(self) -> bytes:
+            return next(pages).encode()
+
+    monkeypatch.setattr(metrics.urllib.request, "urlopen", lambda *a, **k: Page())
+    before = metrics.scrape(1)
+    during = metrics.scrape(1) - before
+    assert during.count == 100
+    assert during.buckets == ((0.01, 50.0), (0.1, 98.0), (float("inf"), 100.0))
+    assert metrics.histogram_quantile(0.5, during.buckets) == 0.01
+    assert metrics.histogram_quantile(0.99, during.buckets) == 0.1
+    assert metrics.per_reconcile(during.requests, during.count)["by_verb"] == {
+        "get": 1.0,
+        "patch": 0.25,
+    }
+
+
+def job(name: str, key: str, restarts: int, stamp: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name},
+        "status": {
+            "phase": "Training",
+            "restarts": restarts,
+            "startTime": stamp,
+            "partition": {"key": key, "path": f"partitions/{key}"},
+            "conditions": [
+                {"type": "Training", "reason": "TrainersRunning", "message": f"{name} up",
+                 "lastTransitionTime": stamp},
+                {"type": "Partitioned", "reason": "PartitionSucceeded",
+                 "message": f"{name}-partition wrote partitions/{key}", "lastTransitionTime": stamp},
+            ],
+        },
+    }  # fmt: skip
+
+
+def test_a_status_is_compared_without_its_names_and_times() -> None:
+    alone = {
+        "running": checks.normalized(job("alone", "k0", 0, "t0")),
+        "restarted": checks.normalized(job("alone", "k0", 1, "t0")),
+    }
+    same = job("load-001", "k1", 0, "t1")
+    same["status"]["conditions"].reverse()
+    restarted = job("load-002", "k2", 1, "t2")
+    assert checks.normalized(same) == alone["running"]
+    assert checks.compare([same, restarted], alone, {"load-002"})["equal"]
+    # A failed job whose restart did not show differs.
+    stuck = job("load-003", "k3", 0, "t3")
+    found = checks.compare([same, stuck], alone, {"load-003"})
+    assert (found["equal"], found["differing_jobs"]) == (False, 1)
+    assert found["first_difference"][0]["job"] == "load-003"
