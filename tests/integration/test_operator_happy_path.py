@@ -40,12 +40,14 @@ from tests.support.controlplane import ControlPlane
 
 pytestmark = pytest.mark.integration
 
-# Every contract variable but the partition Job's termination log and distgnn run's bind address.
+# Every contract variable but the partition Job's termination log, distgnn run's bind address
+# and the optional settings (set by hand, never by the operator).
 ALL_ENV = sorted(
     v
     for k, v in vars(contract).items()
     if k.startswith("ENV_")
     and v not in (contract.ENV_TERMINATION_LOG, contract.ENV_METRICS_ADDRESS)
+    and v not in contract.SETTINGS
 )
 
 

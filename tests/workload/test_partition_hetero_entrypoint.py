@@ -122,12 +122,6 @@ def test_ogb_hetero_files_on_the_volume(tmp_path: Path) -> None:
             2,
             "mag.pt",
         ),
-        (
-            {"syntheticMag": {"scale": 0.001}},
-            RSAGE,
-            4000,
-            "numPartitions=4000 exceeds the graph's",
-        ),
     ],
 )
 def test_bad_input_exits_2(
