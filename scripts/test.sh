@@ -51,6 +51,20 @@ summary() {
 }
 trap summary EXIT
 
+# pytest_stage NAME PYTEST-ARGS...: run pytest as a stage; false when it failed or ran no test
+# (pytest's exit 5).
+pytest_stage() {
+  local name="$1" code=0
+  shift
+  "${PY}" -P -m pytest "$@" || code=$?
+  case "${code}" in
+    0) end "${name}" "passed" ;;
+    5) end "${name}" "FAILED: no test ran (exit 5)" ;;
+    *) end "${name}" "FAILED (exit ${code})" ;;
+  esac
+  ((code == 0))
+}
+
 # --- 0. the Go builds, in the background -------------------------------------------
 # The pinned control plane and Kueue (cached; minutes cold) build while the virtualenv
 # installs and lint runs; the pytest stage waits for them.
@@ -109,16 +123,8 @@ end "virtualenv" "${venv_state}"
 
 if ((fast)); then
   begin "pytest (unit tier)"
-  set +e
-  "${PY}" -P -m pytest -m "not (${SLOW_TIERS})" -n "${DISTGNN_TEST_WORKERS:-2}" \
-    --durations=10 "$@"
-  code=$?
-  set -e
-  case "${code}" in
-    0) end "pytest (unit tier)" "passed" ;;
-    5) end "pytest (unit tier)" "FAILED: no test ran (exit 5)"; exit 1 ;;
-    *) end "pytest (unit tier)" "FAILED (exit ${code})"; exit 1 ;;
-  esac
+  pytest_stage "pytest (unit tier)" -m "not (${SLOW_TIERS})" -n "${DISTGNN_TEST_WORKERS:-2}" \
+    --durations=10 "$@" || exit 1
   echo "test.sh --fast: the unit tier passed"
   exit 0
 fi
@@ -171,7 +177,6 @@ end "control plane, kueue" "built in the background ($(cat "${builds_dir}/go-bui
 
 # --- 6. tests ---------------------------------------------------------------------
 begin "pytest"
-set +e
 # The images tier (tests/images) builds images with buildah, which needs root. As root it runs
 # unless DISTGNN_IMAGES_TIER=0: the operator image always (its cold build takes minutes); a
 # workload image when its archive is current for this source (a warm run only unpacks and
@@ -194,15 +199,8 @@ fi
 # Workers share nothing but the build caches: each starts its own control plane and Kueue
 # when its first test needs them. --dist loadscope keeps a module's tests (and its
 # module-scoped fixtures) on one worker.
-"${PY}" -P -m pytest -m "${markers}" -n "${DISTGNN_TEST_WORKERS:-4}" --dist loadscope \
-  --durations=25 "$@"
-code=$?
-set -e
-case "${code}" in
-  0) end "pytest" "passed" ;;
-  5) end "pytest" "FAILED: no test ran (exit 5)"; failed+=("pytest") ;;
-  *) end "pytest" "FAILED (exit ${code})"; failed+=("pytest") ;;
-esac
+pytest_stage "pytest" -m "${markers}" -n "${DISTGNN_TEST_WORKERS:-4}" --dist loadscope \
+  --durations=25 "$@" || failed+=("pytest")
 
 if ((${#failed[@]})); then
   echo "test.sh: FAILED: ${failed[*]}" >&2
