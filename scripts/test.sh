@@ -200,7 +200,7 @@ fi
 # when its first test needs them. --dist loadscope keeps a module's tests (and its
 # module-scoped fixtures) on one worker.
 pytest_stage "pytest" -m "${markers}" -n "${DISTGNN_TEST_WORKERS:-4}" --dist loadscope \
-  --durations=25 "$@" || failed+=("pytest")
+  --durations=25 --cpu-durations=40 "$@" || failed+=("pytest")
 
 if ((${#failed[@]})); then
   echo "test.sh: FAILED: ${failed[*]}" >&2

@@ -15,6 +15,8 @@ import pytest
 from tests.support.controlplane import ControlPlane
 from tests.support.controlplane_binaries import binaries_built, ensure_binaries
 
+pytest_plugins = ["tests.support.cpu_time"]
+
 CONTROL_PLANE = pytest.StashKey[ControlPlane]()
 CONTROL_PLANE_SUMMARY = pytest.StashKey[str]()
 
