@@ -41,7 +41,6 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     return (yield)
 
 
-
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
@@ -73,9 +72,7 @@ class CpuSummary:
         terminalreporter.write_sep("=", f"{count} most CPU-costly tests (user + system)")
         for nodeid, seconds in ranked[:count]:
             terminalreporter.write_line(f"{seconds:9.2f}s cpu  {nodeid}")
-        terminalreporter.write_line(
-            f"{total:9.1f}s cpu in all, over {len(self.per_test)} tests"
-        )
+        terminalreporter.write_line(f"{total:9.1f}s cpu in all, over {len(self.per_test)} tests")
 
 
 def pytest_configure(config: pytest.Config) -> None:
