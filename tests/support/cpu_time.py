@@ -60,7 +60,7 @@ class CpuSummary:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         for key, value in report.user_properties:
-            if key == _KEY:
+            if key == _KEY and isinstance(value, float | int):
                 self.per_test[report.nodeid] = self.per_test.get(report.nodeid, 0.0) + value
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
