@@ -205,6 +205,7 @@ def cmd_run(args: argparse.Namespace, out: Console) -> int:
         uid=args.uid,
         gpus=args.gpus,
         grace_period_s=args.grace_period,
+        preload=args.preload,
         metrics_address=args.metrics_address,
     )
     try:
@@ -268,6 +269,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=10.0,
         metavar="SECONDS",
         help="how long processes get to exit after SIGTERM before SIGKILL (default: %(default)s)",
+    )
+    run.add_argument(
+        "--preload",
+        action="store_true",
+        help="start the CPU processes by forking a launcher that imported torch once (seconds "
+        "of CPU sooner each, on every restart too); ps then shows them under the launcher's "
+        "command line and environment",
     )
     run.add_argument(
         "--metrics-address",

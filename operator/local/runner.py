@@ -70,6 +70,7 @@ class RunOptions:
     uid: str | None = None
     gpus: int | None = None
     grace_period_s: float = DEFAULT_GRACE_PERIOD_S
+    preload: bool = False
     metrics_address: str = LOOPBACK
 
 
@@ -120,7 +121,7 @@ class LocalRun:
         plan = plan_job(self.layout, rendered)
         self._header(reused)
 
-        sup = Supervisor(self.options.grace_period_s)
+        sup = Supervisor(self.options.grace_period_s, preload=self.options.preload)
         with self._signals(sup):
             try:
                 with ProgressView(self.console) as view:

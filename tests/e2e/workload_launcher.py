@@ -79,7 +79,9 @@ class LocalWorkload:
             key: c.WorkloadEnv.from_environ(spec.env).metrics_port
             for key, spec in self.specs.items()
         }
-        self.supervisor = Supervisor(grace_period_s=5)
+        # Forked from a zygote that imported torch once: these tests find their processes
+        # through the supervisor, never through /proc.
+        self.supervisor = Supervisor(grace_period_s=5, preload=True)
 
     def write_partitions(self, graph: GraphData) -> None:
         write_partitions(

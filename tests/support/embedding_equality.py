@@ -16,7 +16,6 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 from torch import Tensor
 
 from distgnn_workload.embeddings import (
@@ -37,7 +36,7 @@ from tests.support.embedding_reference import (
     CompactTable,
     _CompactOptimizer,
 )
-from tests.support.ranks import leave_group
+from tests.support.ranks import leave_group, spawn_ranks
 
 DIM = 6
 SEED = 3
@@ -221,5 +220,5 @@ def _worker(rank: int, tmp: str, kind: str, bf16: bool) -> None:
 
 def run_two_ranks(tmp: Path, kind: str, bf16: bool) -> list[Record]:
     tmp.mkdir(parents=True, exist_ok=True)
-    mp.spawn(_worker, args=(str(tmp), kind, bf16), nprocs=2, join=True)  # type: ignore[attr-defined,no-untyped-call]
+    spawn_ranks(_worker, (str(tmp), kind, bf16), 2)
     return [torch.load(tmp / f"rank{r}.pt", weights_only=False) for r in range(2)]

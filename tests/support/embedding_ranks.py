@@ -16,7 +16,6 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 from torch import Tensor, nn
 
 from distgnn_workload.embeddings import (
@@ -32,7 +31,7 @@ from distgnn_workload.embeddings import (
     save_shards,
 )
 from distgnn_workload.runtime.checkpoint import load_latest, save_checkpoint
-from tests.support.ranks import leave_group
+from tests.support.ranks import leave_group, spawn_ranks
 
 WORLD = 2
 DIM = 6
@@ -211,7 +210,7 @@ def run_ranks(tmp: Path, device_type: str = "cpu") -> list[Saved]:
     """Run both ranks to the end (in ``tmp``, created here: the ranks meet through a file
     store in it); what each saved."""
     tmp.mkdir(parents=True, exist_ok=True)
-    mp.spawn(_worker, args=(str(tmp), device_type), nprocs=WORLD, join=True)  # type: ignore[attr-defined,no-untyped-call]
+    spawn_ranks(_worker, (str(tmp), device_type), WORLD)
     return [torch.load(tmp / f"rank{r}.pt", weights_only=False) for r in range(WORLD)]
 
 

@@ -10,7 +10,6 @@ equal the replicated table's.
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import sys
 from datetime import timedelta
@@ -32,7 +31,7 @@ from distgnn_workload.runtime.features.layout import HolderLayout, load_holder, 
 from distgnn_workload.runtime.features.remote import DistributedFeatureSource
 from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.seeds import Batch
-from tests.support.ranks import leave_group
+from tests.support.ranks import leave_group, rank_process
 
 CPU = torch.device("cpu")
 NODES = 600
@@ -159,10 +158,8 @@ def spawn_ranks(
     world: int, store: PartitionStore, out: Path, *, lost: int = -1, cuda: bool = False
 ) -> list[int | None]:
     """Run :func:`_rank` in ``world`` processes; their exit codes (None: still running)."""
-    ctx = mp.get_context("spawn")
     procs = [
-        ctx.Process(target=_rank, args=(r, world, str(store.path), str(out), lost, cuda))
-        for r in range(world)
+        rank_process(_rank, (r, world, str(store.path), str(out), lost, cuda)) for r in range(world)
     ]
     for p in procs:
         p.start()

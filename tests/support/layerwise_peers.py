@@ -8,14 +8,13 @@ import numpy as np
 import pytest
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 
 from distgnn_operator.local.ports import free_ports
 from distgnn_workload.evaluation import LayerwiseInference, full_neighbourhood_accuracy
 from distgnn_workload.partition import PartitionStore
 from distgnn_workload.runtime.ddp import Collectives
 from tests.support.layerwise import ARCHS, full_graph_logits, model_of, write_store
-from tests.support.ranks import leave_group
+from tests.support.ranks import leave_group, spawn_ranks
 
 WORLD_SIZE = 2
 
@@ -97,11 +96,10 @@ def check_two_ranks(
                 p.add_(0.05 * torch.randn_like(p))
         torch.save(model.state_dict(), out / f"{arch}.weights.pt")
         models[arch] = model
-    mp.start_processes(  # type: ignore[attr-defined,no-untyped-call]
+    spawn_ranks(
         evaluate_rank,
-        args=(free_ports(1)[0], str(store.path), str(out), cuda, on_host, bf16),
-        nprocs=WORLD_SIZE,
-        start_method="spawn",
+        (free_ports(1)[0], str(store.path), str(out), cuda, on_host, bf16),
+        WORLD_SIZE,
     )
     graph = store.to_graph()
     labels = np.asarray(graph.y)

@@ -1,13 +1,17 @@
-"""Joining and leaving a torch.distributed group in the spawned test ranks."""
+"""Starting test ranks as processes, and joining and leaving their torch.distributed group."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from multiprocessing.process import BaseProcess
+from typing import Any
 
 import torch.distributed as dist
+import torch.multiprocessing as mp
 
 
 def leave_group(*, finished: bool = True) -> None:
@@ -43,3 +47,44 @@ def gloo_rank(rank: int, world_size: int, port: int) -> Iterator[None]:
         finished = True
     finally:
         leave_group(finished=finished)
+
+
+# Imported once by the forkserver of this pytest process, not by every rank it starts.
+PRELOAD = ["torch", "torch.distributed", "torch.distributed.rpc", "torch_geometric"]
+
+
+def _with_env(
+    rank: int, env: dict[str, str], fn: Callable[..., None], args: tuple[Any, ...]
+) -> None:
+    os.environ.clear()
+    os.environ.update(env)
+    fn(rank, *args)
+
+
+def spawn_ranks(fn: Callable[..., None], args: tuple[Any, ...], nprocs: int) -> None:
+    """``torch.multiprocessing.spawn(fn, args, nprocs)``, with ranks forked from a server
+    that imported torch once (``forkserver``) instead of fresh interpreters: the same
+    processes (no CUDA context and no thread is inherited; each gets this process's current
+    environment), seconds of CPU sooner each. Raises as ``spawn`` does when a rank fails."""
+    multiprocessing.set_forkserver_preload(PRELOAD)
+    mp.start_processes(  # type: ignore[attr-defined,no-untyped-call]
+        _with_env,
+        args=(dict(os.environ), fn, args),
+        nprocs=nprocs,
+        join=True,
+        start_method="forkserver",
+    )
+
+
+def rank_process(target: Callable[..., None], args: tuple[Any, ...]) -> BaseProcess:
+    """An unstarted process running ``target(*args)`` the way :func:`spawn_ranks` starts
+    ranks, for tests that read the exit codes themselves."""
+    multiprocessing.set_forkserver_preload(PRELOAD)
+    ctx = multiprocessing.get_context("forkserver")
+    return ctx.Process(target=_run_with_env, args=(dict(os.environ), target, args))
+
+
+def _run_with_env(env: dict[str, str], target: Callable[..., None], args: tuple[Any, ...]) -> None:
+    os.environ.clear()
+    os.environ.update(env)
+    target(*args)

@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-import torch.multiprocessing as mp
 from torch import Tensor
 from torch_geometric.data import HeteroData
 from torch_geometric.nn import GraphSAGE, to_hetero
@@ -28,6 +27,7 @@ from distgnn_workload.evaluation.hetero_inference import HeteroLayerwiseInferenc
 from distgnn_workload.partition.hetero_store import HeteroPartitionStore
 from distgnn_workload.partition.hetero_writer import write_hetero_partitions
 from tests.support import hetero_layerwise as hl
+from tests.support.ranks import spawn_ranks
 from tests.workload.hetero_graphs import NUM_NODES
 
 
@@ -126,12 +126,7 @@ def test_two_processes_with_sharded_embeddings_equal_the_full_graph_forward(
     tmp_path: Path,
 ) -> None:
     world, num_layers = 3, 2  # an uneven split of every type
-    mp.start_processes(  # type: ignore[attr-defined,no-untyped-call]
-        hl.evaluate_rank,
-        args=(world, free_ports(1)[0], str(tmp_path), num_layers),
-        nprocs=world,
-        start_method="spawn",
-    )
+    spawn_ranks(hl.evaluate_rank, (world, free_ports(1)[0], str(tmp_path), num_layers), world)
     x = hl.inputs()
     for arch in hl.ARCHS:
         got = [torch.load(tmp_path / f"{arch}-{r}.pt") for r in range(world)]

@@ -8,22 +8,17 @@ from pathlib import Path
 
 import pytest
 import torch
-import torch.multiprocessing as mp
 
 from distgnn_operator.local.ports import free_ports
 from tests.support.hetero_link_ranking_peers import HITS_AT, evaluate_link_rank
+from tests.support.ranks import spawn_ranks
 
 pytestmark = pytest.mark.slow
 
 
 def test_two_ranks_equal_one_process(tmp_path: Path) -> None:
     for world_size in (1, 2):  # spawned: a finished rank leaves through os._exit
-        mp.start_processes(  # type: ignore[attr-defined,no-untyped-call]
-            evaluate_link_rank,
-            args=(world_size, free_ports(1)[0], str(tmp_path)),
-            nprocs=world_size,
-            start_method="spawn",
-        )
+        spawn_ranks(evaluate_link_rank, (world_size, free_ports(1)[0], str(tmp_path)), world_size)
     single = torch.load(tmp_path / "figures-1-0.pt")
     for rank in range(2):
         assert torch.load(tmp_path / f"figures-2-{rank}.pt") == single

@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 from torch import Tensor
 
 from distgnn_api.spec import parse_spec
@@ -28,7 +27,7 @@ from distgnn_workload.runtime.hetero_data import contiguous_book, from_graph
 from distgnn_workload.runtime.seeds import Batch
 from distgnn_workload.trainer.hetero_loop import HeteroTrainer
 from distgnn_workload.trainer.rank import TypedRank
-from tests.support.ranks import leave_group
+from tests.support.ranks import leave_group, spawn_ranks
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
@@ -121,7 +120,7 @@ def _worker(rank: int, tmp: str) -> None:
 
 
 def test_two_ranks_with_uneven_evaluation_shares_agree(tmp_path: Path) -> None:
-    mp.spawn(_worker, args=(str(tmp_path),), nprocs=WORLD, join=True)  # type: ignore[attr-defined,no-untyped-call]
+    spawn_ranks(_worker, (str(tmp_path),), WORLD)
     saved = [torch.load(tmp_path / f"rank{r}.pt", weights_only=False) for r in range(WORLD)]
     assert saved[0]["val"][1] == 0 < saved[0]["val"][0]
     r0, r1 = (s["result"] for s in saved)

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 import torch
-import torch.multiprocessing as mp
 
 from distgnn_operator.local.ports import free_ports
 from distgnn_workload.evaluation.link_ranking import metrics_of, rank_share, ranks_against
@@ -15,6 +14,7 @@ from distgnn_workload.models.link import DotDecoder, LinkModel, link_loss
 from distgnn_workload.sampling import HopBatch
 from tests.support.layerwise import NUM_NODES, model_of, write_store
 from tests.support.link_ranking_peers import HITS_AT, decoder_of, evaluate_rank
+from tests.support.ranks import spawn_ranks
 
 
 def test_rank_is_ogb_mean_of_optimistic_and_pessimistic() -> None:
@@ -86,12 +86,7 @@ def test_two_ranks_equal_one_process(tmp_path: Path) -> None:
     for kind in ("dot", "mlp"):
         torch.save(decoder_of(kind).state_dict(), out / f"{kind}.pt")
     evaluate_rank(0, 0, str(store.path), str(out), 1)
-    mp.start_processes(  # type: ignore[attr-defined,no-untyped-call]
-        evaluate_rank,
-        args=(free_ports(1)[0], str(store.path), str(out), 2),
-        nprocs=2,
-        start_method="spawn",
-    )
+    spawn_ranks(evaluate_rank, (free_ports(1)[0], str(store.path), str(out), 2), 2)
     single = torch.load(out / "figures-1-0.pt")
     for rank in range(2):
         assert torch.load(out / f"figures-2-{rank}.pt") == single

@@ -13,13 +13,12 @@ from pathlib import Path
 import pytest
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 
 from distgnn_workload.models.sage import GraphSAGE
 from distgnn_workload.sampling import NeighborSampler, StaticLayout, csc_from_edge_index, pad_hops
 from distgnn_workload.trainer import grad_buckets, graph_step
 from distgnn_workload.trainer.graph_step import GraphStep
-from tests.support.ranks import leave_group
+from tests.support.ranks import leave_group, spawn_ranks
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -75,9 +74,7 @@ def _worker(rank: int, store_dir: str, out_dir: str) -> None:
 
 
 def test_bucketed_all_reduce_matches_the_flat_all_reduce(tmp_path: Path) -> None:
-    mp.spawn(  # type: ignore[attr-defined,no-untyped-call]
-        _worker, args=(str(tmp_path), str(tmp_path)), nprocs=2, join=True
-    )
+    spawn_ranks(_worker, (str(tmp_path), str(tmp_path)), 2)
     result = {(r, o): torch.load(tmp_path / f"rank{r}-{o}.pt") for r in range(2) for o in range(2)}
     torch.manual_seed(0)
     initial = [p.detach() for p in GraphSAGE(8, 16, 3, 2, dropout=0.0).parameters()]
