@@ -18,7 +18,7 @@ import torch
 from torch import Tensor
 
 from distgnn_workload.runtime.features.layout import HolderData
-from distgnn_workload.runtime.features.tiers import TieredRows, host_tier
+from distgnn_workload.runtime.features.tiers import TieredRows, host_tier, place_hot
 
 log = logging.getLogger(__name__)
 
@@ -47,11 +47,9 @@ class FeatureTable:
         self.device_budget = device_budget
         self.tiered = device_budget is not None and capacity * row_bytes > device_budget
         if self.tiered:
-            host = torch.empty((capacity, self.num_features), dtype=data.features.dtype)
-            host[:owned] = data.features.cpu()
-            host, view = host_tier(host, device)
-            empty = torch.empty((0, self.num_features), dtype=host.dtype, device=device)
-            tiers = TieredRows(empty, host, view)
+            tiers = host_tier(capacity, self.num_features, data.features.dtype, device)
+            assert tiers.host_rows is not None
+            tiers.host_rows[:owned] = data.features.cpu()
             self.row_ids = torch.empty(capacity, dtype=torch.int64)
             """The node of each host row (placement ranks them by hotness)."""
             self.row_ids[:owned] = torch.arange(data.start, data.end)
@@ -114,11 +112,12 @@ class FeatureTable:
             assert tiers.host_rows is not None
             need = self._free + count - tiers.num_host
             if need > 0:  # more than the capacity made room for: one larger registration
-                rows = torch.cat(
-                    [tiers.host_rows, tiers.host_rows.new_empty((need, self.num_features))]
+                grown = host_tier(tiers.num_host + need, self.num_features, self.dtype, self.device)
+                assert grown.host_rows is not None
+                grown.host_rows[: tiers.num_host] = tiers.host_rows
+                self.tiers = TieredRows(
+                    tiers.device_rows, grown.host_rows, grown.host_view, grown.host_base
                 )
-                host, view = host_tier(rows, self.device)
-                self.tiers = TieredRows(tiers.device_rows, host, view)
                 self.row_ids = torch.cat([self.row_ids, self.row_ids.new_empty(need)])
             return
         extra = torch.empty((count, self.num_features), dtype=self.dtype, device=self.device)
@@ -157,25 +156,15 @@ class FeatureTable:
         """
         if not self.tiered:
             return
-        tiers = self.tiers
-        assert tiers.host_view is not None
         assert self.device_budget is not None
         held = self._free
         ids = self.row_ids[:held]
-        cap = min(held, self.device_budget // max(tiers.row_bytes, 1))
-        if hotness is None:
-            hot = torch.arange(cap)
-        else:
-            score = hotness.to("cpu", torch.float64)[ids]
-            hot = torch.topk(score, cap, sorted=True).indices if cap < held else torch.arange(held)
-        pos = hot.to(self.device)
-        device_rows = tiers.host_view.index_select(0, pos)  # a UVA gather: no staging copy
-        slot = torch.arange(held, dtype=torch.int32) + cap
-        slot[hot] = torch.arange(cap, dtype=torch.int32)
-        placed = TieredRows(device_rows, tiers.host_rows, tiers.host_view)
+        score = None if hotness is None else hotness.to("cpu")[ids]
+        placed, slot = place_hot(self.tiers, held, self.device_budget, score, self.device)
         new_slot = self.slot.clone()
         new_slot[ids.to(self.device)] = slot.to(self.device)
         self._placed = (placed, new_slot)
+        cap = placed.split
         log.info(
             "feature table: %d of %d rows (%.0f%%) on the GPU, %d read from pinned host memory",
             cap,

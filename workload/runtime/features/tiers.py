@@ -39,6 +39,8 @@ class TieredRows:
     """[H, F] in pinned host memory (slot ``split + i`` is row i), or None."""
     host_view: Tensor | None = None
     """A CUDA tensor aliasing ``host_rows`` (UVA), or ``host_rows`` on a CPU table."""
+    host_base: Tensor | None = None
+    """The registered allocation under ``host_rows`` (unregistered when it is freed)."""
 
     @property
     def split(self) -> int:
@@ -83,11 +85,27 @@ class TieredRows:
         return out
 
 
+HOST_ROW_ALIGN = 128
+"""Bytes each host-tier row starts at a multiple of (its stride padded to it). A GPU reads host
+memory over PCIe in requests of at most 128 aligned bytes: a 200-byte row (100 bf16 values)
+at any offset takes three, aligned two."""
+
+
+def new_host_rows(rows: int, num_features: int, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+    """(allocation, [rows, num_features] view of it) with every row 128-byte aligned."""
+    elem = torch.empty((), dtype=dtype).element_size()
+    row_bytes = max(num_features * elem, 1)
+    stride = -(-row_bytes // HOST_ROW_ALIGN) * HOST_ROW_ALIGN // elem
+    base = torch.empty(rows * stride + HOST_ROW_ALIGN // elem, dtype=dtype)
+    skip = (-base.data_ptr() % HOST_ROW_ALIGN) // elem
+    view = base[skip : skip + rows * stride].view(rows, stride)[:, :num_features]
+    return base, view
+
+
 def register_host(rows: Tensor) -> Tensor:
     """Pin ``rows`` (a contiguous CPU tensor) in place, once; unpinned when it is freed."""
     if rows.is_pinned() or rows.numel() == 0:
         return rows
-    rows = rows.contiguous()
     cudart: Any = torch.cuda.cudart()  # type: ignore[no-untyped-call]
     ptr, size = rows.data_ptr(), rows.numel() * rows.element_size()
     err = cudart.cudaHostRegister(ptr, size, 0)
@@ -101,36 +119,60 @@ def register_host(rows: Tensor) -> Tensor:
     return rows
 
 
+def place_hot(
+    tiers: TieredRows, held: int, budget: int, score: Tensor | None, device: torch.device
+) -> tuple[TieredRows, Tensor]:
+    """Copy the highest-``score`` of the ``held`` host rows, up to ``budget`` bytes, to the
+    device tier (a UVA gather: no staging copy). Returns the new tiers and the slot (int32,
+    host) of each held row: its device copy's for the hot ones, its host row's for the rest.
+    ``score``: one per held row, or None to keep the rows' order."""
+    assert tiers.host_view is not None
+    cap = min(held, budget // max(tiers.row_bytes, 1))
+    if score is None or cap >= held:
+        hot = torch.arange(cap)
+    else:
+        hot = torch.topk(score.to("cpu", torch.float64)[:held], cap, sorted=True).indices
+    device_rows = tiers.host_view.index_select(0, hot.to(device))
+    slot = torch.arange(held, dtype=torch.int32) + cap
+    slot[hot] = torch.arange(cap, dtype=torch.int32)
+    return TieredRows(device_rows, tiers.host_rows, tiers.host_view, tiers.host_base), slot
+
+
 class _HostArray:
     """A ``__cuda_array_interface__`` over pinned host memory: valid on the device (UVA)."""
 
-    def __init__(self, rows: Tensor) -> None:
-        self.rows = rows  # keeps the memory alive as long as the view
+    def __init__(self, base: Tensor) -> None:
+        self.base = base  # keeps the memory alive as long as the view
         self.__cuda_array_interface__ = {
-            "shape": (int(rows.shape[0]), int(rows.shape[1]) * rows.element_size()),
+            "shape": (int(base.numel()) * base.element_size(),),
             "typestr": "|u1",
-            "data": (rows.data_ptr(), False),
+            "data": (base.data_ptr(), False),
             "version": 3,
             "strides": None,
         }
 
 
-def device_view(host_rows: Tensor, device: torch.device) -> Tensor:
-    """A CUDA tensor over the pinned ``host_rows`` (no copy): kernels read the host memory."""
+def device_view(base: Tensor, rows: Tensor, device: torch.device) -> Tensor:
+    """A CUDA tensor over ``rows``, a view of the pinned ``base`` (no copy): kernels that
+    read it read the host memory."""
     if device.type != "cuda":
-        return host_rows
-    if host_rows.numel() == 0:
-        return torch.empty(host_rows.shape, dtype=host_rows.dtype, device=device)
+        return rows
+    if rows.numel() == 0:
+        return torch.empty(rows.shape, dtype=rows.dtype, device=device)
     with torch.cuda.device(device):
-        raw = torch.as_tensor(_HostArray(host_rows), device=device)
-    return raw.view(host_rows.dtype)
+        raw = torch.as_tensor(_HostArray(base), device=device).view(base.dtype)
+    offset = (rows.data_ptr() - base.data_ptr()) // rows.element_size()
+    return raw.as_strided(rows.shape, rows.stride(), offset)
 
 
-def host_tier(rows: Tensor, device: torch.device) -> tuple[Tensor, Tensor]:
-    """``rows`` registered as a host tier of a table on ``device``, and its device view."""
+def host_tier(rows: int, num_features: int, dtype: torch.dtype, device: torch.device) -> TieredRows:
+    """An empty device tier and a host tier of ``rows`` aligned rows, registered once for a
+    table on ``device`` (fill its ``host_rows``, then place)."""
+    base, host = new_host_rows(rows, num_features, dtype)
     if device.type == "cuda":
-        rows = register_host(rows.contiguous())
-    return rows, device_view(rows, device)
+        register_host(base)
+    empty = torch.empty((0, num_features), dtype=dtype, device=device)
+    return TieredRows(empty, host, device_view(base, host, device), base)
 
 
 if triton is not None:
@@ -144,6 +186,7 @@ if triton is not None:
         n,
         split,
         num_features,
+        host_stride,
         BLOCK_R: tl.constexpr,
         BLOCK_F: tl.constexpr,
     ):
@@ -152,7 +195,7 @@ if triton is not None:
         s = tl.load(slot_ptr + r, mask=rmask, other=0).to(tl.int64)
         on_dev = s < split
         dev_base = s * num_features
-        host_base = (s - split) * num_features
+        host_base = (s - split) * host_stride
         out_base = r.to(tl.int64) * num_features
         for f0 in range(0, num_features, BLOCK_F):
             c = f0 + tl.arange(0, BLOCK_F)
@@ -173,5 +216,14 @@ def _launch_tiered_gather(slot: Tensor, dev: Tensor, host: Tensor, out: Tensor) 
     grid = (triton.cdiv(n, block_r),)
     with torch.cuda.device(slot.device):
         _tiered_gather_kernel[grid](
-            slot.contiguous(), dev, host, out, n, dev.shape[0], f, BLOCK_R=block_r, BLOCK_F=block_f
+            slot.contiguous(),
+            dev,
+            host,
+            out,
+            n,
+            dev.shape[0],
+            f,
+            host.stride(0),
+            BLOCK_R=block_r,
+            BLOCK_F=block_f,
         )
