@@ -73,6 +73,7 @@ from distgnn_workload.runtime.hetero_batches import (
     pack_hetero,
 )
 from distgnn_workload.runtime.hetero_data import HeteroTrainingData, from_store, open_typed_store
+from distgnn_workload.runtime.holder import device_feature_budget
 from distgnn_workload.runtime.link_batches import link_edge_types, link_sampler
 from distgnn_workload.runtime.transfers import to_host
 from distgnn_workload.sampling.hetero_sampler import HeteroNeighborSampler
@@ -265,7 +266,10 @@ class TypedServing:
         t0 = time.perf_counter()
         # bf16 rows halve the bytes; admission allows bf16 only for GPU trainers
         dtype = torch.bfloat16 if spec.training.bf16 else torch.float32
-        tables = load_typed_tables(store, env.rank, spec.samplers.cache_ratio, self.device, dtype)
+        budget = device_feature_budget(spec, self.device, 0)
+        tables = load_typed_tables(
+            store, env.rank, spec.samplers.cache_ratio, self.device, dtype, budget
+        )
         serve_typed_tables(tables)
         set_typed_serve_observer(lambda _node_type, rows: observe(rows))
         data = from_store(store, features=False)
