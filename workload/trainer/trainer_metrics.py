@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from distgnn_workload import metrics
+
+log = logging.getLogger(__name__)
 
 
 class TrainerMetrics:
@@ -58,6 +61,7 @@ class TrainerMetrics:
             self._host_rows += host
             ratio = 1.0 - self._host_rows / self._tier_rows
             metrics.TRAINER_FEATURE_GPU_TIER_HIT_RATIO.labels(self.label).set(ratio)
+            log.info("feature table: %.1f%% of gathered rows from its GPU tier", 100.0 * ratio)
 
     def feature_figures(self) -> dict[str, float]:
         """The hit ratios since the start, for ``/progress`` (those with a look-up yet)."""
