@@ -12,6 +12,15 @@ AUTO_RESERVE_SHARE = 0.25
 """``auto`` leaves this share of the card (at least :data:`AUTO_RESERVE_MIN`) to training:
 model, optimizer, activations, prefetched batches, the exchange's buffers."""
 AUTO_RESERVE_MIN = 4 * GIB
+HOST_ROW_ALIGN = 128
+"""Bytes each host-tier row starts at a multiple of (its stride padded to it). A GPU reads host
+memory over PCIe in requests of at most 128 aligned bytes: a 200-byte row (100 bf16 values)
+at any offset takes three, aligned two."""
+
+
+def host_row_bytes(row_bytes: int) -> int:
+    """The stride of a host-tier row of ``row_bytes``: padded to :data:`HOST_ROW_ALIGN`."""
+    return -(-max(row_bytes, 1) // HOST_ROW_ALIGN) * HOST_ROW_ALIGN
 
 
 def feature_budget(value: int | str | None, free: int, total: int, other: int = 0) -> int | None:
@@ -31,10 +40,11 @@ def feature_budget(value: int | str | None, free: int, total: int, other: int = 
     return int(parsed)
 
 
-def table_split(budget: int | None, table_bytes: int) -> tuple[int, int]:
-    """(GPU bytes, host bytes) of a table of ``table_bytes`` under ``budget``: within the
-    budget it is all on the GPU; over it the host tier holds every row and the GPU the
-    hottest, up to the budget."""
-    if budget is None or table_bytes <= budget:
-        return table_bytes, 0
-    return budget, table_bytes
+def table_split(budget: int | None, rows: int, row_bytes: int) -> tuple[int, int]:
+    """(GPU bytes, host bytes) of a table of ``rows`` rows under ``budget``: within the
+    budget it is all on the GPU; over it the host tier holds every row (each padded,
+    :func:`host_row_bytes`) and the GPU the hottest, up to the budget."""
+    table = rows * row_bytes
+    if budget is None or table <= budget:
+        return table, 0
+    return budget // row_bytes * row_bytes, rows * host_row_bytes(row_bytes)

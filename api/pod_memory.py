@@ -204,11 +204,11 @@ def feature_table_split(
         return None
     remote = graph.num_nodes - s.owned_nodes
     rows = s.owned_nodes + round(spec.samplers.cache_ratio * remote)
-    table = rows * graph.num_features * s.feature_bytes
+    row = graph.num_features * s.feature_bytes
     other = topology_bytes(graph) if s.replicate and dev == "gpu" else 0
     free = s.gpu_memory - CUDA_CONTEXT_BYTES
-    gpu, host = table_split(feature_budget(value, free, s.gpu_memory, other), table)
-    return gpu, host, table
+    gpu, host = table_split(feature_budget(value, free, s.gpu_memory, other), rows, row)
+    return gpu, host, rows * row
 
 
 def holder_items(spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: Where) -> list[Item]:
@@ -324,7 +324,7 @@ def _tiered_holder_items(
     return [
         Item("feature table, GPU tier (hottest rows, featureMemory)", gpu, dev,
              "features/table.py FeatureTable.place"),
-        Item("feature table, pinned host tier (every row, read in place)", host, "host",
+        Item("feature table, pinned host tier (every row, 128-byte aligned)", host, "host",
              "features/tiers.py host_tier"),
         Item("presampling for placement (counts, scores)", graph.num_nodes * 25, "host",
              "features/cache_policy.py presample_counts", transient=True),

@@ -15,13 +15,19 @@ import torch
 from torch import Tensor
 from torch.futures import Future
 
-from distgnn_api.feature_memory import AUTO_RESERVE_MIN, feature_budget, table_split
+from distgnn_api.feature_memory import (
+    AUTO_RESERVE_MIN,
+    HOST_ROW_ALIGN,
+    feature_budget,
+    table_split,
+)
 from distgnn_workload.data.graph import GraphData
 from distgnn_workload.partition import PartitionStore, write_partitions
 from distgnn_workload.runtime.features.cache_policy import fill_cache
 from distgnn_workload.runtime.features.layout import HolderLayout, load_holder
 from distgnn_workload.runtime.features.remote import DistributedFeatureSource
 from distgnn_workload.runtime.features.table import FeatureTable
+from distgnn_workload.runtime.features.tiers import new_host_rows
 
 CPU = torch.device("cpu")
 NODES, FEATURES = 400, 6
@@ -130,9 +136,25 @@ def test_feature_budget_reads_quantities_and_auto() -> None:
     assert feature_budget("auto", 70 * gib, 80 * gib, other=5 * gib) == 45 * gib
     assert feature_budget("auto", 10 * gib, 16 * gib) == 10 * gib - AUTO_RESERVE_MIN
     assert feature_budget("auto", 1 * gib, 16 * gib) == 0
-    assert table_split(None, 100) == (100, 0)
-    assert table_split(200, 100) == (100, 0)
-    assert table_split(20, 100) == (20, 100)
+    assert table_split(None, 10, 10) == (100, 0)
+    assert table_split(200, 10, 10) == (100, 0)
+    assert table_split(25, 10, 10) == (20, 10 * 128)  # whole rows; host rows padded
+    assert table_split(400, 10, 200) == (400, 10 * 256)
+
+
+@pytest.mark.parametrize(
+    ("features", "dtype", "stride"),
+    [(100, torch.bfloat16, 128), (64, torch.float32, 64), (5, torch.float32, 32)],
+)
+def test_host_rows_start_at_128_byte_boundaries(
+    features: int, dtype: torch.dtype, stride: int
+) -> None:
+    base, rows = new_host_rows(7, features, dtype)
+    assert rows.shape == (7, features)
+    assert rows.stride(0) == stride
+    assert rows.data_ptr() % HOST_ROW_ALIGN == 0
+    assert rows.stride(0) * rows.element_size() % HOST_ROW_ALIGN == 0
+    assert rows.untyped_storage().data_ptr() == base.untyped_storage().data_ptr()
 
 
 @pytest.mark.gpu

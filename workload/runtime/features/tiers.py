@@ -18,6 +18,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from distgnn_api.feature_memory import HOST_ROW_ALIGN, host_row_bytes
+
 try:  # Triton comes with CUDA builds of torch; CPU builds have none
     import triton  # type: ignore[import-untyped]
     import triton.language as tl  # type: ignore[import-untyped]
@@ -85,17 +87,10 @@ class TieredRows:
         return out
 
 
-HOST_ROW_ALIGN = 128
-"""Bytes each host-tier row starts at a multiple of (its stride padded to it). A GPU reads host
-memory over PCIe in requests of at most 128 aligned bytes: a 200-byte row (100 bf16 values)
-at any offset takes three, aligned two."""
-
-
 def new_host_rows(rows: int, num_features: int, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
     """(allocation, [rows, num_features] view of it) with every row 128-byte aligned."""
     elem = torch.empty((), dtype=dtype).element_size()
-    row_bytes = max(num_features * elem, 1)
-    stride = -(-row_bytes // HOST_ROW_ALIGN) * HOST_ROW_ALIGN // elem
+    stride = host_row_bytes(num_features * elem) // elem
     base = torch.empty(rows * stride + HOST_ROW_ALIGN // elem, dtype=dtype)
     skip = (-base.data_ptr() % HOST_ROW_ALIGN) // elem
     view = base[skip : skip + rows * stride].view(rows, stride)[:, :num_features]
