@@ -157,3 +157,7 @@ def test_tiered_tables_under_a_budget_give_the_same_rows_and_serve_peers(
     ids = torch.randperm(table.num_nodes, generator=torch.Generator().manual_seed(1))[:500]
     assert torch.equal(source.gather("paper", ids), reference["paper"][ids])
     assert calls == [1]  # the peer answered from its own tiered table
+    stats = source.take()["paper"]
+    slot = table.slot[ids]
+    assert stats.tier_rows == int((slot >= 0).sum())
+    assert stats.host_tier_rows == int((slot >= table.tiers.split).sum()) > 0

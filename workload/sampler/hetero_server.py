@@ -169,6 +169,8 @@ class HeteroSamplerServer:
         self._ratio_at = 0.0
         self._lookups = dict.fromkeys(features.tables, 0)
         self._hits = dict.fromkeys(features.tables, 0)
+        self._tier_rows = 0
+        self._host_rows = 0
         label = str(rank)
         self._requests = metrics.SAMPLER_REQUESTS.labels(label, "batch")
         self._seconds = metrics.SAMPLER_REQUEST_SECONDS.labels(label, "batch")
@@ -232,6 +234,12 @@ class HeteroSamplerServer:
         last call and those the hot cache served; set the hit ratio since the start."""
         label = str(self.rank)
         for t, s in self.features.take().items():
+            if s.tier_rows:
+                with self._lock:
+                    self._tier_rows += s.tier_rows
+                    self._host_rows += s.host_tier_rows
+                    gpu_share = 1.0 - self._host_rows / self._tier_rows
+                metrics.SAMPLER_FEATURE_GPU_TIER_HIT_RATIO.labels(label).set(gpu_share)
             if not s.lookups:
                 continue
             metrics.SAMPLER_TYPED_FEATURE_LOOKUPS.labels(label, t).inc(s.lookups)

@@ -102,6 +102,7 @@ class TypedStart:
             def flush_feature_stats() -> None:
                 for t, s in source.take().items():
                     metrics.typed_feature_stats(t, s.lookups, s.hits, s.bytes_fetched)
+                    metrics.tier_stats(s.tier_rows, s.host_tier_rows)
 
             on_epoch = flush_feature_stats
         else:

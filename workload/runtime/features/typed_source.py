@@ -148,6 +148,10 @@ class TypedStats:
     lookups: int = 0
     hits: int = 0
     bytes_fetched: int = 0
+    tier_rows: int = 0
+    """Rows a tiered table gathered ..."""
+    host_tier_rows: int = 0
+    """... and those of them read from its pinned host tier."""
 
 
 class TypedFeatureSource:
@@ -178,6 +182,10 @@ class TypedFeatureSource:
         slot = table.slot[ids]
         out = table.gather(slot.clamp(min=0))
         lookups = int((table.owner[ids] != table.partition).sum()) if table.num_remote else 0
+        tier_rows = host_rows = 0
+        if table.tiered:
+            tier_rows = int((slot >= 0).sum())
+            host_rows = int((slot >= table.tiers.split).sum())
         missing = (slot < 0).nonzero().squeeze(1)
         misses = int(missing.numel())
         if misses:
@@ -199,6 +207,8 @@ class TypedFeatureSource:
             s.lookups += lookups
             s.hits += lookups - misses
             s.bytes_fetched += misses * table.num_features * out.element_size()
+            s.tier_rows += tier_rows
+            s.host_tier_rows += host_rows
             self.fetched_rows[node_type] += misses
         return out
 
