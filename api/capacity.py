@@ -33,6 +33,7 @@ from distgnn_api.pod_memory import (
     edge_caps,
     evaluation_items,
     expected_hops,
+    feature_table_split,
     holder_items,
     hop_caps,
     num_params,
@@ -149,6 +150,7 @@ def shapes(
         params=num_params(spec, graph),
         expected_nodes=nodes,
         expected_edges=edges,
+        gpu_memory=gpu_memory,
     )
 
 
@@ -279,6 +281,15 @@ def build_plan(
     )
     checkpoints = 2 * 12 * s.params  # params + two Adam moments, fp32; the last and the new one
     notes = [f"topology {'replicated' if s.replicate else 'partitioned'} ({s.replicate_why})"]
+    split = feature_table_split(spec, graph, s, _holder_device(spec))
+    if split is not None:
+        gpu, host, table = split
+        notes.append(
+            f"feature table per holder {table / GIB:.2f} GiB: {gpu / GIB:.2f} GiB "
+            f"({100.0 * gpu / max(table, 1):.0f}%) on the GPU"
+            + (", all of it in pinned host memory, read in place" if host else "")
+            + f" (featureMemory {spec.samplers.feature_memory})"
+        )
     notes.append(
         f"partition {'out of core' if cost.out_of_core else 'in memory'} ({cost.out_of_core_why})"
     )

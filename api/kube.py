@@ -285,3 +285,39 @@ def _quantity(minimum: int, what: str) -> Any:
 
 NonNegativeQuantity = _quantity(0, "non-negative")
 PositiveQuantity = _quantity(1, "positive")
+
+AUTO = "auto"
+_AUTO_OR_QUANTITY_MESSAGE = (
+    f"must be 'auto' or a non-negative Kubernetes quantity; {QUANTITY_EXAMPLES}"
+)
+
+
+def _check_auto_or_quantity(value: int | str) -> int | str:
+    if value == AUTO:
+        return value
+    parsed = parse_quantity(value)
+    if isinstance(value, str) and len(value) > QUANTITY_MAX_LENGTH:
+        raise ValueError(f"{value!r} is longer than {QUANTITY_MAX_LENGTH} characters")
+    if parsed is None or parsed < 0:
+        raise ValueError(f"{value!r} {_AUTO_OR_QUANTITY_MESSAGE}")
+    return value
+
+
+AutoOrQuantity = Annotated[
+    int | str,
+    AfterValidator(_check_auto_or_quantity),
+    Field(
+        json_schema_extra={
+            "x-kubernetes-int-or-string": True,
+            "pattern": f"^auto$|{QUANTITY_PATTERN}",
+            "maxLength": QUANTITY_MAX_LENGTH,
+            "x-kubernetes-validations": [
+                {
+                    "rule": f"string(self) == '{AUTO}' || ({_quantity_rule(False)})",
+                    "message": _AUTO_OR_QUANTITY_MESSAGE,
+                }
+            ],
+        }
+    ),
+]
+"""'auto', or a non-negative quantity (bytes)."""

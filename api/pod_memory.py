@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+from distgnn_api.feature_memory import feature_budget, table_split
 from distgnn_api.graph_size import INT32_MAX, GraphSize
 from distgnn_api.spec import Arch, DistGNNJobSpec
 
@@ -83,6 +84,8 @@ class Shapes:
     expected_nodes: tuple[float, ...]
     """Expected new distinct nodes per hop of one mini-batch (:func:`expected_hops`)."""
     expected_edges: tuple[float, ...]
+    gpu_memory: int = 80 * GIB
+    """Memory of one GPU (featureMemory auto takes its share of it)."""
 
     @property
     def node_cap(self) -> int:
@@ -191,12 +194,32 @@ def batch_bytes(s: Shapes, graph: GraphSize, dev: Where = "gpu") -> int:
     )
 
 
+def feature_table_split(
+    spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: Where
+) -> tuple[int, int, int] | None:
+    """(GPU bytes, pinned host bytes, table bytes) of one holder's feature table under
+    ``samplers.featureMemory`` (runtime/holder.py device_feature_budget), None without one."""
+    value = spec.samplers.feature_memory
+    if value is None or (dev != "gpu" and value == "auto"):
+        return None
+    remote = graph.num_nodes - s.owned_nodes
+    rows = s.owned_nodes + round(spec.samplers.cache_ratio * remote)
+    row = graph.num_features * s.feature_bytes
+    other = topology_bytes(graph) if s.replicate and dev == "gpu" else 0
+    free = s.gpu_memory - CUDA_CONTEXT_BYTES
+    gpu, host = table_split(feature_budget(value, free, s.gpu_memory, other), rows, row)
+    return gpu, host, rows * row
+
+
 def holder_items(spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: Where) -> list[Item]:
     """A holder process (sampler, or trainer in worker mode): runtime/holder.py load/connect."""
     n, f, fb = graph.num_nodes, graph.num_features, s.feature_bytes
     own, remote = s.owned_nodes, graph.num_nodes - s.owned_nodes
     cached = round(spec.samplers.cache_ratio * remote)
     idx = graph.index_bytes
+    split = feature_table_split(spec, graph, s, dev)
+    if split is not None and split[1]:
+        return _tiered_holder_items(spec, graph, s, dev, split)
     items = [
         Item("owned feature rows", own * f * fb, dev, "features/layout.py load_holder"),
         Item("load staging (float32 copy + cat)", 2 * own * f * 4, "host",
@@ -281,6 +304,32 @@ def holder_items(spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: Where) 
             )
         )
     return items  # fmt: skip
+
+
+def _tiered_holder_items(
+    spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: Where, split: tuple[int, int, int]
+) -> list[Item]:
+    """A holder whose feature table is over its GPU budget: every row in pinned host memory,
+    the hottest up to the budget on the GPU too; the rest as an untiered holder's."""
+    gpu, host, _ = split
+    untiered = spec.model_copy(
+        update={"samplers": spec.samplers.model_copy(update={"feature_memory": None})}
+    )
+    items = [
+        i
+        for i in holder_items(untiered, graph, s, dev)
+        if i.what not in ("owned feature rows", "cache reserve (torch.cat of the table)")
+        and not i.what.startswith(("hot cache", "hotness pre-sampling"))
+    ]
+    return [
+        Item("feature table, GPU tier (hottest rows, featureMemory)", gpu, dev,
+             "features/table.py FeatureTable.place"),
+        Item("feature table, pinned host tier (every row, 128-byte aligned)", host, "host",
+             "features/tiers.py host_tier"),
+        Item("presampling for placement (counts, scores)", graph.num_nodes * 25, "host",
+             "features/cache_policy.py presample_counts", transient=True),
+        *items,
+    ]  # fmt: skip
 
 
 def trainer_items(spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: Where) -> list[Item]:

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from distgnn_api.base_model import Model
 from distgnn_api.core_types import ResourceRequirements
+from distgnn_api.kube import AutoOrQuantity
 
 # --------------------------------------------------------------------------- partition
 
@@ -67,6 +68,8 @@ class SamplersSpec(Model):
     """Mini-batch requests each sampler serves at once."""
     cache_ratio: float = Field(default=0.1, ge=0.0, le=1.0)
     """Share of remote node features kept in the hot-feature cache (by pre-sampled hotness)."""
+    feature_memory: AutoOrQuantity | None = None
+    """GPU memory the feature table of each holder (a sampler; a trainer in worker mode) may take, e.g. 8Gi: the hottest rows (by pre-sampled hotness) go there and the rest stay in pinned host memory, which the GPU reads in place (UVA); auto takes what the card has free less what training needs; unset keeps the whole table on the GPU."""
     replicate_topology: ReplicateTopology = ReplicateTopology.auto
     """Replicate the whole topology on each holder (local sampling, only features move): auto does so when it fits in memory."""
     resources: ResourceRequirements = Field(default_factory=ResourceRequirements)

@@ -77,6 +77,10 @@ class Progress(Model):
     """Link prediction: test MRR, once evaluated."""
     test_hits: dict[str, float] | None = None
     """Link prediction: test Hits@K by K, once evaluated."""
+    feature_cache_hit_ratio: float | None = None
+    """Share of remote feature look-ups the hot cache served (trainer 0, since the start)."""
+    feature_gpu_tier_hit_ratio: float | None = None
+    """With samplers.featureMemory below the table: share of gathered rows the GPU tier held (the rest were read from pinned host memory)."""
     last_update_time: str | None = None
     """RFC 3339 time of the report."""
 

@@ -68,6 +68,22 @@ TRAINER_CACHE_HITS = Counter(
 TRAINER_CACHE_LOOKUPS = Counter(
     "distgnn_trainer_feature_cache_lookups_total", "Remote feature look-ups.", ["rank"]
 )
+TRAINER_CACHE_HIT_RATIO = Gauge(
+    "distgnn_trainer_feature_cache_hit_ratio",
+    "Share of remote feature look-ups the hot cache served, since the start.",
+    ["rank"],
+)
+# a feature table over its GPU budget (samplers.featureMemory): rows from each tier
+TRAINER_FEATURE_TIER_ROWS = Counter(
+    "distgnn_trainer_feature_tier_rows_total",
+    "Feature rows gathered from a tiered table, by tier (gpu, host: pinned, read in place).",
+    ["rank", "tier"],
+)
+TRAINER_FEATURE_GPU_TIER_HIT_RATIO = Gauge(
+    "distgnn_trainer_feature_gpu_tier_hit_ratio",
+    "Share of a tiered table's gathered rows that its GPU tier held, since the start.",
+    ["rank"],
+)
 # heterogeneous jobs in worker mode: other partitions' featured rows (label node_type)
 TRAINER_TYPED_FEATURE_LOOKUPS = Counter(
     "distgnn_trainer_typed_feature_lookups_total",
@@ -111,6 +127,11 @@ SAMPLER_BYTES_SENT = Counter(
 )
 SAMPLER_CACHE_HIT_RATIO = Gauge(
     "distgnn_sampler_cache_hit_ratio", "Hit ratio of the hot-feature cache.", ["rank"]
+)
+SAMPLER_FEATURE_GPU_TIER_HIT_RATIO = Gauge(
+    "distgnn_sampler_feature_gpu_tier_hit_ratio",
+    "Share of a tiered table's gathered rows that its GPU tier held, since the start.",
+    ["rank"],
 )
 # heterogeneous jobs in server-client mode: other partitions' featured rows (label node_type)
 SAMPLER_TYPED_FEATURE_LOOKUPS = Counter(

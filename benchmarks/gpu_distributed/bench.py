@@ -135,6 +135,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default="off",
         help="CUDA tensors over RPC (DISTGNN_RPC_CUDA); bulk data uses shared slots anyway",
     )
+    p.add_argument(
+        "--feature-memory",
+        default=None,
+        help="samplers.featureMemory of every run: a quantity, auto, or N%% of one holder's "
+        "table (the rest of it stays in pinned host memory, read in place by the GPU)",
+    )
     p.add_argument("--run-timeout", type=float, default=120.0, help="past it a run is 'hung'")
     p.add_argument("--budget", type=float, default=540.0, help="seconds for the whole script")
     p.add_argument("--pyg-baseline", action="store_true")
@@ -186,6 +192,7 @@ def run_one(
         "gpus": cfg.gpus,
         "precision": cfg.precision,
         "cache_ratio": cfg.cache_ratio,
+        "feature_memory": args.feature_memory,
         "transport": cfg.transport,
         "repeat": repeat,
         "rpc_cuda": rpc_cuda,

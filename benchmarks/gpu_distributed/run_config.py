@@ -115,6 +115,7 @@ def job_spec(
                 "concurrency": args.concurrency,
                 "cacheRatio": cfg.cache_ratio,
                 "replicateTopology": "always",
+                **feature_memory(cfg, args),
             },
             "trainers": {
                 "replicas": cfg.gpus,
@@ -140,6 +141,21 @@ def job_spec(
     )
 
 
+def feature_memory(cfg: RunConfig, args: argparse.Namespace) -> dict[str, Any]:
+    """``samplers.featureMemory`` from ``--feature-memory``: a quantity, auto, or ``N%`` of
+    one holder's table (its owned rows plus its cache, at the run's precision)."""
+    value = getattr(args, "feature_memory", None)
+    if not value:
+        return {}
+    if not str(value).endswith("%"):
+        return {"featureMemory": value}
+    share = float(str(value)[:-1]) / 100.0
+    owned = math.ceil(args.nodes / cfg.gpus)
+    held = owned + round(cfg.cache_ratio * (args.nodes - owned))
+    row = args.features * (2 if cfg.precision == "bf16" else 4)
+    return {"featureMemory": int(share * held * row)}
+
+
 def role_sections(cfg: RunConfig, args: argparse.Namespace, cuda: bool) -> dict[str, Any]:
     """The samplers and trainers of a run: one trainer per GPU and, server-client, one sampler
     per GPU (on the GPU when ``cuda``) with ``--sampler-workers`` threads."""
@@ -150,6 +166,7 @@ def role_sections(cfg: RunConfig, args: argparse.Namespace, cuda: bool) -> dict[
             "gpusPerPod": 1 if server and cuda else 0,
             "workers": args.sampler_workers,
             "cacheRatio": cfg.cache_ratio,
+            **feature_memory(cfg, args),
         },
         "trainers": {"replicas": cfg.gpus, "gpusPerPod": 1 if cuda else 0},
     }

@@ -340,3 +340,22 @@ def test_a_sample_too_large_for_the_partition_job_is_named() -> None:
     rand = small(partition={"outOfCore": "always", "resources": {"limits": {"memory": "1Mi"}}})
     (short,) = [s for s in check(rand, build_plan(rand, g), 80 * GIB) if s.role == "partition"]
     assert "metisSampleEdges" not in short.message
+
+
+def test_a_feature_budget_below_the_table_splits_it_in_the_plan() -> None:
+    """750 held rows (500 owned, half the 500 remote) of 64 bytes; 12,800 bytes on the GPU."""
+    gpu_holders = {"gpusPerPod": 1, "featureMemory": 12800}
+    spec = small(samplers=gpu_holders)
+    plan = build_plan(spec, from_spec_or_fail(spec))
+    sampler = plan.role("sampler")
+    assert sampler is not None
+    items = {i.what: i for i in sampler.items}
+    assert items["feature table, GPU tier (hottest rows, featureMemory)"].bytes == 200 * 64
+    host = items["feature table, pinned host tier (every row, 128-byte aligned)"]
+    assert (host.bytes, host.where) == (750 * 128, "host")
+    assert "owned feature rows" not in items
+    assert any("feature table per holder" in n and "(27%) on the GPU" in n for n in plan.notes)
+    whole = small(samplers={"gpusPerPod": 1, "featureMemory": "1Gi"})
+    untiered = build_plan(whole, from_spec_or_fail(whole)).role("sampler")
+    assert untiered is not None
+    assert "owned feature rows" in {i.what for i in untiered.items}

@@ -312,3 +312,45 @@ def test_a_pod_with_two_training_processes_serves_both_on_one_port(tmp_path: Pat
     assert result.test_accuracy >= 0.85
     stats = json.loads((job.run_dir / "training_stats.json").read_text())
     assert stats["world_size"] == 2
+
+
+def test_a_feature_budget_below_the_table_trains_exactly_as_the_whole_table(
+    tmp_path: Path,
+) -> None:
+    """``samplers.featureMemory`` below each holder's table (on CPU an explicit budget splits
+    it into two host tiers the same way): worker mode over the feature exchange trains the
+    very same model as without a budget, bit for bit; server-client mode trains to accuracy
+    with its samplers' tables split and serving each other from both tiers."""
+    base = {
+        "samplers.replicas": 0,
+        "samplers.cacheRatio": 0.3,
+        "samplers.replicateTopology": "always",
+        "partition.algorithm": "random",
+        "training.epochs": 2,
+        "training.evalEvery": 1,
+    }
+    figures = {}
+    for budget in (None, 40_000):  # 40 kB: 625 of each holder's 2,600 rows of 64 bytes
+        spec = job_spec(**base, **({"samplers.featureMemory": budget} if budget else {}))
+        job = start_job(tmp_path / f"worker-{budget}", spec)
+        finish(job)
+        result = result_of(job)
+        stats = json.loads((job.run_dir / "training_stats.json").read_text())
+        log = job.stdout_of(c.Role.trainer, 0)
+        if budget:
+            assert "feature table: 625 of 2600 rows (24%) on the GPU" in log, log
+            assert "of gathered rows from its GPU tier" in log, log
+        figures[budget] = ([(e["loss"], e["val_accuracy"]) for e in stats["epochs"]], result)
+    assert figures[40_000][0] == figures[None][0]
+    assert figures[40_000][1].test_accuracy == figures[None][1].test_accuracy
+
+    spec = job_spec(**{"samplers.featureMemory": 40_000, "training.epochs": 2})
+    job = start_job(tmp_path / "server", spec)
+    finish(job)
+    result = result_of(job)
+    assert result.test_accuracy is not None
+    assert result.test_accuracy >= 0.85, job.logs()
+    for rank in range(2):
+        log = job.log_path(c.Role.sampler, rank).read_text()
+        assert "feature table: 625 of" in log, log  # of its owned and cached rows
+        assert "read from pinned host memory" in log, log

@@ -430,6 +430,13 @@ def kubernetes_rules() -> list[FieldRule]:
                 st.one_of(_BAD_QUANTITY, st.sampled_from(["0", 0, "0Gi", "0.0", "0m"])),
             ),
         ),
+        FieldRule(
+            "spec.samplers.featureMemory",
+            _set(
+                "spec/samplers/featureMemory",
+                st.one_of(_BAD_QUANTITY, st.sampled_from(["Auto", "auto ", "autoGi", "-2Gi"])),
+            ),
+        ),
         FieldRule("spec.scheduling.tolerations", _toleration()),
         FieldRule("spec.scheduling.affinity", _affinity()),
         FieldRule("spec.metricsPort", _set("spec/metricsPort", st.sampled_from([29500, 29400]))),

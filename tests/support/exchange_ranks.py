@@ -37,6 +37,8 @@ CPU = torch.device("cpu")
 NODES = 600
 PARTITIONS = 12  # divisible by 2, 3 and 4 holders
 BATCH = 16
+TIER_ROWS = 30
+"""Rows of a tiered table's GPU tier (of about 300 held per rank on 2 ranks)."""
 JOIN_S = 180.0
 """Longer than any healthy run; a rank still alive past it hangs (the test fails)."""
 
@@ -77,9 +79,12 @@ def _phase(
     return got
 
 
-def _rank(rank: int, world: int, store_path: str, out: str, lost: int, cuda: bool) -> None:
+def _rank(
+    rank: int, world: int, store_path: str, out: str, lost: int, cuda: bool, tiered: bool
+) -> None:
     """One trainer (on GPU ``rank`` with ``cuda``: NCCL); ``lost`` >= 0: that rank dies after
-    one evaluation batch of the last phase."""
+    one evaluation batch of the last phase; ``tiered``: a GPU budget of :data:`TIER_ROWS`
+    rows, the others in pinned host memory (rows served to peers come from both tiers)."""
     torch.set_num_threads(1)
     device = CPU
     if cuda:
@@ -95,8 +100,16 @@ def _rank(rank: int, world: int, store_path: str, out: str, lost: int, cuda: boo
     )
     store = PartitionStore.open(Path(store_path))
     layout = HolderLayout.from_store(store, world)
-    data = load_holder(store, rank, world, device)
-    table = FeatureTable(data, layout.num_nodes, device)
+    data = load_holder(store, rank, world, CPU if tiered else device)
+    owned = data.end - data.start
+    budget = TIER_ROWS * data.features.shape[1] * data.features.element_size()
+    table = FeatureTable(
+        data,
+        layout.num_nodes,
+        device,
+        device_budget=budget if tiered else None,
+        capacity=owned + 40 * (world + 1),
+    )
     reference = torch.cat(
         [load_holder(store, h, world, device).features for h in range(world)]
     )  # the replicated table
@@ -114,13 +127,19 @@ def _rank(rank: int, world: int, store_path: str, out: str, lost: int, cuda: boo
     remote = torch.cat([torch.arange(0, data.start), torch.arange(data.end, layout.num_nodes)])
     hot = remote[torch.randperm(remote.numel(), generator=torch.Generator().manual_seed(rank))]
     fill_cache_from(table, exchange.fetch_all, hot[: 0 if rank == 1 else 40 * (rank + 1)])
+    # hotness: the ids in a rank's own shuffled order
+    table.place(torch.randperm(layout.num_nodes, generator=torch.Generator().manual_seed(rank)))
     source.use(exchange)
     cached = hot[: table.num_cached].to(device)
-    cached_ok = bool((table.rows[table.slot[cached].long()] == reference[cached]).all().item())
+    cached_ok = bool((table.gather(table.slot[cached]) == reference[cached]).all().item())
     sampler = replicated_factory(store, [4, 3], device)(rank)
     sampler.prepare(BATCH)  # a GPU sampler captures its graph here, not on the loader thread
     own = data.train_ids
-    results: dict[str, Any] = {"cached_ok": cached_ok, "cached": table.num_cached}
+    results: dict[str, Any] = {
+        "cached_ok": cached_ok,
+        "cached": table.num_cached,
+        "tiers": (table.device_rows, table.host_rows),
+    }
     phases = [
         ("train", 4, [own[i * BATCH : (i + 1) * BATCH] for i in range(3)]),
         # uneven: rank r has 2r batches (rank 0 none), inline and through the thread
@@ -155,11 +174,18 @@ def _no_rpc(holder: int, ids: Tensor) -> Any:
 
 
 def spawn_ranks(
-    world: int, store: PartitionStore, out: Path, *, lost: int = -1, cuda: bool = False
+    world: int,
+    store: PartitionStore,
+    out: Path,
+    *,
+    lost: int = -1,
+    cuda: bool = False,
+    tiered: bool = False,
 ) -> list[int | None]:
     """Run :func:`_rank` in ``world`` processes; their exit codes (None: still running)."""
     procs = [
-        rank_process(_rank, (r, world, str(store.path), str(out), lost, cuda)) for r in range(world)
+        rank_process(_rank, (r, world, str(store.path), str(out), lost, cuda, tiered))
+        for r in range(world)
     ]
     for p in procs:
         p.start()
@@ -172,10 +198,15 @@ def spawn_ranks(
     return codes
 
 
-def check_ranks(tmp_path: Path, world: int) -> None:
+def check_ranks(tmp_path: Path, world: int, *, tiered: bool = False) -> None:
     """What every rank of a healthy run saved must hold (see the module's docstring)."""
     saved = [torch.load(tmp_path / f"rank{r}.pt", weights_only=False) for r in range(world)]
     for rank, s in enumerate(saved):
+        if tiered:
+            assert s["tiers"][0] == TIER_ROWS
+            assert s["tiers"][1] > 0
+        else:
+            assert s["tiers"][1] == 0
         assert s["cached_ok"]
         assert s["cached"] == (0 if rank == 1 else 40 * (rank + 1))
         assert s["train"]["batches"] == 3

@@ -29,6 +29,16 @@ def test_rows_equal_the_replicated_table_with_uneven_phases(
     check_ranks(tmp_path, world)
 
 
+def test_tiered_tables_serve_their_peers_rows_from_both_tiers(
+    store: PartitionStore, tmp_path: Path
+) -> None:
+    """A GPU budget below each rank's table: the rows a rank receives still equal the
+    replicated table's, whichever tier of its peer they were read from."""
+    codes = spawn_ranks(2, store, tmp_path, tiered=True)
+    assert codes == [0, 0]
+    check_ranks(tmp_path, 2, tiered=True)
+
+
 def test_a_rank_lost_at_the_end_fails_the_others_instead_of_hanging(
     store: PartitionStore, tmp_path: Path
 ) -> None:

@@ -225,7 +225,7 @@ def test_filling_the_cache_never_asks_this_holder_or_sends_empty_requests(
     assert sum(n for _, n in asked) == 9
     assert table.num_cached == 9
     ids = torch.cat([torch.arange(lo0, lo0 + 5), torch.arange(lo3, lo3 + 4)])
-    assert torch.equal(table.rows[table.slot[ids].long()], reference[ids])
+    assert torch.equal(table.gather(table.slot[ids]), reference[ids])
 
 
 def test_a_started_gather_sends_only_missing_ids_at_once_and_fills_them_on_wait(

@@ -195,7 +195,7 @@ def test_concurrent_requests_never_share_a_sampler_and_are_valid(store: Partitio
         src, dst = hop.edge_index.tolist()
         for s, d in zip(src, dst, strict=True):
             assert ids[s] in neighbours[ids[d]]
-        assert torch.equal(batch.x, server.holder.state.table.rows[hop.node_ids])
+        assert torch.equal(batch.x, server.holder.state.table.local_rows(hop.node_ids))
     server.executor.shutdown()
     assert len(made) == 4, "samplers are made up front, not per request"
     assert sum(s.uses for s in made) == 40

@@ -133,3 +133,31 @@ def test_without_a_cache_every_missing_row_is_fetched(
     ids = torch.arange(tables[1]["paper"].num_nodes).flip(0)
     assert torch.equal(source.gather("paper", ids), reference["paper"][ids])
     assert source.fetched_rows == {"paper": tables[1]["paper"].num_remote}
+
+
+def test_tiered_tables_under_a_budget_give_the_same_rows_and_serve_peers(
+    store: HeteroPartitionStore, reference: dict[str, Tensor], registry: None
+) -> None:
+    """A GPU budget of a tenth of each table: the most-cited rows in the device tier, the
+    rest in the host tier; gathers and the rows served to a peer equal the store's."""
+    whole = {p: load_typed_tables(store, p, 0.2, CPU) for p in range(2)}
+    budget = {p: sum(t.held * t.tiers.row_bytes for t in whole[p].values()) // 10 for p in (0, 1)}
+    tables = {p: load_typed_tables(store, p, 0.2, CPU, device_budget=budget[p]) for p in (0, 1)}
+    table = tables[0]["paper"]
+    assert table.tiered
+    assert 0 < table.tiers.split <= table.held // 10 + 1
+    # the device tier holds the most-cited held rows
+    deg = in_degrees(store, "paper")
+    held = (table.slot >= 0).nonzero().squeeze(1)
+    on_device = held[table.slot[held] < table.tiers.split]
+    on_host = held[table.slot[held] >= table.tiers.split]
+    assert int(deg[on_device].min()) >= int(deg[on_host].max())
+    calls: list[int] = []
+    source = TypedFeatureSource(tables[0], _fetcher(tables, calls))
+    ids = torch.randperm(table.num_nodes, generator=torch.Generator().manual_seed(1))[:500]
+    assert torch.equal(source.gather("paper", ids), reference["paper"][ids])
+    assert calls == [1]  # the peer answered from its own tiered table
+    stats = source.take()["paper"]
+    slot = table.slot[ids]
+    assert stats.tier_rows == int((slot >= 0).sum())
+    assert stats.host_tier_rows == int((slot >= table.tiers.split).sum()) > 0

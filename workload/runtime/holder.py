@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from distgnn_api.feature_memory import feature_budget
+from distgnn_api.kube import AUTO
 from distgnn_api.spec import DistGNNJobSpec
 from distgnn_workload.partition.store import PartitionStore
 from distgnn_workload.runtime import link_batches
@@ -74,6 +76,21 @@ def check_store(store: PartitionStore, spec: DistGNNJobSpec, num_holders: int) -
         raise BadInputError(f"partition store {store.path} holds no usable graph")
 
 
+def device_feature_budget(spec: DistGNNJobSpec, device: torch.device, other: int) -> int | None:
+    """Bytes of the feature table this holder's GPU may hold (``samplers.featureMemory``);
+    None: no cap (no budget set, or a CPU holder)."""
+    value = spec.samplers.feature_memory
+    if value is None or (device.type != "cuda" and value == AUTO):
+        return None
+    if device.type == "cuda":
+        free, total = (int(b) for b in torch.cuda.mem_get_info(device))
+    else:  # an explicit budget on a CPU holder splits the table all the same (tests)
+        free = total = free_memory(device)
+    budget = feature_budget(value, free, total, other)
+    log.info("feature table: GPU budget %.2f GiB (featureMemory %s)", (budget or 0) / 2**30, value)
+    return budget
+
+
 @dataclass
 class HolderState:
     """What a holder loaded before the rendezvous."""
@@ -97,10 +114,22 @@ def load(
     check_store(store, spec, num_holders)
     layout = HolderLayout.from_store(store, num_holders)
     dtype = torch.bfloat16 if spec.training.bf16 else torch.float32
-    data = load_holder(store, holder, num_holders, device, dtype)
+    topo = topology_bytes(store)
+    replicate = should_replicate(spec.samplers.replicate_topology, topo, device)
+    budget = device_feature_budget(spec, device, topo if replicate else 0)
+    # a budget keeps the rows on the host until the table places them
+    data = load_holder(
+        store, holder, num_holders, torch.device("cpu") if budget is not None else device, dtype
+    )
     labels = load_labels(store, device)
-    table = FeatureTable(data, layout.num_nodes, device)
-    replicate = should_replicate(spec.samplers.replicate_topology, topology_bytes(store), device)
+    cached = round(spec.samplers.cache_ratio * (layout.num_nodes - (data.end - data.start)))
+    table = FeatureTable(
+        data,
+        layout.num_nodes,
+        device,
+        device_budget=budget,
+        capacity=data.end - data.start + cached,
+    )
     log.info(
         "holder %d: nodes [%d, %d) of %d, %d train, loaded in %.1fs",
         holder,
@@ -167,6 +196,19 @@ def connect(
     budget = round(ratio * state.table.num_remote)
     t0 = time.perf_counter()
     hot: Tensor | None = None
+    counts: Tensor | None = None
+    if 0 < budget < state.table.num_remote or state.table.tiered:
+        # GLT's hotness: it ranks the remote rows to cache and the rows the GPU keeps
+        sampler = new_sampler(seed + 7_777)
+        counts = presample_counts(
+            lambda seeds: sampler.sample(seeds).node_ids,
+            state.data.train_ids,
+            state.layout.num_nodes,
+            batch_size=spec.training.batch_size,
+            max_batches=PRESAMPLE_BATCHES,
+            seed=seed,
+            device=state.device,
+        )
     if budget > 0:
         if budget >= state.table.num_remote:
             hot = select_hot(
@@ -177,16 +219,7 @@ def connect(
                 budget,
             )
         else:
-            sampler = new_sampler(seed + 7_777)
-            counts = presample_counts(
-                lambda seeds: sampler.sample(seeds).node_ids,
-                state.data.train_ids,
-                state.layout.num_nodes,
-                batch_size=spec.training.batch_size,
-                max_batches=PRESAMPLE_BATCHES,
-                seed=seed,
-                device=state.device,
-            )
+            assert counts is not None
             degrees = None
             if state.replicate:
                 indptr, _ = store.topology()
@@ -197,10 +230,13 @@ def connect(
         none = torch.empty(0, dtype=torch.int64)
         fill_cache_from(state.table, exchange.fetch_all, none if hot is None else hot)
         log.info("hot-feature cache filled in %.1fs", time.perf_counter() - t0)
+        state.table.place(counts)
         features.use(exchange)
-    elif hot is not None:
-        fill_cache(state.table, state.layout, fetch, hot, peer_name=target_of_holder)
-        log.info("hot-feature cache filled in %.1fs", time.perf_counter() - t0)
+    else:
+        if hot is not None:
+            fill_cache(state.table, state.layout, fetch, hot, peer_name=target_of_holder)
+            log.info("hot-feature cache filled in %.1fs", time.perf_counter() - t0)
+        state.table.place(counts)
     if exchange is None and not state.table.complete:
         attach_feature_slots(features, spec, me, target_of_holder, slots_per_peer)
     return Holder(state=state, features=features, new_sampler=new_sampler)
@@ -223,7 +259,7 @@ def attach_feature_slots(
         return  # no bound on a batch's rows: they come over RPC
     rows = StaticLayout(link_batches.seed_rows(spec), tuple(fanouts)).node_cap
     table = features.table
-    slot_spec = feature_slot_spec(rows, table.num_features, table.rows.dtype)
+    slot_spec = feature_slot_spec(rows, table.num_features, table.dtype)
     if slot_bytes(slot_spec) * count > SLOT_MEMORY_SHARE * device_memory(table.device):
         log.info("remote rows come over RPC: shared slots would take too much memory")
         return

@@ -73,6 +73,7 @@ from distgnn_workload.runtime.hetero_batches import (
     pack_hetero,
 )
 from distgnn_workload.runtime.hetero_data import HeteroTrainingData, from_store, open_typed_store
+from distgnn_workload.runtime.holder import device_feature_budget
 from distgnn_workload.runtime.link_batches import link_edge_types, link_sampler
 from distgnn_workload.runtime.transfers import to_host
 from distgnn_workload.sampling.hetero_sampler import HeteroNeighborSampler
@@ -168,6 +169,8 @@ class HeteroSamplerServer:
         self._ratio_at = 0.0
         self._lookups = dict.fromkeys(features.tables, 0)
         self._hits = dict.fromkeys(features.tables, 0)
+        self._tier_rows = 0
+        self._host_rows = 0
         label = str(rank)
         self._requests = metrics.SAMPLER_REQUESTS.labels(label, "batch")
         self._seconds = metrics.SAMPLER_REQUEST_SECONDS.labels(label, "batch")
@@ -231,6 +234,12 @@ class HeteroSamplerServer:
         last call and those the hot cache served; set the hit ratio since the start."""
         label = str(self.rank)
         for t, s in self.features.take().items():
+            if s.tier_rows:
+                with self._lock:
+                    self._tier_rows += s.tier_rows
+                    self._host_rows += s.host_tier_rows
+                    gpu_share = 1.0 - self._host_rows / self._tier_rows
+                metrics.SAMPLER_FEATURE_GPU_TIER_HIT_RATIO.labels(label).set(gpu_share)
             if not s.lookups:
                 continue
             metrics.SAMPLER_TYPED_FEATURE_LOOKUPS.labels(label, t).inc(s.lookups)
@@ -265,7 +274,10 @@ class TypedServing:
         t0 = time.perf_counter()
         # bf16 rows halve the bytes; admission allows bf16 only for GPU trainers
         dtype = torch.bfloat16 if spec.training.bf16 else torch.float32
-        tables = load_typed_tables(store, env.rank, spec.samplers.cache_ratio, self.device, dtype)
+        budget = device_feature_budget(spec, self.device, 0)
+        tables = load_typed_tables(
+            store, env.rank, spec.samplers.cache_ratio, self.device, dtype, budget
+        )
         serve_typed_tables(tables)
         set_typed_serve_observer(lambda _node_type, rows: observe(rows))
         data = from_store(store, features=False)

@@ -98,6 +98,8 @@ class SamplerServer:
         self._ratio_at = 0.0
         self._lookups = 0
         self._hits = 0
+        self._tier_rows = 0
+        self._host_rows = 0
         label = str(rank)
         self._requests = metrics.SAMPLER_REQUESTS.labels(label, "batch")
         self._seconds = metrics.SAMPLER_REQUEST_SECONDS.labels(label, "batch")
@@ -174,7 +176,13 @@ class SamplerServer:
 
     def update_cache_ratio(self) -> None:
         lookups, hits, _ = self.holder.features.stats.take()
+        rows, host = self.holder.features.stats.take_tiers()
         with self._lock:
+            self._tier_rows += rows
+            self._host_rows += host
+            if self._tier_rows:
+                gpu_share = 1.0 - self._host_rows / self._tier_rows
+                metrics.SAMPLER_FEATURE_GPU_TIER_HIT_RATIO.labels(str(self.rank)).set(gpu_share)
             self._lookups += lookups
             self._hits += hits
             if not self._lookups:

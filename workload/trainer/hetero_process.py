@@ -34,6 +34,7 @@ from distgnn_workload.runtime.features.typed_source import (
 from distgnn_workload.runtime.features.typed_table import TypedFeatureTable, serve_typed_tables
 from distgnn_workload.runtime.hetero_batches import feature_bytes
 from distgnn_workload.runtime.hetero_data import HeteroTrainingData, from_store, open_typed_store
+from distgnn_workload.runtime.holder import device_feature_budget
 from distgnn_workload.runtime.link_batches import link_edge_types, typed_train_pairs
 from distgnn_workload.runtime.rendezvous import Group
 from distgnn_workload.trainer.hetero_link_loop import HeteroLinkTrainer
@@ -71,6 +72,7 @@ class TypedStart:
                 spec.samplers.cache_ratio,
                 proc.device,
                 input_dtype(spec, proc.device),
+                device_budget=device_feature_budget(spec, proc.device, 0),
             )
             serve_typed_tables(self.tables)
         data = from_store(store, graph=worker, features=False)
@@ -100,6 +102,7 @@ class TypedStart:
             def flush_feature_stats() -> None:
                 for t, s in source.take().items():
                     metrics.typed_feature_stats(t, s.lookups, s.hits, s.bytes_fetched)
+                    metrics.tier_stats(s.tier_rows, s.host_tier_rows)
 
             on_epoch = flush_feature_stats
         else:

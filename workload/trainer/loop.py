@@ -235,6 +235,7 @@ class Trainer:
             self.tracker.update(
                 epoch=epochs,
                 seeds_per_second=result.seeds_per_second,
+                **self.metrics.feature_figures(),
                 val_accuracy=final.val,
                 val_accuracy_kind=final.val_kind,
                 test_accuracy=final.test,
@@ -452,6 +453,7 @@ class Trainer:
                 seeds_per_second=job_rate,
                 loss=stats.loss,
                 **self._validation_fields(stats.val_accuracy),
+                **m.feature_figures(),
             )
         if self.rank == 0:
             announce_epoch(

@@ -97,6 +97,7 @@ def worker_pipeline(
 
     def flush_feature_stats() -> None:
         metrics.feature_stats(*holder.features.stats.take())
+        metrics.tier_stats(*holder.features.stats.take_tiers())
 
     return TrainerPipeline(pipeline, flush_feature_stats)
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from distgnn_workload import metrics
+
+log = logging.getLogger(__name__)
 
 
 class TrainerMetrics:
@@ -21,6 +24,7 @@ class TrainerMetrics:
         self.wait = metrics.TRAINER_DATA_WAIT_SECONDS.labels(label)
         self.epoch = metrics.TRAINER_EPOCH.labels(label)
         self.remote_bytes = metrics.TRAINER_REMOTE_FEATURE_BYTES.labels(label)
+        self._lookups = self._hits = self._tier_rows = self._host_rows = 0
 
     @property
     def loss(self) -> Any:
@@ -44,6 +48,29 @@ class TrainerMetrics:
         if lookups:
             metrics.TRAINER_CACHE_LOOKUPS.labels(self.label).inc(lookups)
             metrics.TRAINER_CACHE_HITS.labels(self.label).inc(hits)
+            self._lookups += lookups
+            self._hits += hits
+            metrics.TRAINER_CACHE_HIT_RATIO.labels(self.label).set(self._hits / self._lookups)
+
+    def tier_stats(self, rows: int, host: int) -> None:
+        """Count a tiered table's gathered rows and those read from its pinned host tier."""
+        if rows:
+            metrics.TRAINER_FEATURE_TIER_ROWS.labels(self.label, "gpu").inc(rows - host)
+            metrics.TRAINER_FEATURE_TIER_ROWS.labels(self.label, "host").inc(host)
+            self._tier_rows += rows
+            self._host_rows += host
+            ratio = 1.0 - self._host_rows / self._tier_rows
+            metrics.TRAINER_FEATURE_GPU_TIER_HIT_RATIO.labels(self.label).set(ratio)
+            log.info("feature table: %.1f%% of gathered rows from its GPU tier", 100.0 * ratio)
+
+    def feature_figures(self) -> dict[str, float]:
+        """The hit ratios since the start, for ``/progress`` (those with a look-up yet)."""
+        out: dict[str, float] = {}
+        if self._lookups:
+            out["feature_cache_hit_ratio"] = self._hits / self._lookups
+        if self._tier_rows:
+            out["feature_gpu_tier_hit_ratio"] = 1.0 - self._host_rows / self._tier_rows
+        return out
 
     def typed_feature_stats(self, node_type: str, lookups: int, hits: int, fetched: int) -> None:
         """Count one node type's look-ups of other partitions' rows and the cache's hits."""

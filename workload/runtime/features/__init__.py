@@ -6,14 +6,17 @@ features on its device. Features of other holders' nodes come from their owner: 
 trainers (worker mode) over the feature exchange's collectives, between sampler servers over
 RPC; a share (``samplers.cacheRatio``) of the remote nodes, the hottest ones, is fetched
 once at start-up and kept. One table serves both: ``slot[id]`` is the row of a node's
-features in ``rows`` (local rows first, cached rows after), or -1 when it must be fetched.
+features in the table (local rows first, cached rows after), or -1 when it must be fetched.
 With a cache ratio of 1 every node has a row and a gather is one GPU kernel, no host sync.
+Over a GPU budget (``samplers.featureMemory``) the rows live in pinned host memory, the
+hottest also on the GPU, and one kernel gathers from both tiers (:mod:`.tiers`).
 
 The concerns, one module each, each layer importing only those below it:
 :mod:`.cache_policy` (which remote nodes to cache, filling the cache) over :mod:`.remote`
 (the loader's feature source) over :mod:`.exchange` (the trainers' rounds of counts, ids and
 rows) and :mod:`.serving` (the RPC targets that answer other holders) over :mod:`.table`
-(the table) over :mod:`.layout` (who owns which nodes).
+(the table) over :mod:`.layout` (who owns which nodes) and :mod:`.tiers` (the rows' GPU and
+pinned host tiers).
 """
 
 from distgnn_workload.runtime.features.cache_policy import (

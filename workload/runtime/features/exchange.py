@@ -109,7 +109,7 @@ class FeatureExchange:
         self.stream: torch.cuda.Stream | None = (
             torch.cuda.Stream(self.device) if self.cuda else None  # type: ignore[no-untyped-call]
         )
-        self.row_bytes = self.table.num_features * self.table.rows.element_size()
+        self.row_bytes = self.table.num_features * torch.finfo(self.table.dtype).bits // 8
         self._ranks_of_holders = torch.tensor(self.rank_of_holder, device=self.device)
         # the host side of the counts read-back: pinned, so that the copy waits for the
         # all-gather only (never queues behind another thread's pageable copy)
@@ -155,7 +155,7 @@ class FeatureExchange:
                     f"rank {self.rank} asked itself for {ask[self.rank]} rows of its own nodes"
                 )
             if int(matrix[:, :-1].sum()) == 0:  # nobody asks anybody: no more collectives
-                empty = torch.empty((0, self.table.num_features), dtype=self.table.rows.dtype)
+                empty = torch.empty((0, self.table.num_features), dtype=self.table.dtype)
                 return PendingRows(empty.to(self.device)), all_done
             ids = ids[: sum(ask)]
             asked = torch.empty(sum(wanted), dtype=torch.int64, device=self.device)
@@ -165,7 +165,7 @@ class FeatureExchange:
             served = self._serve(asked)
             rows = torch.empty(
                 (sum(ask), self.table.num_features),
-                dtype=self.table.rows.dtype,
+                dtype=self.table.dtype,
                 device=self.device,
             )
             work = dist.all_to_all_single(
@@ -210,7 +210,7 @@ class FeatureExchange:
         """The rows of the owned nodes ``asked``; an id this rank does not own is an error."""
         table = self.table
         if asked.numel() == 0:
-            return table.rows[:0]
+            return torch.empty((0, table.num_features), dtype=table.dtype, device=table.device)
         if not self.cuda:  # a cheap check where a host read costs nothing
             lo, hi = int(asked.min()), int(asked.max())
             if lo < table.start or hi >= table.end:
@@ -218,7 +218,7 @@ class FeatureExchange:
                     f"rank {self.rank} was asked for rows [{lo}, {hi}] but owns "
                     f"[{table.start}, {table.end})"
                 )
-        return table.rows.index_select(0, asked - table.start)
+        return table.local_rows(asked)
 
     # ------------------------------------------------------------------ phases
 

@@ -60,6 +60,10 @@ class FeatureStats:
     bytes_fetched: int = 0
     total_bytes: int = 0
     """Bytes of rows fetched since the start (never reset)."""
+    gathered: Tensor | None = None
+    """Rows a tiered table gathered (on the device)..."""
+    host_tier: Tensor | None = None
+    """... and those of them read from its pinned host tier."""
 
     def take(self) -> tuple[int, int, int]:
         """(lookups, hits, bytes) since the last call; one host sync."""
@@ -68,6 +72,23 @@ class FeatureStats:
         self.lookups.zero_()
         self.misses = 0
         self.bytes_fetched = 0
+        return out
+
+    def count_tiers(self, slot: Tensor, split: int) -> None:
+        """Count a tiered table's gather of ``slot``: rows, and rows from the host tier."""
+        if self.gathered is None or self.host_tier is None:
+            self.gathered = torch.zeros((), dtype=torch.int64, device=slot.device)
+            self.host_tier = torch.zeros((), dtype=torch.int64, device=slot.device)
+        self.gathered += (slot >= 0).sum()
+        self.host_tier += (slot >= split).sum()
+
+    def take_tiers(self) -> tuple[int, int]:
+        """(rows gathered, rows from the host tier) since the last call; one host sync."""
+        if self.gathered is None or self.host_tier is None:
+            return 0, 0
+        out = int(self.gathered.item()), int(self.host_tier.item())
+        self.gathered.zero_()
+        self.host_tier.zero_()
         return out
 
 
@@ -189,17 +210,19 @@ class DistributedFeatureSource:
         """Gather the rows at hand and send for the others (see :class:`PendingGather`)."""
         table = self.table
         ids = node_ids.to(self.device, torch.int64)
-        if table.num_remote == 0:  # one holder owns every node
-            return PendingGather(table.rows.index_select(0, ids))
+        if table.num_remote == 0 and not table.tiered:  # one holder owns every node
+            return PendingGather(table.local_rows(ids))
         slot = table.slot[ids]
         remote = ((ids < table.start) | (ids >= table.end)).sum()
         with self._stats_lock:
             self.stats.lookups += remote
+            if table.tiered:
+                self.stats.count_tiers(slot, table.tiers.split)
         if self.exchange is not None:
             return self._start_exchange(ids, slot)
         if table.complete:
-            return PendingGather(table.rows[slot.to(torch.int64)])
-        out = table.rows[slot.clamp(min=0).to(torch.int64)]
+            return PendingGather(table.gather(slot))
+        out = table.gather(slot.clamp(min=0))
         holders = self.layout.num_holders
         # misses keyed by their owner, the rest after them: one sort, one host sync
         key = torch.where(slot < 0, self._owner_of(ids), holders)
@@ -246,8 +269,8 @@ class DistributedFeatureSource:
         if table.complete:  # nothing to ask, but the peers may ask this rank
             none = torch.zeros(holders, dtype=torch.int64, device=ids.device)
             exchange.round(ids[:0], none, done=False)
-            return PendingGather(table.rows[slot.to(torch.int64)])
-        out = table.rows[slot.clamp(min=0).to(torch.int64)]
+            return PendingGather(table.gather(slot))
+        out = table.gather(slot.clamp(min=0))
         # misses keyed by their owner, the rest after them
         key = torch.where(slot < 0, self._owner_of(ids), holders)
         order = torch.argsort(key, stable=True)

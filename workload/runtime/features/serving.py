@@ -89,7 +89,7 @@ def _serve_features_into(consumer: str, slot: int, ids: Tensor) -> int:
     if n > buffer.size(0):
         raise ValueError(f"{n} rows do not fit a slot of {buffer.size(0)}")
     if table.device.type != "cuda":
-        torch.index_select(table.rows, 0, ids - table.start, out=buffer[:n])
+        buffer[:n].copy_(table.local_rows(ids))
     else:
         torch.cuda.set_device(table.device)
         stream: torch.cuda.Stream | None = getattr(_serve_streams, "stream", None)
@@ -101,8 +101,7 @@ def _serve_features_into(consumer: str, slot: int, ids: Tensor) -> int:
             # stream (this thread's default one) is still copying or computing
             # pinned: a pageable copy would queue behind any pageable copy of this process,
             # e.g. the trainer's read-back of a collective that waits for this very request
-            local = to_device(ids, table.device) - table.start
-            torch.index_select(table.rows, 0, local, out=buffer[:n])
+            buffer[:n].copy_(table.local_rows(to_device(ids, table.device)))
         stream.synchronize()  # the rows are in place before the answer
     _observe(buffer[:n])
     return n

@@ -62,16 +62,31 @@ def load_typed_tables(
     cache_ratio: float,
     device: torch.device,
     dtype: torch.dtype = torch.float32,
+    device_budget: int | None = None,
 ) -> dict[str, TypedFeatureTable]:
-    """Per featured node type: the rows ``partition`` owns plus its hot cache (see above)."""
+    """Per featured node type: the rows ``partition`` owns plus its hot cache (see above).
+
+    ``device_budget``: bytes of rows the GPU may hold in all, shared by the types in
+    proportion to their tables; over it a type's rows stay in pinned host memory and the
+    most-cited ones (by in-degree) go on the GPU."""
     m = store.meta
     mine = store.partition(partition)
     parts = {q: store.partition(q) for q in range(store.num_partitions) if q != partition}
+    featured = [t for t in m.node_types if m.num_features[t] > 0]
+    owners = {t: torch.from_numpy(np.asarray(store.owner(t), dtype=np.int64)) for t in featured}
+    held = {}
+    for t in featured:
+        own = int((owners[t] == partition).sum())
+        held[t] = own + round(cache_ratio * (int(owners[t].numel()) - own))
+    table_bytes = {
+        t: held[t] * m.num_features[t] * torch.empty((), dtype=dtype).element_size()
+        for t in featured
+    }
+    total = max(sum(table_bytes.values()), 1)
     tables: dict[str, TypedFeatureTable] = {}
-    for t in m.node_types:
-        if m.num_features[t] <= 0:
-            continue
-        owner = torch.from_numpy(np.asarray(store.owner(t), dtype=np.int64))
+    for t in featured:
+        owner = owners[t]
+        share = None if device_budget is None else device_budget * table_bytes[t] // total
         table = TypedFeatureTable(
             t,
             owner,
@@ -79,11 +94,14 @@ def load_typed_tables(
             torch.from_numpy(np.array(mine.nodes[t], dtype=np.int64)),
             torch.from_numpy(np.array(mine.x[t], dtype=np.float32)).to(dtype),
             device,
+            device_budget=share,
+            capacity=held[t],
         )
         budget = round(cache_ratio * table.num_remote)
+        degrees = in_degrees(store, t) if budget > 0 or table.tiered else None
         if budget > 0:
             remote = owner != partition
-            hot = select_hot_among(torch.zeros_like(owner), in_degrees(store, t), remote, budget)
+            hot = select_hot_among(torch.zeros_like(owner), degrees, remote, budget)
             hot_owner = owner[hot]
             for q, part in parts.items():
                 ids = hot[hot_owner == q].sort().values
@@ -91,6 +109,7 @@ def load_typed_tables(
                 pos = np.searchsorted(nodes, ids.numpy())
                 rows = np.asarray(part.x[t])[pos]
                 table.add_cached(ids, torch.from_numpy(np.array(rows, dtype=np.float32)))
+        table.place(degrees)
         log.info(
             "typed features of %s: %d owned rows, %d of %d remote rows cached (%.0f%%)",
             t,
@@ -119,7 +138,7 @@ def whole_tables(
 
 def held_bytes(tables: dict[str, TypedFeatureTable]) -> int:
     """The bytes of featured rows a holder keeps (owned and cached)."""
-    return sum(t.rows.numel() * t.rows.element_size() for t in tables.values())
+    return sum(t.held * t.tiers.row_bytes for t in tables.values())
 
 
 @dataclass
@@ -129,6 +148,10 @@ class TypedStats:
     lookups: int = 0
     hits: int = 0
     bytes_fetched: int = 0
+    tier_rows: int = 0
+    """Rows a tiered table gathered ..."""
+    host_tier_rows: int = 0
+    """... and those of them read from its pinned host tier."""
 
 
 class TypedFeatureSource:
@@ -157,8 +180,12 @@ class TypedFeatureSource:
         table = self.tables[node_type]
         ids = ids.to(table.device, torch.int64)
         slot = table.slot[ids]
-        out = table.rows[slot.clamp(min=0).to(torch.int64)]
+        out = table.gather(slot.clamp(min=0))
         lookups = int((table.owner[ids] != table.partition).sum()) if table.num_remote else 0
+        tier_rows = host_rows = 0
+        if table.tiered:
+            tier_rows = int((slot >= 0).sum())
+            host_rows = int((slot >= table.tiers.split).sum())
         missing = (slot < 0).nonzero().squeeze(1)
         misses = int(missing.numel())
         if misses:
@@ -180,6 +207,8 @@ class TypedFeatureSource:
             s.lookups += lookups
             s.hits += lookups - misses
             s.bytes_fetched += misses * table.num_features * out.element_size()
+            s.tier_rows += tier_rows
+            s.host_tier_rows += host_rows
             self.fetched_rows[node_type] += misses
         return out
 

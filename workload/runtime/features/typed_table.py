@@ -4,12 +4,15 @@ A typed store assigns every node of a type to an owning partition (``owner``), i
 particular id order, so a typed table addresses rows through a ``slot`` map over the type's
 ids, as :class:`~distgnn_workload.runtime.features.table.FeatureTable` does over a range:
 the owned rows first, cached rows of other partitions after; -1 where a row must be
-fetched from its owner. Other holders ask for owned rows through :func:`serve_typed_tables`
+fetched from its owner. Over a GPU budget (``device_budget``) the rows live in pinned
+host memory and :meth:`~TypedFeatureTable.place` copies the hottest to the GPU, as a
+:class:`~distgnn_workload.runtime.features.table.FeatureTable` does. Other holders ask for owned rows through :func:`serve_typed_tables`
 (one registered target, requests keyed by node type).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 
@@ -17,8 +20,11 @@ import torch
 from torch import Tensor
 
 from distgnn_workload.runtime import rpc_targets
+from distgnn_workload.runtime.features.tiers import TieredRows, host_tier, place_hot
 from distgnn_workload.runtime.rpc_targets import Target
 from distgnn_workload.runtime.transfers import to_device, to_host
+
+log = logging.getLogger(__name__)
 
 
 class TypedFeatureTable:
@@ -32,7 +38,12 @@ class TypedFeatureTable:
         owned_ids: Tensor,
         owned_rows: Tensor,
         device: torch.device,
+        *,
+        device_budget: int | None = None,
+        capacity: int = 0,
     ) -> None:
+        """``device_budget``: bytes of rows the GPU may hold (None: all of them);
+        ``capacity``: rows to make room for (owned plus the cache to come)."""
         n = int(owner.numel())
         if owned_rows.shape[0] != owned_ids.numel():
             raise ValueError(
@@ -46,7 +57,22 @@ class TypedFeatureTable:
         self.num_nodes = n
         self.num_owned = int(owned_ids.numel())
         self.num_features = int(owned_rows.shape[1])
-        self.rows = owned_rows.to(device)
+        capacity = max(capacity, self.num_owned)
+        row_bytes = self.num_features * owned_rows.element_size()
+        self.device_budget = device_budget
+        self.tiered = device_budget is not None and capacity * row_bytes > device_budget
+        self.row_ids = owned_ids.to("cpu", torch.int64).clone()
+        """The typed id of each held row (placement ranks them by hotness)."""
+        if self.tiered:
+            tiers = host_tier(capacity, self.num_features, owned_rows.dtype, device)
+            assert tiers.host_rows is not None
+            tiers.host_rows[: self.num_owned] = owned_rows.cpu()
+            self.row_ids = torch.cat(
+                [self.row_ids, self.row_ids.new_empty(capacity - self.num_owned)]
+            )
+        else:
+            tiers = TieredRows(owned_rows.to(device))
+        self.tiers = tiers
         self.slot = torch.full((n,), -1, dtype=torch.int32, device=device)
         self.slot[owned_ids.to(device, torch.int64)] = torch.arange(
             self.num_owned, dtype=torch.int32, device=device
@@ -61,6 +87,19 @@ class TypedFeatureTable:
         return self.num_nodes - self.num_owned
 
     @property
+    def dtype(self) -> torch.dtype:
+        return self.tiers.dtype
+
+    @property
+    def held(self) -> int:
+        """Rows held: owned and cached."""
+        return self.num_owned + self.num_cached
+
+    def gather(self, slot: Tensor) -> Tensor:
+        """The rows at ``slot`` (valid slots, on the table's device), from either tier."""
+        return self.tiers.gather(slot)
+
+    @property
     def complete(self) -> bool:
         """Every node has a row: gathers need no RPC."""
         return self.num_cached >= self.num_remote
@@ -70,12 +109,44 @@ class TypedFeatureTable:
         n = int(ids.numel())
         if n == 0:
             return
-        base = int(self.rows.shape[0])
-        self.rows = torch.cat([self.rows, rows.to(self.device, self.rows.dtype)])
+        base = self.held
+        if self.tiered:
+            host = self.tiers.host_rows
+            assert host is not None
+            if base + n > host.shape[0]:
+                raise ValueError(
+                    f"node type {self.node_type!r}: {base + n} rows do not fit the "
+                    f"{host.shape[0]} the tiered table made room for"
+                )
+            host[base : base + n] = rows.to("cpu", self.dtype)
+            self.row_ids[base : base + n] = ids.to("cpu", torch.int64)
+        else:
+            rows = rows.to(self.device, self.dtype)
+            self.tiers = TieredRows(torch.cat([self.tiers.device_rows, rows]))
         self.slot[ids.to(self.device, torch.int64)] = torch.arange(
             base, base + n, dtype=torch.int32, device=self.device
         )
         self.num_cached += n
+
+    def place(self, hotness: Tensor | None) -> None:
+        """Copy the hottest held rows, up to the GPU budget, to the GPU (a tiered table);
+        ``hotness``: a score per typed id. Before the table is served: slots and rows
+        change together here."""
+        if not self.tiered:
+            return
+        assert self.device_budget is not None
+        held = self.held
+        ids = self.row_ids[:held]
+        score = None if hotness is None else hotness.to("cpu")[ids]
+        placed, slot = place_hot(self.tiers, held, self.device_budget, score, self.device)
+        self.slot[ids.to(self.device)] = slot.to(self.device)
+        self.tiers = placed
+        log.info(
+            "typed features of %s: %d of %d rows on the GPU, the rest in pinned host memory",
+            self.node_type,
+            placed.split,
+            held,
+        )
 
     def owned_slots(self, ids: Tensor) -> Tensor:
         """The rows (host int64) of owned nodes ``ids`` (host); a ValueError names any
@@ -122,10 +193,10 @@ def _serve_typed_features(node_type: str, ids: Tensor) -> Tensor:
             f"this process serves no features of node type {node_type!r} "
             f"(it serves {sorted(tables)})"
         )
-    slots = table.owned_slots(ids)
+    table.owned_slots(ids)  # every id is owned, or a ValueError names the request
     observer = rpc_targets.find(TYPED_SERVE_OBSERVER)
     if table.device.type != "cuda":
-        rows = table.rows[slots]
+        rows = table.gather(table.slot[ids.to(torch.int64)])
         if observer is not None:
             observer(node_type, rows)
         return rows
@@ -136,7 +207,7 @@ def _serve_typed_features(node_type: str, ids: Tensor) -> Tensor:
         stream = torch.cuda.Stream(table.device)  # type: ignore[no-untyped-call]
         _serve_streams.stream = stream
     with torch.cuda.stream(stream):
-        rows = to_host(table.rows[to_device(slots, table.device)])
+        rows = to_host(table.gather(table.slot[to_device(ids.to(torch.int64), table.device)]))
     if observer is not None:
         observer(node_type, rows)
     return rows
