@@ -12,7 +12,7 @@ import pytest
 from distgnn_api.contract import SUCCESS_MARKER
 from distgnn_api.edge_types import EdgeType
 from distgnn_api.spec import PartitionAlgorithm, PartitionSpec
-from distgnn_workload.data.hetero_graph import HeteroGraphData
+from distgnn_workload.data.graph import HeteroGraphData
 from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig, generate_mag
 from distgnn_workload.partition import (
     HeteroPartitionStore,

@@ -12,7 +12,7 @@ import pytest
 from distgnn_api.contract import SUCCESS_MARKER
 from distgnn_api.spec import PartitionAlgorithm, PartitionSpec, SyntheticDataset
 from distgnn_workload.data import DatasetError, GraphData
-from distgnn_workload.data.graph import edge_pairs
+from distgnn_workload.data.csr import edge_pairs
 from distgnn_workload.data.synthetic import generate
 from distgnn_workload.partition import PartitionStore, StoreError, write_partitions
 from distgnn_workload.partition.algorithms import (

@@ -21,8 +21,9 @@ import numpy as np
 import numpy.typing as npt
 
 from distgnn_api.spec import PartitionAlgorithm, PartitionSpec
+from distgnn_workload.data.csr import chunks
 from distgnn_workload.data.errors import DatasetError
-from distgnn_workload.data.graph import GraphData, chunks
+from distgnn_workload.data.graph import GraphData
 from distgnn_workload.partition.balance import is_balanced, rebalance
 
 log = logging.getLogger(__name__)

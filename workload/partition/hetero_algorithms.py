@@ -20,8 +20,8 @@ import numpy as np
 import numpy.typing as npt
 
 from distgnn_api.spec import PartitionAlgorithm, PartitionSpec
-from distgnn_workload.data.graph import GraphData, chunks, csr_from_edge_keys, sort_unique_edges
-from distgnn_workload.data.hetero_graph import HeteroGraphData
+from distgnn_workload.data.csr import chunks, csr_from_edge_keys, sort_unique_keys
+from distgnn_workload.data.graph import GraphData, HeteroGraphData
 from distgnn_workload.partition import algorithms
 from distgnn_workload.partition.algorithms import TOLERANCE
 
@@ -62,7 +62,7 @@ def homogeneous_view(graph: HeteroGraphData) -> GraphData:
             s = indices[lo:hi].astype(np.int64) + so
             keys[pos : pos + hi - lo] = np.minimum(s, d) * nn + np.maximum(s, d)
             pos += hi - lo
-    kept = sort_unique_edges(keys, n)
+    kept = sort_unique_keys(keys, loops_of=n)
     indptr_h, indices_h = csr_from_edge_keys(keys[:kept], n)
     del keys
     train = np.zeros(n, dtype=np.bool_)

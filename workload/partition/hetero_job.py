@@ -20,7 +20,7 @@ from distgnn_api.contract import (
 from distgnn_api.hetero_load import HeteroMismatch, resolve_edge_fanouts
 from distgnn_workload.data.dataset import dataset_kind, load_hetero_spec
 from distgnn_workload.data.errors import DatasetError
-from distgnn_workload.data.hetero_graph import HeteroGraphData
+from distgnn_workload.data.graph import HeteroGraphData
 from distgnn_workload.partition import hetero_algorithms, stages
 from distgnn_workload.partition.hetero_algorithms import HeteroAssignment
 from distgnn_workload.partition.hetero_link_edges import split_typed_edges, split_writer

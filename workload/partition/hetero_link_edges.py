@@ -33,8 +33,9 @@ from distgnn_api.edge_types import (
     reverse_edge_type,
 )
 from distgnn_api.link import LinkPrediction, check_all_negatives
+from distgnn_workload.data.csr import CSR
 from distgnn_workload.data.errors import DatasetError
-from distgnn_workload.data.hetero_graph import CSR, HeteroGraphData
+from distgnn_workload.data.graph import HeteroGraphData
 from distgnn_workload.data.link_data import GivenEdges, IdArray
 from distgnn_workload.partition.link_edges import (
     HELD_OUT,

@@ -44,7 +44,8 @@ import numpy as np
 import numpy.typing as npt
 
 from distgnn_api.edge_types import EdgeType, edge_type_key, parse_edge_type_key
-from distgnn_workload.data.hetero_graph import CSR, HeteroGraphData
+from distgnn_workload.data.csr import CSR
+from distgnn_workload.data.graph import HeteroGraphData
 from distgnn_workload.partition.store import (
     GRAPH_KIND_HETERO,
     GRAPH_KIND_KEY,

@@ -21,8 +21,8 @@ import numpy.typing as npt
 from distgnn_api.contract import PARTITION_FORMAT_VERSION
 from distgnn_api.edge_types import edge_type_key
 from distgnn_api.spec import PartitionSpec
-from distgnn_workload.data.graph import EDGE_CHUNK, index_dtype
-from distgnn_workload.data.hetero_graph import HeteroGraphData
+from distgnn_workload.data.csr import EDGE_CHUNK, index_dtype
+from distgnn_workload.data.graph import HeteroGraphData
 from distgnn_workload.partition import hetero_algorithms
 from distgnn_workload.partition.hetero_algorithms import HeteroAssignment
 from distgnn_workload.partition.hetero_store import (

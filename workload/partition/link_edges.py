@@ -29,9 +29,9 @@ import numpy as np
 import numpy.typing as npt
 
 from distgnn_api.link import LinkPrediction, check_all_negatives
+from distgnn_workload.data.csr import index_dtype
 from distgnn_workload.data.distinct_pairs import first_occurrences, sorted_pair_keys
 from distgnn_workload.data.errors import DatasetError
-from distgnn_workload.data.graph import index_dtype
 from distgnn_workload.data.host_threads import run_parallel
 from distgnn_workload.data.link_data import GivenEdges, IdArray, LinkData
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from distgnn_workload.data.graph import index_dtype
+from distgnn_workload.data.csr import index_dtype
 from distgnn_workload.data.host_threads import take
 from distgnn_workload.data.link_data import GivenEdges
 from distgnn_workload.partition.link_edges import EdgeSplitResult

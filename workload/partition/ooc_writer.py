@@ -24,8 +24,8 @@ import numpy as np
 import numpy.typing as npt
 
 from distgnn_api.spec import PartitionSpec
+from distgnn_workload.data.csr import index_dtype
 from distgnn_workload.data.errors import DatasetError
-from distgnn_workload.data.graph import index_dtype
 from distgnn_workload.data.stream import StreamedGraph
 from distgnn_workload.partition.external_sort import BUCKET_EDGES, EdgeBuckets, bucket_bounds
 from distgnn_workload.partition.npy_append import GrowingNpyWriter

@@ -25,7 +25,8 @@ import numpy.typing as npt
 
 from distgnn_api.contract import PARTITION_FORMAT_VERSION
 from distgnn_api.spec import PartitionSpec
-from distgnn_workload.data.graph import EDGE_CHUNK, GraphData, index_dtype
+from distgnn_workload.data.csr import EDGE_CHUNK, index_dtype
+from distgnn_workload.data.graph import GraphData
 from distgnn_workload.data.host_threads import run_parallel
 from distgnn_workload.partition import algorithms
 from distgnn_workload.partition.publish import (
