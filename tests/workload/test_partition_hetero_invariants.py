@@ -22,9 +22,9 @@ from distgnn_workload.partition import (
     write_hetero_partitions,
     write_partitions,
 )
-from distgnn_workload.partition.algorithms import TOLERANCE
-from distgnn_workload.partition.hetero_algorithms import (
-    assign_hetero,
+from distgnn_workload.partition.algorithms import (
+    TOLERANCE,
+    assign,
     homogeneous_view,
     type_offsets,
 )
@@ -67,7 +67,7 @@ def test_homogeneous_view_stacks_types_and_merges_every_edge_type(mag: HeteroGra
 def test_every_typed_node_has_one_owner_and_each_type_is_balanced(
     mag: HeteroGraphData, algorithm: str, k: int
 ) -> None:
-    owner = assign_hetero(mag, k, _spec(algorithm))
+    owner = assign(mag, k, _spec(algorithm))
     assert set(owner) == set(mag.node_types)
     for t, n in mag.node_counts.items():
         assert owner[t].shape == (n,)

@@ -5,22 +5,29 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from distgnn_api.contract import SUCCESS_MARKER
 from distgnn_api.spec import PartitionAlgorithm, PartitionSpec, SyntheticDataset
 from distgnn_workload.data import DatasetError, GraphData
 from distgnn_workload.data.csr import edge_pairs
+from distgnn_workload.data.graph import NODE_TYPE
 from distgnn_workload.data.synthetic import generate
-from distgnn_workload.partition import PartitionStore, StoreError, write_partitions
+from distgnn_workload.partition import PartitionStore, StoreError, algorithms, write_partitions
 from distgnn_workload.partition.algorithms import (
     edge_cut,
-    metis_assignment,
     metis_input,
     random_assignment,
 )
+
+
+def metis_assignment(g: GraphData, k: int, **kwargs: Any) -> npt.NDArray[np.int32]:
+    """METIS on a homogeneous graph: the one-type case, the graph its own view."""
+    return algorithms.metis_assignment(g.typed(), k, view=g, **kwargs)[NODE_TYPE]
 
 
 def _graph(src: np.ndarray, dst: np.ndarray, n: int, f: int, seed: int) -> GraphData:
@@ -239,3 +246,15 @@ def test_truncated_array_is_bad_input_naming_the_file(tmp_path: Path) -> None:
         _ = store.partition(1).features
     assert "part-1/features.npy" in str(info.value)
     assert "truncated" in str(info.value)
+
+
+@pytest.mark.parametrize("algorithm", ["metis", "random"])
+def test_a_homogeneous_graph_is_assigned_as_its_one_type_typed_graph(algorithm: str) -> None:
+    g = generate(SyntheticDataset(num_nodes=3000, num_edges=30000, num_classes=5, seed=8))
+    spec = PartitionSpec(algorithm=PartitionAlgorithm(algorithm), seed=2)
+    direct = algorithms.assign(g, 3, spec)
+    # the typed path builds the homogeneous view itself: the same graph, so the same parts
+    typed = algorithms.assign(g.typed(), 3, spec)
+    assert list(typed) == [NODE_TYPE]
+    assert direct.dtype == np.int32
+    assert np.array_equal(direct, typed[NODE_TYPE])

@@ -21,8 +21,8 @@ from distgnn_api.hetero_load import HeteroMismatch, resolve_edge_fanouts
 from distgnn_workload.data.dataset import dataset_kind, load_hetero_spec
 from distgnn_workload.data.errors import DatasetError
 from distgnn_workload.data.graph import HeteroGraphData
-from distgnn_workload.partition import hetero_algorithms, stages
-from distgnn_workload.partition.hetero_algorithms import HeteroAssignment
+from distgnn_workload.partition import algorithms, stages
+from distgnn_workload.partition.algorithms import TypedAssignment
 from distgnn_workload.partition.hetero_link_edges import split_typed_edges, split_writer
 from distgnn_workload.partition.hetero_store import HeteroPartitionStore
 from distgnn_workload.partition.hetero_writer import write_hetero_partitions
@@ -41,7 +41,7 @@ def check_against_spec(graph: HeteroGraphData, config: JobConfig) -> None:
         raise DatasetError(str(err).removeprefix(f"{err.field}: "), source=err.field) from None
 
 
-def _no_extra(_: HeteroAssignment) -> ExtraWriter | None:
+def _no_extra(_: TypedAssignment) -> ExtraWriter | None:
     return None
 
 
@@ -57,7 +57,7 @@ def partition_hetero(
         out,
     )
     check_against_spec(graph, config)
-    extra: Callable[[HeteroAssignment], ExtraWriter | None] = _no_extra
+    extra: Callable[[TypedAssignment], ExtraWriter | None] = _no_extra
     lp = spec.link_prediction
     if spec.is_link_prediction and lp is not None:
         graph, split = split_typed_edges(graph, lp, spec.partition.seed)
@@ -65,7 +65,7 @@ def partition_hetero(
         n_dst = graph.node_counts[dst_t]
         log.info("link split: %s", split.info)
 
-        def extra(assignment: HeteroAssignment) -> ExtraWriter | None:
+        def extra(assignment: TypedAssignment) -> ExtraWriter | None:
             return split_writer(split, assignment[src_t], spec.num_partitions, n_dst)
 
     log.info(
@@ -79,7 +79,7 @@ def partition_hetero(
     )
     k = spec.num_partitions
     store, assign_s, write_s = stages.partition_stage(
-        lambda: hetero_algorithms.assign_hetero(graph, k, spec.partition),
+        lambda: algorithms.assign(graph, k, spec.partition),
         lambda assignment, progress: write_hetero_partitions(
             env.partition_dir,
             graph,

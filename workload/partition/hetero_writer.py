@@ -23,8 +23,8 @@ from distgnn_api.edge_types import edge_type_key
 from distgnn_api.spec import PartitionSpec
 from distgnn_workload.data.csr import EDGE_CHUNK, index_dtype
 from distgnn_workload.data.graph import HeteroGraphData
-from distgnn_workload.partition import hetero_algorithms
-from distgnn_workload.partition.hetero_algorithms import HeteroAssignment
+from distgnn_workload.partition import algorithms
+from distgnn_workload.partition.algorithms import TypedAssignment
 from distgnn_workload.partition.hetero_store import (
     FEATURES_DIR,
     NODES_DIR,
@@ -91,7 +91,7 @@ def write_hetero_partitions(
     if assignment is None:
         if num_partitions is None:
             raise ValueError("give num_partitions or assignment")
-        parts = hetero_algorithms.assign_hetero(graph, num_partitions, spec)
+        parts = algorithms.assign(graph, num_partitions, spec)
         algorithm = spec.algorithm.value
         steps["assign"] = time.perf_counter() - t0
     else:
@@ -100,7 +100,7 @@ def write_hetero_partitions(
             num_partitions = 1 + max((int(a.max()) for a in parts.values() if a.size), default=0)
         algorithm = spec.algorithm.value if given_spec else "given"
     assert num_partitions is not None
-    hetero_algorithms.check_assignment(graph, parts, num_partitions)
+    algorithms.check_assignment(graph, parts, num_partitions)
 
     return stage_store(
         out_dir,
@@ -159,7 +159,7 @@ class _HaloSet:
 def _write_store(
     root: Path,
     graph: HeteroGraphData,
-    owner: HeteroAssignment,
+    owner: TypedAssignment,
     k: int,
     *,
     steps: dict[str, float],
@@ -252,7 +252,7 @@ def _write_store(
 
     edge_cut = sum(cut_by_type.values())
     stored = graph.num_edges()
-    offsets = hetero_algorithms.type_offsets(graph)
+    offsets = algorithms.type_offsets(graph)
     owned_edges = np.array([sum(s.num_in_edges.values()) for s in stats])
     bal = {
         f"nodes:{nt}": balance(np.array([s.num_nodes[nt] for s in stats]))
