@@ -1,6 +1,6 @@
 """The partition Job's path for a heterogeneous dataset: load it typed, check it against the
 spec, partition it (METIS on the homogeneous view, or random) and write the typed store.
-A link-prediction job's supervised edges are split first (:mod:`.hetero_link_edges`): the
+A link-prediction job's supervised edges are split first (:func:`.link_edges.split_typed_edges`): the
 store's topology holds the training edges only, and the split is written into it.
 
 :mod:`.job` calls :func:`partition_hetero` after its reuse check; the exit codes and the
@@ -23,9 +23,10 @@ from distgnn_workload.data.errors import DatasetError
 from distgnn_workload.data.graph import HeteroGraphData
 from distgnn_workload.partition import algorithms, stages
 from distgnn_workload.partition.algorithms import TypedAssignment
-from distgnn_workload.partition.hetero_link_edges import split_typed_edges, split_writer
 from distgnn_workload.partition.hetero_store import HeteroPartitionStore
 from distgnn_workload.partition.hetero_writer import write_hetero_partitions
+from distgnn_workload.partition.link_edges import split_typed_edges
+from distgnn_workload.partition.link_split import split_writer
 from distgnn_workload.partition.writer import ExtraWriter
 
 log = logging.getLogger("distgnn_workload.partition")
