@@ -27,7 +27,8 @@ from distgnn_workload.partition.link_split import (
     TASK_LINK,
     write_link_split,
 )
-from distgnn_workload.partition.store import NEW_IDS_FILE, PartitionStore
+from distgnn_workload.partition.meta import NEW_IDS_FILE
+from distgnn_workload.partition.store import PartitionStore
 
 
 def link_graph(data: LinkData, split: EdgeSplitResult) -> GraphData:

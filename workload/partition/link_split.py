@@ -31,7 +31,13 @@ from distgnn_workload.data.csr import index_dtype
 from distgnn_workload.data.host_threads import take
 from distgnn_workload.data.link_data import GivenEdges
 from distgnn_workload.partition.link_edges import HELD_OUT, EdgeSplitResult, TypedEdgeSplit
-from distgnn_workload.partition.store import META_FILE, StoreError, part_dir_name
+from distgnn_workload.partition.meta import (
+    META_FILE,
+    OWNER_DIR,
+    StoreError,
+    npy_name,
+    part_dir_name,
+)
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -121,14 +127,15 @@ def write_split_arrays(
 
 
 def split_writer(
-    split: TypedEdgeSplit, owner_src: npt.NDArray[Any], k: int, num_dst: int
+    split: TypedEdgeSplit, k: int, num_dst: int
 ) -> Callable[[Path, dict[str, Any]], None]:
     """What adds the split to a typed store being written: ``link/`` (the homogeneous
-    layout, :mod:`.link_split`, in type-local ids; training positives by the partition
-    owning their source) and META.json's ``task`` and ``link`` records."""
+    layout, in type-local ids; training positives by the partition owning their source, read
+    from the store's ``owner/``) and META.json's ``task`` and ``link`` records."""
 
     def write(root: Path, meta: dict[str, Any]) -> None:
-        owner = np.asarray(owner_src)[split.train.src]
+        owner_src = np.load(root / OWNER_DIR / npy_name(split.edge_type[0]), mmap_mode="r")
+        owner = np.asarray(owner_src[split.train.src])
         held = {name: split.split(name) for name in HELD_OUT}
         record = write_split_arrays(root, split.train, owner, k, held, split.info, num_dst)
         record.update(
