@@ -111,25 +111,9 @@ def partition_graph(
     spec = config.spec
     k = spec.num_partitions
     meta = {**store_meta(config), **(extra_meta or {})}
-    if isinstance(graph, GraphData):
-        return partition_stage(
-            lambda: algorithms.assign(graph, k, spec.partition),
-            lambda parts, progress: write_partitions(
-                target,
-                graph,
-                k,
-                assignment=parts,
-                spec=spec.partition,
-                key=config.partition_key,
-                extra_meta=meta,
-                progress=progress,
-                extra_writer=extra_writer,
-            ),
-            out,
-        )
-    return partition_stage(
-        lambda: algorithms.assign(graph, k, spec.partition),
-        lambda parts, progress: write_partitions(
+
+    def write(parts: Any, progress: ProgressFn) -> PartitionStore | HeteroPartitionStore:
+        return write_partitions(
             target,
             graph,
             k,
@@ -139,9 +123,9 @@ def partition_graph(
             extra_meta=meta,
             progress=progress,
             extra_writer=extra_writer,
-        ),
-        out,
-    )
+        )
+
+    return partition_stage(lambda: algorithms.assign(graph, k, spec.partition), write, out)
 
 
 def summary_lines(

@@ -20,7 +20,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, overload
+from typing import Any, TypedDict, Unpack, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -69,6 +69,17 @@ ExtraWriter = Callable[[Path, dict[str, Any]], None]
 _FEATURE_CHUNK_BYTES = 64 << 20
 
 
+class WriteOptions(TypedDict, total=False):
+    """What :func:`write_partitions` takes beside the graph and its assignment."""
+
+    spec: PartitionSpec | None
+    key: str | None
+    extra_meta: Mapping[str, Any] | None
+    overwrite: bool
+    progress: ProgressFn | None
+    extra_writer: ExtraWriter | None
+
+
 @overload
 def write_partitions(
     out_dir: str | Path,
@@ -76,12 +87,7 @@ def write_partitions(
     num_partitions: int | None = None,
     *,
     assignment: npt.ArrayLike | None = None,
-    spec: PartitionSpec | None = None,
-    key: str | None = None,
-    extra_meta: Mapping[str, Any] | None = None,
-    overwrite: bool = False,
-    progress: ProgressFn | None = None,
-    extra_writer: ExtraWriter | None = None,
+    **options: Unpack[WriteOptions],
 ) -> PartitionStore: ...
 @overload
 def write_partitions(
@@ -90,12 +96,7 @@ def write_partitions(
     num_partitions: int | None = None,
     *,
     assignment: Mapping[str, npt.ArrayLike] | None = None,
-    spec: PartitionSpec | None = None,
-    key: str | None = None,
-    extra_meta: Mapping[str, Any] | None = None,
-    overwrite: bool = False,
-    progress: ProgressFn | None = None,
-    extra_writer: ExtraWriter | None = None,
+    **options: Unpack[WriteOptions],
 ) -> HeteroPartitionStore: ...
 def write_partitions(
     out_dir: str | Path,
