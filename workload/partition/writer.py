@@ -132,7 +132,9 @@ def write_partitions(
     if assignment is None:
         if num_partitions is None:
             raise ValueError("give num_partitions or assignment")
-        parts = algorithms.assign(typed, num_partitions, spec)
+        # a GraphData is assigned as itself: its own homogeneous view, built no second time
+        found = algorithms.assign(graph, num_partitions, spec)
+        parts = found if isinstance(found, dict) else {typed.node_types[0]: found}
         algorithm = spec.algorithm.value
         steps["assign"] = time.perf_counter() - t0
     else:
