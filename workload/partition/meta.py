@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any, ClassVar, Self
 
 from distgnn_api.contract import PARTITION_FORMAT_VERSION, SUCCESS_MARKER
-from distgnn_api.edge_types import EdgeType, parse_edge_type_key
+from distgnn_api.edge_types import EdgeType, edge_type_key, parse_edge_type_key
+from distgnn_workload.data.graph import EDGE_TYPE, NODE_TYPE
 
 META_FILE = "META.json"
 TOPOLOGY_DIR = "topology"
@@ -238,3 +239,52 @@ class HeteroPartitionMeta(MetaRecord):
     @property
     def edge_type_tuples(self) -> list[EdgeType]:
         return [parse_edge_type_key(k) for k in self.edge_types]
+
+
+def one_type_meta(meta: PartitionMeta) -> HeteroPartitionMeta:
+    """A homogeneous store's META.json as the one-type case of a typed store's: node type
+    :data:`~distgnn_workload.data.graph.NODE_TYPE`, edge type
+    :data:`~distgnn_workload.data.graph.EDGE_TYPE` (both directions of every edge, so the
+    typed edge cut counts each cut undirected edge twice, as a typed store does)."""
+    t, key = NODE_TYPE, edge_type_key(EDGE_TYPE)
+    cut = sum(s.num_cut_edges for s in meta.partitions)
+    balance = {f"nodes:{t}" if name == "nodes" else name: v for name, v in meta.balance.items()}
+    return HeteroPartitionMeta.from_dict(
+        {
+            **meta.extra,
+            "format_version": meta.format_version,
+            GRAPH_KIND_KEY: GRAPH_KIND_HETERO,
+            "key": meta.key,
+            "name": meta.name,
+            "algorithm": meta.algorithm,
+            "num_partitions": meta.num_partitions,
+            "node_types": [t],
+            "node_counts": {t: meta.num_nodes},
+            "type_offsets": {t: 0},
+            "edge_types": [key],
+            "edge_counts": {key: meta.num_edges},
+            "num_features": {t: meta.num_features},
+            "target_node_type": t,
+            "num_classes": meta.num_classes,
+            "num_train_nodes": meta.num_train_nodes,
+            "num_val_nodes": meta.num_val_nodes,
+            "num_test_nodes": meta.num_test_nodes,
+            "edge_cut": cut,
+            "edge_cut_fraction": cut / meta.num_edges if meta.num_edges else 0.0,
+            "edge_cut_by_type": {key: cut},
+            "partitions": [
+                {
+                    "id": s.id,
+                    "num_nodes": {t: s.num_nodes},
+                    "num_in_edges": {key: s.num_edges},
+                    "num_train": s.num_train,
+                    "num_val": s.num_val,
+                    "num_test": s.num_test,
+                    "num_cut_edges": s.num_cut_edges,
+                    "num_halo_nodes": {t: s.num_halo_nodes},
+                }
+                for s in meta.partitions
+            ],
+            "balance": balance,
+        }
+    )

@@ -1,6 +1,8 @@
 """Readers of the on-disk partition store, of either layout (both drawn in
 ``distgnn_workload.partition``): :class:`PartitionStore` for a homogeneous graph's
 (relabelled ids), :class:`HeteroPartitionStore` for a typed graph's (dataset ids).
+:meth:`PartitionStore.typed` reads a homogeneous store as the one-type case of a typed one
+(:class:`OneTypeStore`), so a layer that reads typed stores reads every store.
 
 Every array is a ``.npy`` file opened with ``mmap_mode="r"``: opening a store reads only
 META.json, and a holder touches the pages of the partitions it serves.
@@ -17,7 +19,7 @@ import numpy.typing as npt
 
 from distgnn_api.edge_types import EdgeType, edge_type_key
 from distgnn_workload.data.csr import CSR
-from distgnn_workload.data.graph import GraphData, HeteroGraphData
+from distgnn_workload.data.graph import EDGE_TYPE, NODE_TYPE, GraphData, HeteroGraphData
 from distgnn_workload.partition.meta import (
     FEATURES_DIR,
     FEATURES_FILE,
@@ -35,6 +37,7 @@ from distgnn_workload.partition.meta import (
     PartitionMeta,
     StoreError,
     npy_name,
+    one_type_meta,
     part_dir_name,
     read_meta,
 )
@@ -169,6 +172,10 @@ class PartitionStore(StoreFiles):
             num_classes=self.meta.num_classes,
             name=self.meta.name,
         )
+
+    def typed(self) -> HeteroPartitionStore:
+        """This store read as the one-type case of a typed store (:class:`OneTypeStore`)."""
+        return OneTypeStore(self)
 
     def __repr__(self) -> str:
         m = self.meta
@@ -349,6 +356,44 @@ class HeteroPartitionStore(StoreFiles):
         return (
             f"HeteroPartitionStore({str(self.path)!r}, nodes={m.node_counts}, "
             f"partitions={m.num_partitions}, edge_cut={m.edge_cut})"
+        )
+
+
+class OneTypeStore(HeteroPartitionStore):
+    """A homogeneous store read through the typed reader's interface, for the layers that
+    read typed stores: node type :data:`NODE_TYPE`, edge type :data:`EDGE_TYPE`, every id a
+    new id of the store. Topology, features, labels and splits are the store's own memory
+    maps; only each partition's node range and the owner of every node are computed."""
+
+    def __init__(self, store: PartitionStore) -> None:
+        super().__init__(store.path, one_type_meta(store.meta))
+        self.store = store
+
+    def owner(self, node_type: str) -> npt.NDArray[np.int32]:
+        self._check_type(node_type)
+        return np.repeat(
+            np.arange(self.num_partitions, dtype=np.int32), np.diff(self.store.offsets)
+        )
+
+    def topology(self, edge_type: EdgeType) -> CSR:
+        if edge_type != EDGE_TYPE:
+            raise KeyError(f"edge type {edge_type_key(edge_type)} is not in the store")
+        return self.store.topology()
+
+    def partition(self, p: int) -> HeteroPartition:
+        part = self.store.partition(p)
+        idx = np.dtype(self.store.meta.index_dtype)
+        return HeteroPartition(
+            id=p,
+            meta=self.meta,
+            nodes={NODE_TYPE: np.arange(part.start, part.end, dtype=idx)},
+            owner={NODE_TYPE: self.owner(NODE_TYPE)},
+            in_csr={EDGE_TYPE: self.topology(EDGE_TYPE)},
+            x={NODE_TYPE: part.features} if self.meta.num_features[NODE_TYPE] > 0 else {},
+            y=part.labels,
+            train_mask=part.train_mask,
+            val_mask=part.val_mask,
+            test_mask=part.test_mask,
         )
 
 
