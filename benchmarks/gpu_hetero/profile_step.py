@@ -41,7 +41,7 @@ import torch
 from torch.autograd import DeviceType
 
 from distgnn_api.spec import parse_spec
-from distgnn_workload.data.hetero_graph import HeteroGraphData
+from distgnn_workload.data.graph import HeteroGraphData
 from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig, generate_mag
 from distgnn_workload.runtime.hetero_data import contiguous_book, from_graph
 from distgnn_workload.runtime.seeds import train_batches

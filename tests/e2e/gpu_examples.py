@@ -112,7 +112,7 @@ def _write_ogb_link(root: Path) -> None:
 
 def _write_ogb(root: Path, scheme: str) -> None:
     """A small learnable graph in OGB's raw format, where the example expects its dataset."""
-    from distgnn_workload.data.graph import edge_pairs
+    from distgnn_workload.data.csr import edge_pairs
     from distgnn_workload.data.ogb import write_ogb
     from distgnn_workload.data.synthetic import generate
 

@@ -20,7 +20,7 @@ import pytest
 from distgnn_api import contract as c
 from distgnn_api.spec import DistGNNJobSpec, EvaluationKind, parse_spec
 from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig, generate_mag
-from distgnn_workload.partition.hetero_writer import write_hetero_partitions
+from distgnn_workload.partition.writer import write_partitions
 from tests.e2e.test_workload_training import TRAINER_SERIES, finish, progress_events, result_of
 from tests.e2e.workload_launcher import LocalWorkload
 
@@ -60,7 +60,7 @@ def start(root: Path, spec: DistGNNJobSpec, uid: str | None = None) -> LocalWork
     job = LocalWorkload(root, spec) if uid is None else LocalWorkload(root, spec, uid=uid)
     if not (job.partition_dir / c.SUCCESS_MARKER).exists():
         graph = generate_mag(SyntheticHeteroConfig(scale=SCALE, num_classes=CLASSES, seed=3))
-        write_hetero_partitions(job.partition_dir, graph, 2, spec=spec.partition, key=job.key)
+        write_partitions(job.partition_dir, graph, 2, spec=spec.partition, key=job.key)
     job.start_all()
     return job
 

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from distgnn_api.edge_types import EdgeType
-from distgnn_workload.data.hetero_graph import HeteroGraphData
+from distgnn_workload.data.graph import HeteroGraphData
 from distgnn_workload.data.pyg_hetero import to_pyg_hetero
 from distgnn_workload.evaluation.link_ranking import LinkSplit, metrics_of, ranks_against
 from distgnn_workload.sampling.reference_hetero_sampler import ReferenceHeteroSampler

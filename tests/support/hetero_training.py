@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from distgnn_api.spec import Arch, ModelSpec
-from distgnn_workload.data.hetero_graph import HeteroGraphData
+from distgnn_workload.data.graph import HeteroGraphData
 from distgnn_workload.data.pyg_hetero import to_pyg_hetero
 from distgnn_workload.embeddings import RowExchange, RowOwnership, RowSparseAdam, ShardedEmbedding
 from distgnn_workload.models import build_hetero_model

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from distgnn_workload.data import DatasetError
-from distgnn_workload.data.graph import edge_pairs
+from distgnn_workload.data.csr import edge_pairs
 from distgnn_workload.data.ogb import load_ogb, write_ogb
 
 N = 10

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from distgnn_workload.data import DatasetError
-from distgnn_workload.data.graph import edge_pairs
+from distgnn_workload.data.csr import edge_pairs
 from distgnn_workload.data.pyg import load_pyg
 
 torch = pytest.importorskip("torch")

@@ -11,7 +11,7 @@ import pytest
 
 from distgnn_api.edge_types import EdgeType
 from distgnn_workload.data import DatasetError
-from distgnn_workload.data.hetero_graph import HeteroGraphData
+from distgnn_workload.data.graph import HeteroGraphData
 from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig, generate_mag
 
 WRITES: EdgeType = ("author", "writes", "paper")

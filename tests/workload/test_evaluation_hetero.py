@@ -24,8 +24,8 @@ from distgnn_operator.local.ports import free_ports
 from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig, generate_mag
 from distgnn_workload.evaluation.hetero_final import hetero_full_accuracy, typed_feature_range
 from distgnn_workload.evaluation.hetero_inference import HeteroLayerwiseInference, typed_shares
-from distgnn_workload.partition.hetero_store import HeteroPartitionStore
-from distgnn_workload.partition.hetero_writer import write_hetero_partitions
+from distgnn_workload.partition.store import HeteroPartitionStore
+from distgnn_workload.partition.writer import write_partitions
 from tests.support import hetero_layerwise as hl
 from tests.support.ranks import spawn_ranks
 from tests.workload.hetero_graphs import NUM_NODES
@@ -138,7 +138,7 @@ def test_two_processes_with_sharded_embeddings_equal_the_full_graph_forward(
 def test_typed_feature_ranges_read_the_rows_of_every_partition(tmp_path: Path) -> None:
     graph = generate_mag(SyntheticHeteroConfig(scale=0.001, num_classes=4, seed=2))
     spec = PartitionSpec(algorithm=PartitionAlgorithm.random)
-    write_hetero_partitions(tmp_path / "store", graph, 3, spec=spec, key="k")
+    write_partitions(tmp_path / "store", graph, 3, spec=spec, key="k")
     store = HeteroPartitionStore.open(tmp_path / "store")
     whole = np.asarray(graph.x["paper"], dtype=np.float32)
     n = whole.shape[0]

@@ -23,7 +23,7 @@ from distgnn_workload.trainer.hetero_link_loop import HeteroLinkTrainer
 from distgnn_workload.trainer.link_loop import read_eval_splits
 from distgnn_workload.trainer.rank import TypedRank
 from tests.support.hetero_link_reference import train_reference
-from tests.workload.test_partition_hetero_link import LinkJob
+from tests.workload.test_partition_typed_link import LinkJob
 
 pytestmark = pytest.mark.slow
 

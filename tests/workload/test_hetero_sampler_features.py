@@ -15,8 +15,8 @@ from torch.futures import Future
 
 from distgnn_api.spec import DistGNNJobSpec, parse_spec
 from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig, generate_mag
-from distgnn_workload.partition.hetero_store import HeteroPartitionStore
-from distgnn_workload.partition.hetero_writer import write_hetero_partitions
+from distgnn_workload.partition.store import HeteroPartitionStore
+from distgnn_workload.partition.writer import write_partitions
 from distgnn_workload.runtime import rpc_targets
 from distgnn_workload.runtime.features.typed_source import (
     TypedFeatureSource,
@@ -54,7 +54,7 @@ def _spec(cache_ratio: float) -> DistGNNJobSpec:
 def store(tmp_path_factory: pytest.TempPathFactory) -> HeteroPartitionStore:
     graph = generate_mag(SyntheticHeteroConfig(scale=0.002, num_classes=5, seed=4))
     path = tmp_path_factory.mktemp("typed-server") / "store"
-    write_hetero_partitions(path, graph, 2, spec=_spec(0.2).partition, key="k")
+    write_partitions(path, graph, 2, spec=_spec(0.2).partition, key="k")
     return HeteroPartitionStore.open(path)
 
 

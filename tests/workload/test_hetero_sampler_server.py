@@ -176,10 +176,10 @@ def test_a_failed_request_is_raised_naming_the_sampler(data: HeteroTrainingData)
 
 
 def test_a_store_with_other_partitions_than_samplers_names_the_field(tmp_path: Path) -> None:
-    from distgnn_workload.partition.hetero_writer import write_hetero_partitions
+    from distgnn_workload.partition.writer import write_partitions
 
     graph = generate_mag(SyntheticHeteroConfig(scale=0.001, num_classes=4, seed=1))
-    write_hetero_partitions(tmp_path / "store", graph, 2, spec=_spec().partition, key="k")
+    write_partitions(tmp_path / "store", graph, 2, spec=_spec().partition, key="k")
     assert open_typed_store(tmp_path / "store", 2, worker_mode=False).num_partitions == 2
     with pytest.raises(BadInputError, match=r"spec\.samplers\.replicas"):
         open_typed_store(tmp_path / "store", 3, worker_mode=False)

@@ -17,7 +17,7 @@ def _graph() -> GraphData:
 
 def test_restores_balance_from_a_skewed_start() -> None:
     g = _graph()
-    weights, _ = balance_weights(g, balance_train_nodes=True, balance_edges=True)
+    weights, _ = balance_weights(g.typed(), g, balance_train_nodes=True, balance_edges=True)
     # Classes 0-2 in partition 0, the rest spread over 1-3: partition 0 is far too heavy.
     parts = np.where(g.y < 3, 0, 1 + g.y % 3).astype(np.int32)
     assert not is_balanced(parts, weights, 4, 0.03)
@@ -29,7 +29,7 @@ def test_restores_balance_from_a_skewed_start() -> None:
 
 def test_leaves_a_balanced_partition_alone() -> None:
     g = _graph()
-    weights, _ = balance_weights(g, balance_train_nodes=True, balance_edges=False)
+    weights, _ = balance_weights(g.typed(), g, balance_train_nodes=True, balance_edges=False)
     # Train and other nodes each dealt round-robin: balanced on both constraints.
     parts = np.empty(g.num_nodes, dtype=np.int32)
     for group in (g.train_mask, ~g.train_mask):
@@ -45,7 +45,7 @@ def test_prefers_moves_that_cut_few_edges() -> None:
     g = generate(
         SyntheticDataset(num_nodes=4000, num_edges=40000, num_classes=2, homophily=0.95, seed=3)
     )
-    weights, _ = balance_weights(g, balance_train_nodes=False, balance_edges=False)
+    weights, _ = balance_weights(g.typed(), g, balance_train_nodes=False, balance_edges=False)
     parts = g.y.astype(np.int32).copy()
     before = edge_cut(g, parts)
     out = rebalance(g.indptr, g.indices, parts.copy(), weights, 2, tolerance=0.03)

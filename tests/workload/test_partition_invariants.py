@@ -5,22 +5,29 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from distgnn_api.contract import SUCCESS_MARKER
 from distgnn_api.spec import PartitionAlgorithm, PartitionSpec, SyntheticDataset
 from distgnn_workload.data import DatasetError, GraphData
-from distgnn_workload.data.graph import edge_pairs
+from distgnn_workload.data.csr import edge_pairs
+from distgnn_workload.data.graph import NODE_TYPE
 from distgnn_workload.data.synthetic import generate
-from distgnn_workload.partition import PartitionStore, StoreError, write_partitions
+from distgnn_workload.partition import PartitionStore, StoreError, algorithms, write_partitions
 from distgnn_workload.partition.algorithms import (
     edge_cut,
-    metis_assignment,
     metis_input,
     random_assignment,
 )
+
+
+def metis_assignment(g: GraphData, k: int, **kwargs: Any) -> npt.NDArray[np.int32]:
+    """METIS on a homogeneous graph: the one-type case, the graph its own view."""
+    return algorithms.metis_assignment(g.typed(), k, view=g, **kwargs)[NODE_TYPE]
 
 
 def _graph(src: np.ndarray, dst: np.ndarray, n: int, f: int, seed: int) -> GraphData:
@@ -239,3 +246,52 @@ def test_truncated_array_is_bad_input_naming_the_file(tmp_path: Path) -> None:
         _ = store.partition(1).features
     assert "part-1/features.npy" in str(info.value)
     assert "truncated" in str(info.value)
+
+
+@pytest.mark.parametrize("algorithm", ["metis", "random"])
+def test_a_homogeneous_graph_is_assigned_as_its_one_type_typed_graph(algorithm: str) -> None:
+    g = generate(SyntheticDataset(num_nodes=3000, num_edges=30000, num_classes=5, seed=8))
+    spec = PartitionSpec(algorithm=PartitionAlgorithm(algorithm), seed=2)
+    direct = algorithms.assign(g, 3, spec)
+    # the typed path builds the homogeneous view itself: the same graph, so the same parts
+    typed = algorithms.assign(g.typed(), 3, spec)
+    assert list(typed) == [NODE_TYPE]
+    assert direct.dtype == np.int32
+    assert np.array_equal(direct, typed[NODE_TYPE])
+
+
+def test_a_homogeneous_store_reads_as_the_one_type_case_of_a_typed_store(
+    tmp_path: Path,
+) -> None:
+    from distgnn_workload.data.graph import EDGE_TYPE
+    from distgnn_workload.runtime.hetero_data import from_store
+
+    g = generate(SyntheticDataset(num_nodes=600, num_edges=4000, num_classes=4, seed=9))
+    store = write_partitions(
+        tmp_path / "s", g, 3, spec=PartitionSpec(algorithm=PartitionAlgorithm.random)
+    )
+    view = store.typed()
+    assert view.meta.node_types == [NODE_TYPE]
+    assert view.meta.edge_type_tuples == [EDGE_TYPE]
+    assert view.meta.edge_cut == 2 * store.meta.edge_cut  # typed: each direction counts
+    assert [s.num_nodes[NODE_TYPE] for s in view.meta.partitions] == [
+        s.num_nodes for s in store.meta.partitions
+    ]
+    part = view.partition(1)
+    assert isinstance(part.x[NODE_TYPE], np.memmap)  # the store's own file, not a copy
+    assert np.array_equal(part.nodes[NODE_TYPE], np.arange(store.offsets[1], store.offsets[2]))
+    ids = np.arange(store.meta.num_nodes)
+    assert np.array_equal(view.owner(NODE_TYPE), store.partition_of(ids))
+    # the whole graph read typed is the store's graph typed (both in new ids)
+    back, want = view.to_graph(), store.to_graph().typed()
+    back.validate(deep=True)
+    for got, expected in zip(back.in_csr[EDGE_TYPE], want.in_csr[EDGE_TYPE], strict=True):
+        assert np.array_equal(got, expected)
+    assert np.array_equal(back.x[NODE_TYPE], want.x[NODE_TYPE])
+    assert np.array_equal(back.y, want.y)
+    assert np.array_equal(back.train_mask, want.train_mask)
+    # the typed runtime's loader reads it as it reads a typed store
+    data = from_store(view)
+    assert data.node_counts == {NODE_TYPE: g.num_nodes}
+    assert sum(len(t) for t in data.train_ids) == int(g.train_mask.sum())
+    assert np.array_equal(data.book[NODE_TYPE].numpy(), store.partition_of(ids))

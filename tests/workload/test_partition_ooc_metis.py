@@ -9,7 +9,7 @@ import numpy.typing as npt
 import pytest
 
 from distgnn_api.spec import SyntheticDataset
-from distgnn_workload.data.graph import csr_from_edges
+from distgnn_workload.data.csr import csr_from_edges
 from distgnn_workload.data.stream import StreamedGraph
 from distgnn_workload.data.synthetic_stream import stream_synthetic
 from distgnn_workload.partition.algorithms import _metis, random_assignment

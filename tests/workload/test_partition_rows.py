@@ -8,7 +8,7 @@ import pytest
 
 from distgnn_workload.data.graph import GraphData
 from distgnn_workload.data.host_threads import ENV_THREADS
-from distgnn_workload.partition import writer
+from distgnn_workload.partition import relabel
 
 
 @pytest.mark.parametrize("threads", ["1", "3"])
@@ -27,12 +27,12 @@ def test_rows_in_new_ids_equal_one_global_sort(
     )
     new_of_old = rng.permutation(n).astype(np.int32)
     olds = np.sort(rng.choice(n, 200, replace=False)).astype(np.int32)
-    got = writer._rows_in_new_ids(graph, olds, new_of_old, n)
+    got = relabel.rows_in_new_ids(graph, olds, new_of_old, n)
     expected = []
     for old in olds:
         row = graph.indices[graph.indptr[old] : graph.indptr[old + 1]]
         expected.append(np.sort(new_of_old[row]))
     assert got.dtype == new_of_old.dtype
     assert np.array_equal(got, np.concatenate(expected))
-    empty = writer._rows_in_new_ids(graph, olds[:0], new_of_old, n)
+    empty = relabel.rows_in_new_ids(graph, olds[:0], new_of_old, n)
     assert empty.size == 0

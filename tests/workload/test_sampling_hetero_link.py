@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from distgnn_api.edge_types import EdgeType
-from distgnn_workload.data.hetero_graph import hetero_csr_from_edges
+from distgnn_workload.data.csr import typed_csr_from_edges
 from distgnn_workload.sampling.hetero_link_sampler import HeteroLinkSampler
 from distgnn_workload.sampling.hetero_sampler import HeteroNeighborSampler
 from distgnn_workload.sampling.seed_edges import pack_pairs
@@ -27,7 +27,7 @@ def _graph() -> dict[EdgeType, tuple[np.ndarray, np.ndarray]]:
         WRITES: (rng.integers(0, 30, 300), rng.integers(0, 40, 300)),
         CITES: (rng.integers(0, 40, 200), rng.integers(0, 40, 200)),
     }
-    in_csr, _ = hetero_csr_from_edges(edges, COUNTS, add_reverse=True)
+    in_csr, _ = typed_csr_from_edges(edges, COUNTS, add_reverse=True)
     return in_csr
 
 

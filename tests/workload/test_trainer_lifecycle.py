@@ -8,7 +8,7 @@ import pytest
 
 from distgnn_api import contract as c
 from distgnn_api.spec import EvaluationKind, parse_spec
-from distgnn_workload.partition.store import StoreError
+from distgnn_workload.partition.meta import StoreError
 from distgnn_workload.runtime.bootstrap import RoleProcess
 from distgnn_workload.runtime.lifecycle import (
     BadInputError,

@@ -13,8 +13,8 @@ from torch.futures import Future
 
 from distgnn_api.spec import PartitionAlgorithm, PartitionSpec
 from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig, generate_mag
-from distgnn_workload.partition.hetero_store import HeteroPartitionStore
-from distgnn_workload.partition.hetero_writer import write_hetero_partitions
+from distgnn_workload.partition.store import HeteroPartitionStore
+from distgnn_workload.partition.writer import write_partitions
 from distgnn_workload.runtime import rpc_targets
 from distgnn_workload.runtime.features.typed_source import (
     TypedFeatureSource,
@@ -35,7 +35,7 @@ CPU = torch.device("cpu")
 def store(tmp_path_factory: pytest.TempPathFactory) -> HeteroPartitionStore:
     graph = generate_mag(SyntheticHeteroConfig(scale=0.002, num_classes=4, seed=5))
     path = tmp_path_factory.mktemp("typed") / "store"
-    write_hetero_partitions(
+    write_partitions(
         path, graph, 2, spec=PartitionSpec(algorithm=PartitionAlgorithm.random), key="k"
     )
     return HeteroPartitionStore.open(path)

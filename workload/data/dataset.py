@@ -10,8 +10,7 @@ from distgnn_api.edge_types import edge_type_key
 from distgnn_api.mag_shape import MAG_NODE_TYPES
 from distgnn_api.spec import DatasetSpec
 from distgnn_workload.data.errors import DatasetError
-from distgnn_workload.data.graph import GraphData
-from distgnn_workload.data.hetero_graph import HeteroGraphData
+from distgnn_workload.data.graph import GraphData, HeteroGraphData
 from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig
 
 ProgressFn = Callable[[float], None]

@@ -1,37 +1,47 @@
-"""The in-memory graph every dataset loads into, and the edge-list to CSR builder they share.
+"""The in-memory graphs datasets load into. Every graph is typed; a homogeneous one is the
+one-type case, kept in its own layout for speed.
 
-A :class:`GraphData` is an undirected graph stored as a CSR that holds both directions of
-every edge, sorted within each row, with no self-loops and no duplicates, plus node
-features, labels and split masks. All arrays are numpy; nothing here imports torch.
+A :class:`HeteroGraphData` holds, per node type, a node count and (where the type has them)
+float32 features; per edge type ``(src, rel, dst)`` a destination-indexed CSR: row ``d`` of
+``in_csr[et]`` lists the ``src`` nodes whose messages reach ``dst`` node ``d`` over ``et``,
+sorted, without duplicates. Labels and train/val/test masks belong to the target node type.
+Its builder (:func:`~distgnn_workload.data.csr.typed_csr_from_edges`) adds reverse relations
+as PyG's ``ToUndirected`` does: a relation within one type is made undirected in place; a
+relation between two types gets a ``rev_<rel>`` relation that carries its messages back (see
+:mod:`distgnn_api.edge_types`). Duplicate edges are dropped and counted; self-loops are kept.
+
+A :class:`GraphData` is a graph of one node type and one edge type: an undirected CSR that
+holds both directions of every edge, sorted within each row, with no self-loops and no
+duplicates, plus features, labels and split masks. :meth:`GraphData.typed` is that same graph
+as a :class:`HeteroGraphData` (node type ``node``, edge type ``node__to__node``), sharing
+its arrays. All arrays are numpy; nothing here imports torch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Final, NoReturn
 
 import numpy as np
 import numpy.typing as npt
 
+from distgnn_api.edge_types import EdgeType, is_type_name, reverse_edge_type
+from distgnn_workload.data.csr import (
+    CSR,
+    EdgeList,
+    IntArray,
+    csr_from_edges,
+    relation_key,
+    typed_csr_from_edges,
+)
 from distgnn_workload.data.errors import DatasetError
 
-# Elements handled per vectorised step when streaming over edges: bounds temporaries to
-# a few tens of MB each, whatever the graph's size.
-EDGE_CHUNK = 1 << 20
-
-IntArray = npt.NDArray[np.integer[Any]]
-
-
-def index_dtype(num_nodes: int) -> np.dtype[Any]:
-    """The narrowest dtype that stores node ids of a graph: int32 below 2^31 nodes."""
-    return np.dtype(np.int32) if num_nodes <= np.iinfo(np.int32).max else np.dtype(np.int64)
-
-
-def chunks(total: int, size: int = EDGE_CHUNK) -> Iterator[tuple[int, int]]:
-    """Consecutive [start, end) ranges covering [0, total)."""
-    for start in range(0, total, size):
-        yield start, min(start + size, total)
+NODE_TYPE: Final = "node"
+"""The node type of a homogeneous graph seen as a typed one."""
+EDGE_TYPE: Final[EdgeType] = (NODE_TYPE, "to", NODE_TYPE)
+"""Its one edge type: within one type, so it is its own reverse (undirected)."""
 
 
 @dataclass
@@ -115,6 +125,24 @@ class GraphData:
         masks = (self.train_mask, self.val_mask, self.test_mask)
         return sum(a.nbytes for a in arrays + masks)
 
+    def typed(self) -> HeteroGraphData:
+        """This graph as the one-type case of a typed graph, sharing every array: node type
+        :data:`NODE_TYPE`, edge type :data:`EDGE_TYPE` (its CSR is symmetric, so the in-CSR
+        is this CSR), every node of the target type."""
+        return HeteroGraphData(
+            node_counts={NODE_TYPE: self.num_nodes},
+            in_csr={EDGE_TYPE: (self.indptr, self.indices)},
+            x={NODE_TYPE: self.x},
+            target_node_type=NODE_TYPE,
+            y=self.y,
+            train_mask=self.train_mask,
+            val_mask=self.val_mask,
+            test_mask=self.test_mask,
+            num_classes=self.num_classes,
+            name=self.name,
+            info=self.info,
+        )
+
     def validate(self, *, deep: bool = False) -> None:
         """Check shapes, dtypes and ranges; ``deep`` also checks symmetry and row order (slow)."""
         n = self.num_nodes
@@ -156,98 +184,229 @@ class GraphData:
                 fail("the CSR is not symmetric: some edge lacks its reverse")
 
 
-def csr_from_edges(
-    src: IntArray, dst: IntArray, num_nodes: int
-) -> tuple[npt.NDArray[np.int64], IntArray, dict[str, int]]:
-    """Build the undirected CSR of an edge list: both directions, no self-loops or duplicates.
+@dataclass
+class HeteroGraphData:
+    """A heterogeneous graph with typed features, and labels and splits on one node type.
 
-    Holds one int64 key per undirected edge while it sorts, then fills ``indices`` (both
-    directions, narrowest dtype): at most about twice the final CSR. Returns
-    ``(indptr, indices, info)`` where ``info`` counts the dropped self-loops and duplicates.
+    ``y`` holds one class per node of ``target_node_type``, -1 where a node has none; the
+    masks select nodes of that type, and only labelled ones. ``x`` has an entry only for the
+    types that have features (the others get learnable embeddings).
     """
-    m = len(src)
-    n = np.int64(num_nodes)
-    keys = np.empty(m, dtype=np.int64)
-    self_loops = 0
-    for a, b in chunks(m):
-        s = src[a:b].astype(np.int64)
-        d = dst[a:b].astype(np.int64)
-        self_loops += int(np.count_nonzero(s == d))
-        keys[a:b] = np.minimum(s, d) * n + np.maximum(s, d)
-    kept = sort_unique_edges(keys, num_nodes)
-    indptr, indices = csr_from_edge_keys(keys[:kept], num_nodes)
-    info = {"self_loops_dropped": self_loops, "duplicate_edges_dropped": m - self_loops - kept}
-    return indptr, indices, info
+
+    node_counts: dict[str, int]
+    in_csr: dict[EdgeType, CSR]
+    x: dict[str, npt.NDArray[np.float32]]
+    target_node_type: str
+    y: npt.NDArray[np.int64]
+    train_mask: npt.NDArray[np.bool_]
+    val_mask: npt.NDArray[np.bool_]
+    test_mask: npt.NDArray[np.bool_]
+    num_classes: int
+    name: str = "hetero"
+    info: dict[str, Any] = field(default_factory=dict)
+    """Facts about how the graph was made (e.g. dropped duplicate edges), kept in META.json."""
+
+    @classmethod
+    def from_edges(
+        cls,
+        node_counts: Mapping[str, int],
+        edges: Mapping[EdgeType, EdgeList],
+        x: Mapping[str, npt.ArrayLike],
+        target_node_type: str,
+        y: npt.ArrayLike,
+        train_mask: npt.ArrayLike,
+        val_mask: npt.ArrayLike,
+        test_mask: npt.ArrayLike,
+        *,
+        num_classes: int | None = None,
+        add_reverse: bool = True,
+        name: str = "hetero",
+    ) -> HeteroGraphData:
+        """A graph from per-relation edge lists (reverse relations added unless told not to)."""
+        counts = {t: int(n) for t, n in node_counts.items()}
+        in_csr, info = typed_csr_from_edges(edges, counts, add_reverse=add_reverse)
+        ya = np.asarray(y, dtype=np.int64)
+        graph = cls(
+            node_counts=counts,
+            in_csr=in_csr,
+            x=_features(x, counts),
+            target_node_type=target_node_type,
+            y=ya,
+            train_mask=_bool_mask(train_mask, len(ya)),
+            val_mask=_bool_mask(val_mask, len(ya)),
+            test_mask=_bool_mask(test_mask, len(ya)),
+            num_classes=int(num_classes if num_classes is not None else ya.max(initial=-1) + 1),
+            name=name,
+            info=info,
+        )
+        graph.validate()
+        return graph
+
+    @property
+    def node_types(self) -> list[str]:
+        return list(self.node_counts)
+
+    @property
+    def edge_types(self) -> list[EdgeType]:
+        return list(self.in_csr)
+
+    @property
+    def num_target_nodes(self) -> int:
+        return self.node_counts[self.target_node_type]
+
+    def num_edges(self, edge_type: EdgeType | None = None) -> int:
+        """Stored edges of one edge type, or of all of them (reverse relations included)."""
+        if edge_type is not None:
+            return len(self.in_csr[edge_type][1])
+        return sum(len(indices) for _, indices in self.in_csr.values())
+
+    def num_features(self, node_type: str) -> int:
+        """Feature width of ``node_type``; 0 for a featureless type."""
+        feats = self.x.get(node_type)
+        return 0 if feats is None else int(feats.shape[1])
+
+    @property
+    def featureless_types(self) -> list[str]:
+        return [t for t in self.node_counts if t not in self.x]
+
+    def in_degrees(self, edge_type: EdgeType) -> npt.NDArray[np.int64]:
+        return np.diff(self.in_csr[edge_type][0])
+
+    def edge_index(self, edge_type: EdgeType) -> npt.NDArray[np.int64]:
+        """The edges of one type as a [2, E] array of (src, dst) ids, PyG's layout."""
+        indptr, indices = self.in_csr[edge_type]
+        dst = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
+        return np.stack([indices.astype(np.int64), dst])
+
+    def nbytes(self) -> int:
+        total = sum(p.nbytes + i.nbytes for p, i in self.in_csr.values())
+        total += sum(v.nbytes for v in self.x.values())
+        masks = (self.train_mask, self.val_mask, self.test_mask)
+        return total + self.y.nbytes + sum(m.nbytes for m in masks)
+
+    def validate(self, *, deep: bool = False) -> None:
+        """Check types, shapes, dtypes and ranges; ``deep`` also checks row order (slow)."""
+        where = f"graph {self.name!r}"
+
+        def fail(msg: str) -> NoReturn:
+            raise DatasetError(f"{where}: {msg}")
+
+        for t, n in self.node_counts.items():
+            if not is_type_name(t):
+                fail(f"node type {t!r} is not a type name: use letters, digits and underscores")
+            if n < 0:
+                fail(f"node type {t!r} has a negative count {n}")
+        for et, (indptr, indices) in self.in_csr.items():
+            key = relation_key(et)
+            src, _, dst = et
+            for t in (src, dst):
+                if t not in self.node_counts:
+                    fail(f"edge type {key} names node type {t!r}, which has no count")
+            nd, ns = self.node_counts[dst], self.node_counts[src]
+            if indptr.dtype != np.int64 or indptr.shape != (nd + 1,):
+                fail(f"{key}: indptr must be int64 [{nd + 1}], got {indptr.dtype} {indptr.shape}")
+            if indices.dtype not in (np.int32, np.int64) or indices.ndim != 1:
+                fail(f"{key}: indices must be int32 or int64 [E], got {indices.dtype}")
+            if indptr[0] != 0 or indptr[-1] != len(indices):
+                fail(f"{key}: indptr must start at 0 and end at len(indices)")
+            if nd and np.any(np.diff(indptr) < 0):
+                fail(f"{key}: indptr must be non-decreasing")
+            if len(indices) and (indices.min() < 0 or indices.max() >= ns):
+                fail(f"{key}: source ids must lie in [0, {ns}) ({src} has {ns} nodes)")
+            if deep:
+                keys = np.repeat(np.arange(nd, dtype=np.int64), np.diff(indptr)) * ns
+                keys += indices
+                if np.any(np.diff(keys) <= 0):
+                    fail(f"{key}: rows must be sorted without duplicates")
+                rev = reverse_edge_type(et)
+                if rev != et and rev in self.in_csr:
+                    back = self.edge_index(rev)
+                    back_keys = np.sort(back[0] * ns + back[1])
+                    if not np.array_equal(back_keys, keys):
+                        fail(f"{key} and {relation_key(rev)} are not each other's reverse")
+        for t, feats in self.x.items():
+            if t not in self.node_counts:
+                fail(f"features given for node type {t!r}, which has no count")
+            rows = self.node_counts[t]
+            if feats.dtype != np.float32 or feats.ndim != 2 or feats.shape[0] != rows:
+                fail(f"x[{t!r}] must be float32 [{rows}, F], got {feats.dtype} {feats.shape}")
+        self._validate_labels(fail)
+
+    def _validate_labels(self, fail: Callable[[str], NoReturn]) -> None:
+        t = self.target_node_type
+        if t not in self.node_counts:
+            fail(f"target node type {t!r} is not one of {', '.join(self.node_counts)}")
+        n = self.node_counts[t]
+        if self.y.dtype != np.int64 or self.y.shape != (n,):
+            fail(f"y must be int64 [{n}] ({t} nodes), got {self.y.dtype} {self.y.shape}")
+        if self.num_classes < 1:
+            fail(f"num_classes must be at least 1, got {self.num_classes}")
+        if n and (self.y.min() < -1 or self.y.max() >= self.num_classes):
+            fail(f"labels must be -1 (none) or lie in [0, num_classes={self.num_classes})")
+        for name in ("train_mask", "val_mask", "test_mask"):
+            m = getattr(self, name)
+            if m.dtype != np.bool_ or m.shape != (n,):
+                fail(f"{name} must be bool [{n}], got {m.dtype} {m.shape}")
+            if np.any(m & (self.y < 0)):
+                node = int(np.flatnonzero(m & (self.y < 0))[0])
+                fail(f"{name} selects {t} node {node}, which has no label")
 
 
-def sort_unique_edges(keys: npt.NDArray[np.int64], num_nodes: int) -> int:
-    """Sort edge keys ``lo * num_nodes + hi`` in place and move the distinct ones that are
-    not self-loops to the front; return their count."""
-    nn = np.int64(num_nodes)
-    keys.sort()
-    out = 0
-    prev = np.int64(-1)
-    for a, b in chunks(len(keys)):
-        k = keys[a:b]
-        keep = np.empty(len(k), dtype=np.bool_)
-        keep[0] = k[0] != prev
-        np.not_equal(k[1:], k[:-1], out=keep[1:])
-        keep &= (k // nn) != (k % nn)
-        prev = k[-1]
-        sel = k[keep]
-        keys[out : out + len(sel)] = sel
-        out += len(sel)
+def _features(
+    x: Mapping[str, npt.ArrayLike], counts: Mapping[str, int]
+) -> dict[str, npt.NDArray[np.float32]]:
+    out = {}
+    for t, v in x.items():
+        if t not in counts:
+            raise DatasetError(
+                f"features given for node type {t!r}, which is not one of {', '.join(counts)}"
+            )
+        feats = np.asarray(v, dtype=np.float32)
+        out[t] = feats.reshape(len(feats), -1)
     return out
 
 
-def csr_from_edge_keys(
-    keys: npt.NDArray[np.int64], num_nodes: int
-) -> tuple[npt.NDArray[np.int64], IntArray]:
-    """The undirected CSR of sorted, distinct keys ``lo * num_nodes + hi`` (lo < hi).
-
-    Row r lists first the ``lo`` of keys whose ``hi`` is r (all below r), then the ``hi`` of
-    keys whose ``lo`` is r (all above r), so every row comes out sorted. Streams over the
-    keys in chunks; the only full-size allocation is ``indices``.
-    """
-    n = np.int64(num_nodes)
-    # Keys are sorted by lo: each row's keys to higher ids form one block.
-    fwd_start = np.searchsorted(keys, np.arange(num_nodes + 1, dtype=np.int64) * n)
-    fwd = np.diff(fwd_start)
-    back = np.zeros(num_nodes, dtype=np.int64)  # edges to lower ids, per row
-    for a, b in chunks(len(keys), 4 * EDGE_CHUNK):
-        back += np.bincount(keys[a:b] % n, minlength=num_nodes)
-    indptr = np.zeros(num_nodes + 1, dtype=np.int64)
-    np.cumsum(fwd + back, out=indptr[1:])
-    del fwd
-    indices = np.empty(int(indptr[-1]), dtype=index_dtype(num_nodes))
-    cursor = indptr[:-1].copy()  # next free slot for a lower neighbour, per row
-    for a, b in chunks(len(keys)):
-        lo, hi = np.divmod(keys[a:b], n)
-        # lo's row gets hi, after lo's lower neighbours, in key order.
-        pos = np.arange(a, b, dtype=np.int64)
-        pos -= fwd_start[lo]
-        pos += indptr[lo]
-        pos += back[lo]
-        indices[pos] = hi
-        # hi's row gets lo; keys are sorted by lo, so a stable order keeps rows sorted.
-        order = np.argsort(hi, kind="stable")
-        hs = hi[order]
-        first = np.empty(len(hs), dtype=np.bool_)
-        first[0] = True
-        np.not_equal(hs[1:], hs[:-1], out=first[1:])
-        starts = np.flatnonzero(first)
-        sizes = np.diff(np.append(starts, len(hs)))
-        # Rank within each run of equal hi, added to that row's cursor.
-        pos = np.arange(len(hs), dtype=np.int64)
-        pos -= np.repeat(starts, sizes)
-        pos += cursor[hs]
-        indices[pos] = lo[order]
-        cursor[hs[starts]] += sizes
-    return indptr, indices
+def _bool_mask(value: npt.ArrayLike, n: int) -> npt.NDArray[np.bool_]:
+    """A bool mask as given, or one made from an index vector."""
+    arr = np.asarray(value).reshape(-1)
+    if arr.dtype == np.bool_:
+        return arr
+    ids = arr.astype(np.int64)
+    if len(ids) and (ids.min() < 0 or ids.max() >= n):
+        raise DatasetError(f"a split lists node ids outside [0, {n}): give ids of the target type")
+    mask = np.zeros(n, dtype=np.bool_)
+    mask[ids] = True
+    return mask
 
 
-def edge_pairs(indptr: npt.NDArray[np.int64], indices: IntArray) -> npt.NDArray[np.int64]:
-    """The directed edges of a CSR as an [E, 2] array of (src, dst); for tests and checks."""
-    n = len(indptr) - 1
-    src = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
-    return np.stack([src, indices.astype(np.int64)], axis=1)
+def choose_target_type(
+    node_types: Sequence[str],
+    labelled: Sequence[str],
+    wanted: str | None,
+    source: str | Path | None,
+) -> str:
+    """The target node type: ``wanted`` (spec.dataset.hetero.targetNodeType), which must be a
+    node type with labels, or else the only labelled type. ``source`` names the file for
+    the error."""
+    listed = ", ".join(labelled) or "(none)"
+    if wanted is not None:
+        if wanted not in node_types:
+            raise DatasetError(
+                f"target node type {wanted!r} (spec.dataset.hetero.targetNodeType) is not one "
+                f"of {', '.join(node_types)}",
+                source=source,
+            )
+        if wanted not in labelled:
+            raise DatasetError(
+                f"target node type {wanted!r} (spec.dataset.hetero.targetNodeType) has no "
+                f"labels; labelled types: {listed}",
+                source=source,
+            )
+        return wanted
+    if len(labelled) != 1:
+        raise DatasetError(
+            f"{len(labelled)} node types have labels ({listed}); name the target node type "
+            "in spec.dataset.hetero.targetNodeType",
+            source=source,
+        )
+    return labelled[0]

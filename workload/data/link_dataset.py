@@ -9,9 +9,10 @@ from pathlib import Path
 import numpy as np
 
 from distgnn_api.spec import DatasetSpec
+from distgnn_workload.data.csr import edge_pairs
 from distgnn_workload.data.dataset import ProgressFn, load_dataset
 from distgnn_workload.data.errors import DatasetError
-from distgnn_workload.data.graph import GraphData, edge_pairs
+from distgnn_workload.data.graph import GraphData
 from distgnn_workload.data.link_data import LinkData
 
 

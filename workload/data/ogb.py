@@ -26,9 +26,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from distgnn_workload.data.csr import csr_from_edges
 from distgnn_workload.data.csv_files import read_csv
 from distgnn_workload.data.errors import DatasetError
-from distgnn_workload.data.graph import GraphData, csr_from_edges
+from distgnn_workload.data.graph import GraphData
 from distgnn_workload.data.ogb_files import (
     DOWNLOAD_HINT,
     first_bad_row,

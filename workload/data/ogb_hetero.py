@@ -18,7 +18,7 @@ as OGB's ``read_csv_heterograph_raw``, ``read_node_label_hetero`` and
 ``read_nodesplitidx_split_hetero`` read it. Other files (``node_year``, ``edge_reltype``) are
 ignored. Uncompressed ``.csv`` files are accepted as well. Node types and edge types come in
 sorted order, as OGB lists them; reverse relations are added as PyG's ``ToUndirected`` adds
-them (see :mod:`distgnn_workload.data.hetero_graph`).
+them (see :mod:`distgnn_workload.data.graph`).
 """
 
 from __future__ import annotations
@@ -32,13 +32,10 @@ import numpy as np
 import numpy.typing as npt
 
 from distgnn_api.edge_types import EdgeType, is_type_name
+from distgnn_workload.data.csr import typed_csr_from_edges
 from distgnn_workload.data.csv_files import find_csv, read_csv
 from distgnn_workload.data.errors import DatasetError
-from distgnn_workload.data.hetero_graph import (
-    HeteroGraphData,
-    choose_target_type,
-    hetero_csr_from_edges,
-)
+from distgnn_workload.data.graph import HeteroGraphData, choose_target_type
 from distgnn_workload.data.ogb import MAX_CLASSES, SPLIT_FILES, _split_masks
 from distgnn_workload.data.ogb_files import RAW_DIR, first_bad_row, required, split_scheme_dir
 
@@ -298,7 +295,7 @@ def load_ogb_hetero(
     for i, et in enumerate(edge_types):
         edges[et] = _relation_edges(raw, et, counts)
         report(0.4 + 0.4 * (i + 1) / len(edge_types))
-    in_csr, info = hetero_csr_from_edges(edges, counts, add_reverse=add_reverse)
+    in_csr, info = typed_csr_from_edges(edges, counts, add_reverse=add_reverse)
     del edges
     graph = HeteroGraphData(
         node_counts=counts,

@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from distgnn_workload.data.csr import csr_from_edges
 from distgnn_workload.data.errors import DatasetError
-from distgnn_workload.data.graph import GraphData, csr_from_edges
+from distgnn_workload.data.graph import GraphData
 
 REQUIRED = ("x", "y", "edge_index", "train_mask", "val_mask", "test_mask")
 ALIASES = {"val_mask": ("val_mask", "valid_mask")}

@@ -18,12 +18,9 @@ import numpy as np
 import numpy.typing as npt
 
 from distgnn_api.edge_types import EdgeType, edge_type_key
+from distgnn_workload.data.csr import typed_csr_from_edges
 from distgnn_workload.data.errors import DatasetError
-from distgnn_workload.data.hetero_graph import (
-    HeteroGraphData,
-    choose_target_type,
-    hetero_csr_from_edges,
-)
+from distgnn_workload.data.graph import HeteroGraphData, choose_target_type
 from distgnn_workload.data.pyg import ALIASES, _mask, _numpy, load_safely
 
 MASKS = {"train": "train_mask", "val": "val_mask", "test": "test_mask"}
@@ -137,7 +134,7 @@ def load_pyg_hetero(
                 f"data[{target!r}].{name} selects node {node}, whose label is negative (none)",
                 source=path,
             )
-    in_csr, info = hetero_csr_from_edges(edges, counts, add_reverse=add_reverse)
+    in_csr, info = typed_csr_from_edges(edges, counts, add_reverse=add_reverse)
     graph = HeteroGraphData(
         node_counts=counts,
         in_csr=in_csr,

@@ -27,14 +27,9 @@ import numpy as np
 import numpy.typing as npt
 
 from distgnn_api.spec import SyntheticDataset
+from distgnn_workload.data.csr import EDGE_CHUNK, chunks, csr_from_edge_keys, sort_unique_keys
 from distgnn_workload.data.errors import DatasetError
-from distgnn_workload.data.graph import (
-    EDGE_CHUNK,
-    GraphData,
-    chunks,
-    csr_from_edge_keys,
-    sort_unique_edges,
-)
+from distgnn_workload.data.graph import GraphData
 
 log = logging.getLogger(__name__)
 
@@ -160,7 +155,7 @@ def _sample_edges(
             hi = np.maximum(u, v).astype(np.int64)
             keys[have + a : have + b] = lo * nn + hi
             report(0.05 + 0.5 * min(1.0, (have + b) / m))
-        have = sort_unique_edges(keys, n)
+        have = sort_unique_keys(keys, loops_of=n)
         log.debug("edge round %d: %d distinct edges of %d", rounds, have, m)
     if have > m:
         drop = rng.choice(have, size=have - m, replace=False)

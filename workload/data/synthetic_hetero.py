@@ -42,13 +42,15 @@ from distgnn_api.mag_shape import (
     MAG_TARGET_NODE_TYPE,
     scaled_count,
 )
-from distgnn_workload.data.errors import DatasetError
-from distgnn_workload.data.graph import EDGE_CHUNK, chunks, index_dtype
-from distgnn_workload.data.hetero_graph import (
-    HeteroGraphData,
-    hetero_csr_from_edges,
+from distgnn_workload.data.csr import (
+    EDGE_CHUNK,
+    chunks,
+    index_dtype,
     sort_unique_keys,
+    typed_csr_from_edges,
 )
+from distgnn_workload.data.errors import DatasetError
+from distgnn_workload.data.graph import HeteroGraphData
 
 log = logging.getLogger(__name__)
 
@@ -240,7 +242,7 @@ def generate_mag(
         report(0.05 + 0.5 * (i + 1) / len(MAG_EDGES))
     community = tables[TARGET].community
     del tables
-    in_csr, info = hetero_csr_from_edges(edges, counts, add_reverse=cfg.add_reverse)
+    in_csr, info = typed_csr_from_edges(edges, counts, add_reverse=cfg.add_reverse)
     del edges
     report(0.75)
     y = _labels(community, c, cfg.label_noise, r_label)

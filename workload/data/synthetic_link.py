@@ -30,8 +30,8 @@ import numpy as np
 import numpy.typing as npt
 
 from distgnn_api.link import SyntheticLinkDataset
+from distgnn_workload.data.csr import chunks
 from distgnn_workload.data.distinct_pairs import first_occurrences
-from distgnn_workload.data.graph import chunks
 from distgnn_workload.data.host_threads import host_threads, run_parallel
 from distgnn_workload.data.link_data import LinkData
 

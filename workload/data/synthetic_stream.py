@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from distgnn_api.spec import SyntheticDataset
-from distgnn_workload.data.graph import EDGE_CHUNK, chunks
+from distgnn_workload.data.csr import EDGE_CHUNK, chunks
 from distgnn_workload.data.stream import EdgeChunks, FeatureChunks, StreamedGraph
 from distgnn_workload.data.synthetic import (
     _endpoints,

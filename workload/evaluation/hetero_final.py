@@ -22,7 +22,7 @@ from distgnn_workload.evaluation.accuracy import AllReduce
 from distgnn_workload.evaluation.final import FullEvaluation, report_full
 from distgnn_workload.evaluation.hetero_inference import HeteroLayerwiseInference
 from distgnn_workload.models.relational import RelationalGNN
-from distgnn_workload.partition.hetero_store import HeteroPartitionStore
+from distgnn_workload.partition.store import HeteroPartitionStore
 
 
 def typed_feature_range(

@@ -44,26 +44,56 @@ assigned at random or, with ``partition.metisSampleEdges``, by METIS on a sample
 and streamed passes (:mod:`.ooc_metis`), and :mod:`.ooc_writer` writes the same store
 through an external bucket sort (:mod:`.external_sort`).
 
-A heterogeneous graph gets a typed store instead (META.json's ``graph_kind`` is ``hetero``):
-:mod:`.hetero_store` draws it; read it with :func:`load_hetero_partition`, write one with
-:func:`write_hetero_partitions`.
+A typed graph gets the typed layout (META.json's ``graph_kind`` is ``hetero``). Its ids are
+never relabelled: a node is ``(node_type, i)`` with ``i`` its type-local id in the dataset
+(``0 .. n_t - 1``), in the store as in :class:`HeteroGraphData`. Edge types are written
+``src__rel__dst`` in paths and META.json (reverse relations included, as the loader added
+them). ``F_t`` is the feature width of type t; ``n_{p,t}`` the nodes of type t that
+partition p owns; ``idx_t`` is int32 when n_t < 2^31, else int64::
+
+    <data>/partitions/<key>/
+    ├── META.json                     graph_kind "hetero", format_version, key, algorithm,
+    │                                 node types and counts, per-type id ranges of the
+    │                                 homogeneous view, edge types and counts, per-partition
+    │                                 per-type counts, edge cut, balance, specs, timings
+    ├── owner/<node_type>.npy         int32 [n_t]         partition of each typed node
+    ├── topology/<src__rel__dst>/
+    │   ├── indptr.npy                int64 [n_dst + 1]   the WHOLE graph's in-CSR (replicated)
+    │   └── indices.npy               idx_src [E_et]      source ids, rows sorted, no duplicates
+    ├── part-<p>/
+    │   ├── nodes/<node_type>.npy     idx_t [n_{p,t}]     owned type-local ids, ascending
+    │   ├── features/<node_type>.npy  float32 [n_{p,t}, F_t]  owned rows, in nodes/ order;
+    │   │                             only for the types that have features
+    │   ├── labels.npy                int64 [n_{p,target}]    target type, in nodes/ order
+    │   ├── train_mask.npy            bool  [n_{p,target}]
+    │   ├── val_mask.npy              bool  [n_{p,target}]
+    │   └── test_mask.npy             bool  [n_{p,target}]
+    └── _SUCCESS                      written last: the store is complete
+
+The homogeneous view (what METIS partitions) stacks the types in ``node_types`` order:
+typed node ``(t, i)`` is ``type_offsets[t] + i``. Topology is replicated (one copy on the
+volume, memory-mapped by every reader); features, labels and splits are split by owner.
+
+Both layouts are written by :func:`write_partitions` (:mod:`.writer`) and read by
+:mod:`.store` (:class:`PartitionStore`, :class:`HeteroPartitionStore`); :mod:`.meta` holds
+their META.json records and file names. Readers check ``_SUCCESS``, the format version and
+the graph kind.
 """
 
-from distgnn_workload.partition.hetero_store import (
-    HeteroPartition,
+from distgnn_workload.partition.meta import (
     HeteroPartitionMeta,
-    HeteroPartitionStore,
-    is_hetero_store,
-    load_hetero_partition,
-)
-from distgnn_workload.partition.hetero_writer import write_hetero_partitions
-from distgnn_workload.partition.store import (
-    PartitionData,
     PartitionMeta,
     PartitionStats,
-    PartitionStore,
     StoreError,
     is_complete,
+    is_hetero_store,
+)
+from distgnn_workload.partition.store import (
+    HeteroPartition,
+    HeteroPartitionStore,
+    PartitionData,
+    PartitionStore,
+    load_hetero_partition,
 )
 from distgnn_workload.partition.writer import write_partitions
 
@@ -79,6 +109,5 @@ __all__ = [
     "is_complete",
     "is_hetero_store",
     "load_hetero_partition",
-    "write_hetero_partitions",
     "write_partitions",
 ]

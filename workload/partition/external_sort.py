@@ -23,7 +23,7 @@ from typing import Any, BinaryIO
 import numpy as np
 import numpy.typing as npt
 
-from distgnn_workload.data.graph import EDGE_CHUNK
+from distgnn_workload.data.csr import EDGE_CHUNK
 
 BUCKET_EDGES = 16 << 20
 """Directed edges per bucket: about 40 bytes each while a bucket is sorted (640 MB)."""

@@ -16,7 +16,8 @@ from typing import Any, TextIO
 import numpy as np
 
 from distgnn_api.contract import JobConfig
-from distgnn_workload.data.graph import GraphData, csr_from_edge_keys
+from distgnn_workload.data.csr import csr_from_edge_keys
+from distgnn_workload.data.graph import GraphData
 from distgnn_workload.data.link_data import LinkData
 from distgnn_workload.partition import stages
 from distgnn_workload.partition.link_edges import EdgeSplitResult, split_edges
@@ -26,7 +27,8 @@ from distgnn_workload.partition.link_split import (
     TASK_LINK,
     write_link_split,
 )
-from distgnn_workload.partition.store import NEW_IDS_FILE, PartitionStore
+from distgnn_workload.partition.meta import NEW_IDS_FILE
+from distgnn_workload.partition.store import PartitionStore
 
 
 def link_graph(data: LinkData, split: EdgeSplitResult) -> GraphData:

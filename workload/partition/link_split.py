@@ -1,7 +1,8 @@
 """The edge split of a link-prediction store: written once by the partition Job, read by
 every trainer, so all processes agree on the positives and the evaluation negatives.
 
-Layout inside the store (node ids are the store's new ids, as its topology uses)::
+Layout inside the store (node ids are the store's, as its topology uses: new ids in a
+homogeneous store, type-local ids of the supervised edge type's ends in a typed one)::
 
     link/
     ├── train/part-<p>/src.npy, dst.npy    training positives whose source partition p owns
@@ -10,13 +11,14 @@ Layout inside the store (node ids are the store's new ids, as its topology uses)
     └── test/src.npy, dst.npy, dst_neg.npy
 
 META.json records ``task: linkPrediction`` and, under ``link``, the split's sizes and how it
-was drawn. The message-passing topology (``topology/`` and the partitions' CSRs) holds the
+was drawn (a typed store adds the edge type and its reverse). The message-passing topology (``topology/`` and the partitions' CSRs) holds the
 training pairs only (:mod:`.link_edges`).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,11 +26,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from distgnn_workload.data.graph import index_dtype
+from distgnn_api.edge_types import edge_type_key
+from distgnn_workload.data.csr import index_dtype
 from distgnn_workload.data.host_threads import take
 from distgnn_workload.data.link_data import GivenEdges
-from distgnn_workload.partition.link_edges import EdgeSplitResult
-from distgnn_workload.partition.store import META_FILE, StoreError, part_dir_name
+from distgnn_workload.partition.link_edges import HELD_OUT, EdgeSplitResult, TypedEdgeSplit
+from distgnn_workload.partition.meta import (
+    META_FILE,
+    OWNER_DIR,
+    StoreError,
+    npy_name,
+    part_dir_name,
+)
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -115,6 +124,28 @@ def write_split_arrays(
         meta[f"{name}_negatives"] = None if edges.dst_neg is None else int(edges.dst_neg.shape[1])
     meta["info"] = info
     return meta
+
+
+def split_writer(
+    split: TypedEdgeSplit, k: int, num_dst: int
+) -> Callable[[Path, dict[str, Any]], None]:
+    """What adds the split to a typed store being written: ``link/`` (the homogeneous
+    layout, in type-local ids; training positives by the partition owning their source, read
+    from the store's ``owner/``) and META.json's ``task`` and ``link`` records."""
+
+    def write(root: Path, meta: dict[str, Any]) -> None:
+        owner_src = np.load(root / OWNER_DIR / npy_name(split.edge_type[0]), mmap_mode="r")
+        owner = np.asarray(owner_src[split.train.src])
+        held = {name: split.split(name) for name in HELD_OUT}
+        record = write_split_arrays(root, split.train, owner, k, held, split.info, num_dst)
+        record.update(
+            edge_type=edge_type_key(split.edge_type),
+            reverse_edge_type=(None if split.reverse is None else edge_type_key(split.reverse)),
+        )
+        meta[TASK_KEY] = TASK_LINK
+        meta[LINK_META_KEY] = record
+
+    return write
 
 
 def link_meta(store_dir: str | Path) -> dict[str, Any]:

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from distgnn_workload.data.graph import csr_from_edges
+from distgnn_workload.data.csr import csr_from_edges
 from distgnn_workload.data.stream import StreamedGraph
 from distgnn_workload.partition.algorithms import (
     TOLERANCE,

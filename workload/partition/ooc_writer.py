@@ -24,13 +24,11 @@ import numpy as np
 import numpy.typing as npt
 
 from distgnn_api.spec import PartitionSpec
+from distgnn_workload.data.csr import index_dtype
 from distgnn_workload.data.errors import DatasetError
-from distgnn_workload.data.graph import index_dtype
 from distgnn_workload.data.stream import StreamedGraph
 from distgnn_workload.partition.external_sort import BUCKET_EDGES, EdgeBuckets, bucket_bounds
-from distgnn_workload.partition.npy_append import GrowingNpyWriter
-from distgnn_workload.partition.publish import stage_store
-from distgnn_workload.partition.store import (
+from distgnn_workload.partition.meta import (
     FEATURES_FILE,
     INDICES_FILE,
     INDPTR_FILE,
@@ -41,11 +39,13 @@ from distgnn_workload.partition.store import (
     PARTITION_BOOK_FILE,
     TOPOLOGY_DIR,
     PartitionStats,
-    PartitionStore,
     is_complete,
     part_dir_name,
 )
-from distgnn_workload.partition.writer import NpyWriter, meta_record, save_array
+from distgnn_workload.partition.npy_append import GrowingNpyWriter, NpyWriter, save_array
+from distgnn_workload.partition.publish import stage_store
+from distgnn_workload.partition.relabel import meta_record
+from distgnn_workload.partition.store import PartitionStore
 
 log = logging.getLogger(__name__)
 

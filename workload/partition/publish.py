@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from distgnn_api.contract import PARTITION_FORMAT_VERSION, SUCCESS_MARKER, rfc3339_now
-from distgnn_workload.partition.store import META_FILE, is_complete
+from distgnn_workload.partition.meta import META_FILE, is_complete
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,8 @@
-"""Reader of the on-disk partition store (the format is drawn in ``distgnn_workload.partition``).
+"""Readers of the on-disk partition store, of either layout (both drawn in
+``distgnn_workload.partition``): :class:`PartitionStore` for a homogeneous graph's
+(relabelled ids), :class:`HeteroPartitionStore` for a typed graph's (dataset ids).
+:meth:`PartitionStore.typed` reads a homogeneous store as the one-type case of a typed one
+(:class:`OneTypeStore`), so a layer that reads typed stores reads every store.
 
 Every array is a ``.npy`` file opened with ``mmap_mode="r"``: opening a store reads only
 META.json, and a holder touches the pages of the partitions it serves.
@@ -6,152 +10,59 @@ META.json, and a holder touches the pages of the partitions it serves.
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Self
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from distgnn_api.contract import PARTITION_FORMAT_VERSION, SUCCESS_MARKER
-from distgnn_workload.data.graph import GraphData
-
-META_FILE = "META.json"
-TOPOLOGY_DIR = "topology"
-INDPTR_FILE = "indptr.npy"
-INDICES_FILE = "indices.npy"
-ORIG_IDS_FILE = "orig_ids.npy"
-NEW_IDS_FILE = "new_ids.npy"
-PARTITION_BOOK_FILE = "partition_book.npy"
-FEATURES_FILE = "features.npy"
-LABELS_FILE = "labels.npy"
-MASK_FILES = {"train": "train_mask.npy", "val": "val_mask.npy", "test": "test_mask.npy"}
-GRAPH_KIND_KEY = "graph_kind"
-"""META.json's key telling a typed store (:mod:`.hetero_store`) from this one (absent here)."""
-GRAPH_KIND_HETERO = "hetero"
-
-
-def part_dir_name(p: int) -> str:
-    """Folder of partition p inside a store."""
-    return f"part-{p}"
-
-
-class StoreError(RuntimeError):
-    """A partition store that is missing, incomplete or of another format version."""
-
-
-def read_meta(path: Path, *, hetero: bool) -> dict[str, Any]:
-    """A complete store's META.json, refusing a missing or incomplete store, another format
-    version, or a store of the other kind of graph (typed or not)."""
-    if not path.is_dir():
-        raise StoreError(f"no partition store at {path}: the partition step has not run")
-    if not is_complete(path):
-        raise StoreError(
-            f"partition store {path} has no {SUCCESS_MARKER} marker: it is incomplete "
-            "(a partitioner crashed or is still writing); rerun the partition step"
-        )
-    try:
-        data: dict[str, Any] = json.loads((path / META_FILE).read_text())
-    except (OSError, ValueError) as err:
-        raise StoreError(f"{path / META_FILE} is unreadable: {err}") from None
-    version = data.get("format_version")
-    if version != PARTITION_FORMAT_VERSION:
-        raise StoreError(
-            f"{path / META_FILE}: format_version {version!r}, this reader needs "
-            f"{PARTITION_FORMAT_VERSION}; repartition with this version"
-        )
-    typed = data.get(GRAPH_KIND_KEY) == GRAPH_KIND_HETERO
-    if typed and not hetero:
-        raise StoreError(
-            f"{path} holds a heterogeneous graph's typed partitions; open it with "
-            "HeteroPartitionStore (distgnn_workload.partition.hetero_store)"
-        )
-    if hetero and not typed:
-        raise StoreError(
-            f"{path} holds a homogeneous graph's partitions, not a heterogeneous one's; "
-            "open it with PartitionStore"
-        )
-    return data
+from distgnn_api.edge_types import EdgeType, edge_type_key
+from distgnn_workload.data.csr import CSR
+from distgnn_workload.data.graph import EDGE_TYPE, NODE_TYPE, GraphData, HeteroGraphData
+from distgnn_workload.partition.meta import (
+    FEATURES_DIR,
+    FEATURES_FILE,
+    INDICES_FILE,
+    INDPTR_FILE,
+    LABELS_FILE,
+    MASK_FILES,
+    NEW_IDS_FILE,
+    NODES_DIR,
+    ORIG_IDS_FILE,
+    OWNER_DIR,
+    PARTITION_BOOK_FILE,
+    TOPOLOGY_DIR,
+    HeteroPartitionMeta,
+    PartitionMeta,
+    StoreError,
+    npy_name,
+    one_type_meta,
+    part_dir_name,
+    read_meta,
+)
 
 
-class MetaRecord:
-    """META.json as a dataclass: its named fields, ``partitions`` (one ``STATS`` record each)
-    and ``extra`` (every other key, kept as it was)."""
+class StoreFiles:
+    """The files of a complete store at ``path``, memory-mapped on demand."""
 
-    STATS: ClassVar[type]
-    partitions: list[Any]
-    extra: dict[str, Any]
+    def __init__(self, path: Path) -> None:
+        self.path = path
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Self:
-        known = {f.name for f in fields(cls)} - {"partitions", "extra"}  # type: ignore[arg-type]
-        missing = sorted(known - data.keys())
-        if missing:
-            raise StoreError(f"{META_FILE} lacks {', '.join(missing)}")
-        values: dict[str, Any] = {k: data[k] for k in known}
-        values["partitions"] = [cls.STATS(**p) for p in data["partitions"]]
-        values["extra"] = {k: v for k, v in data.items() if k not in known and k != "partitions"}
-        return cls(**values)
+    def _load(self, *parts: str) -> npt.NDArray[Any]:
+        file = self.path.joinpath(*parts)
+        try:
+            return np.load(file, mmap_mode="r")  # type: ignore[no-any-return]
+        except (OSError, ValueError) as err:
+            # A truncated file makes mmap raise ValueError ("mmap length is greater than file size").
+            raise StoreError(
+                f"{file} is missing, truncated or unreadable ({err}); delete {self.path} "
+                "to partition again"
+            ) from None
 
-    def to_dict(self) -> dict[str, Any]:
-        names = {f.name for f in fields(self)} - {"partitions", "extra"}  # type: ignore[arg-type]
-        out: dict[str, Any] = {k: getattr(self, k) for k in names}
-        out["partitions"] = [p.__dict__ for p in self.partitions]
-        out.update(self.extra)
-        return out
-
-
-@dataclass(frozen=True)
-class PartitionStats:
-    """Figures of one partition, as kept in META.json."""
-
-    id: int
-    start: int
-    end: int
-    num_nodes: int
-    num_edges: int
-    """Directed edges in the partition's CSR (edges out of its owned nodes)."""
-    num_train: int
-    num_val: int
-    num_test: int
-    num_cut_edges: int
-    """Directed edges from an owned node to a node of another partition."""
-    num_halo_nodes: int
-    """Distinct nodes of other partitions adjacent to an owned node."""
-
-
-@dataclass(frozen=True)
-class PartitionMeta(MetaRecord):
-    """META.json of a store."""
-
-    STATS: ClassVar[type] = PartitionStats
-
-    format_version: int
-    key: str | None
-    name: str
-    num_nodes: int
-    num_edges: int
-    """Stored directed edges (each undirected edge twice), as in PyG's ``num_edges``."""
-    num_undirected_edges: int
-    num_features: int
-    num_classes: int
-    num_partitions: int
-    offsets: list[int]
-    """Partition p owns the new ids [offsets[p], offsets[p+1])."""
-    edge_cut: int
-    """Undirected edges whose endpoints lie in different partitions."""
-    edge_cut_fraction: float
-    algorithm: str
-    index_dtype: str
-    num_train_nodes: int
-    num_val_nodes: int
-    num_test_nodes: int
-    partitions: list[PartitionStats]
-    balance: dict[str, float]
-    """Largest partition over the mean, for nodes, train_nodes and edges (1.0 is perfect)."""
-    extra: dict[str, Any] = field(default_factory=dict)
-    """Everything else in META.json: dataset and partition specs, step timings, graph info."""
+    def _check_partition(self, p: int, k: int) -> None:
+        if not 0 <= p < k:
+            raise IndexError(f"partition {p} out of range [0, {k})")
 
 
 @dataclass(frozen=True)
@@ -178,16 +89,11 @@ class PartitionData:
         return self.end - self.start
 
 
-def is_complete(path: str | Path) -> bool:
-    """True when a store exists at ``path`` and was completely written."""
-    return (Path(path) / SUCCESS_MARKER).is_file()
-
-
-class PartitionStore:
+class PartitionStore(StoreFiles):
     """A complete partition store on disk; use :meth:`open`."""
 
     def __init__(self, path: Path, meta: PartitionMeta) -> None:
-        self.path = path
+        super().__init__(path)
         self.meta = meta
         self._offsets = np.asarray(meta.offsets, dtype=np.int64)
 
@@ -205,25 +111,13 @@ class PartitionStore:
     def offsets(self) -> npt.NDArray[np.int64]:
         return self._offsets
 
-    def _load(self, *parts: str) -> npt.NDArray[Any]:
-        file = self.path.joinpath(*parts)
-        try:
-            return np.load(file, mmap_mode="r")  # type: ignore[no-any-return]
-        except (OSError, ValueError) as err:
-            # A truncated file makes mmap raise ValueError ("mmap length is greater than file size").
-            raise StoreError(
-                f"{file} is missing, truncated or unreadable ({err}); delete {self.path} "
-                "to partition again"
-            ) from None
-
     def topology(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[Any]]:
         """The full CSR in new ids: ``indptr`` int64 [N+1], ``indices`` int32/int64 [E]."""
         return self._load(TOPOLOGY_DIR, INDPTR_FILE), self._load(TOPOLOGY_DIR, INDICES_FILE)
 
     def partition(self, p: int) -> PartitionData:
         """The arrays of partition ``p``."""
-        if not 0 <= p < self.num_partitions:
-            raise IndexError(f"partition {p} out of range [0, {self.num_partitions})")
+        self._check_partition(p, self.num_partitions)
         d = part_dir_name(p)
         return PartitionData(
             id=p,
@@ -279,9 +173,234 @@ class PartitionStore:
             name=self.meta.name,
         )
 
+    def typed(self) -> HeteroPartitionStore:
+        """This store read as the one-type case of a typed store (:class:`OneTypeStore`)."""
+        return OneTypeStore(self)
+
     def __repr__(self) -> str:
         m = self.meta
         return (
             f"PartitionStore({str(self.path)!r}, nodes={m.num_nodes}, edges={m.num_edges}, "
             f"partitions={m.num_partitions}, edge_cut={m.edge_cut})"
         )
+
+
+@dataclass(frozen=True)
+class HeteroPartition:
+    """What one partition's holder reads: its owned typed nodes with their rows, the owner of
+    every typed node, and the whole typed topology. Arrays are memory-mapped, read-only.
+
+    Every id is a type-local dataset id. ``nodes[t]`` lists the nodes of type t this
+    partition owns, ascending; row i of ``x[t]`` is the features of ``nodes[t][i]`` (only
+    types with features have an entry); ``y`` and the masks are aligned with
+    ``nodes[target_node_type]`` (-1: no label). ``owner[t][i]`` is the partition owning
+    ``(t, i)``, for every node of every type. ``in_csr[et]`` is the whole graph's
+    destination-indexed CSR, as in :attr:`HeteroGraphData.in_csr` (replicated, not only
+    this partition's in-edges; :meth:`local_in_csr` slices the owned rows).
+    """
+
+    id: int
+    meta: HeteroPartitionMeta
+    nodes: dict[str, npt.NDArray[Any]]
+    owner: dict[str, npt.NDArray[np.int32]]
+    in_csr: dict[EdgeType, CSR]
+    x: dict[str, npt.NDArray[np.float32]]
+    y: npt.NDArray[np.int64]
+    train_mask: npt.NDArray[np.bool_]
+    val_mask: npt.NDArray[np.bool_]
+    test_mask: npt.NDArray[np.bool_]
+
+    @property
+    def node_types(self) -> list[str]:
+        return list(self.meta.node_types)
+
+    @property
+    def edge_types(self) -> list[EdgeType]:
+        return self.meta.edge_type_tuples
+
+    @property
+    def node_counts(self) -> dict[str, int]:
+        """Nodes of each type in the whole graph."""
+        return dict(self.meta.node_counts)
+
+    @property
+    def target_node_type(self) -> str:
+        return self.meta.target_node_type
+
+    @property
+    def num_classes(self) -> int:
+        return self.meta.num_classes
+
+    def split_ids(self, split: str) -> npt.NDArray[np.int64]:
+        """Owned target-type ids in ``split`` (train, val or test), ascending."""
+        mask = {"train": self.train_mask, "val": self.val_mask, "test": self.test_mask}[split]
+        return np.asarray(self.nodes[self.target_node_type])[np.asarray(mask)].astype(np.int64)
+
+    def local_in_csr(self, edge_type: EdgeType) -> CSR:
+        """In-edges of the owned ``dst`` nodes: row i is ``nodes[dst][i]``'s sources (global
+        type-local ids, so they may name halo nodes; ``owner`` tells whose they are)."""
+        indptr, indices = self.in_csr[edge_type]
+        rows = np.asarray(self.nodes[edge_type[2]], dtype=np.int64)
+        starts = np.asarray(indptr[rows])
+        lengths = np.asarray(indptr[rows + 1]) - starts
+        out_ptr = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=out_ptr[1:])
+        total = int(out_ptr[-1])
+        pos = np.repeat(starts - out_ptr[:-1], lengths) + np.arange(total, dtype=np.int64)
+        return out_ptr, np.asarray(indices)[pos]
+
+
+class HeteroPartitionStore(StoreFiles):
+    """A complete typed partition store on disk; use :meth:`open`."""
+
+    def __init__(self, path: Path, meta: HeteroPartitionMeta) -> None:
+        super().__init__(path)
+        self.meta = meta
+
+    @classmethod
+    def open(cls, path: str | Path) -> HeteroPartitionStore:
+        """Open a store, refusing one that is incomplete, of another format version or of a
+        homogeneous graph."""
+        path = Path(path)
+        return cls(path, HeteroPartitionMeta.from_dict(read_meta(path, hetero=True)))
+
+    @property
+    def num_partitions(self) -> int:
+        return self.meta.num_partitions
+
+    def owner(self, node_type: str) -> npt.NDArray[np.int32]:
+        """The partition of every node of ``node_type`` (type-local ids)."""
+        self._check_type(node_type)
+        return self._load(OWNER_DIR, npy_name(node_type))
+
+    def topology(self, edge_type: EdgeType) -> CSR:
+        """The whole graph's in-CSR of one edge type."""
+        key = edge_type_key(edge_type)
+        if key not in self.meta.edge_types:
+            raise KeyError(
+                f"edge type {key} is not in the store ({', '.join(self.meta.edge_types)})"
+            )
+        return self._load(TOPOLOGY_DIR, key, INDPTR_FILE), self._load(
+            TOPOLOGY_DIR, key, INDICES_FILE
+        )
+
+    def partition(self, p: int) -> HeteroPartition:
+        """The arrays of partition ``p`` (see :class:`HeteroPartition`)."""
+        self._check_partition(p, self.num_partitions)
+        m = self.meta
+        d = part_dir_name(p)
+        return HeteroPartition(
+            id=p,
+            meta=m,
+            nodes={t: self._load(d, NODES_DIR, npy_name(t)) for t in m.node_types},
+            owner={t: self.owner(t) for t in m.node_types},
+            in_csr={et: self.topology(et) for et in m.edge_type_tuples},
+            x={
+                t: self._load(d, FEATURES_DIR, npy_name(t))
+                for t in m.node_types
+                if m.num_features[t] > 0
+            },
+            y=self._load(d, LABELS_FILE),
+            train_mask=self._load(d, MASK_FILES["train"]),
+            val_mask=self._load(d, MASK_FILES["val"]),
+            test_mask=self._load(d, MASK_FILES["test"]),
+        )
+
+    def to_graph(self) -> HeteroGraphData:
+        """The whole graph read into memory, rows scattered back to their ids (tests, small
+        graphs, a single process)."""
+        m = self.meta
+        parts = [self.partition(p) for p in range(self.num_partitions)]
+        n_target = m.node_counts[m.target_node_type]
+        x = {
+            t: np.zeros((m.node_counts[t], m.num_features[t]), dtype=np.float32)
+            for t in m.node_types
+            if m.num_features[t] > 0
+        }
+        y = np.full(n_target, -1, dtype=np.int64)
+        masks = [np.zeros(n_target, dtype=np.bool_) for _ in range(3)]
+        for q in parts:
+            for t, rows in x.items():
+                rows[np.asarray(q.nodes[t])] = q.x[t]
+            ids = np.asarray(q.nodes[m.target_node_type])
+            y[ids] = q.y
+            for mask, part_mask in zip(masks, (q.train_mask, q.val_mask, q.test_mask), strict=True):
+                mask[ids] = part_mask
+        in_csr = (
+            {et: (np.array(ptr), np.array(idx)) for et, (ptr, idx) in parts[0].in_csr.items()}
+            if parts
+            else {}
+        )
+        return HeteroGraphData(
+            node_counts=dict(m.node_counts),
+            in_csr=in_csr,
+            x=x,
+            target_node_type=m.target_node_type,
+            y=y,
+            train_mask=masks[0],
+            val_mask=masks[1],
+            test_mask=masks[2],
+            num_classes=m.num_classes,
+            name=m.name,
+            info=dict(m.extra.get("graph_info", {})),
+        )
+
+    def _check_type(self, node_type: str) -> None:
+        if node_type not in self.meta.node_types:
+            raise KeyError(
+                f"node type {node_type!r} is not in the store ({', '.join(self.meta.node_types)})"
+            )
+
+    def __repr__(self) -> str:
+        m = self.meta
+        return (
+            f"HeteroPartitionStore({str(self.path)!r}, nodes={m.node_counts}, "
+            f"partitions={m.num_partitions}, edge_cut={m.edge_cut})"
+        )
+
+
+class OneTypeStore(HeteroPartitionStore):
+    """A homogeneous store read through the typed reader's interface, for the layers that
+    read typed stores: node type :data:`NODE_TYPE`, edge type :data:`EDGE_TYPE`, every id a
+    new id of the store. Topology, features, labels and splits are the store's own memory
+    maps; only each partition's node range and the owner of every node are computed."""
+
+    def __init__(self, store: PartitionStore) -> None:
+        super().__init__(store.path, one_type_meta(store.meta))
+        self.store = store
+
+    def owner(self, node_type: str) -> npt.NDArray[np.int32]:
+        self._check_type(node_type)
+        return np.repeat(
+            np.arange(self.num_partitions, dtype=np.int32), np.diff(self.store.offsets)
+        )
+
+    def topology(self, edge_type: EdgeType) -> CSR:
+        if edge_type != EDGE_TYPE:
+            raise KeyError(f"edge type {edge_type_key(edge_type)} is not in the store")
+        return self.store.topology()
+
+    def partition(self, p: int) -> HeteroPartition:
+        part = self.store.partition(p)
+        idx = np.dtype(self.store.meta.index_dtype)
+        return HeteroPartition(
+            id=p,
+            meta=self.meta,
+            nodes={NODE_TYPE: np.arange(part.start, part.end, dtype=idx)},
+            owner={NODE_TYPE: self.owner(NODE_TYPE)},
+            in_csr={EDGE_TYPE: self.topology(EDGE_TYPE)},
+            x={NODE_TYPE: part.features} if self.meta.num_features[NODE_TYPE] > 0 else {},
+            y=part.labels,
+            train_mask=part.train_mask,
+            val_mask=part.val_mask,
+            test_mask=part.test_mask,
+        )
+
+
+def load_hetero_partition(store_dir: str | Path, partition: int) -> HeteroPartition:
+    """Open the typed store at ``store_dir`` and return partition ``partition``.
+
+    Raises :class:`StoreError` for a missing, incomplete, homogeneous or other-version store,
+    and IndexError for a partition out of range.
+    """
+    return HeteroPartitionStore.open(store_dir).partition(partition)

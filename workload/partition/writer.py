@@ -1,51 +1,62 @@
-"""Writer of the partition store: relabel, stream the arrays to disk, publish atomically.
+"""Writer of the partition store, for every graph: :func:`write_partitions` assigns the
+nodes (or takes an assignment), writes the store's arrays into a temporary sibling
+directory with ``_SUCCESS`` last, and publishes it with one ``rename``
+(:func:`.publish.stage_store`), so a crash at any point leaves no directory that looks
+complete.
 
-Nodes are relabelled so that partition p owns the contiguous new ids
-``[offsets[p], offsets[p+1])`` (stable order: partition, then original id). The CSR is
+A homogeneous graph's store relabels its nodes so that partition p owns the contiguous new
+ids ``[offsets[p], offsets[p+1])`` (stable order: partition, then original id); the CSR is
 re-emitted row by row in new ids, in chunks of a few million edges, and appended to the
-``.npy`` files as it goes: besides the input graph, the writer holds only the id maps
-and one chunk. Everything is written into a temporary sibling directory with ``_SUCCESS``
-last; one ``rename`` then publishes the whole store, so a crash at any point leaves no
-directory that looks complete.
+``.npy`` files as it goes (:mod:`.relabel`): besides the input graph, the writer holds only
+the id maps and one chunk. A typed graph's store keeps the dataset's
+ids: it copies each edge type's in-CSR once, writes the owner of every typed node, and per
+partition its owned ids and their feature, label and split rows.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from types import TracebackType
-from typing import Any, BinaryIO, Protocol
+from typing import Any, TypedDict, Unpack, overload
 
 import numpy as np
 import numpy.typing as npt
 
 from distgnn_api.contract import PARTITION_FORMAT_VERSION
+from distgnn_api.edge_types import edge_type_key
 from distgnn_api.spec import PartitionSpec
-from distgnn_workload.data.graph import EDGE_CHUNK, GraphData, index_dtype
-from distgnn_workload.data.host_threads import run_parallel
+from distgnn_workload.data.csr import EDGE_CHUNK, index_dtype
+from distgnn_workload.data.graph import GraphData, HeteroGraphData
 from distgnn_workload.partition import algorithms
-from distgnn_workload.partition.publish import (
-    stage_store,
-)
-from distgnn_workload.partition.store import (
+from distgnn_workload.partition.algorithms import Assignment, TypedAssignment
+from distgnn_workload.partition.meta import (
+    FEATURES_DIR,
     FEATURES_FILE,
+    GRAPH_KIND_HETERO,
+    GRAPH_KIND_KEY,
     INDICES_FILE,
     INDPTR_FILE,
     LABELS_FILE,
     MASK_FILES,
     NEW_IDS_FILE,
+    NODES_DIR,
     ORIG_IDS_FILE,
+    OWNER_DIR,
     PARTITION_BOOK_FILE,
     TOPOLOGY_DIR,
+    HeteroPartitionStats,
     PartitionStats,
-    PartitionStore,
     is_complete,
+    npy_name,
     part_dir_name,
 )
+from distgnn_workload.partition.npy_append import NpyWriter, save_array
+from distgnn_workload.partition.publish import stage_store
+from distgnn_workload.partition.relabel import balance, meta_record, row_chunks, rows_in_new_ids
+from distgnn_workload.partition.store import HeteroPartitionStore, PartitionStore
 
 log = logging.getLogger(__name__)
 
@@ -56,107 +67,59 @@ ExtraWriter = Callable[[Path, dict[str, Any]], None]
 
 # Bytes of feature rows copied per step.
 _FEATURE_CHUNK_BYTES = 64 << 20
-SORT_SLICES = 64
-"""Slices of whole rows that sort a partition's neighbour lists in parallel."""
 
 
-class NpyWriter:
-    """Appends chunks to a ``.npy`` file of known shape, without memory-mapping it."""
+class WriteOptions(TypedDict, total=False):
+    """What :func:`write_partitions` takes beside the graph and its assignment."""
 
-    def __init__(self, path: Path, dtype: npt.DTypeLike, shape: tuple[int, ...]) -> None:
-        self.path = path
-        self.dtype = np.dtype(dtype)
-        self.shape = shape
-        self.expected = int(np.prod(shape, dtype=np.int64))
-        self.written = 0
-        self._f: BinaryIO = open(path, "wb")  # noqa: SIM115 (closed in close())
-        header = {
-            "descr": np.lib.format.dtype_to_descr(self.dtype),
-            "fortran_order": False,
-            "shape": shape,
-        }
-        np.lib.format.write_array_header_2_0(self._f, header)
-
-    def append(self, chunk: npt.NDArray[Any]) -> None:
-        data = np.ascontiguousarray(chunk, dtype=self.dtype)
-        self.written += data.size
-        if self.written > self.expected:
-            raise RuntimeError(f"{self.path}: more than {self.expected} elements written")
-        self._f.write(data.data)
-
-    def close(self) -> None:
-        if self.written != self.expected:
-            raise RuntimeError(f"{self.path}: wrote {self.written} of {self.expected} elements")
-        self._f.flush()
-        os.fsync(self._f.fileno())
-        self._f.close()
-
-    def __enter__(self) -> NpyWriter:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self._f.close()
+    spec: PartitionSpec | None
+    key: str | None
+    extra_meta: Mapping[str, Any] | None
+    overwrite: bool
+    progress: ProgressFn | None
+    extra_writer: ExtraWriter | None
 
 
-def save_array(path: Path, array: npt.NDArray[Any]) -> None:
-    with NpyWriter(path, array.dtype, array.shape) as w:
-        w.append(array)
-
-
-def row_chunks(indptr: npt.NDArray[np.int64], start: int, end: int, budget: int) -> list[int]:
-    """Row boundaries splitting rows [start, end) into runs of about ``budget`` edges."""
-    if end <= start:
-        return [start, end]
-    targets = np.arange(indptr[start], indptr[end], budget, dtype=np.int64)
-    bounds = np.searchsorted(indptr, targets, side="right") - 1
-    bounds = np.clip(bounds, start, end)
-    return sorted({start, end, *bounds.tolist()})
-
-
-def _ranges(starts: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """Concatenation of ``arange(s, s + l)`` for each (s, l), vectorised."""
-    total = int(lengths.sum())
-    ends = np.cumsum(lengths)
-    return np.repeat(starts - (ends - lengths), lengths) + np.arange(total, dtype=np.int64)
-
-
-def balance(values: npt.NDArray[Any]) -> float:
-    """Largest over mean; 1.0 is perfect balance."""
-    mean = float(values.mean()) if len(values) else 0.0
-    return float(values.max()) / mean if mean > 0 else 1.0
-
-
+@overload
 def write_partitions(
     out_dir: str | Path,
     graph: GraphData,
     num_partitions: int | None = None,
     *,
-    assignment: npt.NDArray[np.integer[Any]] | None = None,
+    assignment: npt.ArrayLike | None = None,
+    **options: Unpack[WriteOptions],
+) -> PartitionStore: ...
+@overload
+def write_partitions(
+    out_dir: str | Path,
+    graph: HeteroGraphData,
+    num_partitions: int | None = None,
+    *,
+    assignment: Mapping[str, npt.ArrayLike] | None = None,
+    **options: Unpack[WriteOptions],
+) -> HeteroPartitionStore: ...
+def write_partitions(
+    out_dir: str | Path,
+    graph: GraphData | HeteroGraphData,
+    num_partitions: int | None = None,
+    *,
+    assignment: npt.ArrayLike | Mapping[str, npt.ArrayLike] | None = None,
     spec: PartitionSpec | None = None,
     key: str | None = None,
     extra_meta: Mapping[str, Any] | None = None,
     overwrite: bool = False,
     progress: ProgressFn | None = None,
     extra_writer: ExtraWriter | None = None,
-) -> PartitionStore:
+) -> PartitionStore | HeteroPartitionStore:
     """Partition ``graph`` and write a complete store at ``out_dir``; return it opened.
 
-    ``extra_writer(root, meta)``, when given, adds files to the store being written (its
-    arrays are all there, META.json not yet) and may add to ``meta``; the store is
-    published with them.
-
     Give ``num_partitions`` and ``spec`` chooses the algorithm (default: METIS balancing
-    nodes, train nodes and edges), or give ``assignment``, the partition of each node
-    (with ``spec`` when it was computed by that spec, for META.json). Tests build small
-    stores with e.g. ``write_partitions(tmp / "p", g, 2)``.
+    nodes (each type's), train nodes and edges), or give ``assignment``: the partition of
+    each node (per node type, of each type-local id, for a typed graph), with ``spec`` when
+    it was computed by that spec, for META.json. ``extra_writer(root, meta)``, when given,
+    adds files to the store being written (its arrays are all there, META.json not yet) and
+    may add to ``meta`` (a link job's edge split); the store is published with them. Tests
+    build small stores with e.g. ``write_partitions(tmp / "p", g, 2)``.
     """
     out_dir = Path(out_dir)
     if is_complete(out_dir) and not overwrite:
@@ -164,32 +127,39 @@ def write_partitions(
     given_spec = spec is not None
     spec = spec or PartitionSpec()
     steps: dict[str, float] = {}
+    typed = graph if isinstance(graph, HeteroGraphData) else graph.typed()
     t0 = time.perf_counter()
     if assignment is None:
         if num_partitions is None:
             raise ValueError("give num_partitions or assignment")
-        assignment = algorithms.assign(graph, num_partitions, spec)
+        # a GraphData is assigned as itself: its own homogeneous view, built no second time
+        found = algorithms.assign(graph, num_partitions, spec)
+        parts = found if isinstance(found, dict) else {typed.node_types[0]: found}
         algorithm = spec.algorithm.value
         steps["assign"] = time.perf_counter() - t0
     else:
-        assignment = np.asarray(assignment)
-        if assignment.shape != (graph.num_nodes,):
-            raise ValueError(f"assignment must have shape ({graph.num_nodes},)")
+        given = assignment if isinstance(assignment, Mapping) else {typed.node_types[0]: assignment}
+        parts = {t: np.asarray(a).astype(np.int32, copy=False) for t, a in given.items()}
         if num_partitions is None:
-            num_partitions = int(assignment.max()) + 1 if len(assignment) else 1
-        if len(assignment) and (assignment.min() < 0 or assignment.max() >= num_partitions):
-            raise ValueError(f"assignment values must lie in [0, {num_partitions})")
+            num_partitions = 1 + max((int(a.max()) for a in parts.values() if a.size), default=0)
         # With a spec, the caller computed the assignment by it; without, it is the caller's own.
         algorithm = spec.algorithm.value if given_spec else "given"
-    assert num_partitions is not None
-    parts: npt.NDArray[np.int32] = assignment.astype(np.int32, copy=False)
+    k = num_partitions
+    algorithms.check_assignment(typed, parts, k)
 
     def write(tmp: Path) -> dict[str, Any]:
-        meta = _write_store(tmp, graph, parts, num_partitions, steps=steps, progress=progress)
+        if isinstance(graph, GraphData):
+            one = parts[typed.node_types[0]]
+            meta = _write_store(tmp, graph, one, k, steps=steps, progress=progress)
+        else:
+            meta = _write_typed_store(tmp, graph, parts, k, steps=steps, progress=progress)
         if extra_writer is not None:
             extra_writer(tmp, meta)
         return meta
 
+    reopen: Callable[[Path], PartitionStore | HeteroPartitionStore] = (
+        PartitionStore.open if isinstance(graph, GraphData) else HeteroPartitionStore.open
+    )
     return stage_store(
         out_dir,
         write,
@@ -202,14 +172,14 @@ def write_partitions(
         steps=steps,
         extra_meta=extra_meta,
         overwrite=overwrite,
-        reopen=PartitionStore.open,
+        reopen=reopen,
     )
 
 
 def _write_store(
     root: Path,
     graph: GraphData,
-    assignment: npt.NDArray[np.int32],
+    assignment: Assignment,
     k: int,
     *,
     steps: dict[str, float],
@@ -257,7 +227,7 @@ def _write_store(
             with NpyWriter(pdir / INDICES_FILE, idx, (int(p_indptr[-1]),)) as pw:
                 bounds = row_chunks(new_indptr, start, end, EDGE_CHUNK)
                 for a, b in itertools.pairwise(bounds):
-                    rows = _rows_in_new_ids(graph, old_of_new[a:b], new_of_old, n)
+                    rows = rows_in_new_ids(graph, old_of_new[a:b], new_of_old, n)
                     topo.append(rows)
                     pw.append(rows)
                     remote = rows[part_of_new[rows] != p]
@@ -304,84 +274,155 @@ def _write_store(
     return meta_record(graph, n, e, graph.num_undirected_edges, offsets, idx, stats)
 
 
-class MetaSource(Protocol):
-    """What a store's META.json record reads of the graph it partitioned."""
+class _HaloSet:
+    """Distinct (partition, node) pairs of one node type, as keys ``p * n + node``: a bitmap
+    when k * n is small enough, else sorted unique keys merged at the end."""
 
-    @property
-    def name(self) -> str: ...
-    @property
-    def num_features(self) -> int: ...
-    @property
-    def num_classes(self) -> int: ...
-    @property
-    def train_mask(self) -> npt.NDArray[np.bool_]: ...
-    @property
-    def val_mask(self) -> npt.NDArray[np.bool_]: ...
-    @property
-    def test_mask(self) -> npt.NDArray[np.bool_]: ...
+    BITMAP_MAX = 1 << 28
+
+    def __init__(self, k: int, n: int) -> None:
+        self.k, self.n = k, max(1, n)
+        self.bitmap = np.zeros(k * n, dtype=np.bool_) if k * n <= self.BITMAP_MAX else None
+        self.keys: list[npt.NDArray[np.int64]] = []
+
+    def add(self, keys: npt.NDArray[np.int64]) -> None:
+        if self.bitmap is not None:
+            self.bitmap[keys] = True
+        else:
+            self.keys.append(np.unique(keys))
+
+    def per_partition(self) -> npt.NDArray[np.int64]:
+        """Distinct nodes per partition."""
+        if self.bitmap is not None:
+            found = np.flatnonzero(self.bitmap)
+        else:
+            found = np.unique(np.concatenate(self.keys)) if self.keys else np.zeros(0, np.int64)
+        return np.bincount(found // np.int64(self.n), minlength=self.k).astype(np.int64)
 
 
-def meta_record(
-    graph: MetaSource,
-    n: int,
-    e: int,
-    und: int,
-    offsets: npt.NDArray[Any],
-    idx: np.dtype[Any],
-    stats: list[PartitionStats],
+def _write_typed_store(
+    root: Path,
+    graph: HeteroGraphData,
+    owner: TypedAssignment,
+    k: int,
+    *,
+    steps: dict[str, float],
+    progress: ProgressFn | None,
 ) -> dict[str, Any]:
-    """The META.json record of a homogeneous store (in-memory and out-of-core writers)."""
-    k = len(stats)
-    edge_cut = sum(s.num_cut_edges for s in stats) // 2
+    """Write every array under ``root``; return META.json's graph part."""
+    report = progress or (lambda _: None)
+    target = graph.target_node_type
+    t = time.perf_counter()
+    (root / OWNER_DIR).mkdir()
+    owned: dict[str, list[npt.NDArray[Any]]] = {}
+    for nt, parts in owner.items():
+        save_array(root / OWNER_DIR / npy_name(nt), parts)
+        order = np.argsort(parts, kind="stable").astype(index_dtype(graph.node_counts[nt]))
+        bounds = np.searchsorted(parts[order], np.arange(k + 1), side="left")
+        owned[nt] = [order[bounds[p] : bounds[p + 1]] for p in range(k)]
+    steps["owner"] = time.perf_counter() - t
+
+    # Topology (one copy) and the figures of each edge type's cut.
+    t = time.perf_counter()
+    total_edges = graph.num_edges() or 1
+    done = 0
+    in_edges = {edge_type_key(et): np.zeros(k, dtype=np.int64) for et in graph.edge_types}
+    cut_in = np.zeros(k, dtype=np.int64)
+    cut_by_type: dict[str, int] = {}
+    halo = {nt: _HaloSet(k, graph.node_counts[nt]) for nt in graph.node_types}
+    (root / TOPOLOGY_DIR).mkdir()
+    for et, (indptr, indices) in graph.in_csr.items():
+        key = edge_type_key(et)
+        src_t, _, dst_t = et
+        edir = root / TOPOLOGY_DIR / key
+        edir.mkdir()
+        save_array(edir / INDPTR_FILE, indptr)
+        save_array(edir / INDICES_FILE, indices)
+        ns = np.int64(graph.node_counts[src_t])
+        deg = np.diff(indptr)
+        cut_e = 0
+        for a, b in itertools.pairwise(row_chunks(indptr, 0, len(deg), EDGE_CHUNK)):
+            pd = np.repeat(owner[dst_t][a:b], deg[a:b])
+            src = indices[int(indptr[a]) : int(indptr[b])]
+            ps = owner[src_t][src]
+            in_edges[key] += np.bincount(pd, minlength=k)
+            remote = ps != pd
+            cut_in += np.bincount(pd[remote], minlength=k)
+            cut_e += int(np.count_nonzero(remote))
+            halo[src_t].add(pd[remote].astype(np.int64) * ns + src[remote])
+            done += len(src)
+            report(0.5 * done / total_edges)
+        cut_by_type[key] = cut_e
+    halo_counts = {nt: h.per_partition() for nt, h in halo.items()}
+    del halo
+    steps["write_topology"] = time.perf_counter() - t
+
+    # Per partition: owned ids, their feature rows, the target type's labels and splits.
+    t = time.perf_counter()
+    stats: list[HeteroPartitionStats] = []
+    for p in range(k):
+        pdir = root / part_dir_name(p)
+        (pdir / NODES_DIR).mkdir(parents=True)
+        (pdir / FEATURES_DIR).mkdir()
+        for nt in graph.node_types:
+            ids = owned[nt][p]
+            save_array(pdir / NODES_DIR / npy_name(nt), ids)
+            x = graph.x.get(nt)
+            if x is not None:
+                rows = max(1, _FEATURE_CHUNK_BYTES // max(1, 4 * x.shape[1]))
+                with NpyWriter(
+                    pdir / FEATURES_DIR / npy_name(nt), np.float32, (len(ids), x.shape[1])
+                ) as fw:
+                    for a in range(0, len(ids), rows):
+                        fw.append(x[ids[a : a + rows]])
+        tids = owned[target][p]
+        save_array(pdir / LABELS_FILE, graph.y[tids])
+        for split, file in MASK_FILES.items():
+            save_array(pdir / file, getattr(graph, f"{split}_mask")[tids])
+        stats.append(
+            HeteroPartitionStats(
+                id=p,
+                num_nodes={nt: len(owned[nt][p]) for nt in graph.node_types},
+                num_in_edges={key: int(v[p]) for key, v in in_edges.items()},
+                num_train=int(np.count_nonzero(graph.train_mask[tids])),
+                num_val=int(np.count_nonzero(graph.val_mask[tids])),
+                num_test=int(np.count_nonzero(graph.test_mask[tids])),
+                num_cut_edges=int(cut_in[p]),
+                num_halo_nodes={nt: int(halo_counts[nt][p]) for nt in graph.node_types},
+            )
+        )
+        report(0.5 + 0.5 * (p + 1) / k)
+    steps["write_partitions"] = time.perf_counter() - t
+
+    edge_cut = sum(cut_by_type.values())
+    stored = graph.num_edges()
+    offsets = algorithms.type_offsets(graph)
+    owned_edges = np.array([sum(s.num_in_edges.values()) for s in stats])
+    bal = {
+        f"nodes:{nt}": balance(np.array([s.num_nodes[nt] for s in stats]))
+        for nt in graph.node_types
+    }
+    bal["train_nodes"] = balance(np.array([s.num_train for s in stats]))
+    bal["edges"] = balance(owned_edges)
     return {
         "format_version": PARTITION_FORMAT_VERSION,
+        GRAPH_KIND_KEY: GRAPH_KIND_HETERO,
         "name": graph.name,
-        "num_nodes": n,
-        "num_edges": e,
-        "num_undirected_edges": und,
-        "num_features": graph.num_features,
-        "num_classes": graph.num_classes,
         "num_partitions": k,
-        "offsets": offsets.tolist(),
-        "edge_cut": edge_cut,
-        "edge_cut_fraction": edge_cut / und if und else 0.0,
-        "index_dtype": idx.name,
+        "node_types": graph.node_types,
+        "node_counts": dict(graph.node_counts),
+        "type_offsets": offsets,
+        "edge_types": [edge_type_key(et) for et in graph.edge_types],
+        "edge_counts": {edge_type_key(et): graph.num_edges(et) for et in graph.edge_types},
+        "num_features": {nt: graph.num_features(nt) for nt in graph.node_types},
+        "target_node_type": target,
+        "num_classes": graph.num_classes,
         "num_train_nodes": int(np.count_nonzero(graph.train_mask)),
         "num_val_nodes": int(np.count_nonzero(graph.val_mask)),
         "num_test_nodes": int(np.count_nonzero(graph.test_mask)),
+        "edge_cut": edge_cut,
+        "edge_cut_fraction": edge_cut / stored if stored else 0.0,
+        "edge_cut_by_type": cut_by_type,
         "partitions": [s.__dict__ for s in stats],
-        "balance": {
-            "nodes": balance(np.array([s.num_nodes for s in stats])),
-            "train_nodes": balance(np.array([s.num_train for s in stats])),
-            "edges": balance(np.array([s.num_edges for s in stats])),
-        },
+        "balance": bal,
     }
-
-
-def _rows_in_new_ids(
-    graph: GraphData,
-    olds: npt.NDArray[Any],
-    new_of_old: npt.NDArray[Any],
-    n: int,
-) -> npt.NDArray[Any]:
-    """The neighbour lists of old nodes ``olds``, in new ids, each row sorted, concatenated."""
-    olds64 = olds.astype(np.int64)
-    starts = graph.indptr[olds64]
-    lengths = graph.indptr[olds64 + 1] - starts
-    vals = new_of_old[graph.indices[_ranges(starts, lengths)]]
-    row = np.repeat(np.arange(len(olds), dtype=np.int64), lengths)
-    keys = row * np.int64(n) + vals
-    del row, vals
-    # rows come in order, so only each row's values need sorting: slices of whole rows
-    # sort on their own, on all cores (the same result as one keys.sort())
-    ends = np.cumsum(lengths)
-    targets = np.linspace(0, len(keys), SORT_SLICES + 1)[1:-1]
-    cuts = np.searchsorted(ends, targets, side="left") if len(keys) else np.zeros(0, np.int64)
-    bounds = [0, *sorted({int(ends[c]) for c in cuts}), len(keys)]
-    run_parallel(_sort_slice, [(keys, a, b) for a, b in itertools.pairwise(bounds) if b > a])
-    out: npt.NDArray[Any] = (keys % np.int64(n)).astype(new_of_old.dtype)
-    return out
-
-
-def _sort_slice(keys: npt.NDArray[np.int64], a: int, b: int) -> None:
-    keys[a:b].sort()

@@ -2,7 +2,7 @@
 
 The path is chosen once, in :func:`run`, by the graph kind, the task and the size: a
 heterogeneous dataset (syntheticMag, or ogb/pyg with hetero) takes
-:mod:`~distgnn_workload.partition.hetero_job`'s path and writes the typed store; a
+:func:`~distgnn_workload.partition.stages.partition_typed`'s path and writes the typed store; a
 homogeneous link job :mod:`~distgnn_workload.partition.link_job`'s; a graph larger than
 memory :mod:`~distgnn_workload.partition.ooc_job`'s; any other the in-memory one. The reuse
 check, the exit codes and the figures are shared.
@@ -33,11 +33,11 @@ from distgnn_api.contract import (
 )
 from distgnn_api.partition_cost import out_of_core
 from distgnn_workload.data.dataset import dataset_kind, dataset_num_nodes, load_dataset
-from distgnn_workload.partition import algorithms, hetero_job, ooc_job, probe, stages
-from distgnn_workload.partition.hetero_store import HeteroPartitionStore
+from distgnn_workload.partition import algorithms, ooc_job, probe, stages
 from distgnn_workload.partition.link_job import partition_link
+from distgnn_workload.partition.meta import META_FILE, StoreError, is_complete
 from distgnn_workload.partition.publish import remove_stale_temps, write_json
-from distgnn_workload.partition.store import META_FILE, PartitionStore, StoreError, is_complete
+from distgnn_workload.partition.store import HeteroPartitionStore, PartitionStore
 from distgnn_workload.runtime.bootstrap import RoleProcess
 
 log = logging.getLogger("distgnn_workload.partition")
@@ -82,9 +82,9 @@ def run(env: WorkloadEnv, config: JobConfig, out: TextIO = sys.stdout) -> int:
         link_store, link_steps = partition_link(env.data_dir, target, config, out)
         return finish(env, config, link_store, link_steps, out)
     if hetero:
-        typed, typed_steps = hetero_job.partition_hetero(env, config, out)
+        typed, typed_steps = stages.partition_typed(env, config, out)
         write_figures(env, typed, typed_steps)
-        return report(typed, hetero_job.hetero_summary(typed, typed_steps), out)
+        return report(typed, stages.typed_summary(typed, typed_steps), out)
 
     ooc, why = out_of_core(spec, ooc_job.graph_size(spec, env.data_dir))
     log.info("partitioning %s: %s", "out of core" if ooc else "in memory", why)

@@ -33,9 +33,9 @@ import torch
 from torch import Tensor
 
 from distgnn_api.edge_types import EdgeType
-from distgnn_workload.data.hetero_graph import HeteroGraphData
-from distgnn_workload.partition.hetero_store import HeteroPartitionStore
-from distgnn_workload.partition.store import StoreError
+from distgnn_workload.data.graph import HeteroGraphData
+from distgnn_workload.partition.meta import StoreError
+from distgnn_workload.partition.store import HeteroPartitionStore
 from distgnn_workload.runtime.lifecycle import BadInputError
 
 Book = Mapping[str, npt.ArrayLike | Tensor]

@@ -35,7 +35,7 @@ from distgnn_api.contract import (
 )
 from distgnn_api.spec import SpecError
 from distgnn_workload.data.errors import DatasetError
-from distgnn_workload.partition.store import StoreError
+from distgnn_workload.partition.meta import StoreError
 
 log = logging.getLogger(__name__)
 

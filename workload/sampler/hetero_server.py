@@ -50,7 +50,7 @@ from distgnn_api.edge_types import EdgeType
 from distgnn_api.hetero_load import resolve_edge_fanouts
 from distgnn_api.spec import DistGNNJobSpec
 from distgnn_workload import metrics
-from distgnn_workload.partition.hetero_store import HeteroPartitionStore
+from distgnn_workload.partition.store import HeteroPartitionStore
 from distgnn_workload.runtime import rpc as rpc_runtime
 from distgnn_workload.runtime import rpc_targets
 from distgnn_workload.runtime.batch_targets import TYPED_SAMPLER_SERVER

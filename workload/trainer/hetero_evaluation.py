@@ -20,7 +20,7 @@ from distgnn_api.edge_types import EdgeType
 from distgnn_workload.embeddings import ShardedEmbedding
 from distgnn_workload.evaluation.hetero_final import typed_feature_range
 from distgnn_workload.evaluation.hetero_inference import HeteroLayerwiseInference, TypedCSR
-from distgnn_workload.partition.hetero_store import HeteroPartitionStore
+from distgnn_workload.partition.store import HeteroPartitionStore
 from distgnn_workload.runtime.hetero_data import HeteroTrainingData
 
 

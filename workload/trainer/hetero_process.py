@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from distgnn_workload.partition.hetero_store import HeteroPartitionStore
+from distgnn_workload.partition.store import HeteroPartitionStore
 from distgnn_workload.runtime.bootstrap import RoleProcess
 from distgnn_workload.runtime.features.typed_source import (
     TypedFeatureSource,

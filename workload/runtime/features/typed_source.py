@@ -22,7 +22,7 @@ import torch.distributed.rpc as rpc
 from torch import Tensor
 from torch.futures import Future
 
-from distgnn_workload.partition.hetero_store import HeteroPartitionStore
+from distgnn_workload.partition.store import HeteroPartitionStore
 from distgnn_workload.runtime.features.cache_policy import select_hot_among
 from distgnn_workload.runtime.features.typed_table import TypedFeatureTable, _serve_typed_features
 from distgnn_workload.runtime.rpc import wait_remote

@@ -15,10 +15,10 @@ from distgnn_api import contract as c
 from distgnn_api.edge_types import EdgeType
 from distgnn_api.spec import parse_spec
 from distgnn_workload.data.errors import DatasetError
-from distgnn_workload.data.hetero_graph import HeteroGraphData
+from distgnn_workload.data.graph import HeteroGraphData
 from distgnn_workload.data.ogb_hetero_writer import write_ogb_hetero
 from distgnn_workload.partition import HeteroPartitionStore
-from distgnn_workload.partition.hetero_link_edges import split_typed_edges
+from distgnn_workload.partition.link_edges import split_typed_edges
 from distgnn_workload.partition.link_split import link_meta, read_link_split
 from tests.support.partition_job import Job
 

@@ -1,13 +1,14 @@
-"""Per-relation edge lists into destination-indexed CSRs, reverse relations added as PyG's
-``ToUndirected`` adds them; duplicate edges dropped and counted, self-loops kept.
+"""Edge lists into CSRs: the undirected CSR of a homogeneous graph, and the
+destination-indexed CSRs of a typed graph's relations (reverse relations added as PyG's
+``ToUndirected`` adds them). One chunked sort-and-deduplicate serves both.
 
-Edges are sorted as int64 keys ``dst * num_src + src`` in bounded chunks, so that a relation of
-hundreds of millions of edges needs its keys and little more. Nothing here imports torch.
+Edges are sorted as int64 keys in bounded chunks, so that a relation of hundreds of millions
+of edges needs its keys and little more. Nothing here imports torch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -15,12 +16,105 @@ import numpy.typing as npt
 
 from distgnn_api.edge_types import EdgeType, edge_type_key, reverse_edge_type
 from distgnn_workload.data.errors import DatasetError
-from distgnn_workload.data.graph import EDGE_CHUNK, IntArray, chunks, index_dtype
 
+# Elements handled per vectorised step when streaming over edges: bounds temporaries to
+# a few tens of MB each, whatever the graph's size.
+EDGE_CHUNK = 1 << 20
+
+IntArray = npt.NDArray[np.integer[Any]]
 CSR = tuple[npt.NDArray[np.int64], IntArray]
-"""``(indptr int64 [num_dst + 1], indices [E])``: a destination-indexed CSR of source ids."""
+"""``(indptr int64 [num_rows + 1], indices [E])``; a typed graph's is destination-indexed:
+row ``d`` lists the source ids whose messages reach ``d``."""
 EdgeList = tuple[npt.ArrayLike, npt.ArrayLike]
 """``(src ids, dst ids)`` of one relation, in any order, duplicates allowed."""
+
+
+def index_dtype(num_nodes: int) -> np.dtype[Any]:
+    """The narrowest dtype that stores node ids of a graph: int32 below 2^31 nodes."""
+    return np.dtype(np.int32) if num_nodes <= np.iinfo(np.int32).max else np.dtype(np.int64)
+
+
+def chunks(total: int, size: int = EDGE_CHUNK) -> Iterator[tuple[int, int]]:
+    """Consecutive [start, end) ranges covering [0, total)."""
+    for start in range(0, total, size):
+        yield start, min(start + size, total)
+
+
+def csr_from_edges(
+    src: IntArray, dst: IntArray, num_nodes: int
+) -> tuple[npt.NDArray[np.int64], IntArray, dict[str, int]]:
+    """Build the undirected CSR of an edge list: both directions, no self-loops or duplicates.
+
+    Holds one int64 key per undirected edge while it sorts, then fills ``indices`` (both
+    directions, narrowest dtype): at most about twice the final CSR. Returns
+    ``(indptr, indices, info)`` where ``info`` counts the dropped self-loops and duplicates.
+    """
+    m = len(src)
+    n = np.int64(num_nodes)
+    keys = np.empty(m, dtype=np.int64)
+    self_loops = 0
+    for a, b in chunks(m):
+        s = src[a:b].astype(np.int64)
+        d = dst[a:b].astype(np.int64)
+        self_loops += int(np.count_nonzero(s == d))
+        keys[a:b] = np.minimum(s, d) * n + np.maximum(s, d)
+    kept = sort_unique_keys(keys, loops_of=num_nodes)
+    indptr, indices = csr_from_edge_keys(keys[:kept], num_nodes)
+    info = {"self_loops_dropped": self_loops, "duplicate_edges_dropped": m - self_loops - kept}
+    return indptr, indices, info
+
+
+def csr_from_edge_keys(
+    keys: npt.NDArray[np.int64], num_nodes: int
+) -> tuple[npt.NDArray[np.int64], IntArray]:
+    """The undirected CSR of sorted, distinct keys ``lo * num_nodes + hi`` (lo < hi).
+
+    Row r lists first the ``lo`` of keys whose ``hi`` is r (all below r), then the ``hi`` of
+    keys whose ``lo`` is r (all above r), so every row comes out sorted. Streams over the
+    keys in chunks; the only full-size allocation is ``indices``.
+    """
+    n = np.int64(num_nodes)
+    # Keys are sorted by lo: each row's keys to higher ids form one block.
+    fwd_start = np.searchsorted(keys, np.arange(num_nodes + 1, dtype=np.int64) * n)
+    fwd = np.diff(fwd_start)
+    back = np.zeros(num_nodes, dtype=np.int64)  # edges to lower ids, per row
+    for a, b in chunks(len(keys), 4 * EDGE_CHUNK):
+        back += np.bincount(keys[a:b] % n, minlength=num_nodes)
+    indptr = np.zeros(num_nodes + 1, dtype=np.int64)
+    np.cumsum(fwd + back, out=indptr[1:])
+    del fwd
+    indices = np.empty(int(indptr[-1]), dtype=index_dtype(num_nodes))
+    cursor = indptr[:-1].copy()  # next free slot for a lower neighbour, per row
+    for a, b in chunks(len(keys)):
+        lo, hi = np.divmod(keys[a:b], n)
+        # lo's row gets hi, after lo's lower neighbours, in key order.
+        pos = np.arange(a, b, dtype=np.int64)
+        pos -= fwd_start[lo]
+        pos += indptr[lo]
+        pos += back[lo]
+        indices[pos] = hi
+        # hi's row gets lo; keys are sorted by lo, so a stable order keeps rows sorted.
+        order = np.argsort(hi, kind="stable")
+        hs = hi[order]
+        first = np.empty(len(hs), dtype=np.bool_)
+        first[0] = True
+        np.not_equal(hs[1:], hs[:-1], out=first[1:])
+        starts = np.flatnonzero(first)
+        sizes = np.diff(np.append(starts, len(hs)))
+        # Rank within each run of equal hi, added to that row's cursor.
+        pos = np.arange(len(hs), dtype=np.int64)
+        pos -= np.repeat(starts, sizes)
+        pos += cursor[hs]
+        indices[pos] = lo[order]
+        cursor[hs[starts]] += sizes
+    return indptr, indices
+
+
+def edge_pairs(indptr: npt.NDArray[np.int64], indices: IntArray) -> npt.NDArray[np.int64]:
+    """The directed edges of a CSR as an [E, 2] array of (src, dst); for tests and checks."""
+    n = len(indptr) - 1
+    src = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
+    return np.stack([src, indices.astype(np.int64)], axis=1)
 
 
 def relation_key(edge_type: EdgeType) -> str:
@@ -30,7 +124,7 @@ def relation_key(edge_type: EdgeType) -> str:
         raise DatasetError(str(err)) from None
 
 
-def hetero_csr_from_edges(
+def typed_csr_from_edges(
     edges: Mapping[EdgeType, EdgeList],
     node_counts: Mapping[str, int],
     *,
@@ -175,8 +269,11 @@ def _loops(keys: npt.NDArray[np.int64], n: int) -> int:
     return count
 
 
-def sort_unique_keys(keys: npt.NDArray[np.int64]) -> int:
-    """Sort ``keys`` in place and move the distinct ones to the front; return their count."""
+def sort_unique_keys(keys: npt.NDArray[np.int64], *, loops_of: int | None = None) -> int:
+    """Sort ``keys`` in place and move the distinct ones to the front; return their count.
+
+    With ``loops_of=n``, keys are edges ``a * n + b`` and self-loops (``a == b``) are dropped
+    too (the undirected builder's rule; the typed one keeps them)."""
     keys.sort()
     out = 0
     prev = np.int64(-1)
@@ -185,6 +282,9 @@ def sort_unique_keys(keys: npt.NDArray[np.int64]) -> int:
         keep = np.empty(len(k), dtype=np.bool_)
         keep[0] = k[0] != prev
         np.not_equal(k[1:], k[:-1], out=keep[1:])
+        if loops_of is not None:
+            nn = np.int64(loops_of)
+            keep &= (k // nn) != (k % nn)
         prev = k[-1]
         sel = k[keep]
         keys[out : out + len(sel)] = sel

@@ -12,19 +12,18 @@ import pytest
 from distgnn_api.contract import SUCCESS_MARKER
 from distgnn_api.edge_types import EdgeType
 from distgnn_api.spec import PartitionAlgorithm, PartitionSpec
-from distgnn_workload.data.hetero_graph import HeteroGraphData
+from distgnn_workload.data.graph import HeteroGraphData
 from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig, generate_mag
 from distgnn_workload.partition import (
     HeteroPartitionStore,
     StoreError,
     is_hetero_store,
     load_hetero_partition,
-    write_hetero_partitions,
     write_partitions,
 )
-from distgnn_workload.partition.algorithms import TOLERANCE
-from distgnn_workload.partition.hetero_algorithms import (
-    assign_hetero,
+from distgnn_workload.partition.algorithms import (
+    TOLERANCE,
+    assign,
     homogeneous_view,
     type_offsets,
 )
@@ -67,7 +66,7 @@ def test_homogeneous_view_stacks_types_and_merges_every_edge_type(mag: HeteroGra
 def test_every_typed_node_has_one_owner_and_each_type_is_balanced(
     mag: HeteroGraphData, algorithm: str, k: int
 ) -> None:
-    owner = assign_hetero(mag, k, _spec(algorithm))
+    owner = assign(mag, k, _spec(algorithm))
     assert set(owner) == set(mag.node_types)
     for t, n in mag.node_counts.items():
         assert owner[t].shape == (n,)
@@ -84,14 +83,14 @@ def test_every_typed_node_has_one_owner_and_each_type_is_balanced(
 
 def test_metis_cuts_fewer_edges_than_random(tmp_path: Path, mag: HeteroGraphData) -> None:
     cut = {
-        a: write_hetero_partitions(tmp_path / a, mag, 2, spec=_spec(a)).meta.edge_cut
+        a: write_partitions(tmp_path / a, mag, 2, spec=_spec(a)).meta.edge_cut
         for a in ("metis", "random")
     }
     assert 0 < cut["metis"] < cut["random"]
 
 
 def test_store_round_trip_equals_the_in_memory_graph(tmp_path: Path, mag: HeteroGraphData) -> None:
-    store = write_hetero_partitions(tmp_path / "s", mag, 3, spec=_spec("metis"), key="abc")
+    store = write_partitions(tmp_path / "s", mag, 3, spec=_spec("metis"), key="abc")
     back = store.to_graph()
     assert back.node_counts == mag.node_counts
     assert back.edge_types == mag.edge_types
@@ -122,7 +121,7 @@ def test_store_round_trip_equals_the_in_memory_graph(tmp_path: Path, mag: Hetero
 
 
 def test_the_reader_contract(tmp_path: Path, mag: HeteroGraphData) -> None:
-    write_hetero_partitions(tmp_path / "s", mag, 2, spec=_spec("random"), key="k")
+    write_partitions(tmp_path / "s", mag, 2, spec=_spec("random"), key="k")
     seen = {t: np.zeros(n, dtype=np.int64) for t, n in mag.node_counts.items()}
     for p in range(2):
         part = load_hetero_partition(tmp_path / "s", p)
@@ -158,13 +157,13 @@ def test_the_reader_contract(tmp_path: Path, mag: HeteroGraphData) -> None:
 
 def test_success_marker_is_last_and_required(tmp_path: Path, mag: HeteroGraphData) -> None:
     out = tmp_path / "s"
-    write_hetero_partitions(out, mag, 2, spec=_spec("random"), key="k")
+    write_partitions(out, mag, 2, spec=_spec("random"), key="k")
     assert is_hetero_store(out)
     marker = json.loads((out / SUCCESS_MARKER).read_text())
     assert marker["key"] == "k"
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".s.tmp-")]
     with pytest.raises(FileExistsError, match="overwrite=True"):
-        write_hetero_partitions(out, mag, 2)
+        write_partitions(out, mag, 2)
     (out / SUCCESS_MARKER).unlink()
     assert not is_hetero_store(out)
     with pytest.raises(StoreError, match="incomplete"):
@@ -177,15 +176,15 @@ def test_an_incomplete_leftover_is_replaced(tmp_path: Path, mag: HeteroGraphData
     out = tmp_path / "s"
     out.mkdir()
     (out / "junk").write_text("from a crashed writer")
-    store = write_hetero_partitions(out, mag, 2, spec=_spec("random"))
+    store = write_partitions(out, mag, 2, spec=_spec("random"))
     assert not (out / "junk").exists()
     assert store.meta.num_partitions == 2
 
 
 def test_same_key_same_bytes(tmp_path: Path, mag: HeteroGraphData) -> None:
     """The content key names the bytes: the same spec on the same graph writes the same store."""
-    a = write_hetero_partitions(tmp_path / "a", mag, 2, spec=_spec("metis"), key="k")
-    b = write_hetero_partitions(tmp_path / "b", mag, 2, spec=_spec("metis"), key="k")
+    a = write_partitions(tmp_path / "a", mag, 2, spec=_spec("metis"), key="k")
+    b = write_partitions(tmp_path / "b", mag, 2, spec=_spec("metis"), key="k")
     for t in mag.node_types:
         assert np.array_equal(a.owner(t), b.owner(t))
     assert a.meta.edge_cut == b.meta.edge_cut
@@ -213,10 +212,10 @@ def test_a_bad_assignment_is_refused(tmp_path: Path, mag: HeteroGraphData) -> No
     owner = {t: np.zeros(n, dtype=np.int32) for t, n in mag.node_counts.items()}
     owner["paper"][0] = 5
     with pytest.raises(ValueError, match=r"assignment\['paper'\] values must lie in \[0, 2\)"):
-        write_hetero_partitions(tmp_path / "s", mag, 2, assignment=owner)
+        write_partitions(tmp_path / "s", mag, 2, assignment=owner)
     del owner["author"]
     with pytest.raises(ValueError, match="node types"):
-        write_hetero_partitions(tmp_path / "s", mag, 2, assignment=owner)
+        write_partitions(tmp_path / "s", mag, 2, assignment=owner)
     assert not (tmp_path / "s").exists()
 
 
@@ -224,11 +223,11 @@ def test_a_bad_assignment_is_refused(tmp_path: Path, mag: HeteroGraphData) -> No
 def test_halo_and_cut_figures_match_a_direct_count(
     tmp_path: Path, mag: HeteroGraphData, bitmap: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from distgnn_workload.partition import hetero_writer
+    from distgnn_workload.partition import writer
 
     if not bitmap:  # the sorted-keys path that very large k * n takes
-        monkeypatch.setattr(hetero_writer._HaloSet, "BITMAP_MAX", 0)
-    store = write_hetero_partitions(tmp_path / "s", mag, 3, spec=_spec("random"))
+        monkeypatch.setattr(writer._HaloSet, "BITMAP_MAX", 0)
+    store = write_partitions(tmp_path / "s", mag, 3, spec=_spec("random"))
     owner = {t: np.asarray(store.owner(t)) for t in mag.node_types}
     halo: dict[int, dict[str, set[int]]] = {p: {t: set() for t in mag.node_types} for p in range(3)}
     cut = [0, 0, 0]
@@ -260,7 +259,7 @@ def test_a_type_with_fewer_nodes_than_partitions(tmp_path: Path, algorithm: str)
         (np.arange(60) >= 40) & (np.arange(60) < 50),
         np.arange(60) >= 50,
     )
-    store = write_hetero_partitions(tmp_path / "s", graph, 3, spec=_spec(algorithm))
+    store = write_partitions(tmp_path / "s", graph, 3, spec=_spec(algorithm))
     venues = [store.meta.partitions[p].num_nodes["venue"] for p in range(3)]
     assert sorted(venues) == [0, 1, 1]
     empty = venues.index(0)

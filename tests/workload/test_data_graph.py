@@ -1,4 +1,5 @@
-"""The heterogeneous graph and its builder: reverse relations as PyG's ToUndirected adds them."""
+"""The typed graph and its builder: reverse relations as PyG's ToUndirected adds them; a
+homogeneous graph as the one-type case."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import pytest
 
 from distgnn_api.edge_types import EdgeType
 from distgnn_workload.data import DatasetError
-from distgnn_workload.data.hetero_graph import HeteroGraphData, hetero_csr_from_edges
+from distgnn_workload.data.csr import typed_csr_from_edges
+from distgnn_workload.data.graph import HeteroGraphData
 
 COUNTS = {"paper": 6, "author": 4, "field_of_study": 3}
 WRITES: EdgeType = ("author", "writes", "paper")
@@ -64,7 +66,7 @@ def test_reverse_relations_match_pyg_to_undirected(seed: int) -> None:
         data[et].edge_index = torch.tensor(np.stack([s, d]), dtype=torch.long)
     data = transforms.ToUndirected()(data)
 
-    in_csr, info = hetero_csr_from_edges(edges, COUNTS)
+    in_csr, info = typed_csr_from_edges(edges, COUNTS)
     assert list(in_csr) == list(data.edge_types)  # same types, same order
     for et in data.edge_types:
         expected = sorted({tuple(p) for p in data[et].edge_index.t().tolist()})
@@ -80,7 +82,7 @@ def test_rows_sorted_unique_narrow_dtype_and_counts() -> None:
         WRITES: ([0, 0, 1, 3, 0], [2, 2, 2, 5, 1]),  # one duplicate
         CITES: ([0, 1, 2, 2, 3], [1, 0, 2, 3, 4]),  # 0-1 twice (reverse), one self-loop
     }
-    in_csr, info = hetero_csr_from_edges(edges, COUNTS)
+    in_csr, info = typed_csr_from_edges(edges, COUNTS)
     indptr, indices = in_csr[WRITES]
     assert indptr.dtype == np.int64
     assert indices.dtype == np.int32
@@ -95,12 +97,12 @@ def test_rows_sorted_unique_narrow_dtype_and_counts() -> None:
 def test_given_reverse_is_merged_not_doubled() -> None:
     rev: EdgeType = ("paper", "rev_writes", "author")
     edges: dict[EdgeType, tuple[Any, Any]] = {WRITES: ([0, 1], [2, 3]), rev: ([4, 2], [2, 0])}
-    in_csr, info = hetero_csr_from_edges(edges, COUNTS)
+    in_csr, info = typed_csr_from_edges(edges, COUNTS)
     assert list(in_csr) == [WRITES, rev]
     assert _pairs(in_csr[WRITES]) == [(0, 2), (1, 3), (2, 4)]
     assert _pairs(in_csr[rev]) == [(2, 0), (3, 1), (4, 2)]
     assert info["reverse_edge_types_added"] == []
-    again, _ = hetero_csr_from_edges({et: _as_lists(in_csr[et]) for et in in_csr}, COUNTS)
+    again, _ = typed_csr_from_edges({et: _as_lists(in_csr[et]) for et in in_csr}, COUNTS)
     for et in in_csr:
         assert _pairs(again[et]) == _pairs(in_csr[et])
 
@@ -112,7 +114,7 @@ def _as_lists(csr: tuple[npt.NDArray[Any], npt.NDArray[Any]]) -> tuple[list[int]
 
 def test_without_reverse_keeps_relations_as_given() -> None:
     edges: dict[EdgeType, tuple[Any, Any]] = {WRITES: ([0], [2]), CITES: ([0], [1])}
-    in_csr, _ = hetero_csr_from_edges(edges, COUNTS, add_reverse=False)
+    in_csr, _ = typed_csr_from_edges(edges, COUNTS, add_reverse=False)
     assert list(in_csr) == [WRITES, CITES]
     assert _pairs(in_csr[CITES]) == [(0, 1)]
 
@@ -133,7 +135,7 @@ def test_without_reverse_keeps_relations_as_given() -> None:
 )
 def test_bad_edges_name_the_relation(edges: Any, message: str) -> None:
     with pytest.raises(DatasetError, match=re.escape(message)):
-        hetero_csr_from_edges(edges, COUNTS)
+        typed_csr_from_edges(edges, COUNTS)
 
 
 def test_graph_accessors_and_deep_validation() -> None:
@@ -170,3 +172,25 @@ def test_validation_rejects_unlabelled_training_nodes_and_broken_csr() -> None:
         _graph().from_edges(COUNTS, {}, {}, "paper", [0], [3], [], [])
     with pytest.raises(DatasetError, match="features given for node type 'venue'"):
         _graph().from_edges(COUNTS, {}, {"venue": np.zeros((2, 2))}, "paper", [0], [], [], [])
+
+
+def test_a_homogeneous_graph_is_the_one_type_case_sharing_its_arrays() -> None:
+    from distgnn_workload.data.graph import EDGE_TYPE, NODE_TYPE, GraphData
+
+    g = GraphData.from_edges(
+        [0, 1, 2], [1, 2, 0], np.ones((3, 2)), [0, 1, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]
+    )
+    typed = g.typed()
+    typed.validate(deep=True)
+    assert typed.node_counts == {NODE_TYPE: 3}
+    assert typed.edge_types == [EDGE_TYPE]
+    indptr, indices = typed.in_csr[EDGE_TYPE]
+    assert indptr is g.indptr
+    assert indices is g.indices
+    assert typed.x[NODE_TYPE] is g.x
+    assert typed.num_edges() == g.num_edges
+    assert typed.target_node_type == NODE_TYPE
+    # symmetric: the typed builder makes the same in-CSR from the same edges
+    again, _ = typed_csr_from_edges({EDGE_TYPE: ([0, 1, 2], [1, 2, 0])}, {NODE_TYPE: 3})
+    assert np.array_equal(again[EDGE_TYPE][0], indptr)
+    assert np.array_equal(again[EDGE_TYPE][1], indices)
