@@ -56,6 +56,7 @@ from distgnn_operator.reconcile.watched import (
     CACHED_KINDS,
     WATCHED_KINDS,
     LatestSeen,
+    SharedLists,
     WatchedChildren,
     WatchedReads,
 )
@@ -142,6 +143,7 @@ class Runtime:
     options: ReconcileOptions
     indexes: Mapping[Kind, kopf.Index[IndexKey, dict[str, Any]]] = field(default_factory=dict)
     latest: LatestSeen = field(default_factory=LatestSeen)
+    events: SharedLists = field(default_factory=SharedLists)
     slots: dict[tuple[str, str], _Slot] = field(default_factory=dict)
     polls: asyncio.Semaphore | None = None
     """Reconciles that only the timer asked for may use half the workers: a change is
@@ -286,7 +288,8 @@ async def _reconcile_slot(
     slot.waiting = False
     options = dataclasses.replace(runtime.options, poll_progress=slot.poll)
     slot.poll = slot.changed = False
-    api = WatchedReads(runtime.api, runtime.watched(namespace, name), runtime.latest)
+    watched = runtime.watched(namespace, name)
+    api = WatchedReads(runtime.api, watched, runtime.latest, runtime.events)
     return await _run(runtime, api, namespace, name, options)
 
 

@@ -33,12 +33,16 @@ it); a snapshot takes whichever of that and the watch's object is newer (resourc
 compared as the etcd revisions they are; where one is not a number the API server is asked).
 A write that conflicts anyway (someone else's change the watch has not shown yet) makes the
 retry read both from the API server (:meth:`WatchedReads.refresh`).
+
+The controllers' FailedCreate Events, listed while a controller is short of pods, are one
+LIST per namespace every two seconds at most, shared by the reconciles (:class:`SharedLists`).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +50,7 @@ from distgnn_operator.constants import LABEL_JOB
 from distgnn_operator.reconcile.kube_api import (
     CONFIG_MAP,
     DISTGNNJOB,
+    EVENT,
     JOB,
     NETWORK_POLICY,
     POD,
@@ -127,6 +132,39 @@ class LatestSeen:
             return kept
 
 
+class SharedLists:
+    """LISTs of Events (the controllers' FailedCreate ones) shared by the reconciles of a
+    namespace for ``ttl`` seconds: while many jobs' controllers are short of pods at once,
+    each reconcile would list the same Events. A FailedCreate shows in a job's status up to
+    ``ttl`` seconds later (the next reconcile after that lists again)."""
+
+    def __init__(self, ttl: float = 2.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self._ttl = ttl
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._lists: dict[Any, tuple[float, list[dict[str, Any]]]] = {}
+
+    def list(
+        self,
+        api: KubeApi,
+        namespace: str,
+        labels: Mapping[str, str],
+        fields: Mapping[str, str] | None,
+    ) -> list[dict[str, Any]]:
+        key = (namespace, tuple(sorted(labels.items())), tuple(sorted((fields or {}).items())))
+        now = self._clock()
+        with self._lock:
+            found = self._lists.get(key)
+        if found is not None and now - found[0] < self._ttl:
+            return list(found[1])
+        items = api.list(EVENT, namespace, labels, fields)
+        with self._lock:
+            self._lists[key] = (now, items)
+            for old in [k for k, (at, _) in self._lists.items() if now - at >= self._ttl]:
+                del self._lists[old]
+        return list(items)
+
+
 @dataclass(frozen=True)
 class WatchedChildren:
     """The objects labelled with one job, as the watches last saw them."""
@@ -170,12 +208,18 @@ class WatchedReads:
     """A KubeApi that answers the reads of one job's children from a watch snapshot."""
 
     def __init__(
-        self, api: KubeApi, watched: WatchedChildren, latest: LatestSeen | None = None
+        self,
+        api: KubeApi,
+        watched: WatchedChildren,
+        latest: LatestSeen | None = None,
+        events: SharedLists | None = None,
     ) -> None:
         self._api = api
         self._watched = watched
         self._latest = latest
         """Without it, the job and the claim are read from the API server."""
+        self._events = events
+        """Without it, every LIST of Events goes to the API server."""
         self._exist: set[tuple[str, str]] = set()
         """(plural, name) of objects the API server said exist when the snapshot lacked them."""
 
@@ -221,6 +265,8 @@ class WatchedReads:
             and dict(labels) == {LABEL_JOB: self._watched.job}
         ):
             return self._watched.items(kind)
+        if kind == EVENT and self._events is not None:
+            return self._events.list(self._api, namespace, labels, fields)
         return self._api.list(kind, namespace, labels, fields)
 
     def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from distgnn_operator.handlers import _reconcile_timed
 from distgnn_operator.reconcile.kube_api import (
     CONFIG_MAP,
     DISTGNNJOB,
+    EVENT,
     JOB,
     POD,
     PVC,
@@ -27,6 +28,7 @@ from distgnn_operator.reconcile.state_machine import reconcile_job
 from distgnn_operator.reconcile.watched import (
     WATCHED_KINDS,
     LatestSeen,
+    SharedLists,
     WatchedChildren,
     WatchedReads,
 )
@@ -192,3 +194,27 @@ def test_slim_drops_templates_data_and_managed_fields_and_keeps_what_is_read() -
     }
     assert slim(DISTGNNJOB, annotated)["metadata"]["annotations"] == kept
     assert slim(DISTGNNJOB, annotated)["spec"] == job["spec"]
+
+
+def test_event_lists_are_shared_for_their_ttl() -> None:
+    api = CountingApi()
+    now = [0.0]
+    lists = SharedLists(ttl=2.0, clock=lambda: now[0])
+    fields = {"reason": "FailedCreate"}
+    api.put(
+        {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": "e1", "namespace": NS},
+            "reason": "FailedCreate",
+        }
+    )
+    first = lists.list(api, NS, {}, fields)
+    assert [e["metadata"]["name"] for e in first] == ["e1"]
+    reads = WatchedReads(api, WatchedChildren(NS, "demo"), events=lists)
+    now[0] = 1.5
+    assert reads.list(EVENT, NS, {}, fields) == first
+    assert api.reads == [("list", "events")]
+    now[0] = 2.5
+    reads.list(EVENT, NS, {}, fields)
+    assert api.reads == [("list", "events"), ("list", "events")]
