@@ -65,13 +65,15 @@ class Kubectl:
         self.binary = binary
         self.kubeconfig = kubeconfig
 
-    def __call__(self, *args: str, input: str | None = None, check: bool = True) -> str:
+    def __call__(
+        self, *args: str, input: str | None = None, check: bool = True, timeout: float = 300
+    ) -> str:
         result = subprocess.run(
             [self.binary, f"--kubeconfig={self.kubeconfig}", *args],
             input=input,
             capture_output=True,
             text=True,
-            timeout=300,
+            timeout=timeout,
         )
         if check and result.returncode != 0:
             raise RuntimeError(f"kubectl {' '.join(args)}: {result.stderr.strip()}")
@@ -254,7 +256,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             load_at_start = loadavg()
 
             started = time.monotonic()
-            kubectl("apply", "-n", ns, "-f", "-", input=manifests(args.jobs, claim))
+            kubectl(
+                "apply",
+                "-n",
+                ns,
+                "-f",
+                "-",
+                input=manifests(args.jobs, claim),
+                timeout=max(300.0, args.timeout),
+            )
             applied = time.monotonic() - started
             profiler = start_profile(args.profile, operator.pid)
 
