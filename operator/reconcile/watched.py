@@ -35,7 +35,8 @@ A write that conflicts anyway (someone else's change the watch has not shown yet
 retry read both from the API server (:meth:`WatchedReads.refresh`).
 
 The controllers' FailedCreate Events, listed while a controller is short of pods, are one
-LIST per namespace every two seconds at most, shared by the reconciles (:class:`SharedLists`).
+LIST per namespace every two seconds at most, shared by the reconciles (:class:`SharedLists`);
+while one thread lists them, the others take the last LIST.
 """
 
 from __future__ import annotations
@@ -135,14 +136,18 @@ class LatestSeen:
 class SharedLists:
     """LISTs of Events (the controllers' FailedCreate ones) shared by the reconciles of a
     namespace for ``ttl`` seconds: while many jobs' controllers are short of pods at once,
-    each reconcile would list the same Events. A FailedCreate shows in a job's status up to
-    ``ttl`` seconds later (the next reconcile after that lists again)."""
+    each reconcile would list the same Events. One thread at a time lists a namespace's; the
+    others take the last LIST meanwhile (or, before the first, wait for it). A FailedCreate
+    shows in a job's status up to ``ttl`` seconds (and one LIST) later."""
 
     def __init__(self, ttl: float = 2.0, clock: Callable[[], float] = time.monotonic) -> None:
         self._ttl = ttl
         self._clock = clock
         self._lock = threading.Lock()
         self._lists: dict[Any, tuple[float, list[dict[str, Any]]]] = {}
+        """The last LIST of each (namespace, labels, fields), with the time it was sent."""
+        self._gates: dict[Any, threading.Lock] = {}
+        """Held while a thread lists that key."""
 
     def list(
         self,
@@ -152,16 +157,20 @@ class SharedLists:
         fields: Mapping[str, str] | None,
     ) -> list[dict[str, Any]]:
         key = (namespace, tuple(sorted(labels.items())), tuple(sorted((fields or {}).items())))
-        now = self._clock()
         with self._lock:
             found = self._lists.get(key)
-        if found is not None and now - found[0] < self._ttl:
+            gate = self._gates.setdefault(key, threading.Lock())
+        if found is not None and (self._clock() - found[0] < self._ttl or gate.locked()):
             return list(found[1])
-        items = api.list(EVENT, namespace, labels, fields)
-        with self._lock:
-            self._lists[key] = (now, items)
-            for old in [k for k, (at, _) in self._lists.items() if now - at >= self._ttl]:
-                del self._lists[old]
+        with gate:
+            with self._lock:
+                found = self._lists.get(key)
+            sent = self._clock()
+            if found is not None and sent - found[0] < self._ttl:
+                return list(found[1])
+            items = api.list(EVENT, namespace, labels, fields)
+            with self._lock:
+                self._lists[key] = (sent, items)
         return list(items)
 
 
