@@ -45,6 +45,7 @@ REPO = Path(__file__).resolve().parents[1]
 # For tests.support; appended, so that the folder operator/ never shadows the stdlib module.
 sys.path.append(str(REPO))
 
+import urllib3  # noqa: E402
 from kubernetes.client import ApiClient  # noqa: E402
 from operator_load_metrics import histogram_quantile, per_reconcile, scrape  # noqa: E402
 from operator_load_status import compare, normalized, time_failures  # noqa: E402
@@ -132,12 +133,16 @@ def rss_kib(pid: int) -> tuple[int, int]:
 
 
 def wait(what: str, probe: Any, timeout: float, every: float = 0.5) -> float:
-    """Seconds until the probe holds (each stage is logged on stderr)."""
+    """Seconds until the probe holds (each stage is logged on stderr). A probe whose request
+    times out (an API server swamped by the load) counts as not holding yet."""
     print(f"waiting for {what}", file=sys.stderr, flush=True)
     start = time.monotonic()
     while time.monotonic() - start < timeout:
-        if probe():
-            return time.monotonic() - start
+        try:
+            if probe():
+                return time.monotonic() - start
+        except (TimeoutError, urllib3.exceptions.HTTPError) as err:
+            print(f"  {what}: {err}", file=sys.stderr, flush=True)
         time.sleep(every)
     raise TimeoutError(f"{what} did not happen within {timeout:.0f}s")
 
