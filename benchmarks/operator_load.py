@@ -45,6 +45,7 @@ REPO = Path(__file__).resolve().parents[1]
 # For tests.support; appended, so that the folder operator/ never shadows the stdlib module.
 sys.path.append(str(REPO))
 
+import urllib3  # noqa: E402
 from kubernetes.client import ApiClient  # noqa: E402
 from operator_load_metrics import histogram_quantile, per_reconcile, scrape  # noqa: E402
 from operator_load_status import compare, normalized, time_failures  # noqa: E402
@@ -65,13 +66,15 @@ class Kubectl:
         self.binary = binary
         self.kubeconfig = kubeconfig
 
-    def __call__(self, *args: str, input: str | None = None, check: bool = True) -> str:
+    def __call__(
+        self, *args: str, input: str | None = None, check: bool = True, timeout: float = 300
+    ) -> str:
         result = subprocess.run(
             [self.binary, f"--kubeconfig={self.kubeconfig}", *args],
             input=input,
             capture_output=True,
             text=True,
-            timeout=300,
+            timeout=timeout,
         )
         if check and result.returncode != 0:
             raise RuntimeError(f"kubectl {' '.join(args)}: {result.stderr.strip()}")
@@ -130,12 +133,16 @@ def rss_kib(pid: int) -> tuple[int, int]:
 
 
 def wait(what: str, probe: Any, timeout: float, every: float = 0.5) -> float:
-    """Seconds until the probe holds (each stage is logged on stderr)."""
+    """Seconds until the probe holds (each stage is logged on stderr). A probe whose request
+    times out (an API server swamped by the load) counts as not holding yet."""
     print(f"waiting for {what}", file=sys.stderr, flush=True)
     start = time.monotonic()
     while time.monotonic() - start < timeout:
-        if probe():
-            return time.monotonic() - start
+        try:
+            if probe():
+                return time.monotonic() - start
+        except (TimeoutError, urllib3.exceptions.HTTPError) as err:
+            print(f"  {what}: {err}", file=sys.stderr, flush=True)
         time.sleep(every)
     raise TimeoutError(f"{what} did not happen within {timeout:.0f}s")
 
@@ -254,7 +261,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             load_at_start = loadavg()
 
             started = time.monotonic()
-            kubectl("apply", "-n", ns, "-f", "-", input=manifests(args.jobs, claim))
+            kubectl(
+                "apply",
+                "-n",
+                ns,
+                "-f",
+                "-",
+                input=manifests(args.jobs, claim),
+                timeout=max(300.0, args.timeout),
+            )
             applied = time.monotonic() - started
             profiler = start_profile(args.profile, operator.pid)
 

@@ -5,7 +5,10 @@ Reconcile threads (stacks through ``_reconcile_timed``) are split by what they w
 requests (the wait for the server and the JSON both ways), the spec's parse, the capacity
 plan, the status computation, the builders, /progress, the rest. The event loop thread's
 busy samples are kopf's own work (watch streams, per-object workers, handlers); its idle
-samples (in ``select``) and the idle reconcile workers are counted apart.
+samples (in ``select``) and the idle reconcile workers are counted apart. The reconciles'
+API requests are also split by the step of the reconcile that sent them (the innermost of
+the steps below on the stack): reading the children, the status write, the Events it
+records, the FailedCreate Events list, the children's writes.
 
 Usage::
 
@@ -31,6 +34,32 @@ RECONCILE_PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+API_STEPS: tuple[tuple[str, str], ...] = (
+    ("job read", "reconcile_job ("),
+    ("children read", "read_children"),
+    ("FailedCreate Events list", "SharedLists.list"),
+    ("status write", "write_status"),
+    ("Events recorded", "/reconcile/events.py"),
+    ("Kueue Workload", "/reconcile/kueue_gate.py"),
+    ("children: create or adopt", "_ensure"),
+    ("children: StatefulSet apply", "_apply_statefulset"),
+    ("children: partition Job suspend or resume", "_set_job_suspended"),
+    ("children: gang restart's pod deletes", "_delete_stale_pods"),
+    ("claim: partition marker", "_mark_partition_complete"),
+    ("claim: partition figures", "observe_figures"),
+)
+
+
+def api_step(stack: str) -> str:
+    """The reconcile step that sent the API request of one sampled stack."""
+    found, at = "other", -1
+    for name, frame in API_STEPS:
+        where = stack.rfind(frame)
+        if where > at:
+            found, at = name, where
+    return found
+
+
 def category(stack: str) -> str:
     """The category of one sampled stack."""
     if RECONCILE in stack:
@@ -51,10 +80,14 @@ def category(stack: str) -> str:
 def summarize(path: Path, rate: float) -> dict[str, object]:
     """Seconds of samples by category, and each reconcile part's share of reconcile time."""
     seconds: Counter[str] = Counter()
+    steps: Counter[str] = Counter()
     for line in path.read_text().splitlines():
         stack, _, count = line.rpartition(" ")
         if stack and count.isdigit():
-            seconds[category(stack)] += int(count) / rate
+            kind = category(stack)
+            seconds[kind] += int(count) / rate
+            if kind == "reconcile: api requests":
+                steps[api_step(stack)] += int(count) / rate
     reconcile = sum(v for k, v in seconds.items() if k.startswith("reconcile:"))
     return {
         "seconds": {k: round(v, 2) for k, v in seconds.most_common()},
@@ -63,6 +96,7 @@ def summarize(path: Path, rate: float) -> dict[str, object]:
             for k, v in seconds.most_common()
             if k.startswith("reconcile:") and reconcile
         },
+        "api_requests_by_step": {k: round(v, 2) for k, v in steps.most_common()},
     }
 
 

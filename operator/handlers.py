@@ -5,12 +5,14 @@
   /progress (deadlines and TTLs fall due without any event);
 - events of the job's Jobs, StatefulSets and Pods reconcile the owning job, and so do those
   of its Kueue Workload (with the ``kueue`` setting: admitted, evicted, requeued);
-- indexes of the objects labelled with a job (kopf fills them from its watches before any
-  handler runs) answer the reconcile's reads of the job's children
-  (:mod:`distgnn_operator.reconcile.watched`).
+- indexes of the objects labelled with a job, of the jobs and of the claims (kopf fills them
+  from its watches before any handler runs) answer the reconcile's reads of the job and its
+  children (:mod:`distgnn_operator.reconcile.watched`); they keep only the fields a
+  reconcile reads (:mod:`distgnn_operator.reconcile.slim`).
 
 Reconciles of one job never overlap, and triggers that arrive while one waits are merged
-into it. The reconcile itself (``distgnn_operator.reconcile``) is synchronous and runs in a
+into it. The timer's reconciles take half the workers at most, and are spread out to
+``poll_rate`` a second over all jobs (each job's interval grows with their number). The reconcile itself (``distgnn_operator.reconcile``) is synchronous and runs in a
 thread pool with its own API client.
 """
 
@@ -29,7 +31,7 @@ import kopf
 from kubernetes.client import ApiClient
 
 from distgnn_api.spec import GROUP, PLURAL, TERMINAL_PHASES, VERSION
-from distgnn_operator import metrics
+from distgnn_operator import metrics, naming
 from distgnn_operator.builders import OperatorPeer
 from distgnn_operator.connection import bearer_token, load_configuration
 from distgnn_operator.constants import (
@@ -48,8 +50,16 @@ from distgnn_operator.reconcile import (
     RestKubeApi,
     reconcile_job,
 )
-from distgnn_operator.reconcile.kube_api import Kind
-from distgnn_operator.reconcile.watched import WATCHED_KINDS, WatchedChildren, WatchedReads
+from distgnn_operator.reconcile.kube_api import DISTGNNJOB, PVC, Kind
+from distgnn_operator.reconcile.slim import slim
+from distgnn_operator.reconcile.watched import (
+    CACHED_KINDS,
+    WATCHED_KINDS,
+    LatestSeen,
+    SharedLists,
+    WatchedChildren,
+    WatchedReads,
+)
 from distgnn_operator.settings import OperatorSettings
 
 log = logging.getLogger(__name__)
@@ -77,20 +87,37 @@ def _indexer(kind: Kind) -> Callable[..., dict[IndexKey, dict[str, Any]]]:
     def index(
         *, namespace: str | None, labels: Mapping[str, str], body: kopf.Body, **_: Any
     ) -> dict[IndexKey, dict[str, Any]]:
-        obj = dict(body)
-        # The reconcile never reads managedFields: the largest part of most objects.
-        obj["metadata"] = {k: v for k, v in body["metadata"].items() if k != "managedFields"}
-        return {(namespace or "", labels[LABEL_JOB]): obj}
+        return {(namespace or "", labels[LABEL_JOB]): slim(kind, body)}
 
     index.__doc__ = f"Index the {kind.plural} labelled with a job by (namespace, job)."
     return index
 
 
-for _kind in WATCHED_KINDS:
+def _named_indexer(kind: Kind) -> Callable[..., dict[IndexKey, dict[str, Any]]]:
+    def index(
+        *, namespace: str | None, name: str, body: kopf.Body, **_: Any
+    ) -> dict[IndexKey, dict[str, Any]]:
+        return {(namespace or "", name): slim(kind, body)}
+
+    index.__doc__ = f"Index the {kind.plural} by (namespace, name)."
+    return index
+
+
+for _kind in (*WATCHED_KINDS, *CACHED_KINDS):
     _group, _, _version = _kind.api_version.rpartition("/")
-    kopf.index(_group, _version, _kind.plural, id=index_id(_kind), labels=INDEX_LABELS)(
-        _indexer(_kind)
-    )
+    if _kind in CACHED_KINDS:
+        kopf.index(_group, _version, _kind.plural, id=index_id(_kind))(_named_indexer(_kind))
+    else:
+        kopf.index(_group, _version, _kind.plural, id=index_id(_kind), labels=INDEX_LABELS)(
+            _indexer(_kind)
+        )
+
+
+def _claim_of(name: str, job: Mapping[str, Any]) -> str:
+    """The claim a job's raw spec names (a spec the models reject still names one)."""
+    storage = (job.get("spec") or {}).get("storage") or {}
+    named = storage.get("claimName") if isinstance(storage, Mapping) else None
+    return named if isinstance(named, str) and named else naming.pvc_name(name)
 
 
 @dataclass
@@ -102,6 +129,8 @@ class _Slot:
     poll: bool = False
     changed: bool = False
     """A trigger other than the timer is among those merged (a child or the job changed)."""
+    last_poll: float | None = None
+    """When the timer last reconciled the job (time.monotonic())."""
 
 
 @dataclass
@@ -113,6 +142,8 @@ class Runtime:
     executor: ThreadPoolExecutor
     options: ReconcileOptions
     indexes: Mapping[Kind, kopf.Index[IndexKey, dict[str, Any]]] = field(default_factory=dict)
+    latest: LatestSeen = field(default_factory=LatestSeen)
+    events: SharedLists = field(default_factory=SharedLists)
     slots: dict[tuple[str, str], _Slot] = field(default_factory=dict)
     polls: asyncio.Semaphore | None = None
     """Reconciles that only the timer asked for may use half the workers: a change is
@@ -122,11 +153,32 @@ class Runtime:
         """A snapshot of the job's children in the indexes (taken in the event loop, which
         is the only writer of the indexes)."""
         key = (namespace, name)
-        return WatchedChildren.of(
-            namespace,
-            name,
-            [(kind, obj) for kind, index in self.indexes.items() for obj in index.get(key, ())],
+        children = [
+            (kind, obj)
+            for kind, index in self.indexes.items()
+            if kind not in CACHED_KINDS
+            for obj in index.get(key, ())
+        ]
+        cached: list[tuple[Kind, dict[str, Any]]] = []
+        jobs, claims = self.indexes.get(DISTGNNJOB), self.indexes.get(PVC)
+        for job in jobs.get(key, ()) if jobs is not None else ():
+            cached.append((DISTGNNJOB, job))
+            claim = (namespace, _claim_of(name, job))
+            cached += [(PVC, obj) for obj in claims.get(claim, ())] if claims is not None else []
+        return WatchedChildren.of(namespace, name, children, cached)
+
+    def poll_due(self, slot: _Slot) -> bool:
+        """Whether a timer tick of the slot's job reconciles it: each job's polls are
+        spread so that all jobs together ask for at most ``poll_rate`` a second."""
+        now = time.monotonic()
+        spacing = max(
+            self.settings.progress_poll_interval, len(self.slots) / self.settings.poll_rate
         )
+        # A tick a little early (kopf's timers drift) still counts as due.
+        if slot.last_poll is not None and now - slot.last_poll < 0.9 * spacing:
+            return False
+        slot.last_poll = now
+        return True
 
 
 @kopf.on.login()
@@ -186,7 +238,7 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **kwargs: Any) -
             gpu_memory=ops.gpu_memory,
             kueue=ops.kueue,
         ),
-        indexes={kind: kwargs[index_id(kind)] for kind in WATCHED_KINDS},
+        indexes={kind: kwargs[index_id(kind)] for kind in (*WATCHED_KINDS, *CACHED_KINDS)},
         polls=asyncio.Semaphore(max(1, ops.workers // 2)),
     )
     if ops.metrics_port:
@@ -236,12 +288,13 @@ async def _reconcile_slot(
     slot.waiting = False
     options = dataclasses.replace(runtime.options, poll_progress=slot.poll)
     slot.poll = slot.changed = False
-    api = WatchedReads(runtime.api, runtime.watched(namespace, name))
+    watched = runtime.watched(namespace, name)
+    api = WatchedReads(runtime.api, watched, runtime.latest, runtime.events)
     return await _run(runtime, api, namespace, name, options)
 
 
 def _reconcile_timed(
-    api: KubeApi, namespace: str, name: str, options: ReconcileOptions
+    api: WatchedReads, namespace: str, name: str, options: ReconcileOptions
 ) -> ReconcileResult:
     """Reconcile in a worker thread, timing the reconcile itself (not the wait for a thread)."""
     started = time.perf_counter()
@@ -253,13 +306,14 @@ def _reconcile_timed(
                 # A stale read (our own status write raced a watch event): read again.
                 if not err.conflict or attempt == 2:
                     raise
+                api.refresh()
         raise AssertionError("unreachable")
     finally:
         metrics.RECONCILE_SECONDS.observe(time.perf_counter() - started)
 
 
 async def _run(
-    runtime: Runtime, api: KubeApi, namespace: str, name: str, options: ReconcileOptions
+    runtime: Runtime, api: WatchedReads, namespace: str, name: str, options: ReconcileOptions
 ) -> ReconcileResult:
     loop = asyncio.get_running_loop()
     try:
@@ -319,7 +373,9 @@ def needs_timer(*, spec: Mapping[str, Any], status: Mapping[str, Any], **_: Any)
 async def periodic(*, name: str, namespace: str | None, memo: Any, **_: Any) -> None:
     """Poll progress; let deadlines and TTLs fall due."""
     assert namespace is not None
-    await trigger(memo, namespace, name, poll=True)
+    runtime: Runtime = memo.runtime
+    if runtime.poll_due(runtime.slots.setdefault((namespace, name), _Slot())):
+        await trigger(memo, namespace, name, poll=True)
 
 
 @kopf.on.event("batch", "v1", "jobs", labels=CHILD_LABELS)
@@ -366,3 +422,4 @@ def forget(*, name: str, namespace: str | None, memo: Any, **_: Any) -> None:
         slot = runtime.slots.get((namespace, name))
         if slot is not None and not slot.lock.locked():
             runtime.slots.pop((namespace, name), None)
+        runtime.latest.forget(DISTGNNJOB, namespace, name)

@@ -36,11 +36,12 @@ NAMESPACED_RULES: list[dict[str, Any]] = [
         "resources": ["configmaps", "services"],
         "verbs": ["get", "list", "watch", "create", "patch"],
     },
-    # Read by name, created, adopted by patch; the claim also gets the partition marker.
+    # Watched (a job's claim is read from the watch), created, adopted by patch; the claim
+    # also gets the partition marker.
     {
         "apiGroups": [""],
         "resources": ["persistentvolumeclaims"],
-        "verbs": ["get", "create", "patch"],
+        "verbs": ["get", "list", "watch", "create", "patch"],
     },
     {
         "apiGroups": ["networking.k8s.io"],

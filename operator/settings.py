@@ -63,6 +63,10 @@ class OperatorSettings(BaseSettings):
     """Labels of the operator's pods (JSON object), for the same NetworkPolicy rule."""
     progress_poll_interval: float = Field(default=10.0, gt=0)
     """Seconds between periodic reconciles, which also read trainer 0's /progress."""
+    poll_rate: float = Field(default=10.0, gt=0)
+    """Periodic reconciles a second at most, over all jobs: with more jobs than
+    ``poll_rate * progress_poll_interval``, each job's are spread further apart (and its
+    deadline or TTL falls due up to that much later)."""
     progress_timeout: float = Field(default=1.0, gt=0)
     """Seconds to wait for /progress before skipping it."""
     workers: int = Field(default=8, ge=1, le=256)

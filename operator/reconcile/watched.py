@@ -21,20 +21,41 @@ as it would after a GET.
 A snapshot may lag the API server by a watch event, as any informer's cache does; every
 action of the reconcile is idempotent, and the change that the watch brings next triggers
 another reconcile. The snapshot's objects are the watch's own and are never modified.
+
+The job itself and its claim (a shared claim carries no job label) are in the snapshot too,
+from indexes of every DistGNNJob and every claim, but their absence means "ask the API
+server" (a claim the watch has not shown yet, a claim that does not exist). Both are read
+for more than their children's facts: the job's resourceVersion guards the status write,
+and the status it holds is the previous status every decision starts from, so a stale one
+must never pass for current. :class:`LatestSeen` keeps the job and the claim as the
+reconciler last received them from the API server (a status write returns the job after
+it); a snapshot takes whichever of that and the watch's object is newer (resourceVersions
+compared as the etcd revisions they are; where one is not a number the API server is asked).
+A write that conflicts anyway (someone else's change the watch has not shown yet) makes the
+retry read both from the API server (:meth:`WatchedReads.refresh`).
+
+The controllers' FailedCreate Events, listed while a controller is short of pods, are one
+LIST per namespace every two seconds at most, shared by the reconciles (:class:`SharedLists`);
+while one thread lists them, the others take the last LIST.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from distgnn_operator.constants import LABEL_JOB
 from distgnn_operator.reconcile.kube_api import (
     CONFIG_MAP,
+    DISTGNNJOB,
+    EVENT,
     JOB,
     NETWORK_POLICY,
     POD,
+    PVC,
     SERVICE,
     STATEFULSET,
     ApiError,
@@ -46,6 +67,112 @@ from distgnn_operator.reconcile.kube_api import (
 WATCHED_KINDS: tuple[Kind, ...] = (POD, STATEFULSET, JOB, CONFIG_MAP, SERVICE, NETWORK_POLICY)
 """The kinds whose objects labelled with a job the handlers index."""
 
+CACHED_KINDS: tuple[Kind, ...] = (DISTGNNJOB, PVC)
+"""The kinds the handlers index by name; a snapshot lacking one of their objects asks the API
+server for it."""
+
+ObjectKey = tuple[str, str, str]
+"""(plural, namespace, name)."""
+
+
+def newer(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool | None:
+    """Whether ``a`` is a later version of the same object than ``b``; None when their
+    resourceVersions are not numbers (then the API server decides)."""
+    ra = str((a.get("metadata") or {}).get("resourceVersion", ""))
+    rb = str((b.get("metadata") or {}).get("resourceVersion", ""))
+    if not (ra.isdigit() and rb.isdigit()):
+        return None
+    return int(ra) > int(rb)
+
+
+class LatestSeen:
+    """The DistGNNJobs and claims as the reconcile threads last received them from the API
+    server, until the watch shows them as new (shared by the threads)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._objects: dict[ObjectKey, Mapping[str, Any]] = {}
+
+    def __len__(self) -> int:
+        return len(self._objects)
+
+    def note(self, kind: Kind, obj: Mapping[str, Any] | None) -> None:
+        """Keep an object the API server returned, when it is newer than the one kept."""
+        if obj is None or kind not in CACHED_KINDS:
+            return
+        meta = obj.get("metadata") or {}
+        key = (kind.plural, str(meta.get("namespace", "")), str(meta.get("name", "")))
+        with self._lock:
+            kept = self._objects.get(key)
+            if kept is None or newer(obj, kept) is not False:
+                self._objects[key] = obj
+
+    def forget(self, kind: Kind, namespace: str, name: str) -> None:
+        with self._lock:
+            self._objects.pop((kind.plural, namespace, name), None)
+
+    def pick(
+        self, kind: Kind, namespace: str, name: str, watched: Mapping[str, Any] | None
+    ) -> Mapping[str, Any] | None:
+        """The newer of the watch's object and the one kept; None when the watch lacks the
+        object or the versions cannot be compared (ask the API server)."""
+        key = (kind.plural, namespace, name)
+        with self._lock:
+            kept = self._objects.get(key)
+            if watched is None:
+                self._objects.pop(key, None)
+                return None
+            if kept is None:
+                return watched
+            later = newer(kept, watched)
+            if later is None:
+                return None
+            if not later:  # the watch caught up
+                del self._objects[key]
+                return watched
+            return kept
+
+
+class SharedLists:
+    """LISTs of Events (the controllers' FailedCreate ones) shared by the reconciles of a
+    namespace for ``ttl`` seconds: while many jobs' controllers are short of pods at once,
+    each reconcile would list the same Events. One thread at a time lists a namespace's; the
+    others take the last LIST meanwhile (or, before the first, wait for it). A FailedCreate
+    shows in a job's status up to ``ttl`` seconds (and one LIST) later."""
+
+    def __init__(self, ttl: float = 2.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self._ttl = ttl
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._lists: dict[Any, tuple[float, list[dict[str, Any]]]] = {}
+        """The last LIST of each (namespace, labels, fields), with the time it was sent."""
+        self._gates: dict[Any, threading.Lock] = {}
+        """Held while a thread lists that key."""
+
+    def list(
+        self,
+        api: KubeApi,
+        namespace: str,
+        labels: Mapping[str, str],
+        fields: Mapping[str, str] | None,
+    ) -> list[dict[str, Any]]:
+        key = (namespace, tuple(sorted(labels.items())), tuple(sorted((fields or {}).items())))
+        with self._lock:
+            found = self._lists.get(key)
+            gate = self._gates.setdefault(key, threading.Lock())
+        if found is not None and (self._clock() - found[0] < self._ttl or gate.locked()):
+            return list(found[1])
+        with gate:
+            with self._lock:
+                found = self._lists.get(key)
+            sent = self._clock()
+            if found is not None and sent - found[0] < self._ttl:
+                return list(found[1])
+            items = api.list(EVENT, namespace, labels, fields)
+            with self._lock:
+                self._lists[key] = (sent, items)
+        return list(items)
+
 
 @dataclass(frozen=True)
 class WatchedChildren:
@@ -55,16 +182,23 @@ class WatchedChildren:
     job: str
     objects: Mapping[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
     """(plural, name) -> object, for every watched kind."""
+    cached: Mapping[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
+    """(plural, name) -> object of CACHED_KINDS: the job and its claim, when known."""
 
     @classmethod
     def of(
-        cls, namespace: str, job: str, objects: Sequence[tuple[Kind, Mapping[str, Any]]]
+        cls,
+        namespace: str,
+        job: str,
+        objects: Sequence[tuple[Kind, Mapping[str, Any]]],
+        cached: Sequence[tuple[Kind, Mapping[str, Any]]] = (),
     ) -> WatchedChildren:
         """A snapshot from (kind, object) pairs."""
         return cls(
             namespace=namespace,
             job=job,
             objects={(kind.plural, str(obj["metadata"]["name"])): obj for kind, obj in objects},
+            cached={(kind.plural, str(obj["metadata"]["name"])): obj for kind, obj in cached},
         )
 
     def get(self, kind: Kind, name: str) -> dict[str, Any] | None:
@@ -82,19 +216,50 @@ class WatchedChildren:
 class WatchedReads:
     """A KubeApi that answers the reads of one job's children from a watch snapshot."""
 
-    def __init__(self, api: KubeApi, watched: WatchedChildren) -> None:
+    def __init__(
+        self,
+        api: KubeApi,
+        watched: WatchedChildren,
+        latest: LatestSeen | None = None,
+        events: SharedLists | None = None,
+    ) -> None:
         self._api = api
         self._watched = watched
+        self._latest = latest
+        """Without it, the job and the claim are read from the API server."""
+        self._events = events
+        """Without it, every LIST of Events goes to the API server."""
         self._exist: set[tuple[str, str]] = set()
         """(plural, name) of objects the API server said exist when the snapshot lacked them."""
 
     def _covers(self, kind: Kind, namespace: str) -> bool:
         return namespace == self._watched.namespace and kind in WATCHED_KINDS
 
+    def refresh(self) -> None:
+        """Read the job and the claim from the API server from now on (a write conflicted)."""
+        self._latest = None
+
+    def _cached(self, kind: Kind, namespace: str, name: str) -> dict[str, Any] | None:
+        if self._latest is None or namespace != self._watched.namespace:
+            return None
+        watched = self._watched.cached.get((kind.plural, name))
+        found = self._latest.pick(kind, namespace, name, watched)
+        return dict(found) if found is not None else None
+
+    def _seen(self, kind: Kind, obj: Mapping[str, Any] | None) -> None:
+        if self._latest is not None:
+            self._latest.note(kind, obj)
+
     def get(self, kind: Kind, namespace: str, name: str) -> dict[str, Any] | None:
         if self._covers(kind, namespace) and (kind.plural, name) not in self._exist:
             return self._watched.get(kind, name)
-        return self._api.get(kind, namespace, name)
+        if kind in CACHED_KINDS:
+            found = self._cached(kind, namespace, name)
+            if found is not None:
+                return found
+        found = self._api.get(kind, namespace, name)
+        self._seen(kind, found)
+        return found
 
     def list(
         self,
@@ -109,15 +274,19 @@ class WatchedReads:
             and dict(labels) == {LABEL_JOB: self._watched.job}
         ):
             return self._watched.items(kind)
+        if kind == EVENT and self._events is not None:
+            return self._events.list(self._api, namespace, labels, fields)
         return self._api.list(kind, namespace, labels, fields)
 
     def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
         try:
-            return self._api.create(obj)
+            created = self._api.create(obj)
         except ApiError as err:
             if err.already_exists:
                 self._exist.add((kind_of(obj).plural, str(obj["metadata"]["name"])))
             raise
+        self._seen(kind_of(obj), created)
+        return created
 
     def patch(
         self,
@@ -128,7 +297,9 @@ class WatchedReads:
         *,
         subresource: str | None = None,
     ) -> dict[str, Any]:
-        return self._api.patch(kind, namespace, name, body, subresource=subresource)
+        patched = self._api.patch(kind, namespace, name, body, subresource=subresource)
+        self._seen(kind, patched)
+        return patched
 
     def apply(self, obj: Mapping[str, Any], *, force: bool = True) -> dict[str, Any]:
         try:
@@ -139,4 +310,6 @@ class WatchedReads:
             raise
 
     def delete(self, kind: Kind, namespace: str, name: str, *, uid: str | None = None) -> bool:
+        if self._latest is not None:
+            self._latest.forget(kind, namespace, name)
         return self._api.delete(kind, namespace, name, uid=uid)

@@ -1,6 +1,7 @@
 """benchmarks/operator_load.py's figures without a control plane: the reconcile histogram and
 request counters read from /metrics text (and the share of a load run, after minus before),
-and the comparison of a job's status with the status of the job alone."""
+the comparison of a job's status with the status of the job alone, and the profile's split of
+the reconciles' API time by step."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ pytestmark = pytest.mark.benchmark
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 metrics = load_script(BENCHMARKS / "operator_load_metrics.py", "operator_load_metrics", beside=True)
 checks = load_script(BENCHMARKS / "operator_load_status.py", "operator_load_status")
+profile = load_script(BENCHMARKS / "operator_profile.py", "operator_profile")
 
 EXPOSITION = """\
 # HELP distgnn_operator_reconcile_seconds Duration of one reconcile of one DistGNNJob.
@@ -87,3 +89,23 @@ def test_a_status_is_compared_without_its_names_and_times() -> None:
     found = checks.compare([same, stuck], alone, {"load-003"})
     assert (found["equal"], found["differing_jobs"]) == (False, 1)
     assert found["first_difference"][0]["job"] == "load-003"
+
+
+def test_the_profile_splits_the_api_time_by_the_innermost_step(tmp_path: Path) -> None:
+    call = "RestKubeApi._call (operator/reconcile/kube_api.py:90);select (selectors.py:1)"
+    top = "_worker (concurrent/futures/thread.py:80);_reconcile_timed (operator/handlers.py:1)"
+    write = f"{top};write_status (operator/reconcile/status_writes.py:60)"
+    raw = tmp_path / "operator.raw"
+    raw.write_text(
+        f"{write};{call} 50\n"
+        f"{write};record (operator/reconcile/events.py:40);{call} 25\n"
+        f"{top};read_children (operator/reconcile/observe.py:70);{call} 100\n"
+        f"{top};compute_status (operator/status/compute.py:10) 5\n"
+    )
+    found = profile.summarize(raw, 50.0)
+    assert found["api_requests_by_step"] == {
+        "children read": 2.0,
+        "status write": 1.0,
+        "Events recorded": 0.5,
+    }
+    assert found["seconds"]["reconcile: status computation"] == 0.1

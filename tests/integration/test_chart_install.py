@@ -52,7 +52,7 @@ OPERATOR_RULES: frozenset[Rule] = frozenset(
         ("apps", ["statefulsets"], ["get", "list", "watch", "create", "patch"]),
         # watched: the reconcile reads a job's children from the operator's watches
         ("", ["configmaps", "services"], ["get", "list", "watch", "create", "patch"]),
-        ("", ["persistentvolumeclaims"], ["get", "create", "patch"]),
+        ("", ["persistentvolumeclaims"], ["get", "list", "watch", "create", "patch"]),
         ("networking.k8s.io", ["networkpolicies"], ["get", "list", "watch", "create", "patch"]),
         ("", ["pods"], ["get", "list", "watch", "delete"]),
         ("", ["events"], ["create", "list"]),
