@@ -34,9 +34,15 @@ def test_gang_restart_then_backoff_limit(
         cluster.exit_pods(trainers[1:], 1)
         wait_for("the first gang restart", lambda: cluster.status("flaky").get("restarts") == 1)
         assert cluster.phase("flaky") == "Training"
+
         # The Training condition moves on once the new gang is up; the GangRestart event keeps
-        # the cause.
-        restarts = [e["message"] for e in cluster.events("flaky") if e["reason"] == "GangRestart"]
+        # the cause. The event is posted after the status write that counts the restart.
+        def restart_messages() -> list[str]:
+            events = cluster.events("flaky")
+            return [e["message"] for e in events if e["reason"] == "GangRestart"]
+
+        wait_for("the GangRestart event", lambda: bool(restart_messages()))
+        restarts = restart_messages()
         assert any("flaky-trainer-1" in m and "exited with code 1" in m for m in restarts), restarts
         # Every pod of both roles is replaced, and the new ones carry the new generation.
         new_trainers = cluster.running_pods("flaky", "trainer", 2)
