@@ -15,7 +15,9 @@ hard as ogbn-products: a node's own features give its class about half of the ti
 The homophily that does this (0.22) is far below products' 0.81: these features are class
 centroids plus independent noise, so a mean over a few hops of neighbours averages the
 noise away once ``homophily * sqrt(degree)`` passes about 1 (at 0.8 a GNN scores 0.998).
-``benchmarks/accuracy/`` has the measured table.
+The communities are also the graph's only locality, so the low homophily makes it harder to
+partition (METIS cuts about three times as many edges as at 0.8). ``benchmarks/accuracy/``
+has the measured table.
 
 Everything is generated in chunks with independent seeded streams: the same spec gives
 the same bytes. Peak memory is about the final CSR (one int64 key per directed edge while
