@@ -355,6 +355,14 @@ def trainer_items(spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: Where)
         items.append(Item("CUDA-graph static inputs", static, dev,
                           "trainer/graph_step.py GraphStep x, index, y"))  # fmt: skip
     if graph_step:
+        # each batch in flight also holds its fixed-shape index (pad_hops, on the prefetch
+        # stream) and its edges widened to int64 (the slot and the wire carry int32)
+        padded = index_sizes(s.hop_caps, s.edge_caps) * 8 + 2 * sum(s.edge_caps) * 4
+        items.append(Item(f"prefetched batches' fixed-shape index and int64 edges "
+                          f"({spec.trainers.prefetch} + 2)",
+                          (spec.trainers.prefetch + 2) * padded, dev,
+                          "sampling/static_hops.py pad_hops, runtime/batches.py "
+                          "unpack_from .to(torch.int64)"))  # fmt: skip
         # the warm-up steps run eagerly (their blocks stay in the allocator's cache), then
         # the capture allocates the step's activations and gradients again in its own pool
         items.append(Item("CUDA-graph private pool (the captured step's activations)", acts,

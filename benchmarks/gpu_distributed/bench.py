@@ -23,11 +23,13 @@ trainers' ``training_stats.json`` it reports, as JSON lines: seeds/s per GPU, sa
 edges/s, the data-wait share (how long the training stream stalled for data, over the epoch
 time; the host-side wait too), each GPU's utilisation and which process holds a context on
 which GPU (``gpu_contexts``, from ``nvidia-smi``), whether the training step ran as a CUDA
-graph and how many shared slots were mapped. A run that does not finish within
+graph, how many shared slots were mapped, and the full-neighbourhood test accuracy (on a
+graph as hard as ogbn-products: ``benchmarks/accuracy/``). A run that does not finish within
 ``--run-timeout`` is reported as ``hung``, with the stacks of every process still running
 (``py-spy dump`` when it is on PATH, and the workload's faulthandler through SIGUSR1).
-Then per configuration the median and spread (min-max) of seeds/s per GPU over the
-repeats, the scaling from 1 GPU to each larger count (medians, runs of this call only) and,
+Then per configuration the median and spread (min-max) of seeds/s per GPU and of the test
+accuracy over the repeats, the scaling from 1 GPU to each larger count (medians, runs of this
+call only) and,
 with ``--pyg-baseline``, the PyG ``NeighborLoader`` baseline
 (``benchmarks/gpu/pyg_baseline.py``) on the same graph (at the ``pyg`` place of ``--runs``)
 and the ratios to it. ``--profile RUN...`` writes a torch.profiler table and a chrome trace

@@ -50,6 +50,7 @@ def build_store(
         name="synthetic-products",
     )
     assignment = parts.to(torch.int32).cpu().numpy()
+    info = g.info
     del g, train, val, test, parts, r
     if dev.type == "cuda":
         torch.cuda.empty_cache()
@@ -66,6 +67,8 @@ def build_store(
             "nodes": n,
             "directed_edges": int(graph.num_edges),
             "train_nodes": int(graph.train_mask.sum()),
+            "homophily": info["homophily"],
+            "feature_noise": info["feature_noise"],
             "generate_s": round(gen_s, 2),
             "partition_write_s": round(time.perf_counter() - t1, 2),
             "edge_cut_fraction": store.meta.edge_cut_fraction,

@@ -53,13 +53,24 @@ def test_a_captured_training_step_holds_its_activations_twice() -> None:
     assert items["CUDA-graph private pool (the captured step's activations)"] == acts
 
 
+def test_prefetched_batches_of_a_captured_step_hold_their_padded_index() -> None:
+    # pad_hops: per layer int64 src and dst at the edge capacity and ptr at the targets' + 2
+    # (layer 0: 90, 90, 42; layer 1: 30, 30, 12); the edges widened from int32 to int64
+    per_batch = 8 * (90 + 90 + 42 + 30 + 30 + 12) + 4 * 2 * 90
+    trainers = {"replicas": 1, "gpusPerPod": 1, "prefetch": 2}
+    for samplers in ({"replicas": 0}, {"replicas": 1, "gpusPerPod": 1}):
+        items = gpu_items(spec(samplers=samplers, trainers=trainers), "trainer")
+        what = "prefetched batches' fixed-shape index and int64 edges (2 + 2)"
+        assert items[what] == 4 * per_batch
+
+
 def test_eager_steps_have_no_graph_pool() -> None:
     items = gpu_items(
         spec(samplers={"replicas": 0}, trainers={"replicas": 1, "gpusPerPod": 1},
              model={**BASE["model"], "arch": "gcn"}),
         "trainer",
     )  # fmt: skip
-    assert not any("private pool" in what for what in items)
+    assert not any("private pool" in what or "fixed-shape" in what for what in items)
 
 
 def test_a_worker_mode_trainer_has_one_static_sampler() -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from distgnn_api.spec import SyntheticDataset
 from tests.support.scripts import load_script
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.timeout(480)]
@@ -78,3 +79,14 @@ def test_partitioned_features_report_their_bytes_per_step(tmp_path: Path) -> Non
     assert sorted(s["run"] for s in summaries) == ["worker-2-fp32", "worker-2-fp32"]
     assert all("feature_bytes_per_step_median" in s for s in summaries)
     assert "MB/step" in proc.stdout
+    # every row reports its accuracy, on the graph of the spec's default homophily and noise
+    defaults = SyntheticDataset()
+    data = next(r for r in records if r["bench"] == "dist_data")
+    assert (data["homophily"], data["feature_noise"]) == (
+        defaults.homophily,
+        defaults.feature_noise,
+    )
+    assert all(0.0 <= r["test_accuracy"] <= 1.0 for r in runs.values())
+    for s in summaries:
+        assert s["test_accuracy_min"] <= s["test_accuracy_median"] <= s["test_accuracy_max"]
+    assert "acc/MRR" in proc.stdout

@@ -221,8 +221,15 @@ def test_job_bad_ogb_input_exits_2(tmp_path: Path) -> None:
 def test_job_runs_metis_on_a_sample_out_of_core(tmp_path: Path) -> None:
     """metisSampleEdges: METIS on a sampled subgraph, the rest streamed; META.json and the
     Job's log carry the measured cut, far below a random assignment's."""
+    # strong communities (the defaults' are weak): METIS has structure to find
     dataset = {
-        "synthetic": {"numNodes": 6000, "numEdges": 60000, "numFeatures": 4, "numClasses": 8}
+        "synthetic": {
+            "numNodes": 6000,
+            "numEdges": 60000,
+            "numFeatures": 4,
+            "numClasses": 8,
+            "homophily": 0.8,
+        }
     }
     sampled = job_in(
         tmp_path / "a",
