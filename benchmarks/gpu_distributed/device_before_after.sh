@@ -8,6 +8,8 @@
 #   BASE=.base RUNS="worker-1-bf16 worker-4-bf16 worker-4-bf16-0.1" REPEATS=2 AFTER_ONLY="..." \
 #     OUT=<dir> bash benchmarks/gpu_distributed/device_before_after.sh
 # AFTER_ONLY: runs that only this tree has (e.g. a -socket run); BUDGET_S: seconds for each side.
+# EASY=1 also runs this tree on the earlier benchmarks' graph (homophily 0.8, feature noise 1;
+# "after-easy"), beside the default graph, so that the code and the graph change are apart.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 source benchmarks/gpu_distributed/device_setup.sh
@@ -23,20 +25,24 @@ after_only=(${AFTER_ONLY:-})
 mkdir -p "${BASE}/build/devpath"
 for p in api operator workload; do ln -sfn "../../${p}" "${BASE}/build/devpath/distgnn_${p}"; done
 
-side() {  # side NAME TREE RUNS...
-  local name="$1" tree="$2"
-  shift 2
+side() {  # side NAME TREE "BENCH-ARGS" RUNS...
+  local name="$1" tree="$2" extra="$3"
+  shift 3
   (
     cd "${tree}" || exit 1
+    # shellcheck disable=SC2086
     PYTHONPATH="/tmp/site:${PWD}/build/devpath" timeout "$((BUDGET_S + 30))" \
       python benchmarks/gpu_distributed/bench.py --repeats "${REPEATS}" --eval-every 1 \
-      --run-timeout 60 --budget "${BUDGET_S}" --work-dir "/tmp/distgnn-bench-${name}" \
+      --run-timeout 60 --budget "${BUDGET_S}" --work-dir "/tmp/distgnn-bench-${name}" ${extra} \
       --runs "$@" --out "${OUT}/${name}.jsonl" 2>&1 | grep -v Warning >"${OUT}/${name}.log"
   )
   echo "== ${name}"
   tail -n "$(($# + 2))" "${OUT}/${name}.log"
 }
 
-side before "${BASE}" "${runs[@]}"
-side after . "${runs[@]}" "${after_only[@]}"
+side before "${BASE}" "" "${runs[@]}"
+if [[ "${EASY:-0}" == 1 ]]; then
+  side after-easy . "--homophily 0.8 --feature-noise 1" "${runs[@]}"
+fi
+side after . "" "${runs[@]}" "${after_only[@]}"
 git log -1 --format='%H %s' >"${OUT}/commit.txt" 2>/dev/null || true

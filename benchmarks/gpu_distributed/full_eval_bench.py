@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO / "benchmarks" / "gpu"))
 sys.path.insert(0, str(REPO / "benchmarks" / "gpu_distributed"))
 
 from bench import build_store, emit  # noqa: E402
-from synthetic_gpu import PRODUCTS_NODES  # noqa: E402
+from synthetic_gpu import FEATURE_NOISE, HOMOPHILY, PRODUCTS_NODES  # noqa: E402
 
 from distgnn_workload.evaluation import LayerwiseInference  # noqa: E402
 from distgnn_workload.models import GraphSAGE  # noqa: E402
@@ -53,6 +53,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     # what bench.build_store reads
     args.device, args.train_fraction, args.eval_fraction = "cuda", 0.08, 0.005
+    args.homophily, args.feature_noise = HOMOPHILY, FEATURE_NOISE
     return args
 
 
@@ -116,7 +117,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
     args.work_dir.mkdir(parents=True, exist_ok=True)
-    store = build_store(args, args.work_dir / "store")
+    store = build_store(args, args.work_dir / "store", max(args.gpus), "full-eval")
     from distgnn_operator.local.ports import free_ports
 
     for gpus in args.gpus:

@@ -29,6 +29,8 @@ def build_store(
         args.classes,
         device=dev,
         train_fraction=args.train_fraction,
+        homophily=args.homophily,
+        feature_noise=args.feature_noise,
     )
     n = g.num_nodes
     gen = torch.Generator(device=dev).manual_seed(1)
