@@ -92,6 +92,10 @@ class Zygote:
     def __init__(self, python: str = sys.executable, env: Mapping[str, str] | None = None) -> None:
         self.python = python
         self.env = dict(os.environ if env is None else env)
+        # torch_sparse and torch_scatter ask whether CUDA is there when imported: through NVML,
+        # the zygote leaves the CUDA driver uninitialized (a child could not use it after the
+        # fork); each child runs with its own environment.
+        self.env.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
         self._sock: socket.socket | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()

@@ -49,8 +49,16 @@ def gloo_rank(rank: int, world_size: int, port: int) -> Iterator[None]:
         leave_group(finished=finished)
 
 
-# Imported once by the forkserver of this pytest process, not by every rank it starts.
-PRELOAD = ["torch", "torch.distributed", "torch.distributed.rpc", "torch_geometric"]
+# Imported once by the forkserver of this pytest process, not by every rank it starts. Not
+# PyG where there is a GPU: torch_sparse and torch_scatter ask the CUDA driver for its version
+# when imported, and a driver initialized before the fork fails in every rank.
+PRELOAD = ["torch", "torch.distributed", "torch.distributed.rpc"]
+
+
+def _preload() -> list[str]:
+    import torch
+
+    return PRELOAD if torch.cuda.is_available() else [*PRELOAD, "torch_geometric"]
 
 
 def _with_env(
@@ -66,7 +74,7 @@ def spawn_ranks(fn: Callable[..., None], args: tuple[Any, ...], nprocs: int) -> 
     that imported torch once (``forkserver``) instead of fresh interpreters: the same
     processes (no CUDA context and no thread is inherited; each gets this process's current
     environment), seconds of CPU sooner each. Raises as ``spawn`` does when a rank fails."""
-    multiprocessing.set_forkserver_preload(PRELOAD)
+    multiprocessing.set_forkserver_preload(_preload())
     mp.start_processes(  # type: ignore[attr-defined,no-untyped-call]
         _with_env,
         args=(dict(os.environ), fn, args),
@@ -79,7 +87,7 @@ def spawn_ranks(fn: Callable[..., None], args: tuple[Any, ...], nprocs: int) -> 
 def rank_process(target: Callable[..., None], args: tuple[Any, ...]) -> BaseProcess:
     """An unstarted process running ``target(*args)`` the way :func:`spawn_ranks` starts
     ranks, for tests that read the exit codes themselves."""
-    multiprocessing.set_forkserver_preload(PRELOAD)
+    multiprocessing.set_forkserver_preload(_preload())
     ctx = multiprocessing.get_context("forkserver")
     return ctx.Process(target=_run_with_env, args=(dict(os.environ), target, args))
 
