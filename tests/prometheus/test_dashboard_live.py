@@ -123,6 +123,10 @@ def test_panels_per_mode(prom: Prometheus, tier: TierRun) -> None:
                 want = job == SERVER_JOB  # the samplers' cache (typed ones count per type)
             elif q.panel_id == 15 and q.ref == "B":
                 want = job == WORKER_JOB  # the trainers' cache
+            elif q.panel_id == 15 and q.ref == "C":
+                want = job == SERVER_JOB  # the samplers' GPU tier (a budget below the table)
+            elif q.panel_id == 15 and q.ref == "D":
+                want = job == WORKER_JOB  # the trainers' GPU tier
             elif q.panel_id == 16 and q.ref == "A":
                 want = job in (SERVER_JOB, HETERO_SERVER_JOB)  # bytes the samplers sent
             else:

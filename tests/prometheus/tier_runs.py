@@ -58,7 +58,14 @@ def _job_doc(name: str, samplers: int) -> dict[str, Any]:
                 }
             },
             "partition": {"numPartitions": 2},
-            "samplers": {"replicas": samplers, "cacheRatio": 0.2, "workers": 1},
+            # a feature budget below each holder's table (about 230 KB): its rows split
+            # between the two tiers, so that the GPU-tier series have data on CPU too
+            "samplers": {
+                "replicas": samplers,
+                "cacheRatio": 0.2,
+                "workers": 1,
+                "featureMemory": 100_000,
+            },
             "trainers": {"replicas": 2, "gpusPerPod": 0},
             "model": {"hiddenChannels": 32, "numLayers": 2, "fanout": [10, 5]},
             "training": {"epochs": 8, "batchSize": 64},
