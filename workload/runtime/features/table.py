@@ -176,7 +176,8 @@ class FeatureTable:
     def local_rows(self, ids: Tensor) -> Tensor:
         """Features of nodes this holder owns (ids on any device)."""
         ids = ids.to(self.device)
-        if not self.tiered:
-            return self.tiers.device_rows[ids - self.start]
+        if not self.tiered:  # index_select: a row gather, faster than advanced indexing
+            local = ids if self.start == 0 else ids - self.start
+            return torch.index_select(self.tiers.device_rows, 0, local)
         tiers, slot = self._placed
         return tiers.gather(slot[ids])
