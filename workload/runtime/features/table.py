@@ -18,7 +18,7 @@ import torch
 from torch import Tensor
 
 from distgnn_workload.runtime.features.layout import HolderData
-from distgnn_workload.runtime.features.tiers import TieredRows, host_tier, place_hot
+from distgnn_workload.runtime.features.tiers import TieredRows, host_tier, own_rows, place_hot
 
 log = logging.getLogger(__name__)
 
@@ -42,20 +42,11 @@ class FeatureTable:
         self.num_nodes = num_nodes
         self.num_features = int(data.features.shape[1])
         owned = int(data.features.shape[0])
-        capacity = max(capacity, owned)
-        row_bytes = self.num_features * data.features.element_size()
         self.device_budget = device_budget
-        self.tiered = device_budget is not None and capacity * row_bytes > device_budget
-        if self.tiered:
-            tiers = host_tier(capacity, self.num_features, data.features.dtype, device)
-            assert tiers.host_rows is not None
-            tiers.host_rows[:owned] = data.features.cpu()
-            self.row_ids = torch.empty(capacity, dtype=torch.int64)
-            """The node of each host row (placement ranks them by hotness)."""
-            self.row_ids[:owned] = torch.arange(data.start, data.end)
-        else:
-            tiers = TieredRows(data.features.to(device))
-            self.row_ids = torch.arange(data.start, data.end)
+        tiers, self.row_ids, self.tiered = own_rows(
+            data.features, torch.arange(data.start, data.end), capacity, device_budget, device
+        )
+        """``row_ids``: the node of each host row (placement ranks them by hotness)."""
         slot = torch.full((num_nodes,), -1, dtype=torch.int32, device=device)
         slot[data.start : data.end] = torch.arange(owned, dtype=torch.int32, device=device)
         self._placed = (tiers, slot)

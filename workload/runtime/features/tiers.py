@@ -170,6 +170,25 @@ def host_tier(rows: int, num_features: int, dtype: torch.dtype, device: torch.de
     return TieredRows(empty, host, device_view(base, host, device), base)
 
 
+def own_rows(
+    rows: Tensor, ids: Tensor, capacity: int, budget: int | None, device: torch.device
+) -> tuple[TieredRows, Tensor, bool]:
+    """A holder's own ``rows`` (of the nodes ``ids``, on the host) before placement, with room
+    for ``capacity`` rows in all: ``(tiers, row_ids, tiered)``. Within ``budget`` bytes (or
+    with none) every row goes to ``device``; over it every row stays in pinned host memory
+    and the table's placement copies the hottest ones to the device. ``row_ids`` is the node
+    of each host row, with room for the cache to come."""
+    owned = int(rows.shape[0])
+    capacity = max(capacity, owned)
+    row_bytes = int(rows.shape[1]) * rows.element_size()
+    if budget is None or capacity * row_bytes <= budget:
+        return TieredRows(rows.to(device)), ids, False
+    tiers = host_tier(capacity, int(rows.shape[1]), rows.dtype, device)
+    assert tiers.host_rows is not None
+    tiers.host_rows[:owned] = rows.cpu()
+    return tiers, torch.cat([ids, ids.new_empty(capacity - owned)]), True
+
+
 if triton is not None:
 
     @triton.jit  # type: ignore[untyped-decorator]

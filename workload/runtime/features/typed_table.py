@@ -20,7 +20,7 @@ import torch
 from torch import Tensor
 
 from distgnn_workload.runtime import rpc_targets
-from distgnn_workload.runtime.features.tiers import TieredRows, host_tier, place_hot
+from distgnn_workload.runtime.features.tiers import TieredRows, own_rows, place_hot
 from distgnn_workload.runtime.rpc_targets import Target
 from distgnn_workload.runtime.transfers import to_device, to_host
 
@@ -57,22 +57,12 @@ class TypedFeatureTable:
         self.num_nodes = n
         self.num_owned = int(owned_ids.numel())
         self.num_features = int(owned_rows.shape[1])
-        capacity = max(capacity, self.num_owned)
-        row_bytes = self.num_features * owned_rows.element_size()
         self.device_budget = device_budget
-        self.tiered = device_budget is not None and capacity * row_bytes > device_budget
-        self.row_ids = owned_ids.to("cpu", torch.int64).clone()
-        """The typed id of each held row (placement ranks them by hotness)."""
-        if self.tiered:
-            tiers = host_tier(capacity, self.num_features, owned_rows.dtype, device)
-            assert tiers.host_rows is not None
-            tiers.host_rows[: self.num_owned] = owned_rows.cpu()
-            self.row_ids = torch.cat(
-                [self.row_ids, self.row_ids.new_empty(capacity - self.num_owned)]
-            )
-        else:
-            tiers = TieredRows(owned_rows.to(device))
-        self.tiers = tiers
+        ids = owned_ids.to("cpu", torch.int64).clone()
+        self.tiers, self.row_ids, self.tiered = own_rows(
+            owned_rows, ids, capacity, device_budget, device
+        )
+        """``row_ids``: the typed id of each held row (placement ranks them by hotness)."""
         self.slot = torch.full((n,), -1, dtype=torch.int32, device=device)
         self.slot[owned_ids.to(device, torch.int64)] = torch.arange(
             self.num_owned, dtype=torch.int32, device=device
