@@ -64,9 +64,7 @@ def _preload() -> list[str]:
 def _with_env(
     rank: int, env: dict[str, str], fn: Callable[..., None], args: tuple[Any, ...]
 ) -> None:
-    os.environ.clear()
-    os.environ.update(env)
-    fn(rank, *args)
+    _run_with_env(env, fn, (rank, *args))
 
 
 def spawn_ranks(fn: Callable[..., None], args: tuple[Any, ...], nprocs: int) -> None:
