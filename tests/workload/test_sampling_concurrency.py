@@ -49,7 +49,7 @@ def test_captures_from_several_threads_run_one_at_a_time(monkeypatch: pytest.Mon
     guard = threading.Lock()
 
     def slow_failing_capture(
-        padded: torch.Tensor, num_seeds: int, exclude: torch.Tensor | None
+        key: object, padded: torch.Tensor, num_seeds: int, extra: torch.Tensor | None
     ) -> Any:
         nonlocal inside, most
         with guard:

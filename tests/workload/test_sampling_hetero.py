@@ -301,7 +301,7 @@ def test_failed_graph_capture_falls_back_to_dynamic(monkeypatch: pytest.MonkeyPa
     sampler = HeteroNeighborSampler(csr, NUM_NODES, [4, 3], seed_type="paper", static_shapes=True)
     sampler.cuda_graph = True  # as on CUDA; make the capture fail
 
-    def broken_capture(seed_type: str, padded: torch.Tensor, num_seeds: int) -> None:
+    def broken_capture(key: object, padded: torch.Tensor, num_seeds: int, extra: object) -> None:
         raise RuntimeError("operation not permitted when stream is capturing")
 
     monkeypatch.setattr(sampler, "_capture", broken_capture)

@@ -125,14 +125,16 @@ class _EagerGraph:
 
 
 def test_replayed_batches_exclude_their_own_edges(monkeypatch: pytest.MonkeyPatch) -> None:
-    from distgnn_workload.sampling import neighbor_sampler as ns
+    from distgnn_workload.sampling.graph_capture import CapturedRun
 
     edge_index = undirected_graph(4)
     sampler = make_sampler(edge_index, [64, 64], static=True)
     nodes = sampler.nodes
     nodes.cuda_graph = True  # as on CUDA, with the capture below
 
-    def capture(padded: torch.Tensor, num_seeds: int, exclude: torch.Tensor | None) -> object:
+    def capture(
+        key: object, padded: torch.Tensor, num_seeds: int, exclude: torch.Tensor | None
+    ) -> object:
         seeds = padded.clone()
         excluded = None if exclude is None else exclude.clone()
         count = torch.tensor(num_seeds)
@@ -143,7 +145,7 @@ def test_replayed_batches_exclude_their_own_edges(monkeypatch: pytest.MonkeyPatc
             for name in ("node_ids", "src", "dst", "target_ptr", "counts"):
                 getattr(out, name).copy_(getattr(fresh, name))
 
-        return ns._CapturedSample(_EagerGraph(run), seeds, count, out, excluded)  # type: ignore[arg-type]
+        return CapturedRun(_EagerGraph(run), seeds, count, out, excluded)  # type: ignore[arg-type]
 
     monkeypatch.setattr(nodes, "_capture", capture)
     all_edges = set(zip(edge_index[0].tolist(), edge_index[1].tolist(), strict=True))

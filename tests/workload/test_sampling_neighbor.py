@@ -296,7 +296,7 @@ def test_failed_graph_capture_falls_back_to_dynamic(monkeypatch: pytest.MonkeyPa
     sampler = NeighborSampler(indptr, indices, [4, 3], device="cpu", static_shapes=True)
     sampler.cuda_graph = True  # as on CUDA; make the capture fail
 
-    def broken_capture(padded: torch.Tensor, num_seeds: int, exclude: object) -> None:
+    def broken_capture(key: object, padded: torch.Tensor, num_seeds: int, extra: object) -> None:
         raise RuntimeError("operation not permitted when stream is capturing")
 
     monkeypatch.setattr(sampler, "_capture", broken_capture)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -12,11 +10,9 @@ import torch
 from torch import Tensor
 
 from distgnn_api.edge_types import EdgeType
-from distgnn_workload.sampling.graph_capture import capture
+from distgnn_workload.sampling.graph_capture import CapturedRun, CapturedSampler
 from distgnn_workload.sampling.hetero_hop_batch import HeteroHopBatch
 from distgnn_workload.sampling.hetero_static import StaticOut, sample_static
-from distgnn_workload.sampling.neighbor_sampler import CUDA_GRAPH_LOCK, reset_default_generator
-from distgnn_workload.sampling.random_stream import RandomStream
 from distgnn_workload.sampling.relabel import relabel, table_dtype
 from distgnn_workload.sampling.typed_graph import Fanouts, TypedCSR, type_key
 from distgnn_workload.sampling.uniform_subset import uniform_subset_positions
@@ -34,15 +30,11 @@ class SampledHop(NamedTuple):
     edge_pos: Tensor | None
 
 
-@dataclass
-class _CapturedSample:
-    graph: torch.cuda.CUDAGraph
-    seeds: Tensor
-    num_seeds: Tensor
-    out: StaticOut
+Key = tuple[str, int]
+"""A captured run's key: the seed type and the batch capacity."""
 
 
-class HeteroNeighborSampler(RandomStream):
+class HeteroNeighborSampler(CapturedSampler[Key, StaticOut]):
     """Samples L-hop neighbourhoods of a typed graph around seeds of one node type.
 
     Per hop ``h`` and edge type ``(s, r, d)``, every node of type ``d`` first reached at hop
@@ -93,7 +85,7 @@ class HeteroNeighborSampler(RandomStream):
             for t, n in self.graph.num_nodes.items()
         }
         self._start_stream(seed)
-        self._graphs: dict[tuple[str, int], _CapturedSample] = {}
+        self._graphs: dict[Key, CapturedRun[StaticOut]] = {}
         self._capacity: dict[str, int] = {}
 
     @property
@@ -122,9 +114,9 @@ class HeteroNeighborSampler(RandomStream):
         pad = self.graph.num_nodes[seed_type]
         padded = torch.full((capacity,), pad, dtype=torch.int64, device=self.device)
         try:
-            self._replay(seed_type, padded, 0)
+            self._replay((seed_type, capacity), padded, 0)
         except RuntimeError as error:
-            self._give_up_graphs(error)
+            self._give_up_graphs(error, "the typed sampler")
 
     def sample(self, seeds: Tensor, seed_type: str | None = None) -> HeteroHopBatch:
         """Sample around ``seeds`` (global ids of ``seed_type``; each occurrence is a row).
@@ -139,8 +131,7 @@ class HeteroNeighborSampler(RandomStream):
         try:
             return self._sample_dynamic(seeds.to(self.device), seed_type)
         except BaseException:
-            for table in self._local.values():
-                table.fill_(-1)
+            self._reset_tables()
             raise
 
     def sample_typed(self, seeds: Mapping[str, Tensor], seed_type: str) -> HeteroHopBatch:
@@ -158,8 +149,7 @@ class HeteroNeighborSampler(RandomStream):
         try:
             return self._sample_dynamic(typed, seed_type)
         except BaseException:
-            for table in self._local.values():
-                table.fill_(-1)
+            self._reset_tables()
             raise
 
     def _sample_dynamic(
@@ -267,13 +257,13 @@ class HeteroNeighborSampler(RandomStream):
         padded = _to_device(padded, self.device)
         if self.cuda_graph:
             try:
-                out = self._replay(seed_type, padded, num_seeds)
+                out = self._replay((seed_type, capacity), padded, num_seeds)
             except RuntimeError as error:
-                self._give_up_graphs(error)
+                self._give_up_graphs(error, "the typed sampler")
                 return self.sample(seeds, seed_type)
         else:
             count = torch.full((), num_seeds, dtype=torch.int64, device=self.device)
-            out = self._run_static(seed_type, padded, count)
+            out = self._run_static((seed_type, capacity), padded, count, None)
         sizes = _to_host(out.counts).tolist()  # the one host sync
         hops, at = self.num_hops, 0
         nodes_per_hop: dict[str, list[int]] = {}
@@ -301,56 +291,23 @@ class HeteroNeighborSampler(RandomStream):
             else None,
         )
 
-    def _run_static(self, seed_type: str, seeds: Tensor, num_seeds: Tensor) -> StaticOut:
+    def _run_static(
+        self, key: Key, seeds: Tensor, num_seeds: Tensor, extra: Tensor | None
+    ) -> StaticOut:
         return sample_static(
             self.graph,
             self._local,
             self.fanouts,
             self.generator,
-            seed_type,
+            key[0],
             seeds,
             num_seeds,
             with_edge_ids=self.return_edge_ids,
         )
 
-    def _give_up_graphs(self, error: RuntimeError) -> None:
-        """After a failed capture: the dynamic execution from now on, with a fresh generator.
-
-        See :meth:`NeighborSampler._give_up_graphs`.
-        """
-        warnings.warn(
-            f"CUDA graph capture of the typed sampler failed ({error}); "
-            "falling back to the dynamic execution",
-            stacklevel=3,
-        )
-        self.cuda_graph = self.static_shapes = False
-        self._graphs.clear()
+    def _reset_tables(self) -> None:
         for table in self._local.values():
             table.fill_(-1)
-        self._restart_after_failed_capture()
-        if self.device.type == "cuda":
-            reset_default_generator(self.device)
-
-    def _replay(self, seed_type: str, padded: Tensor, num_seeds: int) -> StaticOut:
-        key = (seed_type, padded.numel())
-        captured = self._graphs.get(key)
-        if captured is None:
-            captured = self._capture(seed_type, padded.to(self.device), num_seeds)
-            self._graphs[key] = captured
-        captured.seeds.copy_(padded)
-        captured.num_seeds.fill_(num_seeds)
-        with CUDA_GRAPH_LOCK:
-            captured.graph.replay()
-        return captured.out
-
-    def _capture(self, seed_type: str, padded: Tensor, num_seeds: int) -> _CapturedSample:
-        with CUDA_GRAPH_LOCK:
-            seeds = padded.clone()
-            count = torch.tensor(num_seeds, dtype=torch.int64, device=self.device)
-            graph, out = capture(
-                lambda: self._run_static(seed_type, seeds, count), self.device, self.generator
-            )
-            return _CapturedSample(graph=graph, seeds=seeds, num_seeds=count, out=out)
 
 
 def _to_device(tensor: Tensor, device: torch.device) -> Tensor:

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import threading
-import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -13,22 +10,15 @@ from torch import Tensor
 
 from distgnn_workload.sampling import edge_exclusion, relabel
 from distgnn_workload.sampling.csc import csc_from_edge_index
-from distgnn_workload.sampling.graph_capture import capture
+from distgnn_workload.sampling.graph_capture import CUDA_GRAPH_LOCK, CapturedRun, CapturedSampler
 from distgnn_workload.sampling.hop_batch import HopBatch
-from distgnn_workload.sampling.random_stream import RandomStream, reset_default_generator
+from distgnn_workload.sampling.random_stream import reset_default_generator
 from distgnn_workload.sampling.static_sample import StaticOut, sample_static
 from distgnn_workload.sampling.uniform_subset import uniform_subset_positions
 
 _INT32_MAX = 2**31 - 1
 
 __all__ = ["CUDA_GRAPH_LOCK", "NeighborSampler", "csc_from_edge_index", "reset_default_generator"]
-
-CUDA_GRAPH_LOCK = threading.RLock()
-"""Held by every CUDA graph capture and replay of this process (the samplers' and the
-trainer's step). torch registers the device's default generator with every graph: while one
-thread captures, another thread's replay (which advances the registered generators) fails
-with "Offset increment outside graph capture", and concurrent captures share the caching
-allocator's capture state. A replay only enqueues work, so holding the lock costs little."""
 
 
 def _as_tensor(array: Tensor | np.ndarray, name: str) -> Tensor:
@@ -39,16 +29,11 @@ def _as_tensor(array: Tensor | np.ndarray, name: str) -> Tensor:
     raise TypeError(f"{name} must be a torch.Tensor or numpy.ndarray, got {type(array).__name__}")
 
 
-@dataclass
-class _CapturedSample:
-    graph: torch.cuda.CUDAGraph
-    seeds: Tensor
-    num_seeds: Tensor
-    out: StaticOut
-    excluded: Tensor | None = None  # sorted keys, padded to the capacity
+Key = tuple[int, bool]
+"""A captured run's key: the batch capacity, and whether its batches exclude edges."""
 
 
-class NeighborSampler(RandomStream):
+class NeighborSampler(CapturedSampler[Key, StaticOut]):
     """Samples L-hop neighbourhoods: per hop, ``fanout`` neighbours of every frontier node.
 
     A node of degree > fanout gets a uniformly random subset of ``fanout`` distinct neighbour
@@ -132,7 +117,7 @@ class NeighborSampler(RandomStream):
             raise ValueError("static_shapes needs a bounded fanout: -1 (all neighbours) has none")
         self.static_shapes = static_shapes
         self.cuda_graph = cuda_graph and static_shapes and self.device.type == "cuda"
-        self._graphs: dict[tuple[int, bool], _CapturedSample] = {}
+        self._graphs: dict[Key, CapturedRun[StaticOut]] = {}
         self._capacity = 0
 
     def prepare(self, batch_size: int, *, excluding: bool = False) -> None:
@@ -150,9 +135,10 @@ class NeighborSampler(RandomStream):
         padded = torch.full((capacity,), self.num_nodes, dtype=torch.int64, device=self.device)
         none = torch.empty(0, dtype=torch.int64, device=self.device)
         try:
-            self._replay(padded, 0, none if excluding else None)
+            keys = edge_exclusion.padded(none, capacity) if excluding else None
+            self._replay((capacity, excluding), padded, 0, keys)
         except RuntimeError as error:
-            self._give_up_graphs(error)
+            self._give_up_graphs(error, "the sampler")
 
     def sample(self, seeds: Tensor, exclude: Tensor | None = None) -> HopBatch:
         """Sample the hop-wise subgraph around ``seeds`` (global ids; each occurrence is a row),
@@ -217,10 +203,11 @@ class NeighborSampler(RandomStream):
         padded = torch.full((capacity,), self.num_nodes, dtype=torch.int64, device=seeds.device)
         padded[:num_seeds] = seeds
         if self.cuda_graph:
+            keys = None if exclude is None else edge_exclusion.padded(exclude, capacity)
             try:
-                out = self._replay(padded, num_seeds, exclude)
+                out = self._replay((capacity, keys is not None), padded, num_seeds, keys)
             except RuntimeError as error:
-                self._give_up_graphs(error)
+                self._give_up_graphs(error, "the sampler")
                 return self.sample(seeds, exclude)
         else:
             count = torch.tensor(num_seeds, dtype=torch.int64, device=self.device)
@@ -238,59 +225,13 @@ class NeighborSampler(RandomStream):
             target_ptr=out.target_ptr[: num_targets + 1].clone(),
         )
 
-    def _give_up_graphs(self, error: RuntimeError) -> None:
-        """After a failed capture: the dynamic execution from now on, with a fresh generator.
-
-        The padded eager execution launches hundreds of kernels: the exact one is faster. A
-        capture that failed midway leaves its generators in capture mode, where any later
-        draw raises "Offset increment outside graph capture", so this sampler's generator is
-        replaced and the device's default generator (registered with every graph) gets a
-        fresh state with the same seed.
-        """
-        warnings.warn(
-            f"CUDA graph capture of the sampler failed ({error}); "
-            "falling back to the dynamic execution",
-            stacklevel=3,
-        )
-        self.cuda_graph = self.static_shapes = False
-        self._graphs.clear()
+    def _reset_tables(self) -> None:
         self._local.fill_(-1)
-        self._restart_after_failed_capture()
-        if self.device.type == "cuda":
-            reset_default_generator(self.device)
 
-    def _replay(self, padded: Tensor, num_seeds: int, exclude: Tensor | None) -> StaticOut:
-        key = (padded.numel(), exclude is not None)
-        if exclude is not None:
-            exclude = edge_exclusion.padded(exclude, padded.numel())
-        captured = self._graphs.get(key)
-        if captured is None:
-            captured = self._capture(padded.to(self.device), num_seeds, exclude)
-            self._graphs[key] = captured
-        captured.seeds.copy_(padded)
-        captured.num_seeds.fill_(num_seeds)
-        if captured.excluded is not None and exclude is not None:
-            captured.excluded.copy_(exclude)
-        with CUDA_GRAPH_LOCK:
-            captured.graph.replay()
-        return captured.out
-
-    def _capture(self, padded: Tensor, num_seeds: int, exclude: Tensor | None) -> _CapturedSample:
-        with CUDA_GRAPH_LOCK:
-            return self._capture_locked(padded, num_seeds, exclude)
-
-    def _capture_locked(
-        self, padded: Tensor, num_seeds: int, exclude: Tensor | None
-    ) -> _CapturedSample:
-        seeds = padded.clone()
-        excluded = None if exclude is None else exclude.clone()
-        count = torch.tensor(num_seeds, dtype=torch.int64, device=self.device)
-        graph, out = capture(
-            lambda: self._sample_static(seeds, count, excluded), self.device, self.generator
-        )
-        return _CapturedSample(
-            graph=graph, seeds=seeds, num_seeds=count, out=out, excluded=excluded
-        )
+    def _run_static(
+        self, key: Key, seeds: Tensor, num_seeds: Tensor, extra: Tensor | None
+    ) -> StaticOut:
+        return self._sample_static(seeds, num_seeds, extra)
 
     def _sample_static(
         self, seeds: Tensor, num_seeds: Tensor, exclude: Tensor | None = None
