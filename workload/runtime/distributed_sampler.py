@@ -25,7 +25,7 @@ from torch.futures import Future
 from distgnn_api.spec import ReplicateTopology
 from distgnn_workload.partition.store import PartitionStore
 from distgnn_workload.runtime import rpc_targets
-from distgnn_workload.runtime.features.layout import HolderData, HolderLayout
+from distgnn_workload.runtime.features.layout import HolderData, HolderLayout, group_by_key
 from distgnn_workload.runtime.rpc import RpcContext
 from distgnn_workload.runtime.rpc_targets import Target
 from distgnn_workload.runtime.transfers import to_device
@@ -211,9 +211,10 @@ class HopByHopSampler(NeighborSampler):
     def _sample_hop(self, frontier: Tensor, fanout: int) -> tuple[Tensor, Tensor, Tensor]:
         device = self.device
         size = int(frontier.numel())
-        owners = self._layout.holder_of(frontier)
-        order = torch.argsort(owners, stable=True)
-        per_holder = torch.bincount(owners, minlength=self._layout.num_holders).tolist()
+        order, per_holder_t = group_by_key(
+            self._layout.holder_of(frontier), self._layout.num_holders
+        )
+        per_holder = per_holder_t.tolist()
         parts: list[tuple[Tensor, Tensor, Tensor]] = []
         pending: list[tuple[Tensor, Future[tuple[Tensor, Tensor]]]] = []
         lo = 0

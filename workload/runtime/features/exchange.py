@@ -30,7 +30,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
-from distgnn_workload.runtime.features.layout import HolderLayout
+from distgnn_workload.runtime.features.layout import HolderLayout, group_by_key
 from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.transfers import wait_for_event
 
@@ -245,9 +245,7 @@ class FeatureExchange:
         holders = self.layout.num_holders
         for lo in range(0, ids.numel(), chunk):
             part = ids[lo : lo + chunk]
-            owner = self.layout.holder_of(part)
-            order = torch.argsort(owner, stable=True)
-            counts = torch.bincount(owner, minlength=holders)
+            order, counts = group_by_key(self.layout.holder_of(part), holders)
             asked = part[order]
             pending, _ = self.round(asked, counts, done=False)
             sink(asked, pending.wait())

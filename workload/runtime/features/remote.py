@@ -18,7 +18,7 @@ from torch import Tensor
 from torch.futures import Future
 
 from distgnn_workload.runtime.features.exchange import FeatureExchange, PendingRows
-from distgnn_workload.runtime.features.layout import HolderLayout
+from distgnn_workload.runtime.features.layout import HolderLayout, group_by_key
 from distgnn_workload.runtime.features.serving import (
     FEATURE_SLOTS,
     _serve_features,
@@ -121,7 +121,7 @@ class PendingGather:
     def wait(self) -> Tensor:
         if self.exchanged is not None:
             pos, pending = self.exchanged
-            self.out[pos] = pending.wait()
+            self.out.index_copy_(0, pos, pending.wait())
             self.exchanged = None
         for part in self.parts:
             value = wait_remote(part.fut, part.peer)
@@ -213,21 +213,20 @@ class DistributedFeatureSource:
         if table.num_remote == 0 and not table.tiered:  # one holder owns every node
             return PendingGather(table.local_rows(ids))
         slot = table.slot[ids]
-        remote = ((ids < table.start) | (ids >= table.end)).sum()
+        owner = self._owner_of(ids)
         with self._stats_lock:
-            self.stats.lookups += remote
+            self.stats.lookups += (owner != self.holder).sum()
             if table.tiered:
                 self.stats.count_tiers(slot, table.tiers.split)
         if self.exchange is not None:
-            return self._start_exchange(ids, slot)
+            return self._start_exchange(ids, slot, owner)
         if table.complete:
             return PendingGather(table.gather(slot))
         out = table.gather(slot.clamp(min=0))
         holders = self.layout.num_holders
         # misses keyed by their owner, the rest after them: one sort, one host sync
-        key = torch.where(slot < 0, self._owner_of(ids), holders)
-        order = torch.argsort(key, stable=True)
-        counts = torch.bincount(key, minlength=holders + 1).tolist()
+        order, counts_t = group_by_key(torch.where(slot < 0, owner, holders), holders + 1)
+        counts = counts_t.tolist()
         misses = sum(counts[:holders])
         if misses == 0:
             return PendingGather(out)
@@ -260,7 +259,7 @@ class DistributedFeatureSource:
             self.stats.total_bytes += fetched
         return pending
 
-    def _start_exchange(self, ids: Tensor, slot: Tensor) -> PendingGather:
+    def _start_exchange(self, ids: Tensor, slot: Tensor, owner: Tensor) -> PendingGather:
         """One round of the exchange: the missing rows, grouped by owner (one host sync)."""
         exchange = self.exchange
         assert exchange is not None
@@ -272,10 +271,8 @@ class DistributedFeatureSource:
             return PendingGather(table.gather(slot))
         out = table.gather(slot.clamp(min=0))
         # misses keyed by their owner, the rest after them
-        key = torch.where(slot < 0, self._owner_of(ids), holders)
-        order = torch.argsort(key, stable=True)
-        counts = torch.bincount(key, minlength=holders + 1)[:holders]
-        rows, _ = exchange.round(ids[order], counts, done=False)
+        order, counts = group_by_key(torch.where(slot < 0, owner, holders), holders + 1)
+        rows, _ = exchange.round(ids[order], counts[:holders], done=False)
         misses = int(rows.rows.size(0))
         with self._stats_lock:
             fetched = misses * table.num_features * out.element_size()
