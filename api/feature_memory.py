@@ -23,11 +23,19 @@ def host_row_bytes(row_bytes: int) -> int:
     return -(-max(row_bytes, 1) // HOST_ROW_ALIGN) * HOST_ROW_ALIGN
 
 
-def feature_budget(value: int | str | None, free: int, total: int, other: int = 0) -> int | None:
+def feature_budget(
+    value: int | str | None,
+    free: int,
+    total: int,
+    other: int = 0,
+    *,
+    field: str = "spec.samplers.featureMemory",
+) -> int | None:
     """Bytes of the feature table the GPU may hold, or None for no cap.
 
     ``free``/``total``: the card's free and total memory; ``other``: what the holder will
-    still put on it besides the table (a replicated topology).
+    still put on it besides the table (a replicated topology). The same rule sizes the
+    learnable embeddings' budget (``field`` spec.trainers.embeddingMemory).
     """
     if value is None:
         return None
@@ -36,7 +44,7 @@ def feature_budget(value: int | str | None, free: int, total: int, other: int = 
         return max(0, free - other - reserve)
     parsed = parse_quantity(value)
     if parsed is None or parsed < 0:
-        raise ValueError(f"spec.samplers.featureMemory {value!r} is not 'auto' or a quantity")
+        raise ValueError(f"{field} {value!r} is not 'auto' or a quantity")
     return int(parsed)
 
 

@@ -85,5 +85,7 @@ class TrainersSpec(Model):
     """GPUs per trainer pod, one training process each; 0 trains on CPU with gloo."""
     prefetch: int = Field(default=4, ge=1, le=64)
     """Mini-batches fetched ahead of the training step."""
+    embedding_memory: AutoOrQuantity | None = None
+    """GPU memory the learnable embeddings of featureless node types (each process's shard of every table, with its optimizer state) may take, e.g. 4Gi: the tables that do not fit, the largest first, stay in pinned host memory, which the GPU reads and updates in place (UVA); auto takes what the card has free less what training needs; unset keeps every table on the GPU."""
     resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
     """Resources of each trainer container."""

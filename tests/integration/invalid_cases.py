@@ -437,6 +437,13 @@ def kubernetes_rules() -> list[FieldRule]:
                 st.one_of(_BAD_QUANTITY, st.sampled_from(["Auto", "auto ", "autoGi", "-2Gi"])),
             ),
         ),
+        FieldRule(
+            "spec.trainers.embeddingMemory",
+            _set(
+                "spec/trainers/embeddingMemory",
+                st.one_of(_BAD_QUANTITY, st.sampled_from(["AUTO", " auto", "-1", "4 Gi"])),
+            ),
+        ),
         FieldRule("spec.scheduling.tolerations", _toleration()),
         FieldRule("spec.scheduling.affinity", _affinity()),
         FieldRule("spec.metricsPort", _set("spec/metricsPort", st.sampled_from([29500, 29400]))),

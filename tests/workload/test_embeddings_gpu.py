@@ -49,3 +49,46 @@ def test_two_gpus_train_like_one_sparse_embedding(tmp_path: Path) -> None:
     for a, b in zip(ranks, again, strict=True):
         for t in er.SIZES:
             assert torch.equal(a["adam"]["weight"][t], b["adam"]["weight"][t]), t
+
+
+def test_a_shard_in_pinned_host_memory_is_read_and_updated_in_place() -> None:
+    """trainers.embeddingMemory over budget: the shard and its Adam state take no GPU memory,
+    a step copies nothing between host and device (torch.profiler), and training equals the
+    shard on the device, bit for bit."""
+    from torch.profiler import ProfilerActivity, profile
+
+    device = torch.device("cuda")
+    n, dim = 200_000, 64
+    ids = [torch.randint(0, n, (4096,), device=device) for _ in range(4)]
+    weights = [torch.randn(4096, dim, device=device) for _ in range(4)]
+
+    def train(host_memory: bool, profiled: bool = False) -> tuple[torch.Tensor, int, list[str]]:
+        before = torch.cuda.memory_allocated(device)
+        table = ShardedEmbedding(
+            RowOwnership.single("author", n),
+            dim,
+            RowExchange.local(device),
+            host_memory=host_memory,
+        )
+        opt = RowSparseAdam([table], lr=0.01)
+        grown = torch.cuda.memory_allocated(device) - before
+        (table.lookup(ids[0]) * weights[0]).sum().backward()  # type: ignore[no-untyped-call]
+        opt.step()
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            for i, w in zip(ids[1:], weights[1:], strict=True):
+                (table.lookup(i) * w).sum().backward()  # type: ignore[no-untyped-call]
+                opt.step()
+            torch.cuda.synchronize()
+        names = [e.name for e in prof.events()] if profiled else []
+        assert table.weight.device.type == "cuda"
+        return table.weight.cpu(), grown, names
+
+    on_device, device_grown, _ = train(False)
+    on_host, host_grown, names = train(True, profiled=True)
+    shard = n * dim * 4 * 3  # rows and two moments
+    assert device_grown >= shard
+    assert host_grown < shard // 10, host_grown  # the owner maps only
+    copies = [x for x in names if "memcpy" in x.lower() and ("HtoD" in x or "DtoH" in x)]
+    assert copies == [], copies
+    assert torch.equal(on_host, on_device)

@@ -26,6 +26,7 @@ from distgnn_workload.embeddings import (
     shard_path,
 )
 from distgnn_workload.embeddings import table as table_module
+from distgnn_workload.embeddings.placement import host_shards, shard_bytes
 from distgnn_workload.runtime.checkpoint import CheckpointError
 
 N, DIM = 40, 5
@@ -226,3 +227,49 @@ def test_loading_refuses_missing_or_foreign_shards(tmp_path: Path) -> None:
     second = _table(node_type="institution")
     with pytest.raises(CheckpointError, match=r"\['author'\].*\['author', 'institution'\]"):
         load_shards(tmp_path, 3, [table, second], RowSparseAdam([table, second]))
+
+
+# ---------------------------------------------------------------------- placement
+
+
+def test_a_shard_in_host_memory_trains_and_resumes_as_one_on_the_device(tmp_path: Path) -> None:
+    """The shard and its Adam state in aligned host rows (trainers.embeddingMemory over
+    budget): lookups, updates and the checkpoint round trip equal the device shard's."""
+    lookups = _lookups(7)
+    device = _table()
+    device_opt = RowSparseAdam([device], lr=0.03)
+    _train(device, device_opt, lookups)
+
+    def host_table(seed: int = 0) -> ShardedEmbedding:
+        own = RowOwnership.single("author", N)
+        return ShardedEmbedding(own, DIM, RowExchange.local(), seed=seed, host_memory=True)
+
+    first = host_table()
+    first_opt = RowSparseAdam([first], lr=0.03)
+    # 5 fp32 columns in rows aligned to 128 bytes: the shard is a strided view of them
+    assert first.weight.stride(0) * first.weight.element_size() % 128 == 0
+    assert first.weight.stride(0) > DIM
+    assert first_opt.state["author"].rows["exp_avg"].stride(0) > DIM
+    _train(first, first_opt, lookups[:4])
+    save_shards(tmp_path, 4, [first], first_opt)
+    resumed = host_table(seed=9)
+    resumed_opt = RowSparseAdam([resumed], lr=0.03)
+    load_shards(tmp_path, 4, [resumed], resumed_opt)
+    assert resumed.weight.stride(0) > DIM  # loaded in place: the rows stay where they live
+    _train(resumed, resumed_opt, lookups[4:])
+    a, b = _state(device, device_opt), _state(resumed, resumed_opt)
+    assert torch.equal(a["weight"], b["weight"])
+    for key in ("exp_avg", "exp_avg_sq"):
+        assert torch.equal(
+            a["opt"]["tables"]["author"]["rows"][key], b["opt"]["tables"]["author"]["rows"][key]
+        )
+
+
+def test_the_smallest_shards_stay_on_the_gpu_within_the_budget() -> None:
+    assert host_shards([300, 100, 200], None) == [False, False, False]
+    assert host_shards([300, 100, 200], 300) == [True, False, False]
+    assert host_shards([300, 100, 200], 299) == [True, False, True]
+    assert host_shards([300, 100, 200], 0) == [True, True, True]
+    assert host_shards([300, 100, 200], 600) == [False, False, False]
+    # rows and Adam's two moments, fp32
+    assert shard_bytes(rows=10, dim=8, state_rows=RowSparseAdam.state_rows) == 10 * 8 * 4 * 3

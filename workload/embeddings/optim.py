@@ -30,7 +30,6 @@ from torch import Tensor
 from distgnn_workload.embeddings.exchange import host_copy, put_rows
 from distgnn_workload.embeddings.routes import Touched
 from distgnn_workload.embeddings.table import ShardedEmbedding
-from distgnn_workload.runtime.transfers import to_device
 
 
 @dataclass
@@ -45,6 +44,8 @@ class RowSparseOptimizer(ABC):
     """Updates the touched rows of each table's shard."""
 
     kind: str = ""
+    state_rows: int = 0
+    """Per-row state tensors of a table's shape it keeps (for the shards' placement)."""
 
     def __init__(self, tables: Sequence[ShardedEmbedding], lr: float) -> None:
         if not lr > 0:
@@ -123,7 +124,7 @@ class RowSparseOptimizer(ABC):
                         f"{source}: {self.kind} state {key!r} of {table.node_type!r} has shape "
                         f"{None if got is None else tuple(got.shape)}, want {tuple(value.shape)}"
                     )
-                st.rows[key] = to_device(got.to(value.dtype), value.device).clone()
+                value.copy_(got.to(value.dtype))  # in place: the rows stay where they live
             st.step = int(entry["step"])
 
 
@@ -131,6 +132,7 @@ class RowSparseAdam(RowSparseOptimizer):
     """Lazy Adam (``torch.optim.SparseAdam``): moments move only for touched rows."""
 
     kind = "adam"
+    state_rows = 2
 
     def __init__(
         self,
@@ -151,8 +153,9 @@ class RowSparseAdam(RowSparseOptimizer):
         return {"lr": self.lr, "beta1": self.betas[0], "beta2": self.betas[1], "eps": self.eps}
 
     def _new_state(self, table: ShardedEmbedding) -> TableState:
-        zeros = torch.zeros_like(table.weight)
-        return TableState(rows={"exp_avg": zeros, "exp_avg_sq": zeros.clone()})
+        return TableState(
+            rows={"exp_avg": table.rows_like(0.0), "exp_avg_sq": table.rows_like(0.0)}
+        )
 
     def _update(self, table: ShardedEmbedding, touched: Touched, st: TableState) -> None:
         beta1, beta2 = self.betas
@@ -179,6 +182,7 @@ class RowSparseAdagrad(RowSparseOptimizer):
     """Adagrad on row gradients (``torch.optim.Adagrad`` with sparse gradients)."""
 
     kind = "adagrad"
+    state_rows = 1
 
     def __init__(
         self,
@@ -202,7 +206,7 @@ class RowSparseAdagrad(RowSparseOptimizer):
         return {"lr": self.lr, "lr_decay": self.lr_decay, "eps": self.eps, "initial": self.initial}
 
     def _new_state(self, table: ShardedEmbedding) -> TableState:
-        return TableState(rows={"sum": torch.full_like(table.weight, self.initial)})
+        return TableState(rows={"sum": table.rows_like(self.initial)})
 
     def _update(self, table: ShardedEmbedding, touched: Touched, st: TableState) -> None:
         rows, grad, any_rows = touched.rows, touched.grad, touched.count > 0

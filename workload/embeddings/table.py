@@ -44,6 +44,7 @@ from distgnn_workload.embeddings.exchange import (
 )
 from distgnn_workload.embeddings.ownership import RowOwnership
 from distgnn_workload.embeddings.routes import LookupRows, PendingLookup, Route, Touched
+from distgnn_workload.runtime.features.tiers import pinned_rows
 from distgnn_workload.runtime.transfers import to_device
 
 INIT_CHUNK_ROWS = 65536
@@ -87,6 +88,7 @@ class ShardedEmbedding:
         seed: int = 0,
         init_std: float = 1.0,
         out_dtype: torch.dtype = torch.float32,
+        host_memory: bool = False,
     ) -> None:
         if dim < 1:
             raise ValueError(f"node type {ownership.node_type!r}: embedding dim must be >= 1")
@@ -102,9 +104,12 @@ class ShardedEmbedding:
         self.rank = exchange.rank
         self.device = exchange.device
         self.out_dtype = out_dtype
+        self.host_memory = host_memory
+        """Whether the shard and its optimizer state live in pinned host memory, which a GPU
+        reads and updates in place (UVA), rather than in the device's memory."""
         self.rows = ownership.rows_of(self.rank)
         init = initial_rows(seed, self.node_type, self.rows, dim, std=init_std)
-        self.weight = to_device(init, self.device)
+        self.weight = self.new_rows(init)
         self._owner = to_device(ownership.owner, self.device)
         self._local = to_device(ownership.local, self.device)
         self._anchor = torch.empty(0, device=self.device, requires_grad=True)
@@ -116,6 +121,20 @@ class ShardedEmbedding:
         self.defer_checks = self.device.type == "cuda"
         """Whether a one-rank lookup leaves its range check on the device, raised by
         :meth:`check_lookups` (on GPUs, so that no step reads anything back)."""
+
+    def new_rows(self, values: Tensor) -> Tensor:
+        """A tensor of this shard's shape holding ``values`` (host, fp32), where the shard
+        keeps its rows: the device, or pinned host memory (see :attr:`host_memory`)."""
+        if self.host_memory:
+            return pinned_rows(values, self.device, "spec.trainers.embeddingMemory")
+        return to_device(values, self.device)
+
+    def rows_like(self, fill: float) -> Tensor:
+        """A tensor like the shard's rows, every entry ``fill``, where the shard keeps them
+        (an optimizer's per-row state)."""
+        if self.host_memory:
+            return self.new_rows(torch.full(tuple(self.weight.shape), fill))
+        return torch.full_like(self.weight, fill)
 
     @property
     def num_rows(self) -> int:
@@ -163,7 +182,8 @@ class ShardedEmbedding:
     def __repr__(self) -> str:
         return (
             f"ShardedEmbedding({self.node_type!r}, rows={self.num_rows}, dim={self.dim}, "
-            f"rank {self.rank}/{self.exchange.world_size}, shard={self.rows.numel()})"
+            f"rank {self.rank}/{self.exchange.world_size}, shard={self.rows.numel()}"
+            f"{', host memory' if self.host_memory else ''})"
         )
 
     # ------------------------------------------------------------------ lookup
@@ -347,7 +367,7 @@ class ShardedEmbedding:
                 f"{source}: embedding {self.node_type!r} holds {tuple(weight.shape)} rows, "
                 f"this rank owns {(self.rows.numel(), self.dim)}"
             )
-        self.weight = to_device(weight.to(torch.float32), self.device).clone()
+        self.weight.copy_(weight.to(torch.float32))
 
 
 def _slots(capacity: int, count: Tensor | None, device: torch.device) -> Tensor:

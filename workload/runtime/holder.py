@@ -17,11 +17,10 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from distgnn_api.feature_memory import feature_budget
-from distgnn_api.kube import AUTO
 from distgnn_api.spec import DistGNNJobSpec
 from distgnn_workload.partition.store import PartitionStore
 from distgnn_workload.runtime import link_batches
+from distgnn_workload.runtime.device_budget import device_budget
 from distgnn_workload.runtime.distributed_sampler import (
     HopByHopSampler,
     SamplerFactory,
@@ -79,16 +78,9 @@ def check_store(store: PartitionStore, spec: DistGNNJobSpec, num_holders: int) -
 def device_feature_budget(spec: DistGNNJobSpec, device: torch.device, other: int) -> int | None:
     """Bytes of the feature table this holder's GPU may hold (``samplers.featureMemory``);
     None: no cap (no budget set, or a CPU holder)."""
-    value = spec.samplers.feature_memory
-    if value is None or (device.type != "cuda" and value == AUTO):
-        return None
-    if device.type == "cuda":
-        free, total = (int(b) for b in torch.cuda.mem_get_info(device))
-    else:  # an explicit budget on a CPU holder splits the table all the same (tests)
-        free = total = free_memory(device)
-    budget = feature_budget(value, free, total, other)
-    log.info("feature table: GPU budget %.2f GiB (featureMemory %s)", (budget or 0) / 2**30, value)
-    return budget
+    return device_budget(
+        spec.samplers.feature_memory, device, other, field="spec.samplers.featureMemory"
+    )
 
 
 @dataclass

@@ -52,6 +52,7 @@ from distgnn_workload.embeddings import (
     lookup_tables,
     save_shards,
 )
+from distgnn_workload.embeddings.placement import host_shards, shard_bytes
 from distgnn_workload.evaluation import FullEvaluation
 from distgnn_workload.evaluation.hetero_final import hetero_full_evaluation, ids_of
 from distgnn_workload.evaluation.hetero_inference import HeteroLayerwiseInference
@@ -59,6 +60,7 @@ from distgnn_workload.loader import Prefetcher
 from distgnn_workload.models import build_hetero_model
 from distgnn_workload.models.relational import RelationalGNN
 from distgnn_workload.runtime.ddp import DDP_TIMEOUT_S
+from distgnn_workload.runtime.device_budget import device_budget
 from distgnn_workload.runtime.hetero_data import HeteroTrainingData
 from distgnn_workload.runtime.seeds import Batch
 from distgnn_workload.trainer.epoch_stats import EpochStats
@@ -126,18 +128,28 @@ class HeteroTrainer(Trainer):
             exchange = RowExchange(
                 at.rank, at.world_size, at.device, host_group=self.collectives.group
             )
+            owners = [
+                RowOwnership.from_partition_book(t, data.book[t], at.ranks_of_holder, at.world_size)
+                for t in data.featureless_types
+            ]
+            sizes = [
+                shard_bytes(o.rows_of(at.rank).numel(), dim, RowSparseAdam.state_rows)
+                for o in owners
+            ]
+            field = "spec.trainers.embeddingMemory"
+            budget = device_budget(spec.trainers.embedding_memory, at.device, 0, field=field)
             self.tables = [
                 ShardedEmbedding(
-                    RowOwnership.from_partition_book(
-                        t, data.book[t], at.ranks_of_holder, at.world_size
-                    ),
+                    own,
                     dim,
                     exchange,
                     seed=spec.training.seed,
                     out_dtype=dtype,
+                    host_memory=on_host,
                 )
-                for t in data.featureless_types
+                for own, on_host in zip(owners, host_shards(sizes, budget), strict=True)
             ]
+            log.info("embedding tables: %s", ", ".join(repr(t) for t in self.tables))
             self.sparse = RowSparseAdam(self.tables, lr=spec.training.learning_rate)
         self.graph_step = self._typed_step(fanouts, dtype)
 

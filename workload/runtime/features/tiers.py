@@ -97,8 +97,9 @@ def new_host_rows(rows: int, num_features: int, dtype: torch.dtype) -> tuple[Ten
     return base, view
 
 
-def register_host(rows: Tensor) -> Tensor:
-    """Pin ``rows`` (a contiguous CPU tensor) in place, once; unpinned when it is freed."""
+def register_host(rows: Tensor, setting: str = "spec.samplers.featureMemory") -> Tensor:
+    """Pin ``rows`` (a contiguous CPU tensor) in place, once; unpinned when it is freed.
+    ``setting``: the spec field whose budget sent the rows to the host (named in the error)."""
     if rows.is_pinned() or rows.numel() == 0:
         return rows
     cudart: Any = torch.cuda.cudart()  # type: ignore[no-untyped-call]
@@ -106,9 +107,8 @@ def register_host(rows: Tensor) -> Tensor:
     err = cudart.cudaHostRegister(ptr, size, 0)
     if int(err) != 0:
         raise RuntimeError(
-            f"could not pin {size} bytes of feature rows in host memory (CUDA error {int(err)}); "
-            "lower the host share of the table (spec.samplers.featureMemory) or raise the "
-            "pod's memory limit"
+            f"could not pin {size} bytes of rows in host memory (CUDA error {int(err)}); "
+            f"raise {setting} (less stays on the host) or the pod's memory limit"
         )
     weakref.finalize(rows, cudart.cudaHostUnregister, ptr)
     return rows
@@ -168,6 +168,21 @@ def host_tier(rows: int, num_features: int, dtype: torch.dtype, device: torch.de
         register_host(base)
     empty = torch.empty((0, num_features), dtype=dtype, device=device)
     return TieredRows(empty, host, device_view(base, host, device), base)
+
+
+def pinned_rows(
+    values: Tensor, device: torch.device, setting: str = "spec.samplers.featureMemory"
+) -> Tensor:
+    """``values`` ([N, F], any device) copied once into pinned host memory (aligned rows,
+    registered in place) and returned as a tensor on ``device`` over that memory: on a GPU a
+    CUDA view (UVA), which kernels read and write in place with no staging copy; on a CPU
+    device the host rows themselves. The view keeps the allocation alive."""
+    base, host = new_host_rows(int(values.shape[0]), int(values.shape[1]), values.dtype)
+    host.copy_(values)
+    if device.type != "cuda":
+        return host
+    register_host(base, setting)
+    return device_view(base, host, device)
 
 
 def own_rows(
