@@ -301,6 +301,22 @@ class WatchedReads:
         self._seen(kind, patched)
         return patched
 
+    def replace_status(
+        self,
+        kind: Kind,
+        namespace: str,
+        name: str,
+        status: Mapping[str, Any],
+        *,
+        expected: Mapping[str, Any] | None,
+        resource_version: str,
+    ) -> dict[str, Any]:
+        replaced = self._api.replace_status(
+            kind, namespace, name, status, expected=expected, resource_version=resource_version
+        )
+        self._seen(kind, replaced)
+        return replaced
+
     def apply(self, obj: Mapping[str, Any], *, force: bool = True) -> dict[str, Any]:
         try:
             return self._api.apply(obj, force=force)
