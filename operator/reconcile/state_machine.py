@@ -40,6 +40,7 @@ from distgnn_operator.reconcile.apply import (
     ChildRejected,
     owner_reference,
 )
+from distgnn_operator.reconcile.fanout import Fanout, in_turn
 from distgnn_operator.reconcile.kube_api import (
     DISTGNNJOB,
     KubeApi,
@@ -84,6 +85,9 @@ class ReconcileOptions:
     gpu_memory: int = DEFAULT_GPU_MEMORY
     """Bytes of one GPU, for the capacity plan."""
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    fanout: Fanout = in_turn
+    """How the independent writes of one stage of the actions go: one after another, or
+    together (the operator's setting, :class:`~.fanout.Concurrently`)."""
     memo: SpecMemo = field(default_factory=SpecMemo)
     """Parsed specs, capacity shortfalls and rendered children, kept while a spec is unchanged
     (shared by the reconciles that copy these options)."""
@@ -176,7 +180,7 @@ def _reconcile(api: KubeApi, job: dict[str, Any], options: ReconcileOptions) -> 
         return result
     try:
         if gate is None or gate.error is None:  # a Kueue error leaves the children as they are
-            act(api, job, ctx, status, children, result, options.memo)
+            act(api, job, ctx, status, children, result, options.memo, options.fanout)
     except ChildConflict as conflict:
         _report_conflict(api, job, status, conflict, now, result)
     except ChildRejected as rejected:
