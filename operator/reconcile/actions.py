@@ -42,13 +42,15 @@ def act(
     result: ReconcileResult,
     memo: SpecMemo,
     fanout: Fanout = in_turn,
+    status_write: Callable[[], object] | None = None,
 ) -> None:
     """Create and adjust the children the phase calls for (rendered once per spec by memo).
 
     The writes go in stages; the writes of one stage are independent of each other and go
     together through ``fanout``:
 
-    1. the NetworkPolicy, the ConfigMap and the claim: the NetworkPolicy before any pod of
+    1. the NetworkPolicy, the ConfigMap and the claim (and ``status_write``, the status
+       that calls for the stages after it, when given): the NetworkPolicy before any pod of
        the job (the partition pod included) can run with its metrics or RPC port open, and
        the ConfigMap and the claim before any pod that mounts them;
     2. the objects that make pods: the partition Job, or the Service and the StatefulSets
@@ -59,9 +61,11 @@ def act(
     spec = ctx.spec
     owner = owner_reference(job)
     if status.phase in TERMINAL_PHASES:
+        if status_write is not None:
+            status_write()
         _finish(api, ctx, status, children, owner, result, memo, fanout)
         return
-    inputs: list[Callable[[], object]] = []
+    inputs: list[Callable[[], object]] = [status_write] if status_write is not None else []
     policy = memo.render(build_network_policy, ctx)
     if policy is not None:
         inputs.append(lambda: _ensure(api, policy, children.network_policy, owner, result))

@@ -1,8 +1,10 @@
 """One reconcile of one DistGNNJob: observe, compute the status, write it, then act on it.
 
 The status is written before the actions it implies, so a gang restart's generation (and any
-other decision) is durable before pods are touched; an operator that restarts in between
-finds the decision and finishes carrying it out. Every action is idempotent.
+other decision) is durable before pods or their controllers are touched; an operator that
+restarts in between finds the decision and finishes carrying it out. The NetworkPolicy, the
+ConfigMap and the claim, which no status decides, are written together with it. Every action
+is idempotent.
 """
 
 from __future__ import annotations
@@ -171,21 +173,35 @@ def _reconcile(api: KubeApi, job: dict[str, Any], options: ReconcileOptions) -> 
         partition_reused=bool(status.partition and status.partition.reused),
     )
 
-    job = write_status(api, job, previous, status, now, result)
+    acting = gate is None or gate.error is None  # a Kueue error leaves the children alone
+    written = [job]
+
+    def write() -> None:
+        written[0] = write_status(api, job, previous, status, now, result)
+
+    # A job on its way goes on writing its status together with the first stage of its
+    # actions (the NetworkPolicy, the ConfigMap, the claim: no status decides them); a
+    # finished one writes it first.
+    together = acting and status.phase not in TERMINAL_PHASES
+    if not together:
+        write()
     if ttl_after_finished.expired(spec, status, now):
         ttl = spec.run_policy.ttl_seconds_after_finished
-        events.record(api, job, "Normal", *TTL_EXPIRED.format(ttl=ttl), now)
+        events.record(api, written[0], "Normal", *TTL_EXPIRED.format(ttl=ttl), now)
         result.deleted = api.delete(DISTGNNJOB, ctx.namespace, ctx.name, uid=ctx.uid)
         result.actions.append("delete job (TTL)")
         return result
     try:
-        if gate is None or gate.error is None:  # a Kueue error leaves the children as they are
-            act(api, job, ctx, status, children, result, options.memo, options.fanout)
+        if acting:
+            first = write if together else None
+            act(api, job, ctx, status, children, result, options.memo, options.fanout, first)
     except ChildConflict as conflict:
-        _report_conflict(api, job, status, conflict, now, result)
+        _report_conflict(api, written[0], status, conflict, now, result)
     except ChildRejected as rejected:
+        job = written[0]
         report_rejection(api, job, status, rejected, now, result, options.child_rejection_limit)
         return result
+    job = written[0]
     if gate is not None:
         kueue_gate.after_act(api, gate, status, children, format_time(now), result)
     if status.child_rejections:
