@@ -43,28 +43,58 @@ def act(
     memo: SpecMemo,
     fanout: Fanout = in_turn,
     status_write: Callable[[], object] | None = None,
+    *,
+    restarted: bool = False,
 ) -> None:
     """Create and adjust the children the phase calls for (rendered once per spec by memo).
 
     The writes go in stages; the writes of one stage are independent of each other and go
     together through ``fanout``:
 
-    1. the NetworkPolicy, the ConfigMap and the claim (and ``status_write``, the status
-       that calls for the stages after it, when given): the NetworkPolicy before any pod of
+    1. the NetworkPolicy, the ConfigMap and the claim: the NetworkPolicy before any pod of
        the job (the partition pod included) can run with its metrics or RPC port open, and
        the ConfigMap and the claim before any pod that mounts them;
     2. the objects that make pods: the partition Job, or the Service and the StatefulSets
        (and the claim's partition marker);
     3. a gang restart's deletions of the pods of earlier generations, once the
        StatefulSets carry the new generation.
+
+    ``status_write``, when given, writes the status that calls for these actions. A finished
+    job's goes first (the pods it stops are the evidence it was computed from), and so does
+    a gang restart's (``restarted``: its generation must be durable before a pod of it is
+    made); then it goes with stage 1. Any other status goes along with every stage: what
+    the actions then do follows from the spec and the children alone, and a reconcile
+    after a failed status write decides and does the same again.
     """
-    spec = ctx.spec
-    owner = owner_reference(job)
     if status.phase in TERMINAL_PHASES:
         if status_write is not None:
             status_write()
-        _finish(api, ctx, status, children, owner, result, memo, fanout)
+        _finish(api, ctx, status, children, owner_reference(job), result, memo, fanout)
         return
+    if status_write is None or restarted:
+        _stages(api, job, ctx, status, children, result, memo, fanout, status_write)
+        return
+
+    def stages() -> None:
+        _stages(api, job, ctx, status, children, result, memo, fanout, None)
+
+    fanout([status_write, stages])
+
+
+def _stages(
+    api: KubeApi,
+    job: dict[str, Any],
+    ctx: JobContext,
+    status: DistGNNJobStatus,
+    children: Children,
+    result: ReconcileResult,
+    memo: SpecMemo,
+    fanout: Fanout,
+    status_write: Callable[[], object] | None,
+) -> None:
+    """The stages of :func:`act` for a job on its way (``status_write`` goes with stage 1)."""
+    spec = ctx.spec
+    owner = owner_reference(job)
     inputs: list[Callable[[], object]] = [status_write] if status_write is not None else []
     policy = memo.render(build_network_policy, ctx)
     if policy is not None:

@@ -15,7 +15,7 @@ it would have met first in turn.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor, Future
+from concurrent.futures import Executor, Future, wait
 from typing import Protocol, TypeVar
 
 T = TypeVar("T")
@@ -42,8 +42,10 @@ def in_turn(calls: Sequence[Callable[[], T]]) -> list[T]:
 
 
 class Concurrently:
-    """Every call at once: the first in the calling thread, the others in the executor
-    (a pool of its own, never the one that runs reconciles, which could wait on itself)."""
+    """Every call at once: the last in the calling thread, the others in the executor (a
+    pool of its own, never the one that runs reconciles, which could wait on itself). Only
+    the last call may fan out again: it runs in the calling thread, so no thread of the
+    pool ever waits for the pool."""
 
     def __init__(self, executor: Executor) -> None:
         self._executor = executor
@@ -51,19 +53,18 @@ class Concurrently:
     def __call__(self, calls: Sequence[Callable[[], T]]) -> list[T]:
         if len(calls) <= 1:
             return in_turn(calls)
-        futures: list[Future[T]] = [self._executor.submit(call) for call in calls[1:]]
-        results: list[T] = []
+        futures: list[Future[T]] = [self._executor.submit(call) for call in calls[:-1]]
+        last: list[T] = []
         failure: BaseException | None = None
         try:
-            results.append(calls[0]())
+            last.append(calls[-1]())
         except Exception as err:
             failure = err
+        wait(futures)  # every call has run before a failure is raised
         for future in futures:
             error = future.exception()
-            if error is None:
-                results.append(future.result())
-            elif failure is None:
-                failure = error
+            if error is not None:
+                raise error
         if failure is not None:
             raise failure
-        return results
+        return [*(future.result() for future in futures), *last]

@@ -2,9 +2,9 @@
 
 The status is written before the actions it implies, so a gang restart's generation (and any
 other decision) is durable before pods or their controllers are touched; an operator that
-restarts in between finds the decision and finishes carrying it out. The NetworkPolicy, the
-ConfigMap and the claim, which no status decides, are written together with it. Every action
-is idempotent.
+restarts in between finds the decision and finishes carrying it out. Actions that follow from
+the spec and the children alone (creating a job's children, scaling for a suspension) go
+together with the status write (:func:`~.actions.act`). Every action is idempotent.
 """
 
 from __future__ import annotations
@@ -179,9 +179,8 @@ def _reconcile(api: KubeApi, job: dict[str, Any], options: ReconcileOptions) -> 
     def write() -> None:
         written[0] = write_status(api, job, previous, status, now, result)
 
-    # A job on its way goes on writing its status together with the first stage of its
-    # actions (the NetworkPolicy, the ConfigMap, the claim: no status decides them); a
-    # finished one writes it first.
+    # A job on its way writes its status together with its actions (act() says which of
+    # them wait for it); a finished one writes it first.
     together = acting and status.phase not in TERMINAL_PHASES
     if not together:
         write()
@@ -194,7 +193,19 @@ def _reconcile(api: KubeApi, job: dict[str, Any], options: ReconcileOptions) -> 
     try:
         if acting:
             first = write if together else None
-            act(api, job, ctx, status, children, result, options.memo, options.fanout, first)
+            restarted = status.restarts != (previous.restarts if previous else 0)
+            act(
+                api,
+                job,
+                ctx,
+                status,
+                children,
+                result,
+                options.memo,
+                options.fanout,
+                first,
+                restarted=restarted,
+            )
     except ChildConflict as conflict:
         _report_conflict(api, written[0], status, conflict, now, result)
     except ChildRejected as rejected:

@@ -17,11 +17,11 @@ import pytest
 from distgnn_operator.reconcile.event_queue import EventQueue, QueuedEvents
 from distgnn_operator.reconcile.events import event_manifest
 from distgnn_operator.reconcile.fanout import Concurrently, Fanout, in_turn
-from distgnn_operator.reconcile.kube_api import DISTGNNJOB, EVENT, ApiError, Kind, kind_of
+from distgnn_operator.reconcile.kube_api import DISTGNNJOB, EVENT, POD, ApiError, Kind, kind_of
 from distgnn_operator.reconcile.state_machine import reconcile_job
 from tests.operator.factories import T0
 from tests.operator.fake_api import FakeKubeApi
-from tests.operator.test_reconcile import NS, complete_partition_job, new_job, options
+from tests.operator.test_reconcile import NS, complete_partition_job, new_job, options, to_training
 
 
 @pytest.fixture
@@ -53,6 +53,26 @@ class GatedApi(FakeKubeApi):
         self._gate(obj)
         with self.lock:
             return super().apply(obj, force=force)
+
+    def replace_status(
+        self,
+        kind: Kind,
+        namespace: str,
+        name: str,
+        status: Mapping[str, Any],
+        *,
+        expected: Mapping[str, Any] | None,
+        resource_version: str,
+    ) -> dict[str, Any]:
+        self._gate({"kind": kind.kind})
+        with self.lock:
+            return super().replace_status(
+                kind, namespace, name, status, expected=expected, resource_version=resource_version
+            )
+
+    def delete(self, kind: Kind, namespace: str, name: str, *, uid: str | None = None) -> bool:
+        with self.lock:
+            return super().delete(kind, namespace, name, uid=uid)
 
     def patch(
         self,
@@ -111,26 +131,46 @@ def test_a_new_job_writes_its_policy_config_and_claim_together_then_its_partitio
     assert created[3:] == ["Job/demo-partition"]
 
 
-def test_the_service_and_the_statefulsets_go_together(pool: ThreadPoolExecutor) -> None:
+def test_the_training_status_the_service_and_the_statefulsets_go_together(
+    pool: ThreadPoolExecutor,
+) -> None:
     api = GatedApi()
     new_job(api)
     reconcile_job(api, NS, "demo", options(fanout=Concurrently(pool)))
     complete_partition_job(api)
-    api.gate("Service", "StatefulSet", "StatefulSet")
+    api.gate("DistGNNJob", "Service", "StatefulSet", "StatefulSet")
     at = options(T0 + timedelta(seconds=1), fanout=Concurrently(pool))
     result = reconcile_job(api, NS, "demo", at)
     assert result.phase is not None
     assert result.phase.value == "Training"
-    written = [f"{verb} {kind}/{name}" for verb, kind, name in api.writes]
+    written = {f"{verb} {kind}/{name}" for verb, kind, name in api.writes}
     assert {
+        "patch/status DistGNNJob/demo",
         "create Service/demo-peers",
         "apply StatefulSet/demo-sampler",
         "apply StatefulSet/demo-trainer",
-    } <= set(written)
-    # The status that calls for them was written first.
-    assert written.index("patch/status DistGNNJob/demo") < written.index(
-        "create Service/demo-peers"
-    )
+    } <= written
+
+
+def test_a_gang_restart_writes_its_status_before_any_pod_is_touched(
+    pool: ThreadPoolExecutor,
+) -> None:
+    api = GatedApi()
+    new_job(api)
+    to_training(api)
+    trainer = api.find(POD, NS, "demo-trainer-1")
+    trainer["status"]["containerStatuses"][0]["state"] = {
+        "terminated": {"exitCode": 1, "reason": "Error"}
+    }
+    api.put(trainer)
+    del api.writes[:]
+    at = options(T0 + timedelta(seconds=3), fanout=Concurrently(pool))
+    result = reconcile_job(api, NS, "demo", at)
+    assert result.restarts == 1
+    written = [f"{verb} {kind}" for verb, kind, _ in api.writes if kind != "Event"]
+    assert written[0] == "patch/status DistGNNJob"
+    assert sorted(written[1:3]) == ["apply StatefulSet", "apply StatefulSet"]
+    assert set(written[3:]) == {"delete Pod"}
 
 
 def _event(reason: str) -> dict[str, Any]:
