@@ -3,12 +3,15 @@ thread, idle ones included (``py-spy record --idle --format raw``).
 
 Reconcile threads (stacks through ``_reconcile_timed``) are split by what they were in: API
 requests (the wait for the server and the JSON both ways), the spec's parse, the capacity
-plan, the status computation, the builders, /progress, the rest. The event loop thread's
+plan, the status computation, the builders, /progress, the wait for the writes a reconcile
+sends together, the rest. Those writes (the writers' pool) and the Events' POSTs (their own
+thread) are counted apart, each split into API requests and the rest. The event loop thread's
 busy samples are kopf's own work (watch streams, per-object workers, handlers); its idle
 samples (in ``select``) and the idle reconcile workers are counted apart. The reconciles'
-API requests are also split by the step of the reconcile that sent them (the innermost of
-the steps below on the stack): reading the children, the status write, the Events it
-records, the FailedCreate Events list, the children's writes.
+API requests, the writers' included, are also split by the step of the reconcile that sent
+them (the innermost of the steps below on the stack): reading the children, the status
+write, the Events it records, the FailedCreate Events list, the children's writes; the
+Events' thread is a step of its own.
 
 Usage::
 
@@ -60,13 +63,26 @@ def api_step(stack: str) -> str:
     return found
 
 
+WRITERS = ("reconcile/actions.py", "write_status")
+"""Frames of the writes a reconcile sends together from the writers' pool."""
+EVENTS = "EventQueue._run"
+"""The thread that posts the reconciles' Events."""
+API = "RestKubeApi._call"
+
+
 def category(stack: str) -> str:
     """The category of one sampled stack."""
     if RECONCILE in stack:
+        if "Concurrently.__call__" in stack and API not in stack:
+            return "reconcile: waiting for the writes sent together"
         for name, frames in RECONCILE_PARTS:
             if any(f in stack for f in frames):
                 return f"reconcile: {name}"
         return "reconcile: other"
+    if EVENTS in stack:
+        return "events thread: api requests" if API in stack else "idle: events thread"
+    if "_WorkItem.run" in stack and any(w in stack for w in WRITERS):
+        return "writers: api requests" if API in stack else "writers: other"
     last = stack.rsplit(";", 1)[-1]
     if "_worker (concurrent/futures/thread.py" in stack or "(threading.py" in last:
         return "idle: reconcile workers and other threads"
@@ -86,8 +102,10 @@ def summarize(path: Path, rate: float) -> dict[str, object]:
         if stack and count.isdigit():
             kind = category(stack)
             seconds[kind] += int(count) / rate
-            if kind == "reconcile: api requests":
+            if kind in ("reconcile: api requests", "writers: api requests"):
                 steps[api_step(stack)] += int(count) / rate
+            elif kind == "events thread: api requests":
+                steps["Events posted (their own thread)"] += int(count) / rate
     reconcile = sum(v for k, v in seconds.items() if k.startswith("reconcile:"))
     return {
         "seconds": {k: round(v, 2) for k, v in seconds.most_common()},

@@ -50,6 +50,8 @@ from distgnn_operator.reconcile import (
     RestKubeApi,
     reconcile_job,
 )
+from distgnn_operator.reconcile.event_queue import EventQueue, QueuedEvents
+from distgnn_operator.reconcile.fanout import Concurrently
 from distgnn_operator.reconcile.kube_api import DISTGNNJOB, PVC, Kind
 from distgnn_operator.reconcile.slim import slim
 from distgnn_operator.reconcile.watched import (
@@ -141,6 +143,10 @@ class Runtime:
     api: KubeApi
     executor: ThreadPoolExecutor
     options: ReconcileOptions
+    posting: EventQueue
+    """The Events the reconciles record, posted by a thread of their own."""
+    writers: ThreadPoolExecutor
+    """Threads that send a reconcile's independent writes together (ReconcileOptions.fanout)."""
     indexes: Mapping[Kind, kopf.Index[IndexKey, dict[str, Any]]] = field(default_factory=dict)
     latest: LatestSeen = field(default_factory=LatestSeen)
     events: SharedLists = field(default_factory=SharedLists)
@@ -200,9 +206,19 @@ def login(*, settings: kopf.OperatorSettings, **_: Any) -> kopf.ConnectionInfo:
     )
 
 
+WRITES_PER_STAGE = 4
+"""Writes one reconcile sends together at most (a Service, two StatefulSets, the claim's
+partition marker; a gang restart's pod deletions may be more, and wait for a thread)."""
+
+
 def make_api(settings: OperatorSettings) -> KubeApi:
-    """The reconciler's API client."""
-    return RestKubeApi(ApiClient(load_configuration(settings)), observe=metrics.count_api_request)
+    """The reconciler's API client, with a connection for every request that may be in
+    flight at once (each worker's stage of writes, and the Events' thread)."""
+    cfg = load_configuration(settings)
+    cfg.connection_pool_maxsize = max(
+        cfg.connection_pool_maxsize, settings.workers * WRITES_PER_STAGE + 1
+    )
+    return RestKubeApi(ApiClient(cfg), observe=metrics.count_api_request)
 
 
 @kopf.on.startup()
@@ -226,11 +242,18 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **kwargs: Any) -
     settings.background.instant_exit_timeout = 2.0
     settings.background.cancellation_polling = 2.0
     operator = OperatorPeer(ops.pod_namespace, ops.pod_labels) if ops.pod_namespace else None
+    api = make_api(ops)
+    writers = ThreadPoolExecutor(
+        max_workers=ops.workers * (WRITES_PER_STAGE - 1), thread_name_prefix="write"
+    )
     memo.runtime = Runtime(
         settings=ops,
-        api=make_api(ops),
+        api=api,
         executor=ThreadPoolExecutor(max_workers=ops.workers, thread_name_prefix="reconcile"),
+        posting=EventQueue(api),
+        writers=writers,
         options=ReconcileOptions(
+            fanout=Concurrently(writers),
             progress_timeout=ops.progress_timeout,
             operator=operator,
             child_rejection_limit=ops.child_rejection_limit,
@@ -252,10 +275,12 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **kwargs: Any) -
 
 @kopf.on.cleanup()
 def shutdown(memo: kopf.Memo, **_: Any) -> None:
-    """Let running reconciles finish."""
+    """Let running reconciles finish, then post the Events they recorded."""
     runtime: Runtime | None = getattr(memo, "runtime", None)
     if runtime is not None:
         runtime.executor.shutdown(wait=True, cancel_futures=True)
+        runtime.writers.shutdown(wait=True)
+        runtime.posting.close()
 
 
 async def trigger(
@@ -289,7 +314,8 @@ async def _reconcile_slot(
     options = dataclasses.replace(runtime.options, poll_progress=slot.poll)
     slot.poll = slot.changed = False
     watched = runtime.watched(namespace, name)
-    api = WatchedReads(runtime.api, watched, runtime.latest, runtime.events)
+    writes = QueuedEvents(runtime.api, runtime.posting)
+    api = WatchedReads(writes, watched, runtime.latest, runtime.events)
     return await _run(runtime, api, namespace, name, options)
 
 

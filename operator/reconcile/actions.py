@@ -6,6 +6,8 @@ idempotent: an operator that restarts in between carries them out again from the
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from distgnn_api.contract import Role
@@ -23,6 +25,7 @@ from distgnn_operator.builders import (
 )
 from distgnn_operator.constants import ANNOTATION_TEMPLATE_HASH, PARTITION_COMPLETE
 from distgnn_operator.reconcile.apply import apply, ensure, owner_reference
+from distgnn_operator.reconcile.fanout import Fanout, in_turn
 from distgnn_operator.reconcile.kube_api import JOB, POD, PVC, ApiError, KubeApi
 from distgnn_operator.reconcile.observe import Children
 from distgnn_operator.reconcile.spec_memo import SpecMemo
@@ -38,45 +41,109 @@ def act(
     children: Children,
     result: ReconcileResult,
     memo: SpecMemo,
+    fanout: Fanout = in_turn,
+    status_write: Callable[[], object] | None = None,
+    *,
+    restarted: bool = False,
 ) -> None:
-    """Create and adjust the children the phase calls for (rendered once per spec by memo)."""
+    """Create and adjust the children the phase calls for (rendered once per spec by memo).
+
+    The writes go in stages; the writes of one stage are independent of each other and go
+    together through ``fanout``:
+
+    1. the NetworkPolicy, the ConfigMap and the claim: the NetworkPolicy before any pod of
+       the job (the partition pod included) can run with its metrics or RPC port open, and
+       the ConfigMap and the claim before any pod that mounts them;
+    2. the objects that make pods: the partition Job, or the Service and the StatefulSets
+       (and the claim's partition marker);
+    3. a gang restart's deletions of the pods of earlier generations, once the
+       StatefulSets carry the new generation.
+
+    ``status_write``, when given, writes the status that calls for these actions. A finished
+    job's goes first (the pods it stops are the evidence it was computed from), and so does
+    a gang restart's (``restarted``: its generation must be durable before a pod of it is
+    made); then it goes with stage 1. Any other status goes along with every stage: what
+    the actions then do follows from the spec and the children alone, and a reconcile
+    after a failed status write decides and does the same again.
+    """
+    if status.phase in TERMINAL_PHASES:
+        if status_write is not None:
+            status_write()
+        _finish(api, ctx, status, children, owner_reference(job), result, memo, fanout)
+        return
+    if status_write is None or restarted:
+        _stages(api, job, ctx, status, children, result, memo, fanout, status_write)
+        return
+
+    def stages() -> None:
+        _stages(api, job, ctx, status, children, result, memo, fanout, None)
+
+    fanout([status_write, stages])
+
+
+def _stages(
+    api: KubeApi,
+    job: dict[str, Any],
+    ctx: JobContext,
+    status: DistGNNJobStatus,
+    children: Children,
+    result: ReconcileResult,
+    memo: SpecMemo,
+    fanout: Fanout,
+    status_write: Callable[[], object] | None,
+) -> None:
+    """The stages of :func:`act` for a job on its way (``status_write`` goes with stage 1)."""
     spec = ctx.spec
     owner = owner_reference(job)
-    _mark_partition_complete(api, ctx, children, result)
-    if status.phase in TERMINAL_PHASES:
-        _finish(api, ctx, status, children, owner, result, memo)
-        return
-    # The NetworkPolicy comes first, so that no pod of the job (the partition pod included)
-    # ever runs with its metrics or RPC port open.
+    inputs: list[Callable[[], object]] = [status_write] if status_write is not None else []
     policy = memo.render(build_network_policy, ctx)
     if policy is not None:
-        _ensure(api, policy, children.network_policy, owner, result)
-    _ensure(api, memo.render(build_config_map, ctx), children.config_map, owner, result)
+        inputs.append(lambda: _ensure(api, policy, children.network_policy, owner, result))
+    config_map = memo.render(build_config_map, ctx)
+    inputs.append(lambda: _ensure(api, config_map, children.config_map, owner, result))
     pvc = memo.render(build_pvc, ctx)
     if pvc is not None:
         # A retained claim outlives the job, so the job does not own it.
         claim_owner = owner if spec.storage.retention_policy.value == "Delete" else None
-        children.claim = _ensure(api, pvc, children.claim, claim_owner, result)
 
+        def claim() -> None:
+            children.claim = _ensure(api, pvc, children.claim, claim_owner, result)
+
+        inputs.append(claim)
+    fanout(inputs)
+
+    makers: list[Callable[[], object]] = [
+        lambda: _mark_partition_complete(api, ctx, children, result)
+    ]
     match status.phase:
         case Phase.pending | Phase.partitioning:
             if not children.partition_marker(ctx.partition_key):
                 desired = memo.render(build_partition_job, ctx)
-                job_obj = _ensure(api, desired, children.partition_job, owner, result)
-                _set_job_suspended(api, job_obj, False, result)
+
+                def partition_job() -> None:
+                    job_obj = _ensure(api, desired, children.partition_job, owner, result)
+                    _set_job_suspended(api, job_obj, False, result)
+
+                makers.append(partition_job)
         case Phase.training:
             service = memo.render(build_headless_service, ctx)
-            _ensure(api, service, children.service, owner, result)
-            for role in STATEFUL_ROLES:
-                if ctx.replicas(role) > 0 or role in children.statefulsets:
-                    replicas = ctx.replicas(role)
-                    _apply_statefulset(api, ctx, role, replicas, children, owner, result, memo)
-            _delete_stale_pods(api, ctx, children, result)
+            makers.append(lambda: _ensure(api, service, children.service, owner, result))
+            makers += [
+                _statefulset_call(api, ctx, role, ctx.replicas(role), children, owner, result, memo)
+                for role in STATEFUL_ROLES
+                if ctx.replicas(role) > 0 or role in children.statefulsets
+            ]
         case Phase.suspended | Phase.queued:
-            if children.partition_job is not None:
-                _set_job_suspended(api, children.partition_job, True, result)
-            for role in list(children.statefulsets):
-                _apply_statefulset(api, ctx, role, 0, children, owner, result, memo)
+            partition = children.partition_job
+            if partition is not None:
+                makers.append(lambda: _set_job_suspended(api, partition, True, result))
+            makers += [
+                _statefulset_call(api, ctx, role, 0, children, owner, result, memo)
+                for role in list(children.statefulsets)
+            ]
+    fanout(makers)
+    if status.phase is Phase.training:
+        _delete_stale_pods(api, ctx, children, result, fanout)
 
 
 def _finish(
@@ -87,13 +154,32 @@ def _finish(
     owner: dict[str, Any],
     result: ReconcileResult,
     memo: SpecMemo,
+    fanout: Fanout,
 ) -> None:
     """Stop pods of a Succeeded or Failed job as the clean-pod policy says."""
-    if children.partition_job is not None and clean_pod_policy.stops_partition_job(ctx.spec):
-        _set_job_suspended(api, children.partition_job, True, result)
+    calls: list[Callable[[], object]] = [
+        lambda: _mark_partition_complete(api, ctx, children, result)
+    ]
+    partition = children.partition_job
+    if partition is not None and clean_pod_policy.stops_partition_job(ctx.spec):
+        calls.append(lambda: _set_job_suspended(api, partition, True, result))
     for role in list(children.statefulsets):
         replicas = clean_pod_policy.replicas_after_finish(ctx.spec, role, status.phase)
-        _apply_statefulset(api, ctx, role, replicas, children, owner, result, memo)
+        calls.append(_statefulset_call(api, ctx, role, replicas, children, owner, result, memo))
+    fanout(calls)
+
+
+def _statefulset_call(
+    api: KubeApi,
+    ctx: JobContext,
+    role: Role,
+    replicas: int,
+    children: Children,
+    owner: dict[str, Any],
+    result: ReconcileResult,
+    memo: SpecMemo,
+) -> Callable[[], None]:
+    return lambda: _apply_statefulset(api, ctx, role, replicas, children, owner, result, memo)
 
 
 def _ensure(
@@ -169,16 +255,22 @@ def _apply_statefulset(
 
 
 def _delete_stale_pods(
-    api: KubeApi, ctx: JobContext, children: Children, result: ReconcileResult
+    api: KubeApi, ctx: JobContext, children: Children, result: ReconcileResult, fanout: Fanout
 ) -> None:
     """Finish a gang restart: delete every pod created before the current restart generation."""
+
+    def delete(name: str, uid: str | None) -> None:
+        try:
+            api.delete(POD, ctx.namespace, name, uid=uid)
+        except ApiError as err:
+            if not err.conflict:  # a uid mismatch: the pod was already replaced
+                raise
+        result.actions.append(f"delete Pod {name} (restart {ctx.restart_generation})")
+
+    calls: list[Callable[[], None]] = []
     for pod in children.pods:
         view = PodView.from_pod(pod)
         if view is None or view.deleting or view.generation >= ctx.restart_generation:
             continue
-        try:
-            api.delete(POD, ctx.namespace, view.name, uid=pod["metadata"].get("uid"))
-        except ApiError as err:
-            if not err.conflict:  # a uid mismatch: the pod was already replaced
-                raise
-        result.actions.append(f"delete Pod {view.name} (restart {ctx.restart_generation})")
+        calls.append(partial(delete, view.name, pod["metadata"].get("uid")))
+    fanout(calls)

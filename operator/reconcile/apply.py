@@ -84,6 +84,16 @@ def adopt(
     )
 
 
+def _read_again(api: KubeApi, desired: Mapping[str, Any], what: str) -> dict[str, Any]:
+    """The child the API server says exists (AlreadyExists, or an apply's conflict), read
+    from the API server; one that vanished meanwhile fails the reconcile, to be retried."""
+    meta = desired["metadata"]
+    found = api.get(kind_of(desired), meta["namespace"], meta["name"])
+    if found is None:
+        raise RuntimeError(f"{desired['kind']} {meta['name']} {what} and vanished; retrying")
+    return found
+
+
 def ensure(
     api: KubeApi,
     desired: Mapping[str, Any],
@@ -102,11 +112,7 @@ def ensure(
             raise _refused(desired, err) from err
         if not err.already_exists:
             raise
-    meta = desired["metadata"]
-    found = api.get(kind_of(desired), meta["namespace"], meta["name"])
-    if found is None:
-        raise RuntimeError(f"{desired['kind']} {meta['name']} exists and vanished; retrying")
-    return ensure(api, desired, found, owner)
+    return ensure(api, desired, _read_again(api, desired, "exists"), owner)
 
 
 def apply(
@@ -131,8 +137,4 @@ def apply(
             raise _refused(desired, err) from err
         if existing is not None or not err.conflict:
             raise
-    meta = desired["metadata"]
-    found = api.get(kind_of(desired), meta["namespace"], meta["name"])
-    if found is None:
-        raise RuntimeError(f"{desired['kind']} {meta['name']} conflicted and vanished; retrying")
-    return apply(api, desired, found, owner)
+    return apply(api, desired, _read_again(api, desired, "conflicted"), owner)

@@ -158,6 +158,22 @@ class KubeApi(Protocol):
         """JSON merge patch of an object (or of its subresource)."""
         ...
 
+    def replace_status(
+        self,
+        kind: Kind,
+        namespace: str,
+        name: str,
+        status: Mapping[str, Any],
+        *,
+        expected: Mapping[str, Any] | None,
+        resource_version: str,
+    ) -> dict[str, Any]:
+        """Replace the object's status if it still holds ``expected`` (None: none yet),
+        whatever else changed in the object meanwhile; a status that changed is a conflict
+        (409). Where the status cannot be compared exactly, the object's resourceVersion
+        guards the write instead (any change of the object conflicts). Returns the object."""
+        ...
+
     def apply(self, obj: Mapping[str, Any], *, force: bool = True) -> dict[str, Any]:
         """Server-side apply of a whole manifest with the operator's field manager; unforced,
         a field another manager owns with another value is a conflict (409)."""
@@ -166,6 +182,25 @@ class KubeApi(Protocol):
     def delete(self, kind: Kind, namespace: str, name: str, *, uid: str | None = None) -> bool:
         """Delete in the background (children follow); False when already gone."""
         ...
+
+
+def comparable(value: Any) -> bool:
+    """Whether the API server's JSON Patch ``test`` compares a value, as Python writes it,
+    equal to the same value it stored.
+
+    It compares numbers and strings by their bytes as each side encodes them: Python and Go
+    write a float alike only in fixed notation (1e-4 <= |x| < 1e16; an integral one reads
+    back as an int), and a string alike only in printable ASCII without <, > and & (which
+    Go escapes)."""
+    if isinstance(value, float):
+        return value == 0 or 1e-4 <= abs(value) < 1e16
+    if isinstance(value, str):
+        return all(" " <= ch <= "~" and ch not in "<>&" for ch in value)
+    if isinstance(value, Mapping):
+        return all(isinstance(k, str) and comparable(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(comparable(v) for v in value)
+    return True
 
 
 RequestObserver = Callable[[str, str], None]
@@ -265,6 +300,43 @@ class RestKubeApi:
             body=dict(body),
             content_type="application/merge-patch+json",
         )
+
+    def replace_status(
+        self,
+        kind: Kind,
+        namespace: str,
+        name: str,
+        status: Mapping[str, Any],
+        *,
+        expected: Mapping[str, Any] | None,
+        resource_version: str,
+    ) -> dict[str, Any]:
+        """A JSON Patch (RFC 6902) of the status subresource: a ``test`` that the stored
+        status is ``expected``, then the new status (its nulls are pruned by the CRD's
+        schema); a merge patch with the resourceVersion where the test could not compare
+        ``expected`` exactly (its nulls delete what the status no longer holds)."""
+        if not comparable(expected):
+            body = {"metadata": {"resourceVersion": resource_version}, "status": dict(status)}
+            return self.patch(kind, namespace, name, body, subresource="status")
+        ops = [
+            {"op": "test", "path": "/status", "value": expected},
+            {"op": "add", "path": "/status", "value": dict(status)},
+        ]
+        try:
+            return self._call(
+                "PATCH",
+                kind.path(namespace, name, "status"),
+                verb=("patch", kind, "status"),
+                query=[("fieldManager", FIELD_MANAGER)],
+                body=ops,
+                content_type="application/json-patch+json",
+            )
+        except ApiError as err:
+            if err.status == 422 and not err.body.get("details"):
+                # A failed test (a status that a schema rejects names its fields in details):
+                # the stored status is not the expected one, a stale read as a 409 is.
+                raise ApiError(409, "Conflict", {**err.body, "reason": "Conflict"}) from err
+            raise
 
     def apply(self, obj: Mapping[str, Any], *, force: bool = True) -> dict[str, Any]:
         kind = kind_of(obj)

@@ -1,8 +1,10 @@
 """One reconcile of one DistGNNJob: observe, compute the status, write it, then act on it.
 
 The status is written before the actions it implies, so a gang restart's generation (and any
-other decision) is durable before pods are touched; an operator that restarts in between
-finds the decision and finishes carrying it out. Every action is idempotent.
+other decision) is durable before pods or their controllers are touched; an operator that
+restarts in between finds the decision and finishes carrying it out. Actions that follow from
+the spec and the children alone (creating a job's children, scaling for a suspension) go
+together with the status write (:func:`~.actions.act`). Every action is idempotent.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from distgnn_operator.reconcile.apply import (
     ChildRejected,
     owner_reference,
 )
+from distgnn_operator.reconcile.fanout import Fanout, in_turn
 from distgnn_operator.reconcile.kube_api import (
     DISTGNNJOB,
     KubeApi,
@@ -84,6 +87,9 @@ class ReconcileOptions:
     gpu_memory: int = DEFAULT_GPU_MEMORY
     """Bytes of one GPU, for the capacity plan."""
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    fanout: Fanout = in_turn
+    """How the independent writes of one stage of the actions go: one after another, or
+    together (the operator's setting, :class:`~.fanout.Concurrently`)."""
     memo: SpecMemo = field(default_factory=SpecMemo)
     """Parsed specs, capacity shortfalls and rendered children, kept while a spec is unchanged
     (shared by the reconciles that copy these options)."""
@@ -167,21 +173,46 @@ def _reconcile(api: KubeApi, job: dict[str, Any], options: ReconcileOptions) -> 
         partition_reused=bool(status.partition and status.partition.reused),
     )
 
-    job = write_status(api, job, previous, status, now, result)
+    acting = gate is None or gate.error is None  # a Kueue error leaves the children alone
+    written = [job]
+
+    def write() -> None:
+        written[0] = write_status(api, job, previous, status, now, result)
+
+    # A job on its way writes its status together with its actions (act() says which of
+    # them wait for it); a finished one writes it first.
+    together = acting and status.phase not in TERMINAL_PHASES
+    if not together:
+        write()
     if ttl_after_finished.expired(spec, status, now):
         ttl = spec.run_policy.ttl_seconds_after_finished
-        events.record(api, job, "Normal", *TTL_EXPIRED.format(ttl=ttl), now)
+        events.record(api, written[0], "Normal", *TTL_EXPIRED.format(ttl=ttl), now)
         result.deleted = api.delete(DISTGNNJOB, ctx.namespace, ctx.name, uid=ctx.uid)
         result.actions.append("delete job (TTL)")
         return result
     try:
-        if gate is None or gate.error is None:  # a Kueue error leaves the children as they are
-            act(api, job, ctx, status, children, result, options.memo)
+        if acting:
+            first = write if together else None
+            restarted = status.restarts != (previous.restarts if previous else 0)
+            act(
+                api,
+                job,
+                ctx,
+                status,
+                children,
+                result,
+                options.memo,
+                options.fanout,
+                first,
+                restarted=restarted,
+            )
     except ChildConflict as conflict:
-        _report_conflict(api, job, status, conflict, now, result)
+        _report_conflict(api, written[0], status, conflict, now, result)
     except ChildRejected as rejected:
+        job = written[0]
         report_rejection(api, job, status, rejected, now, result, options.child_rejection_limit)
         return result
+    job = written[0]
     if gate is not None:
         kueue_gate.after_act(api, gate, status, children, format_time(now), result)
     if status.child_rejections:

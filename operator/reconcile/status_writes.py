@@ -1,7 +1,7 @@
 """Writing a job's status, and reporting a refused child in it.
 
-The status is patched optimistically (a stale read conflicts) and only when it changed; every
-condition that changed becomes an Event. A child the API server refuses is counted in the
+The status is replaced only when it changed, and only if the stored status is still the one
+the reconcile read (a stale read conflicts); every condition that changed becomes an Event. A child the API server refuses is counted in the
 status (childRejections), shown in the Blocked condition and an Event that quote the API
 server, and fails the job at the operator's limit.
 """
@@ -56,15 +56,20 @@ def write_status(
     now: datetime,
     result: ReconcileResult,
 ) -> dict[str, Any]:
-    """Patch the status subresource when it changed (optimistically: a stale read conflicts)."""
+    """Replace the status when it changed, if the stored one is still the one read: a stale
+    read conflicts, and a stale status never overwrites a newer one. kopf's own patches of
+    the job (its finalizer, its annotations) leave the status alone, so they do not conflict."""
     if previous == status:
         return job
     meta = job["metadata"]
-    body = {
-        "metadata": {"resourceVersion": meta["resourceVersion"]},
-        "status": status.model_dump(mode="json", by_alias=True),
-    }
-    updated = api.patch(DISTGNNJOB, meta["namespace"], meta["name"], body, subresource="status")
+    updated = api.replace_status(
+        DISTGNNJOB,
+        meta["namespace"],
+        meta["name"],
+        status.model_dump(mode="json", by_alias=True),
+        expected=job.get("status"),
+        resource_version=meta["resourceVersion"],
+    )
     result.status_written = True
     failed = next(
         (c for c in status.conditions if c.type == COND_FAILED and c.status == "True"), None

@@ -20,7 +20,11 @@ as it would after a GET.
 
 A snapshot may lag the API server by a watch event, as any informer's cache does; every
 action of the reconcile is idempotent, and the change that the watch brings next triggers
-another reconcile. The snapshot's objects are the watch's own and are never modified.
+another reconcile. The snapshot's objects are the watch's own and are never modified. A
+child a reconcile wrote (created, applied, patched) counts as the API server returned it
+until the watch shows it as new, for ``child_ttl`` seconds at most (:class:`LatestSeen`, as
+a controller's expectations do): the reconcile that the watch events of its siblings trigger
+next neither creates it again nor applies it again.
 
 The job itself and its claim (a shared claim carries no job label) are in the snapshot too,
 from indexes of every DistGNNJob and every claim, but their absence means "ask the API
@@ -63,6 +67,7 @@ from distgnn_operator.reconcile.kube_api import (
     KubeApi,
     kind_of,
 )
+from distgnn_operator.reconcile.slim import slim
 
 WATCHED_KINDS: tuple[Kind, ...] = (POD, STATEFULSET, JOB, CONFIG_MAP, SERVICE, NETWORK_POLICY)
 """The kinds whose objects labelled with a job the handlers index."""
@@ -86,51 +91,90 @@ def newer(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool | None:
 
 
 class LatestSeen:
-    """The DistGNNJobs and claims as the reconcile threads last received them from the API
-    server, until the watch shows them as new (shared by the threads)."""
+    """The objects as the reconcile threads last received them from the API server, until
+    the watch shows them as new (shared by the threads): the DistGNNJobs and claims, and
+    for ``child_ttl`` seconds the children a reconcile wrote (each kept slim, as the
+    indexes keep it)."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self, child_ttl: float = 15.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._lock = threading.Lock()
         self._objects: dict[ObjectKey, Mapping[str, Any]] = {}
+        self._written: dict[ObjectKey, float] = {}
+        """When each child was kept (the job and the claim never expire)."""
+        self._child_ttl = child_ttl
+        self._clock = clock
+        self._swept = clock()
 
     def __len__(self) -> int:
         return len(self._objects)
 
+    def holds(self, kind: Kind, namespace: str, name: str) -> bool:
+        """Whether an object is kept."""
+        with self._lock:
+            return (kind.plural, namespace, name) in self._objects
+
     def note(self, kind: Kind, obj: Mapping[str, Any] | None) -> None:
         """Keep an object the API server returned, when it is newer than the one kept."""
-        if obj is None or kind not in CACHED_KINDS:
+        if obj is None or kind not in (*CACHED_KINDS, *WATCHED_KINDS):
             return
         meta = obj.get("metadata") or {}
         key = (kind.plural, str(meta.get("namespace", "")), str(meta.get("name", "")))
+        now = self._clock()
         with self._lock:
             kept = self._objects.get(key)
             if kept is None or newer(obj, kept) is not False:
-                self._objects[key] = obj
+                self._objects[key] = slim(kind, obj) if kind in WATCHED_KINDS else obj
+                if kind in WATCHED_KINDS:
+                    self._written[key] = now
+            if now - self._swept > self._child_ttl:
+                self._sweep(now)
+
+    def _sweep(self, now: float) -> None:
+        """Forget the children kept past their time (those of a deleted job, say)."""
+        self._swept = now
+        for key in [k for k, at in self._written.items() if now - at > self._child_ttl]:
+            self._objects.pop(key, None)
+            del self._written[key]
 
     def forget(self, kind: Kind, namespace: str, name: str) -> None:
         with self._lock:
             self._objects.pop((kind.plural, namespace, name), None)
+            self._written.pop((kind.plural, namespace, name), None)
 
     def pick(
         self, kind: Kind, namespace: str, name: str, watched: Mapping[str, Any] | None
     ) -> Mapping[str, Any] | None:
-        """The newer of the watch's object and the one kept; None when the watch lacks the
-        object or the versions cannot be compared (ask the API server)."""
+        """The newer of the watch's object and the one kept. Where the watch lacks the
+        object, or the versions cannot be compared, a job or a claim is None (ask the API
+        server), and a child is the one kept while it is young enough (the watch has not
+        shown it yet), else None."""
         key = (kind.plural, namespace, name)
         with self._lock:
             kept = self._objects.get(key)
+            child = key in self._written
+            if child and self._clock() - self._written[key] > self._child_ttl:
+                kept = None
+                self._drop(key)
             if watched is None:
-                self._objects.pop(key, None)
+                if child and kept is not None:
+                    return kept
+                self._drop(key)
                 return None
             if kept is None:
                 return watched
             later = newer(kept, watched)
             if later is None:
-                return None
+                return watched if child else None
             if not later:  # the watch caught up
-                del self._objects[key]
+                self._drop(key)
                 return watched
             return kept
+
+    def _drop(self, key: ObjectKey) -> None:
+        self._objects.pop(key, None)
+        self._written.pop(key, None)
 
 
 class SharedLists:
@@ -252,7 +296,11 @@ class WatchedReads:
 
     def get(self, kind: Kind, namespace: str, name: str) -> dict[str, Any] | None:
         if self._covers(kind, namespace) and (kind.plural, name) not in self._exist:
-            return self._watched.get(kind, name)
+            watched = self._watched.get(kind, name)
+            if self._latest is None:
+                return watched
+            found = self._latest.pick(kind, namespace, name, watched)
+            return dict(found) if found is not None else None
         if kind in CACHED_KINDS:
             found = self._cached(kind, namespace, name)
             if found is not None:
@@ -301,13 +349,31 @@ class WatchedReads:
         self._seen(kind, patched)
         return patched
 
+    def replace_status(
+        self,
+        kind: Kind,
+        namespace: str,
+        name: str,
+        status: Mapping[str, Any],
+        *,
+        expected: Mapping[str, Any] | None,
+        resource_version: str,
+    ) -> dict[str, Any]:
+        replaced = self._api.replace_status(
+            kind, namespace, name, status, expected=expected, resource_version=resource_version
+        )
+        self._seen(kind, replaced)
+        return replaced
+
     def apply(self, obj: Mapping[str, Any], *, force: bool = True) -> dict[str, Any]:
         try:
-            return self._api.apply(obj, force=force)
+            applied = self._api.apply(obj, force=force)
         except ApiError as err:
             if err.conflict:
                 self._exist.add((kind_of(obj).plural, str(obj["metadata"]["name"])))
             raise
+        self._seen(kind_of(obj), applied)
+        return applied
 
     def delete(self, kind: Kind, namespace: str, name: str, *, uid: str | None = None) -> bool:
         if self._latest is not None:

@@ -132,6 +132,26 @@ class FakeKubeApi:
         )
         return self.put(merge_patch(current, patch))
 
+    def replace_status(
+        self,
+        kind: Kind,
+        namespace: str,
+        name: str,
+        status: Mapping[str, Any],
+        *,
+        expected: Mapping[str, Any] | None,
+        resource_version: str,
+    ) -> dict[str, Any]:
+        """As the API server's JSON Patch: a test of the stored status, then the new one
+        (without its nulls, which the CRD's schema prunes)."""
+        current = self.objects.get((kind.plural, namespace, name))
+        if current is None:
+            raise ApiError(404, "Not Found", {"reason": "NotFound"})
+        if current.get("status") != expected:
+            raise ApiError(409, "Conflict", {"reason": "Conflict"})
+        self.writes.append(("patch/status", kind.kind, name))
+        return self.put({**current, "status": merge_patch({}, dict(status))})
+
     def apply(self, obj: Mapping[str, Any], *, force: bool = True) -> dict[str, Any]:
         kind = kind_of(obj)
         meta = obj["metadata"]

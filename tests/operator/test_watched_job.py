@@ -103,7 +103,7 @@ def test_the_status_a_reconcile_wrote_is_the_previous_one_of_the_next_though_the
     first = reconcile_job(WatchedReads(api, lagging, latest), NS, "demo", at)
     assert first.status_written
     assert first.restarts == 1
-    assert len(latest) == 1
+    assert latest.holds(DISTGNNJOB, NS, "demo")
     # The next reconcile, on the same lagging snapshot, starts from the written status: the
     # restart is not decided a second time, and its status write does not conflict.
     del api.writes[:]
@@ -112,7 +112,35 @@ def test_the_status_a_reconcile_wrote_is_the_previous_one_of_the_next_though_the
     assert api.reads == []
     # Once the watch shows the job as new, the kept copy goes.
     WatchedReads(api, snapshot(api), latest).get(DISTGNNJOB, NS, "demo")
-    assert len(latest) == 0
+    assert not latest.holds(DISTGNNJOB, NS, "demo")
+
+
+def test_kopfs_own_patches_of_the_job_do_not_conflict_with_the_status_write() -> None:
+    api = CountingApi()
+    training(api)
+    fail_trainer(api)
+    stale = snapshot(api)
+    # kopf adds its finalizer and annotations after the snapshot: the job's version moves,
+    # its status does not, and the status write goes through without reading the job again.
+    job = api.find(DISTGNNJOB, NS, "demo")
+    meta = job["metadata"]
+    api.put(
+        {
+            **job,
+            "metadata": {
+                **meta,
+                "finalizers": ["distgnn.io/kopf-finalizer"],
+                "annotations": {f"{KOPF_PREFIX}/demo-handler": "{}"},
+            },
+        }
+    )
+    result = reconcile_job(
+        WatchedReads(api, stale, LatestSeen()), NS, "demo", options(T0 + timedelta(seconds=3))
+    )
+    assert result.status_written
+    assert result.restarts == 1
+    assert api.reads == []
+    assert api.find(DISTGNNJOB, NS, "demo")["metadata"]["finalizers"]
 
 
 def test_a_write_that_conflicts_reads_the_job_again() -> None:
@@ -120,9 +148,10 @@ def test_a_write_that_conflicts_reads_the_job_again() -> None:
     training(api)
     fail_trainer(api)
     stale = snapshot(api)
-    # Someone else changes the job after the snapshot: its status write conflicts.
+    # Someone else writes the job's status after the snapshot: the status write conflicts,
+    # so a stale status never overwrites a newer one.
     job = api.find(DISTGNNJOB, NS, "demo")
-    api.put({**job, "metadata": {**job["metadata"], "labels": {"team": "a"}}})
+    api.put({**job, "status": {**job["status"], "restarts": 0, "childRejections": 1}})
     at = options(T0 + timedelta(seconds=3))
     with pytest.raises(ApiError) as raised:
         reconcile_job(WatchedReads(api, stale, LatestSeen()), NS, "demo", at)
@@ -162,8 +191,37 @@ def test_latest_seen_takes_the_newer_and_leaves_incomparable_versions_to_the_api
     latest.note(DISTGNNJOB, job("9"))
     assert latest.pick(DISTGNNJOB, NS, "demo", None) is None  # gone from the watch
     assert len(latest) == 0
-    latest.note(POD, job("1"))  # only jobs and claims are kept
+    latest.note(EVENT, job("1"))  # jobs, claims and the watched children only
     assert len(latest) == 0
+
+
+def test_a_child_a_reconcile_wrote_counts_until_the_watch_shows_it_or_it_is_too_old() -> None:
+    api = CountingApi()
+    new_job(api)
+    now = [0.0]
+    latest = LatestSeen(child_ttl=15.0, clock=lambda: now[0])
+    empty = snapshot(api)  # the watch shows the job and its claim, no child yet
+    reconcile_job(WatchedReads(api, empty, latest), NS, "demo", options(T0))
+    assert api.kinds_written("create")[-1] == "Job/demo-partition"
+    assert latest.holds(JOB, NS, "demo-partition")
+    # The next reconcile's snapshot still lacks the children (the watch lags): it creates
+    # none of them again, and reads none of them from the API server.
+    del api.writes[:]
+    api.reads.clear()
+    reconcile_job(WatchedReads(api, empty, latest), NS, "demo", options(T0))
+    assert [w for w in api.writes if w[1] != "Event"] == [("patch/status", "DistGNNJob", "demo")]
+    children = {"jobs", "configmaps", "networkpolicies"}
+    assert [r for r in api.reads if r[1] in children] == []
+    # Once the watch shows a child, the kept copy goes.
+    WatchedReads(api, snapshot(api), latest).get(JOB, NS, "demo-partition")
+    assert not latest.holds(JOB, NS, "demo-partition")
+    # A child the watch never showed counts for child_ttl seconds only: then the reconcile
+    # finds it as before (its create answers AlreadyExists, and it is read and adopted).
+    now[0] = 16.0
+    del api.writes[:]
+    reconcile_job(WatchedReads(api, empty, latest), NS, "demo", options(T0))
+    assert ("get", "configmaps") in api.reads
+    assert "ConfigMap/demo-config" not in api.kinds_written("create")
 
 
 def test_slim_drops_templates_data_and_managed_fields_and_keeps_what_is_read() -> None:

@@ -1,0 +1,131 @@
+"""The operator's Events, posted off the reconciles' path.
+
+An Event explains a transition the status already shows; a reconcile that waited for each
+Event's POST would make every transition slower by a request per Event. The reconcile
+threads put the Events' manifests, made at the moment of the transition, on a bounded
+queue (:class:`EventQueue`), and one thread posts them in order. While the queue is full, the
+reconcile posts its Event itself, so none is dropped; at shutdown the queue is drained.
+Losing an Event never fails a reconcile: a POST that fails is logged.
+
+:class:`QueuedEvents` is the KubeApi a reconcile writes through: it puts a create of an Event
+on the queue and sends every other request as it comes.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from distgnn_operator.reconcile.kube_api import EVENT, Kind, KubeApi, kind_of
+
+log = logging.getLogger(__name__)
+
+_STOP = object()
+
+
+class EventQueue:
+    """Events posted in order by one background thread."""
+
+    def __init__(self, api: KubeApi, limit: int = 1000) -> None:
+        self._api = api
+        self._queue: queue.Queue[object] = queue.Queue(maxsize=limit)
+        self._thread = threading.Thread(target=self._run, name="events", daemon=True)
+        self._thread.start()
+
+    def put(self, event: Mapping[str, Any]) -> None:
+        """Queue an Event; while the queue is full, post it now."""
+        try:
+            self._queue.put_nowait(event)
+        except queue.Full:
+            self._post(event)
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Post what is queued (for ``timeout`` seconds at most) and stop the thread."""
+        self._queue.put(_STOP)
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            log.warning("%d Events were not posted before the shutdown", self._queue.qsize())
+
+    def join(self) -> None:
+        """Wait until every queued Event is posted."""
+        self._queue.join()
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            try:
+                if item is _STOP:
+                    return
+                assert isinstance(item, Mapping)
+                self._post(item)
+            finally:
+                self._queue.task_done()
+
+    def _post(self, event: Mapping[str, Any]) -> None:
+        try:
+            self._api.create(event)
+        except Exception as err:
+            involved = event.get("involvedObject") or {}
+            log.warning(
+                "could not post event %s on %s: %s", event.get("reason"), involved.get("name"), err
+            )
+
+
+class QueuedEvents:
+    """A KubeApi that queues the creates of Events and sends everything else."""
+
+    def __init__(self, api: KubeApi, events: EventQueue) -> None:
+        self._api = api
+        self._events = events
+
+    def get(self, kind: Kind, namespace: str, name: str) -> dict[str, Any] | None:
+        return self._api.get(kind, namespace, name)
+
+    def list(
+        self,
+        kind: Kind,
+        namespace: str,
+        labels: Mapping[str, str],
+        fields: Mapping[str, str] | None = None,
+    ) -> list[dict[str, Any]]:
+        return self._api.list(kind, namespace, labels, fields)
+
+    def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        if kind_of(obj) != EVENT:
+            return self._api.create(obj)
+        self._events.put(obj)
+        return dict(obj)
+
+    def patch(
+        self,
+        kind: Kind,
+        namespace: str,
+        name: str,
+        body: Mapping[str, Any],
+        *,
+        subresource: str | None = None,
+    ) -> dict[str, Any]:
+        return self._api.patch(kind, namespace, name, body, subresource=subresource)
+
+    def replace_status(
+        self,
+        kind: Kind,
+        namespace: str,
+        name: str,
+        status: Mapping[str, Any],
+        *,
+        expected: Mapping[str, Any] | None,
+        resource_version: str,
+    ) -> dict[str, Any]:
+        return self._api.replace_status(
+            kind, namespace, name, status, expected=expected, resource_version=resource_version
+        )
+
+    def apply(self, obj: Mapping[str, Any], *, force: bool = True) -> dict[str, Any]:
+        return self._api.apply(obj, force=force)
+
+    def delete(self, kind: Kind, namespace: str, name: str, *, uid: str | None = None) -> bool:
+        return self._api.delete(kind, namespace, name, uid=uid)
