@@ -22,16 +22,15 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any
 
 import kopf
 from kubernetes.client import ApiClient
 
 from distgnn_api.spec import GROUP, PLURAL, TERMINAL_PHASES, VERSION
-from distgnn_operator import metrics, naming
+from distgnn_operator import metrics
 from distgnn_operator.builders import OperatorPeer
 from distgnn_operator.connection import bearer_token, load_configuration
 from distgnn_operator.constants import (
@@ -41,6 +40,7 @@ from distgnn_operator.constants import (
     LABEL_MANAGED_BY,
     MANAGER,
 )
+from distgnn_operator.handler_state import Runtime, Slot, index_id, indexer, named_indexer
 from distgnn_operator.reconcile import (
     ApiError,
     ChildRejected,
@@ -52,14 +52,10 @@ from distgnn_operator.reconcile import (
 )
 from distgnn_operator.reconcile.event_queue import EventQueue, QueuedEvents
 from distgnn_operator.reconcile.fanout import Concurrently
-from distgnn_operator.reconcile.kube_api import DISTGNNJOB, PVC, Kind
-from distgnn_operator.reconcile.slim import slim
+from distgnn_operator.reconcile.kube_api import DISTGNNJOB
 from distgnn_operator.reconcile.watched import (
     CACHED_KINDS,
     WATCHED_KINDS,
-    LatestSeen,
-    SharedLists,
-    WatchedChildren,
     WatchedReads,
 )
 from distgnn_operator.settings import OperatorSettings
@@ -76,115 +72,14 @@ CHILD_LABELS: dict[str, Any] = {
 # Everything a LIST of a job's pods by its label returns, so the index can answer it.
 INDEX_LABELS: dict[str, Any] = {LABEL_JOB: kopf.PRESENT}
 
-IndexKey = tuple[str, str]
-"""(namespace, job name)."""
-
-
-def index_id(kind: Kind) -> str:
-    """The id of a watched kind's index (also the kwarg kopf passes it to handlers as)."""
-    return f"watched_{kind.plural}"
-
-
-def _indexer(kind: Kind) -> Callable[..., dict[IndexKey, dict[str, Any]]]:
-    def index(
-        *, namespace: str | None, labels: Mapping[str, str], body: kopf.Body, **_: Any
-    ) -> dict[IndexKey, dict[str, Any]]:
-        return {(namespace or "", labels[LABEL_JOB]): slim(kind, body)}
-
-    index.__doc__ = f"Index the {kind.plural} labelled with a job by (namespace, job)."
-    return index
-
-
-def _named_indexer(kind: Kind) -> Callable[..., dict[IndexKey, dict[str, Any]]]:
-    def index(
-        *, namespace: str | None, name: str, body: kopf.Body, **_: Any
-    ) -> dict[IndexKey, dict[str, Any]]:
-        return {(namespace or "", name): slim(kind, body)}
-
-    index.__doc__ = f"Index the {kind.plural} by (namespace, name)."
-    return index
-
-
 for _kind in (*WATCHED_KINDS, *CACHED_KINDS):
     _group, _, _version = _kind.api_version.rpartition("/")
     if _kind in CACHED_KINDS:
-        kopf.index(_group, _version, _kind.plural, id=index_id(_kind))(_named_indexer(_kind))
+        kopf.index(_group, _version, _kind.plural, id=index_id(_kind))(named_indexer(_kind))
     else:
         kopf.index(_group, _version, _kind.plural, id=index_id(_kind), labels=INDEX_LABELS)(
-            _indexer(_kind)
+            indexer(_kind)
         )
-
-
-def _claim_of(name: str, job: Mapping[str, Any]) -> str:
-    """The claim a job's raw spec names (a spec the models reject still names one)."""
-    storage = (job.get("spec") or {}).get("storage") or {}
-    named = storage.get("claimName") if isinstance(storage, Mapping) else None
-    return named if isinstance(named, str) and named else naming.pvc_name(name)
-
-
-@dataclass
-class _Slot:
-    """Serialises the reconciles of one job and merges the triggers that wait."""
-
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    waiting: bool = False
-    poll: bool = False
-    changed: bool = False
-    """A trigger other than the timer is among those merged (a child or the job changed)."""
-    last_poll: float | None = None
-    """When the timer last reconciled the job (time.monotonic())."""
-
-
-@dataclass
-class Runtime:
-    """What the handlers share, kept on kopf's memo."""
-
-    settings: OperatorSettings
-    api: KubeApi
-    executor: ThreadPoolExecutor
-    options: ReconcileOptions
-    posting: EventQueue
-    """The Events the reconciles record, posted by a thread of their own."""
-    writers: ThreadPoolExecutor
-    """Threads that send a reconcile's independent writes together (ReconcileOptions.fanout)."""
-    indexes: Mapping[Kind, kopf.Index[IndexKey, dict[str, Any]]] = field(default_factory=dict)
-    latest: LatestSeen = field(default_factory=LatestSeen)
-    events: SharedLists = field(default_factory=SharedLists)
-    slots: dict[tuple[str, str], _Slot] = field(default_factory=dict)
-    polls: asyncio.Semaphore | None = None
-    """Reconciles that only the timer asked for may use half the workers: a change is
-    never queued behind every job's periodic poll."""
-
-    def watched(self, namespace: str, name: str) -> WatchedChildren:
-        """A snapshot of the job's children in the indexes (taken in the event loop, which
-        is the only writer of the indexes)."""
-        key = (namespace, name)
-        children = [
-            (kind, obj)
-            for kind, index in self.indexes.items()
-            if kind not in CACHED_KINDS
-            for obj in index.get(key, ())
-        ]
-        cached: list[tuple[Kind, dict[str, Any]]] = []
-        jobs, claims = self.indexes.get(DISTGNNJOB), self.indexes.get(PVC)
-        for job in jobs.get(key, ()) if jobs is not None else ():
-            cached.append((DISTGNNJOB, job))
-            claim = (namespace, _claim_of(name, job))
-            cached += [(PVC, obj) for obj in claims.get(claim, ())] if claims is not None else []
-        return WatchedChildren.of(namespace, name, children, cached)
-
-    def poll_due(self, slot: _Slot) -> bool:
-        """Whether a timer tick of the slot's job reconciles it: each job's polls are
-        spread so that all jobs together ask for at most ``poll_rate`` a second."""
-        now = time.monotonic()
-        spacing = max(
-            self.settings.progress_poll_interval, len(self.slots) / self.settings.poll_rate
-        )
-        # A tick a little early (kopf's timers drift) still counts as due.
-        if slot.last_poll is not None and now - slot.last_poll < 0.9 * spacing:
-            return False
-        slot.last_poll = now
-        return True
 
 
 @kopf.on.login()
@@ -289,7 +184,7 @@ async def trigger(
     """Reconcile one job now, or merge into the reconcile of it that is already waiting."""
     runtime: Runtime = memo.runtime
     key = (namespace, name)
-    slot = runtime.slots.setdefault(key, _Slot())
+    slot = runtime.slots.setdefault(key, Slot())
     slot.poll = slot.poll or poll
     slot.changed = slot.changed or not poll
     if slot.waiting:
@@ -307,7 +202,7 @@ async def trigger(
 
 
 async def _reconcile_slot(
-    runtime: Runtime, slot: _Slot, namespace: str, name: str
+    runtime: Runtime, slot: Slot, namespace: str, name: str
 ) -> ReconcileResult:
     """Run the slot's merged triggers as one reconcile, on a snapshot of the watches."""
     slot.waiting = False
@@ -400,7 +295,7 @@ async def periodic(*, name: str, namespace: str | None, memo: Any, **_: Any) -> 
     """Poll progress; let deadlines and TTLs fall due."""
     assert namespace is not None
     runtime: Runtime = memo.runtime
-    if runtime.poll_due(runtime.slots.setdefault((namespace, name), _Slot())):
+    if runtime.poll_due(runtime.slots.setdefault((namespace, name), Slot())):
         await trigger(memo, namespace, name, poll=True)
 
 
