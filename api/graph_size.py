@@ -3,9 +3,11 @@
 A synthetic dataset states its size in the spec. An ``ogb`` or ``pyg`` dataset does not: its
 size comes from counts given on the command line, from a partition store's ``META.json``, or,
 for the public OGB datasets, from their published counts when the dataset directory is named
-after one (``datasets/ogbn_products``). A heterogeneous graph is planned as its homogeneous
-view (every node type in one id space, features of the featureless types counted as their
-learnt embeddings); the plan says so.
+after one (``datasets/ogbn_products``). A heterogeneous graph whose per-type counts are known
+(ogbn-mag's published ones, ``syntheticMag``'s scaled ones) keeps them in ``node_types``: the
+plan sizes each featured type's feature table and each featureless type's learnable
+embeddings from them, and the rest from the homogeneous view (every node type in one id
+space, rows as wide as the widest of features and embeddings); ``approximate`` says so.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from distgnn_api.hetero import DEFAULT_EMBEDDING_DIM
 from distgnn_api.mag_shape import (
     MAG_NODE_TYPES,
     MAG_NUM_CLASSES,
@@ -53,6 +54,26 @@ class SamplingProbe:
 
 
 @dataclass(frozen=True)
+class NodeTypeSize:
+    """One node type of a heterogeneous graph."""
+
+    name: str
+    num_nodes: int
+    num_features: int
+    """0: a featureless type, with learnable embeddings (``model.embeddingDim``)."""
+
+
+TYPED_APPROXIMATE = (
+    "a heterogeneous graph: its feature tables (per featured type) and learnable embeddings "
+    "(per featureless type) are sized per type, each type's nodes spread over the partitions "
+    "as evenly as all nodes are; its topology, labels, mini-batches, activations and the "
+    "feature exchange are sized as its homogeneous view (every type in one id space, rows of "
+    "{width} values)"
+)
+HOMOGENEOUS_APPROXIMATE = "a heterogeneous graph, planned as its homogeneous view"
+
+
+@dataclass(frozen=True)
 class GraphSize:
     """The counts the plan is computed from."""
 
@@ -71,6 +92,16 @@ class GraphSize:
     """Why the plan is only approximate for this graph ('' when it is not)."""
     probe: SamplingProbe | None = None
     """Sampled mini-batches of the store (META.json), when it was read."""
+    node_types: tuple[NodeTypeSize, ...] = ()
+    """A heterogeneous graph's node types, when their counts are known; () otherwise."""
+
+    @property
+    def featured_types(self) -> tuple[NodeTypeSize, ...]:
+        return tuple(t for t in self.node_types if t.num_features > 0)
+
+    @property
+    def featureless_types(self) -> tuple[NodeTypeSize, ...]:
+        return tuple(t for t in self.node_types if t.num_features == 0)
 
     @property
     def index_bytes(self) -> int:
@@ -156,18 +187,22 @@ def _is_mag(path: str) -> bool:
 def _mag_size(
     spec: DistGNNJobSpec, scale: float, features: int, classes: int, source: str
 ) -> GraphSize:
-    nodes = {t.name: scaled_count(t.num_nodes, scale) for t in MAG_NODE_TYPES}
+    types = tuple(
+        NodeTypeSize(t.name, scaled_count(t.num_nodes, scale), features if t.num_features else 0)
+        for t in MAG_NODE_TYPES
+    )
     edges = sum(scaled_count(count, scale) for _, count in MAG_RELATIONS)
-    emb = spec.model.embedding_dim or DEFAULT_EMBEDDING_DIM
+    # the homogeneous view's one row width: paper's features, the others' embeddings
+    width = max(features, spec.model.embedding_size)
     return GraphSize(
-        num_nodes=sum(nodes.values()),
+        num_nodes=sum(t.num_nodes for t in types),
         num_edges=2 * edges,
-        # one row width for every node: paper's features, the others' embeddings
-        num_features=max(features, emb),
+        num_features=width,
         num_classes=classes,
         num_train_nodes=scaled_count(MAG_SPLIT["train"], scale),
         source=source,
-        approximate="a heterogeneous graph, planned as its homogeneous view",
+        approximate=TYPED_APPROXIMATE.format(width=width),
+        node_types=types,
     )
 
 
@@ -299,5 +334,12 @@ def resolve(
     if overrides:
         given = ", ".join(k.removeprefix("num_") for k in overrides)
         overrides["source"] = f"{base.source}, with {given} given"
+        if base.node_types and ("num_nodes" in overrides or "num_features" in overrides):
+            # the per-type counts no longer add up to the graph's
+            overrides["node_types"] = ()
+            overrides["approximate"] = (
+                f"{HOMOGENEOUS_APPROXIMATE} (--nodes or --features replace its per-type "
+                "counts; its learnable embeddings are not modelled)"
+            )
         base = replace(base, **overrides)
     return base
