@@ -1,10 +1,11 @@
 """The size of a job's graph, as the capacity plan needs it: from the spec, META.json or counts.
 
 A synthetic dataset states its size in the spec. An ``ogb`` or ``pyg`` dataset does not: its
-size comes from counts given on the command line, from a partition store's ``META.json``, or,
+size comes from counts given on the command line, from a partition store's ``META.json`` (a
+typed store's records its per-type counts), or,
 for the public OGB datasets, from their published counts when the dataset directory is named
 after one (``datasets/ogbn_products``). A heterogeneous graph whose per-type counts are known
-(ogbn-mag's published ones, ``syntheticMag``'s scaled ones) keeps them in ``node_types``: the
+(ogbn-mag's published ones, ``syntheticMag``'s scaled ones, a typed store's) keeps them in ``node_types``: the
 plan sizes each featured type's feature table and each featureless type's learnable
 embeddings from them, and the rest from the homogeneous view (every node type in one id
 space, rows as wide as the widest of features and embeddings); ``approximate`` says so.
@@ -17,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from distgnn_api.hetero import DEFAULT_EMBEDDING_DIM
 from distgnn_api.mag_shape import (
     MAG_NODE_TYPES,
     MAG_NUM_CLASSES,
@@ -245,13 +247,45 @@ def from_spec(spec: DistGNNJobSpec) -> GraphSize | None:
     return None
 
 
-def from_meta(path: str | Path) -> GraphSize:
-    """The size a partition store's META.json records (the file, or the store directory)."""
+TYPED_STORE = ("graph_kind", "hetero")
+"""META.json's key and value of a typed store (workload/partition/meta.py GRAPH_KIND_KEY)."""
+
+
+def _typed_meta(meta: dict[str, Any], p: Path, embedding_dim: int) -> GraphSize:
+    """A typed store's META.json (workload/partition/meta.py HeteroPartitionMeta): its
+    per-type counts and widths; the homogeneous view's rows as wide as the widest of its
+    features and (with a featureless type) its embeddings."""
+    types = tuple(
+        NodeTypeSize(t, int(meta["node_counts"][t]), int(meta["num_features"][t]))
+        for t in meta["node_types"]
+    )
+    widths = [t.num_features for t in types]
+    if any(w == 0 for w in widths):
+        widths.append(embedding_dim)
+    return GraphSize(
+        num_nodes=sum(t.num_nodes for t in types),
+        num_edges=sum(int(n) for n in meta["edge_counts"].values()),
+        num_features=max(widths),
+        num_classes=int(meta["num_classes"]),
+        num_train_nodes=int(meta["num_train_nodes"]),
+        source=f"{p}",
+        edge_cut_fraction=float(meta["edge_cut_fraction"]),
+        approximate=TYPED_APPROXIMATE.format(width=max(widths)),
+        probe=_probe(meta.get("sampling_probe")),
+        node_types=types,
+    )
+
+
+def from_meta(path: str | Path, embedding_dim: int = DEFAULT_EMBEDDING_DIM) -> GraphSize:
+    """The size a partition store's META.json records (the file, or the store directory);
+    ``embedding_dim``: the job's (``model.embeddingDim``), for a typed store."""
     p = Path(path)
     if p.is_dir():
         p = p / "META.json"
     try:
         meta: dict[str, Any] = json.loads(p.read_text())
+        if meta.get(TYPED_STORE[0]) == TYPED_STORE[1]:
+            return _typed_meta(meta, p, embedding_dim)
         return GraphSize(
             num_nodes=int(meta["num_nodes"]),
             num_edges=int(meta["num_edges"]),
@@ -297,7 +331,10 @@ def resolve(
 
     ``edges`` counts undirected edges, as ``dataset.synthetic.numEdges`` and OGB do.
     """
-    base = from_meta(meta) if meta is not None else from_spec(spec)
+    if meta is not None:
+        base: GraphSize | None = from_meta(meta, spec.model.embedding_size)
+    else:
+        base = from_spec(spec)
     if base is None:
         if nodes is None or edges is None or features is None:
             raise GraphSizeError(

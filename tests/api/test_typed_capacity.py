@@ -9,13 +9,16 @@ a holder owns ceil(19,397 / 2) = 9,699 nodes and each type's share of them; embe
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from distgnn_api.capacity import GIB, Plan, RolePlan, build_plan
+from distgnn_api.capacity_check import check
 from distgnn_api.feature_memory import (
     ADAM_STATE_ROWS,
     AUTO_RESERVE_MIN,
@@ -212,3 +215,51 @@ def test_a_bad_budget_names_its_field() -> None:
         typed(trainers={"embeddingMemory": "lots"})
     with pytest.raises(ValueError, match=r"spec\.trainers\.embeddingMemory '-1' is not"):
         feature_budget("-1", GIB, GIB, field="spec.trainers.embeddingMemory")
+
+
+def test_a_typed_store_gives_its_per_type_counts(tmp_path: Path) -> None:
+    """A typed store's META.json (workload/partition/meta.py HeteroPartitionMeta's keys)."""
+    meta = {
+        "graph_kind": "hetero",
+        "node_types": ["item", "user"],
+        "node_counts": {"item": 4_000, "user": 10_000},
+        "num_features": {"item": 24, "user": 0},
+        "edge_counts": {"user__buys__item": 30_000, "item__rev_buys__user": 30_000},
+        "num_classes": 5,
+        "num_train_nodes": 2_000,
+        "edge_cut_fraction": 0.4,
+    }
+    (tmp_path / "META.json").write_text(json.dumps(meta))
+    spec = parse_spec(
+        {
+            **TYPED,
+            "dataset": {"pyg": {"path": "datasets/shop.pt"}, "hetero": {"targetNodeType": "item"}},
+        }
+    )
+    g = resolve(spec, meta=tmp_path)
+    assert [(t.name, t.num_nodes, t.num_features) for t in g.node_types] == [
+        ("item", 4_000, 24),
+        ("user", 10_000, 0),
+    ]
+    assert (g.num_nodes, g.num_edges, g.num_features) == (14_000, 60_000, 24)  # item's 24 > 16
+    assert g.edge_cut_fraction == 0.4
+    assert "homogeneous view" in g.approximate
+    plan = build_plan(spec, g)
+    # 2 holders own 7,000 nodes each, so 5,000 users; 2 holders over 2 processes
+    assert embedding_item(plan, "user").bytes == 5_000 * DIM * 4 * 3
+    assert "features of item (2,000 owned + 0 cached rows)" in items(plan, "sampler")
+
+
+def test_a_gpu_shortfall_names_the_budgets_that_are_unset() -> None:
+    def gpu_fixes(spec: DistGNNJobSpec) -> dict[str, str]:
+        plan = plan_of(spec, gpu_memory=GIB // 4)
+        return {s.role: s.message for s in check(spec, plan, GIB // 4) if s.resource != "memory"}
+
+    unset = gpu_fixes(typed())
+    assert "set spec.trainers.embeddingMemory (embedding shards" in unset["trainer"]
+    assert "set spec.samplers.featureMemory (feature rows" in unset["sampler"]
+    assert "featureMemory" not in unset["trainer"]  # the samplers hold the features
+    budgets = {"featureMemory": "auto"}
+    both = gpu_fixes(typed(samplers=budgets, trainers={"embeddingMemory": "auto"}))
+    assert "embeddingMemory" not in both["trainer"]
+    assert "featureMemory" not in both["sampler"]
