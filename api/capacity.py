@@ -42,6 +42,7 @@ from distgnn_api.pod_memory import (
     trainer_items,
 )
 from distgnn_api.spec import DistGNNJobSpec, PartitionAlgorithm, ReplicateTopology
+from distgnn_api.typed_memory import embedding_items, typed_holder_items, typed_notes
 
 __all__ = [
     "GIB",
@@ -154,6 +155,13 @@ def shapes(
     )
 
 
+def _holder_items(spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: Where) -> list[Item]:
+    """A holder's items: per node type for a typed graph whose types are known."""
+    if graph.node_types:
+        return typed_holder_items(spec, graph, s, dev)
+    return holder_items(spec, graph, s, dev)
+
+
 def _holder_device(spec: DistGNNJobSpec) -> Where:
     gpus = spec.trainers.gpus_per_pod if spec.worker_mode else spec.samplers.gpus_per_pod
     return "gpu" if gpus > 0 else "host"
@@ -243,7 +251,7 @@ def build_plan(
     trainer_procs = spec.trainers.replicas * max(1, spec.trainers.gpus_per_pod)
     if not spec.worker_mode:
         sdev = _holder_device(spec)
-        items = process_items(sdev, "sampler") + holder_items(spec, graph, s, sdev)
+        items = process_items(sdev, "sampler") + _holder_items(spec, graph, s, sdev)
         items += gpu_sampler_items(spec, graph, s, sdev)
         if all(k >= 1 for k in spec.model.fanout):
             peers = min(trainer_procs, MAX_PEERS_PER_HOST + 1)
@@ -268,8 +276,13 @@ def build_plan(
         titems.append(Item(f"batch slots of {samplers} sampler(s) on the host, mapped "
                            f"({count} each)", samplers * count * batch_bytes(s, graph, "host"),
                            "host", "runtime/shared_slots.py SlotReader.attach"))  # fmt: skip
+    loaded = 0
     if spec.worker_mode:
-        titems += holder_items(spec, graph, s, tdev) + gpu_sampler_items(spec, graph, s, tdev)
+        held = _holder_items(spec, graph, s, tdev)
+        titems += held + gpu_sampler_items(spec, graph, s, tdev)
+        loaded = sum(i.bytes for i in held if i.where == "gpu" and not i.transient)
+    # the embeddings are placed once the holder has loaded (auto takes what it left)
+    titems += embedding_items(spec, graph, s, tdev, loaded)
     roles.append(
         RolePlan(
             "trainer",
@@ -282,7 +295,9 @@ def build_plan(
     checkpoints = 2 * 12 * s.params  # params + two Adam moments, fp32; the last and the new one
     notes = [f"topology {'replicated' if s.replicate else 'partitioned'} ({s.replicate_why})"]
     split = feature_table_split(spec, graph, s, _holder_device(spec))
-    if split is not None:
+    if graph.node_types:
+        notes += typed_notes(spec, graph, s, _holder_device(spec), tdev, loaded)
+    elif split is not None:
         gpu, host, table = split
         notes.append(
             f"feature table per holder {table / GIB:.2f} GiB: {gpu / GIB:.2f} GiB "

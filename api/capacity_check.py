@@ -109,17 +109,32 @@ def _memory_fix(spec: DistGNNJobSpec, role: str, field: str, need: int) -> str:
     return f"{raise_it}, or lower spec.trainers.prefetch or spec.training.batchSize"
 
 
-def _gpu_fix(spec: DistGNNJobSpec, plan: Plan, role: str, gpu_field: str) -> str:
+def _budget_fix(spec: DistGNNJobSpec, role: RolePlan) -> str:
+    """The GPU budgets that would move a role's tables to pinned host memory, where unset."""
+    out = ""
+    if _holds_partitions(spec, role.role) and spec.samplers.feature_memory is None:
+        out += "set spec.samplers.featureMemory (feature rows over it stay in pinned host memory), "
+    embeddings = any(i.what.startswith("embeddings of ") and i.where == "gpu" for i in role.items)
+    if role.role == "trainer" and embeddings and spec.trainers.embedding_memory is None:
+        out += (
+            "set spec.trainers.embeddingMemory (embedding shards over it go to pinned host "
+            "memory), "
+        )
+    return out
+
+
+def _gpu_fix(spec: DistGNNJobSpec, plan: Plan, role: RolePlan, gpu_field: str) -> str:
     """How to make a role's share fit one GPU."""
     cards = f"or run on cards with more memory ({gpu_field})"
-    if _holds_partitions(spec, role) and plan.shapes.replicate:
+    if _holds_partitions(spec, role.role) and plan.shapes.replicate:
         topology = (
             "set spec.samplers.replicateTopology to never (each holder keeps only its "
             "partition's topology), "
         )
     else:
         topology = ""
-    if role == "trainer":
+    topology += _budget_fix(spec, role)
+    if role.role == "trainer":
         return (
             f"{topology}lower spec.training.batchSize or spec.model.fanout (a mini-batch at "
             f"its static capacity), {cards}"
@@ -147,7 +162,7 @@ def check_role(
             )
         )
     if role.gpus_per_pod > 0 and role.gpu_bytes > gpu_memory:
-        fix = _gpu_fix(spec, plan, role.role, gpu_field)
+        fix = _gpu_fix(spec, plan, role, gpu_field)
         out.append(
             Shortfall(role.role, "gpu-memory", gpu_field, role.gpu_bytes, gpu_memory, fix=fix)
         )

@@ -1,9 +1,13 @@
-"""The GPU budget of a holder's feature table (``samplers.featureMemory``), shared by the
-runtime (runtime/holder.py load) and ``distgnn plan``: rows over it stay in pinned host
-memory that the GPU reads in place.
+"""GPU budgets and what goes where under them, one rule each for the runtime and ``distgnn
+plan``: a holder's feature table (``samplers.featureMemory``; runtime/holder.py load, typed
+holders share it among their featured node types) and a training process's shards of the
+learnable embeddings (``trainers.embeddingMemory``; embeddings/placement.py). Rows and
+shards over a budget stay in pinned host memory that the GPU reads in place.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
 
 from distgnn_api.kube import AUTO, parse_quantity
 
@@ -56,3 +60,47 @@ def table_split(budget: int | None, rows: int, row_bytes: int) -> tuple[int, int
     if budget is None or table <= budget:
         return table, 0
     return budget // row_bytes * row_bytes, rows * host_row_bytes(row_bytes)
+
+
+def shared_budgets(budget: int | None, tables: Mapping[str, int]) -> dict[str, int | None]:
+    """Each table's share of ``budget`` (None: no cap), in proportion to its bytes: a typed
+    holder's featured node types (runtime/features/typed_source.py load_typed_tables)."""
+    total = max(sum(tables.values()), 1)
+    return {t: None if budget is None else budget * size // total for t, size in tables.items()}
+
+
+# --------------------------------------------------------------------------- embeddings
+
+FP32_BYTES = 4
+ADAM_STATE_ROWS = 2
+"""Per-row state tensors of the embeddings' optimizer (embeddings/optim.py RowSparseAdam:
+its two moments)."""
+
+
+def shard_bytes(rows: int, dim: int, state_rows: int) -> int:
+    """Bytes of one embedding shard of ``rows`` rows of ``dim`` on the GPU: the rows and
+    ``state_rows`` per-row optimizer tensors of the same shape (Adam 2, Adagrad 1), fp32."""
+    return rows * dim * FP32_BYTES * (1 + state_rows)
+
+
+def host_shard_bytes(rows: int, dim: int, state_rows: int) -> int:
+    """The same shard in pinned host memory: each of its tensors in rows padded to
+    :data:`HOST_ROW_ALIGN` (runtime/features/tiers.py pinned_rows)."""
+    return rows * host_row_bytes(dim * FP32_BYTES) * (1 + state_rows)
+
+
+def host_shards(sizes: Sequence[int], budget: int | None) -> list[bool]:
+    """For shards of ``sizes`` bytes, which stay in host memory under ``budget`` bytes of GPU
+    memory (None: no cap, every shard on the GPU): the smallest stay on the GPU first, so
+    that as many tables as fit (the small, densely hit ones) are read at GPU speed; the rest
+    go to the host whole."""
+    on_host = [budget is not None] * len(sizes)
+    if budget is None:
+        return on_host
+    used = 0
+    for i in sorted(range(len(sizes)), key=lambda i: sizes[i]):
+        if used + sizes[i] > budget:
+            break  # the rest are larger still
+        on_host[i] = False
+        used += sizes[i]
+    return on_host

@@ -1,11 +1,14 @@
 """The size of a job's graph, as the capacity plan needs it: from the spec, META.json or counts.
 
 A synthetic dataset states its size in the spec. An ``ogb`` or ``pyg`` dataset does not: its
-size comes from counts given on the command line, from a partition store's ``META.json``, or,
+size comes from counts given on the command line, from a partition store's ``META.json`` (a
+typed store's records its per-type counts), or,
 for the public OGB datasets, from their published counts when the dataset directory is named
-after one (``datasets/ogbn_products``). A heterogeneous graph is planned as its homogeneous
-view (every node type in one id space, features of the featureless types counted as their
-learnt embeddings); the plan says so.
+after one (``datasets/ogbn_products``). A heterogeneous graph whose per-type counts are known
+(ogbn-mag's published ones, ``syntheticMag``'s scaled ones, a typed store's) keeps them in ``node_types``: the
+plan sizes each featured type's feature table and each featureless type's learnable
+embeddings from them, and the rest from the homogeneous view (every node type in one id
+space, rows as wide as the widest of features and embeddings); ``approximate`` says so.
 """
 
 from __future__ import annotations
@@ -53,6 +56,26 @@ class SamplingProbe:
 
 
 @dataclass(frozen=True)
+class NodeTypeSize:
+    """One node type of a heterogeneous graph."""
+
+    name: str
+    num_nodes: int
+    num_features: int
+    """0: a featureless type, with learnable embeddings (``model.embeddingDim``)."""
+
+
+TYPED_APPROXIMATE = (
+    "a heterogeneous graph: its feature tables (per featured type) and learnable embeddings "
+    "(per featureless type) are sized per type, each type's nodes spread over the partitions "
+    "as evenly as all nodes are; its topology, labels, mini-batches, activations and the "
+    "feature exchange are sized as its homogeneous view (every type in one id space, rows of "
+    "{width} values)"
+)
+HOMOGENEOUS_APPROXIMATE = "a heterogeneous graph, planned as its homogeneous view"
+
+
+@dataclass(frozen=True)
 class GraphSize:
     """The counts the plan is computed from."""
 
@@ -71,6 +94,16 @@ class GraphSize:
     """Why the plan is only approximate for this graph ('' when it is not)."""
     probe: SamplingProbe | None = None
     """Sampled mini-batches of the store (META.json), when it was read."""
+    node_types: tuple[NodeTypeSize, ...] = ()
+    """A heterogeneous graph's node types, when their counts are known; () otherwise."""
+
+    @property
+    def featured_types(self) -> tuple[NodeTypeSize, ...]:
+        return tuple(t for t in self.node_types if t.num_features > 0)
+
+    @property
+    def featureless_types(self) -> tuple[NodeTypeSize, ...]:
+        return tuple(t for t in self.node_types if t.num_features == 0)
 
     @property
     def index_bytes(self) -> int:
@@ -156,18 +189,22 @@ def _is_mag(path: str) -> bool:
 def _mag_size(
     spec: DistGNNJobSpec, scale: float, features: int, classes: int, source: str
 ) -> GraphSize:
-    nodes = {t.name: scaled_count(t.num_nodes, scale) for t in MAG_NODE_TYPES}
+    types = tuple(
+        NodeTypeSize(t.name, scaled_count(t.num_nodes, scale), features if t.num_features else 0)
+        for t in MAG_NODE_TYPES
+    )
     edges = sum(scaled_count(count, scale) for _, count in MAG_RELATIONS)
-    emb = spec.model.embedding_dim or DEFAULT_EMBEDDING_DIM
+    # the homogeneous view's one row width: paper's features, the others' embeddings
+    width = max(features, spec.model.embedding_size)
     return GraphSize(
-        num_nodes=sum(nodes.values()),
+        num_nodes=sum(t.num_nodes for t in types),
         num_edges=2 * edges,
-        # one row width for every node: paper's features, the others' embeddings
-        num_features=max(features, emb),
+        num_features=width,
         num_classes=classes,
         num_train_nodes=scaled_count(MAG_SPLIT["train"], scale),
         source=source,
-        approximate="a heterogeneous graph, planned as its homogeneous view",
+        approximate=TYPED_APPROXIMATE.format(width=width),
+        node_types=types,
     )
 
 
@@ -210,13 +247,45 @@ def from_spec(spec: DistGNNJobSpec) -> GraphSize | None:
     return None
 
 
-def from_meta(path: str | Path) -> GraphSize:
-    """The size a partition store's META.json records (the file, or the store directory)."""
+TYPED_STORE = ("graph_kind", "hetero")
+"""META.json's key and value of a typed store (workload/partition/meta.py GRAPH_KIND_KEY)."""
+
+
+def _typed_meta(meta: dict[str, Any], p: Path, embedding_dim: int) -> GraphSize:
+    """A typed store's META.json (workload/partition/meta.py HeteroPartitionMeta): its
+    per-type counts and widths; the homogeneous view's rows as wide as the widest of its
+    features and (with a featureless type) its embeddings."""
+    types = tuple(
+        NodeTypeSize(t, int(meta["node_counts"][t]), int(meta["num_features"][t]))
+        for t in meta["node_types"]
+    )
+    widths = [t.num_features for t in types]
+    if any(w == 0 for w in widths):
+        widths.append(embedding_dim)
+    return GraphSize(
+        num_nodes=sum(t.num_nodes for t in types),
+        num_edges=sum(int(n) for n in meta["edge_counts"].values()),
+        num_features=max(widths),
+        num_classes=int(meta["num_classes"]),
+        num_train_nodes=int(meta["num_train_nodes"]),
+        source=f"{p}",
+        edge_cut_fraction=float(meta["edge_cut_fraction"]),
+        approximate=TYPED_APPROXIMATE.format(width=max(widths)),
+        probe=_probe(meta.get("sampling_probe")),
+        node_types=types,
+    )
+
+
+def from_meta(path: str | Path, embedding_dim: int = DEFAULT_EMBEDDING_DIM) -> GraphSize:
+    """The size a partition store's META.json records (the file, or the store directory);
+    ``embedding_dim``: the job's (``model.embeddingDim``), for a typed store."""
     p = Path(path)
     if p.is_dir():
         p = p / "META.json"
     try:
         meta: dict[str, Any] = json.loads(p.read_text())
+        if meta.get(TYPED_STORE[0]) == TYPED_STORE[1]:
+            return _typed_meta(meta, p, embedding_dim)
         return GraphSize(
             num_nodes=int(meta["num_nodes"]),
             num_edges=int(meta["num_edges"]),
@@ -262,7 +331,10 @@ def resolve(
 
     ``edges`` counts undirected edges, as ``dataset.synthetic.numEdges`` and OGB do.
     """
-    base = from_meta(meta) if meta is not None else from_spec(spec)
+    if meta is not None:
+        base: GraphSize | None = from_meta(meta, spec.model.embedding_size)
+    else:
+        base = from_spec(spec)
     if base is None:
         if nodes is None or edges is None or features is None:
             raise GraphSizeError(
@@ -299,5 +371,12 @@ def resolve(
     if overrides:
         given = ", ".join(k.removeprefix("num_") for k in overrides)
         overrides["source"] = f"{base.source}, with {given} given"
+        if base.node_types and ("num_nodes" in overrides or "num_features" in overrides):
+            # the per-type counts no longer add up to the graph's
+            overrides["node_types"] = ()
+            overrides["approximate"] = (
+                f"{HOMOGENEOUS_APPROXIMATE} (--nodes or --features replace its per-type "
+                "counts; its learnable embeddings are not modelled)"
+            )
         base = replace(base, **overrides)
     return base

@@ -51,6 +51,8 @@ images (cuBLAS, cuDNN, NCCL pages touched) and pinned staging (measured on 1 x H
 2.11, benchmarks/capacity/results/gpu-h200-1.jsonl: +1.0 to 1.4 GB per CUDA process)."""
 ACTIVATION_COPIES = 4
 """Tensors of a layer's output size autograd keeps per layer (input, aggregate, output, grad)."""
+ROW_ITEMS = ("owned feature rows", "hot cache", "cache reserve", "hotness pre-sampling")
+"""How a holder's items of its feature rows begin: a tiered or typed table replaces them."""
 
 
 @dataclass(frozen=True)
@@ -315,12 +317,7 @@ def _tiered_holder_items(
     untiered = spec.model_copy(
         update={"samplers": spec.samplers.model_copy(update={"feature_memory": None})}
     )
-    items = [
-        i
-        for i in holder_items(untiered, graph, s, dev)
-        if i.what not in ("owned feature rows", "cache reserve (torch.cat of the table)")
-        and not i.what.startswith(("hot cache", "hotness pre-sampling"))
-    ]
+    items = [i for i in holder_items(untiered, graph, s, dev) if not i.what.startswith(ROW_ITEMS)]
     return [
         Item("feature table, GPU tier (hottest rows, featureMemory)", gpu, dev,
              "features/table.py FeatureTable.place"),

@@ -11,6 +11,7 @@ import pytest
 import torch
 from torch import Tensor, nn
 
+from distgnn_api.feature_memory import ADAM_STATE_ROWS
 from distgnn_workload.embeddings import (
     LookupRangeError,
     OwnershipError,
@@ -273,3 +274,5 @@ def test_the_smallest_shards_stay_on_the_gpu_within_the_budget() -> None:
     assert host_shards([300, 100, 200], 600) == [False, False, False]
     # rows and Adam's two moments, fp32
     assert shard_bytes(rows=10, dim=8, state_rows=RowSparseAdam.state_rows) == 10 * 8 * 4 * 3
+    # distgnn plan sizes the shards with the trainer's optimizer state
+    assert RowSparseAdam.state_rows == ADAM_STATE_ROWS
