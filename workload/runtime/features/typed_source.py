@@ -22,6 +22,7 @@ import torch.distributed.rpc as rpc
 from torch import Tensor
 from torch.futures import Future
 
+from distgnn_api.feature_memory import shared_budgets
 from distgnn_workload.partition.store import HeteroPartitionStore
 from distgnn_workload.runtime.features.cache_policy import select_hot_among
 from distgnn_workload.runtime.features.typed_table import TypedFeatureTable, _serve_typed_features
@@ -82,11 +83,11 @@ def load_typed_tables(
         t: held[t] * m.num_features[t] * torch.empty((), dtype=dtype).element_size()
         for t in featured
     }
-    total = max(sum(table_bytes.values()), 1)
+    shares = shared_budgets(device_budget, table_bytes)
     tables: dict[str, TypedFeatureTable] = {}
     for t in featured:
         owner = owners[t]
-        share = None if device_budget is None else device_budget * table_bytes[t] // total
+        share = shares[t]
         table = TypedFeatureTable(
             t,
             owner,
