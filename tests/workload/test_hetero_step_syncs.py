@@ -20,7 +20,7 @@ from distgnn_workload.models import build_hetero_model
 from distgnn_workload.models.relational import RelationalGNN
 from distgnn_workload.runtime.host_syncs import HostSyncCounter
 from distgnn_workload.sampling.hetero_sampler import HeteroNeighborSampler
-from distgnn_workload.sampling.hetero_static import StaticCaps
+from distgnn_workload.sampling.static_sample import StaticCaps
 from distgnn_workload.trainer.graph_step import WARMUP_STEPS
 from distgnn_workload.trainer.hetero_graph_step import HeteroGraphStep
 from distgnn_workload.trainer.hetero_pipeline import HeteroMiniBatch

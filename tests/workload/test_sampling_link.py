@@ -142,8 +142,10 @@ def test_replayed_batches_exclude_their_own_edges(monkeypatch: pytest.MonkeyPatc
 
         def run() -> None:
             fresh = nodes._sample_static(seeds, count, excluded)
-            for name in ("node_ids", "src", "dst", "target_ptr", "counts"):
-                getattr(out, name).copy_(getattr(fresh, name))
+            for name in ("node_ids", "src", "dst", "target_ptr"):
+                for key, buffer in getattr(out, name).items():
+                    buffer.copy_(getattr(fresh, name)[key])
+            out.counts.copy_(fresh.counts)
 
         return CapturedRun(_EagerGraph(run), seeds, count, out, excluded)  # type: ignore[arg-type]
 

@@ -12,8 +12,8 @@ from torch import Tensor
 from distgnn_api.edge_types import EdgeType
 from distgnn_workload.sampling.graph_capture import CapturedRun, CapturedSampler
 from distgnn_workload.sampling.hetero_hop_batch import HeteroHopBatch
-from distgnn_workload.sampling.hetero_static import StaticOut, sample_static
 from distgnn_workload.sampling.relabel import relabel, table_dtype
+from distgnn_workload.sampling.static_sample import StaticOut, sample_static
 from distgnn_workload.sampling.typed_graph import Fanouts, TypedCSR, type_key
 from distgnn_workload.sampling.uniform_subset import uniform_subset_positions
 
@@ -45,7 +45,7 @@ class HeteroNeighborSampler(CapturedSampler[Key, StaticOut]):
     The executions, the relabel table (one per node type) and the CUDA graph capture are
     those of :class:`NeighborSampler`: the *dynamic* execution sizes every tensor exactly
     (two host syncs per hop and edge type); the *static* one pads every hop to its bound (see
-    :mod:`hetero_static`) and syncs once; on CUDA it is captured per (seed type, batch
+    :mod:`static_sample`) and syncs once; on CUDA it is captured per (seed type, batch
     capacity) and replayed. ``static_shapes=None`` picks static on CUDA, dynamic on CPU. An
     instance is not safe for concurrent ``sample`` calls.
     """

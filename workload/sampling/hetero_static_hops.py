@@ -1,7 +1,7 @@
 """The fixed-shape form of typed batches: what a CUDA-graph step of a relational model reads.
 
 A :class:`HeteroHopBatch` is copied, prefix by prefix, into buffers sized by the typed
-sampler's bounds (:class:`~distgnn_workload.sampling.hetero_static.StaticCaps`): per edge
+sampler's bounds (:class:`~distgnn_workload.sampling.static_sample.StaticCaps`): per edge
 type its sources, targets and target CSR offsets, and one small tensor of the batch's real
 sizes per layer (``counts``). What lies past a prefix is left from earlier batches; the
 layer views (:meth:`HeteroStaticHops.layer_edges`) mask it on the device, so one replay
@@ -27,7 +27,7 @@ from torch import Tensor
 
 from distgnn_api.edge_types import EdgeType
 from distgnn_workload.sampling.hetero_hop_batch import HeteroHopBatch
-from distgnn_workload.sampling.hetero_static import StaticCaps
+from distgnn_workload.sampling.static_sample import StaticCaps
 
 DUMP_BAG = 32
 """Most padding edges per dump bag (see :meth:`HeteroStaticHops.layer_edges`)."""

@@ -8,12 +8,14 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from distgnn_workload.data.graph import EDGE_TYPE, NODE_TYPE
 from distgnn_workload.sampling import edge_exclusion, relabel
 from distgnn_workload.sampling.csc import csc_from_edge_index
 from distgnn_workload.sampling.graph_capture import CUDA_GRAPH_LOCK, CapturedRun, CapturedSampler
 from distgnn_workload.sampling.hop_batch import HopBatch
 from distgnn_workload.sampling.random_stream import reset_default_generator
 from distgnn_workload.sampling.static_sample import StaticOut, sample_static
+from distgnn_workload.sampling.typed_graph import TypedCSR
 from distgnn_workload.sampling.uniform_subset import uniform_subset_positions
 
 _INT32_MAX = 2**31 - 1
@@ -106,6 +108,13 @@ class NeighborSampler(CapturedSampler[Key, StaticOut]):
         self._indptr_ext = torch.cat([indptr_t, indptr_t[-1:]])
         self.indptr = self._indptr_ext[:-1]
         self.indices = indices_t.to(self.device, index_dtype)
+        # the static execution is the typed one's, over this graph as its one-type case
+        self._typed = TypedCSR(
+            {NODE_TYPE: self.num_nodes},
+            [EDGE_TYPE],
+            {EDGE_TYPE: self._indptr_ext},
+            {EDGE_TYPE: self.indices},
+        )
         # global id -> local id of the batch being sampled; -1 = not in the batch
         self._local = torch.full(
             (self.num_nodes + 1,), -1, dtype=relabel.table_dtype(self.device), device=self.device
@@ -216,13 +225,14 @@ class NeighborSampler(CapturedSampler[Key, StaticOut]):
         hops = len(self.fanouts)
         nodes, edges = sizes[: hops + 1], sizes[hops + 1 :]
         num_edges, num_targets = sum(edges), sum(nodes[:-1])
+        src, dst = out.src[EDGE_TYPE], out.dst[EDGE_TYPE]
         return HopBatch(
-            node_ids=out.node_ids[: sum(nodes)].clone(),
+            node_ids=out.node_ids[NODE_TYPE][: sum(nodes)].clone(),
             num_seeds=num_seeds,
             num_nodes_per_hop=nodes,
             num_edges_per_hop=edges,
-            edge_index=torch.stack([out.src[:num_edges], out.dst[:num_edges]]),
-            target_ptr=out.target_ptr[: num_targets + 1].clone(),
+            edge_index=torch.stack([src[:num_edges], dst[:num_edges]]),
+            target_ptr=out.target_ptr[EDGE_TYPE][: num_targets + 1].clone(),
         )
 
     def _reset_tables(self) -> None:
@@ -236,21 +246,21 @@ class NeighborSampler(CapturedSampler[Key, StaticOut]):
     def _sample_static(
         self, seeds: Tensor, num_seeds: Tensor, exclude: Tensor | None = None
     ) -> StaticOut:
-        """Every hop padded to its bound; compaction by scatter; no host sync
-        (:func:`~distgnn_workload.sampling.static_sample.sample_static`).
+        """Every hop padded to its bound; compaction by scatter; no host sync: the typed
+        static execution (:func:`~distgnn_workload.sampling.static_sample.sample_static`)
+        over the one node type and edge type.
 
         ``seeds`` is padded with the degree-0 node ``num_nodes``; ``num_seeds`` is a 0-d tensor.
         """
         return sample_static(
-            local=self._local,
-            indptr=self._indptr_ext,
-            indices=self.indices,
-            fanouts=self.fanouts,
-            generator=self.generator,
-            device=self.device,
-            seeds=seeds,
-            num_seeds=num_seeds,
-            exclude=exclude,
+            self._typed,
+            {NODE_TYPE: self._local},
+            {EDGE_TYPE: self.fanouts},
+            self.generator,
+            NODE_TYPE,
+            seeds,
+            num_seeds,
+            exclude=None if exclude is None else {EDGE_TYPE: exclude},
         )
 
     def _sample_hop(self, frontier: Tensor, fanout: int) -> tuple[Tensor, Tensor, Tensor]:

@@ -1,109 +1,197 @@
-"""The static-shape execution of NeighborSampler: every hop padded to its bound, compaction by
-scatter, no host sync.
+"""The static-shape execution of both samplers (a homogeneous graph is the one-type case):
+every hop padded to its bound, compaction by scatter, no host sync.
 
-For a batch capacity B and fanouts f_1..f_L, hop h holds at most ``B * f_1 * ... * f_h``
-nodes and edges. Seeds are padded with the degree-0 node ``num_nodes``; padding rows sample
-nothing; scatter targets past the real sizes go to one dump slot at the end of each buffer.
-The sizes come back as one tensor, so the caller syncs once; on CUDA the sampler captures the
-whole function in a CUDA graph.
+Bounds, for a batch capacity B of seeds of type ``t0`` and fanouts ``k[et][h]``:
+
+- nodes of type ``t`` at hop 0: B if ``t == t0`` else 0;
+- edges of ``(s, r, d)`` at hop ``h + 1``: ``nodes[d][h] * k[(s, r, d)][h]``;
+- nodes of type ``s`` at hop ``h + 1``: the sum of those over the edge types out of ``s``,
+  but at most ``num_nodes[s]`` (the nodes new at a hop are distinct).
+
+Frontiers are padded with the degree-0 node ``num_nodes[t]``; scatter targets past the real
+sizes go to one dump slot at the end of each buffer. The sizes come back as one tensor, so
+the caller syncs once; on CUDA the whole function is captured in a CUDA graph.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
-from distgnn_workload.sampling import edge_exclusion, relabel
+from distgnn_api.edge_types import EdgeType
+from distgnn_workload.sampling import edge_exclusion
+from distgnn_workload.sampling.relabel import relabel_static
+from distgnn_workload.sampling.typed_graph import TypedCSR
 from distgnn_workload.sampling.uniform_subset import uniform_subset_positions
+
+
+@dataclass(frozen=True)
+class StaticCaps:
+    """Per node type the node bound of each hop; per edge type the edge bound of each hop."""
+
+    nodes: dict[str, list[int]]
+    edges: dict[EdgeType, list[int]]
+
+    @classmethod
+    def of(
+        cls,
+        graph: TypedCSR,
+        fanouts: dict[EdgeType, list[int]],
+        seed_type: str,
+        capacity: int,
+    ) -> StaticCaps:
+        return cls.bounds(graph.num_nodes, graph.edge_types, fanouts, seed_type, capacity)
+
+    @classmethod
+    def bounds(
+        cls,
+        num_nodes: Mapping[str, int],
+        edge_types: Sequence[EdgeType],
+        fanouts: Mapping[EdgeType, Sequence[int]],
+        seed_type: str,
+        capacity: int,
+    ) -> StaticCaps:
+        """The bounds of a graph with ``num_nodes`` per type and ``edge_types`` (in the
+        sampler's order), sampled at ``fanouts`` around up to ``capacity`` seeds."""
+        num_hops = len(next(iter(fanouts.values())))
+        nodes = {t: [capacity if t == seed_type else 0] for t in num_nodes}
+        edges: dict[EdgeType, list[int]] = {et: [] for et in edge_types}
+        for h in range(num_hops):
+            reached = dict.fromkeys(num_nodes, 0)
+            for et in edge_types:
+                edges[et].append(nodes[et[2]][h] * max(fanouts[et][h], 0))
+                reached[et[0]] += edges[et][h]
+            for t, n in reached.items():
+                nodes[t].append(min(n, num_nodes[t]))
+        return cls(nodes, edges)
+
+    def target_cap(self, node_type: str) -> int:
+        """Bound on the targets of an edge type into ``node_type``: its nodes of hops 0..L-1."""
+        return sum(self.nodes[node_type][:-1])
 
 
 @dataclass
 class StaticOut:
     """Padded outputs of one static-shape sample (buffers reused by the next graph replay)."""
 
-    node_ids: Tensor
-    src: Tensor
-    dst: Tensor
-    target_ptr: Tensor
-    counts: Tensor  # nodes per hop (L + 1), then edges per hop (L)
+    node_ids: dict[str, Tensor]
+    src: dict[EdgeType, Tensor]
+    dst: dict[EdgeType, Tensor]
+    edge_ids: dict[EdgeType, Tensor]  # empty unless asked for
+    target_ptr: dict[EdgeType, Tensor]
+    counts: Tensor  # per node type its L + 1 hop sizes, then per edge type its L hop sizes
 
 
 def sample_static(
-    *,
-    local: Tensor,
-    indptr: Tensor,
-    indices: Tensor,
-    fanouts: Sequence[int],
+    graph: TypedCSR,
+    tables: dict[str, Tensor],
+    fanouts: dict[EdgeType, list[int]],
     generator: torch.Generator,
-    device: torch.device,
+    seed_type: str,
     seeds: Tensor,
     num_seeds: Tensor,
-    exclude: Tensor | None = None,
+    *,
+    with_edge_ids: bool = False,
+    exclude: Mapping[EdgeType, Tensor] | None = None,
 ) -> StaticOut:
-    """Sample every hop of ``seeds`` padded to its bound.
+    """Sample around ``seeds`` (padded with ``num_nodes[seed_type]``; ``num_seeds`` 0-d).
 
-    ``local`` is the sampler's global -> local id table (all -1, and all -1 again on return);
-    ``indptr`` has one extra entry for the padding node ``num_nodes = indptr.numel() - 2``;
-    ``num_seeds`` is a 0-d tensor; ``exclude`` holds the sorted keys of edges to leave out.
+    ``tables``: per node type the sampler's global -> local id table (all -1, and all -1
+    again on return). ``edge_ids`` are filled only ``with_edge_ids``. ``exclude[et]``: the
+    sorted keys (:mod:`~distgnn_workload.sampling.edge_exclusion`) of edges of ``et`` to
+    leave out, an edge type within one node type (a link batch's supervision edges).
     """
-    dev, pad = device, indptr.numel() - 2
-    caps = [seeds.numel()]
-    for fanout in fanouts:
-        caps.append(caps[-1] * fanout)
-    node_cap, edge_cap, target_cap = sum(caps), sum(caps[1:]), sum(caps[:-1])
-    node_ids = torch.full((node_cap + 1,), pad, dtype=torch.int64, device=dev)
-    src = torch.zeros(edge_cap + 1, dtype=torch.int64, device=dev)
-    dst = torch.zeros(edge_cap + 1, dtype=torch.int64, device=dev)
-    target_ptr = torch.zeros(target_cap + 2, dtype=torch.int64, device=dev)
-    counts = [num_seeds]
-    edge_counts = []
-    node_ids[: caps[0]] = seeds
-    local[seeds] = torch.arange(caps[0], dtype=local.dtype, device=dev)
-    frontier, num_frontier = seeds, num_seeds
-    lo = torch.zeros((), dtype=torch.int64, device=dev)
-    hi = num_seeds.clone()
-    edge_base = torch.zeros((), dtype=torch.int64, device=dev)
-    for fanout in fanouts:
-        rows = torch.arange(frontier.numel(), device=dev)
-        start = indptr[frontier]
-        deg = indptr[frontier + 1] - start
-        pos, valid = uniform_subset_positions(deg, fanout, generator)
-        valid = valid.reshape(-1)
-        edge_pos = torch.where(valid, (start.unsqueeze(1) + pos).reshape(-1), 0)
-        neighbours = torch.where(valid, indices[edge_pos].to(torch.int64), pad)
-        taken = deg.clamp(max=fanout)
-        if exclude is not None:
-            owner = frontier.unsqueeze(1).expand(-1, fanout).reshape(-1)
-            valid = valid & edge_exclusion.keep_mask(exclude, owner, neighbours, pad)
-            neighbours = torch.where(valid, neighbours, pad)
-            taken = valid.reshape(-1, fanout).sum(1)
-        first, rank = relabel.relabel_static(local, neighbours, valid, hi, pad)
-        # edges, compacted in (target, draw) order
-        edge_slot = torch.where(valid, torch.cumsum(valid, 0) - 1 + edge_base, edge_cap)
-        src.index_put_((edge_slot,), local[neighbours].to(torch.int64))
-        draw_row = torch.div(torch.arange(valid.numel(), device=dev), fanout, rounding_mode="floor")
-        dst.index_put_((edge_slot,), draw_row + lo)
-        ptr_slot = torch.where(rows < num_frontier, lo + rows + 1, target_cap + 1)
-        target_ptr.index_put_((ptr_slot,), torch.cumsum(taken, 0) + edge_base)
-        # nodes new at this hop, in order of first appearance
-        num_new = first.sum()
-        node_ids.index_put_((torch.where(first, hi + rank, node_cap),), neighbours)
-        nxt = torch.full((neighbours.numel() + 1,), pad, dtype=torch.int64, device=dev)
-        nxt.index_put_((torch.where(first, rank, neighbours.numel()),), neighbours)
-        frontier, num_frontier = nxt[:-1], num_new
-        num_edges = valid.sum()
-        counts.append(num_new)
-        edge_counts.append(num_edges)
-        edge_base = edge_base + num_edges
-        lo, hi = hi, hi + num_new
-    local.index_fill_(0, node_ids, -1)
-    return StaticOut(
-        node_ids=node_ids,
-        src=src,
-        dst=dst,
-        target_ptr=target_ptr,
-        counts=torch.stack(counts + edge_counts),
-    )
+    for et in exclude or {}:
+        if et[0] != et[2]:
+            raise ValueError(f"edges to exclude need one node type at both ends, got {et}")
+    dev = seeds.device
+    caps = StaticCaps.of(graph, fanouts, seed_type, seeds.numel())
+    num_hops = len(next(iter(fanouts.values())))
+    pads = graph.num_nodes
+    zero = torch.zeros((), dtype=torch.int64, device=dev)
+
+    def buffer(size: int, fill: int = 0) -> Tensor:
+        return torch.full((size + 1,), fill, dtype=torch.int64, device=dev)
+
+    node_ids = {t: buffer(sum(c), pads[t]) for t, c in caps.nodes.items()}
+    src = {et: buffer(sum(c)) for et, c in caps.edges.items()}
+    dst = {et: buffer(sum(c)) for et, c in caps.edges.items()}
+    edge_ids = {et: buffer(sum(c)) for et, c in caps.edges.items()} if with_edge_ids else {}
+    target_ptr = {et: buffer(caps.target_cap(et[2]) + 1) for et in graph.edge_types}
+    node_ids[seed_type][: seeds.numel()] = seeds
+    seed_table = tables[seed_type]
+    seed_table[seeds] = torch.arange(seeds.numel(), dtype=seed_table.dtype, device=dev)
+
+    frontier = {seed_type: seeds}
+    num_frontier = {t: num_seeds if t == seed_type else zero for t in pads}
+    lo = dict.fromkeys(pads, zero)
+    hi = dict(num_frontier)
+    edge_base = dict.fromkeys(graph.edge_types, zero)
+    node_counts = {t: [n] for t, n in num_frontier.items()}
+    edge_counts: dict[EdgeType, list[Tensor]] = {et: [] for et in graph.edge_types}
+    for h in range(num_hops):
+        start_hi = dict(hi)
+        for et in graph.edge_types:
+            s, _, d = et
+            fanout, cap = fanouts[et][h], caps.nodes[d][h]
+            if cap == 0:
+                edge_counts[et].append(zero)
+                continue
+            nodes, rows = frontier[d], torch.arange(cap, device=dev)
+            ptr_slot = torch.where(rows < num_frontier[d], lo[d] + rows + 1, caps.target_cap(d) + 1)
+            if fanout == 0:
+                target_ptr[et].index_put_((ptr_slot,), edge_base[et].expand(cap))
+                edge_counts[et].append(zero)
+                continue
+            indptr = graph.indptr[et]
+            start = indptr[nodes]
+            deg = indptr[nodes + 1] - start
+            pos, valid_2d = uniform_subset_positions(deg, fanout, generator)
+            valid = valid_2d.reshape(-1)
+            edge_pos = torch.where(valid, (start.unsqueeze(1) + pos).reshape(-1), 0)
+            neighbours = torch.where(valid, graph.indices[et][edge_pos].to(torch.int64), pads[s])
+            taken = deg.clamp(max=fanout)
+            keys = None if exclude is None else exclude.get(et)
+            if keys is not None:
+                owner = nodes.unsqueeze(1).expand(-1, fanout).reshape(-1)
+                valid = valid & edge_exclusion.keep_mask(keys, owner, neighbours, pads[s])
+                neighbours = torch.where(valid, neighbours, pads[s])
+                taken = valid.reshape(-1, fanout).sum(1)
+            first, rank = relabel_static(tables[s], neighbours, valid, hi[s], pads[s])
+            # edges, compacted in (target, draw) order
+            edge_slot = torch.where(
+                valid, torch.cumsum(valid, 0) - 1 + edge_base[et], sum(caps.edges[et])
+            )
+            src[et].index_put_((edge_slot,), tables[s][neighbours].to(torch.int64))
+            draw_row = torch.div(
+                torch.arange(valid.numel(), device=dev), fanout, rounding_mode="floor"
+            )
+            dst[et].index_put_((edge_slot,), draw_row + lo[d])
+            if with_edge_ids:
+                edge_ids[et].index_put_((edge_slot,), edge_pos)
+            target_ptr[et].index_put_((ptr_slot,), torch.cumsum(taken, 0) + edge_base[et])
+            # nodes new at this hop, in order of first appearance
+            node_ids[s].index_put_(
+                (torch.where(first, hi[s] + rank, sum(caps.nodes[s])),), neighbours
+            )
+            hi[s] = hi[s] + first.sum()
+            num_edges = valid.sum()
+            edge_counts[et].append(num_edges)
+            edge_base[et] = edge_base[et] + num_edges
+        for t in pads:
+            num_new = hi[t] - start_hi[t]
+            node_counts[t].append(num_new)
+            cap = caps.nodes[t][h + 1]
+            if h + 1 < num_hops and cap:
+                ar = torch.arange(cap, device=dev)
+                at = (start_hi[t] + ar).clamp_(max=sum(caps.nodes[t]))
+                frontier[t] = torch.where(ar < num_new, node_ids[t][at], pads[t])
+            num_frontier[t], lo[t] = num_new, start_hi[t]
+    for t, table in tables.items():
+        table.index_fill_(0, node_ids[t], -1)
+    counts = [n for t in pads for n in node_counts[t]]
+    counts += [e for et in graph.edge_types for e in edge_counts[et]]
+    return StaticOut(node_ids, src, dst, edge_ids, target_ptr, torch.stack(counts))

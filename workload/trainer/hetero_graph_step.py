@@ -35,8 +35,8 @@ from torch import Tensor
 from distgnn_api.edge_types import EdgeType
 from distgnn_workload.embeddings import RowSparseAdam, ShardedEmbedding, lookup_tables
 from distgnn_workload.models.relational import RelationalGNN
-from distgnn_workload.sampling.hetero_static import StaticCaps
 from distgnn_workload.sampling.hetero_static_hops import HeteroStaticHops
+from distgnn_workload.sampling.static_sample import StaticCaps
 from distgnn_workload.trainer.graph_step import CapturedStep
 from distgnn_workload.trainer.hetero_pipeline import HeteroMiniBatch
 from distgnn_workload.trainer.step_policy import GRAPH_MEMORY_SHARE, cuda_graph_setting
