@@ -10,7 +10,7 @@ path's batches, loss and evaluation:
   (:class:`~distgnn_workload.sampling.hetero_link_sampler.HeteroLinkSampler`: here in
   worker mode, by the sampler servers in server-client mode);
 - the model is R-SAGE or R-GCN embedding both end types (``hidden_channels``) and the
-  spec's decoder (:class:`~distgnn_workload.models.hetero_link.HeteroLinkModel`); the loss
+  spec's decoder (:class:`~distgnn_workload.models.link.LinkModel`); the loss
   is binary cross-entropy (bf16 autocast on a GPU);
 - validation and test rank each split's positives against their fixed negatives over
   full-neighbourhood typed embeddings of the training topology
@@ -30,8 +30,7 @@ from distgnn_api.edge_types import EdgeType
 from distgnn_api.spec import DistGNNJobSpec
 from distgnn_workload.evaluation.link_ranking import LinkMetrics, LinkSplit, rank_splits
 from distgnn_workload.models import build_hetero_model
-from distgnn_workload.models.hetero_link import HeteroLinkModel
-from distgnn_workload.models.link import build_decoder, link_loss
+from distgnn_workload.models.link import LinkModel, build_decoder, link_loss
 from distgnn_workload.models.relational import RelationalGNN
 from distgnn_workload.runtime.hetero_data import HeteroTrainingData
 from distgnn_workload.runtime.link_batches import link_sampler
@@ -43,7 +42,7 @@ from distgnn_workload.trainer.rank import TypedRank
 
 def hetero_link_model(
     spec: DistGNNJobSpec, data: HeteroTrainingData, edge_type: EdgeType
-) -> HeteroLinkModel:
+) -> LinkModel:
     """R-SAGE or R-GCN embedding both ends of ``edge_type``, and the spec's decoder."""
     lp = spec.link_prediction
     assert lp is not None
@@ -59,8 +58,8 @@ def hetero_link_model(
     )
     assert isinstance(encoder, RelationalGNN)
     decoder = build_decoder(lp.decoder.value, hidden, spec.model.dropout)
-    return HeteroLinkModel(
-        encoder, decoder, edge_type, lp.negatives.per_positive, lp.negatives.kind.value
+    return LinkModel(
+        encoder, decoder, lp.negatives.per_positive, lp.negatives.kind.value, edge_type
     )
 
 
@@ -103,7 +102,9 @@ class HeteroLinkTrainer(LinkRanking, HeteroTrainer):
         return link_loss(pos, neg)
 
     def _rank(self, splits: Mapping[str, LinkSplit]) -> dict[str, LinkMetrics]:
-        rows = self._typed_inference().embeddings(self.link_model.encoder)
+        encoder = self.link_model.encoder
+        assert isinstance(encoder, RelationalGNN)
+        rows = self._typed_inference().embeddings(encoder)
         s, _, d = self.edge_type
         return rank_splits(
             rows[s].rows,
