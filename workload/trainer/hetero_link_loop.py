@@ -14,7 +14,7 @@ path's batches, loss and evaluation:
   is binary cross-entropy (bf16 autocast on a GPU);
 - validation and test rank each split's positives against their fixed negatives over
   full-neighbourhood typed embeddings of the training topology
-  (:meth:`~distgnn_workload.evaluation.hetero_inference.HeteroLayerwiseInference.embeddings`),
+  (:meth:`~distgnn_workload.evaluation.inference.LayerwiseInference.embeddings`),
   each rank its share, gathered for exact MRR and Hits@K.
 """
 
@@ -28,7 +28,7 @@ from torch import Tensor
 
 from distgnn_api.edge_types import EdgeType
 from distgnn_api.spec import DistGNNJobSpec
-from distgnn_workload.evaluation.link_ranking import LinkMetrics, LinkSplit, rank_splits
+from distgnn_workload.evaluation.link_ranking import LinkSplit
 from distgnn_workload.models import build_hetero_model
 from distgnn_workload.models.link import LinkModel, build_decoder, link_loss
 from distgnn_workload.models.relational import RelationalGNN
@@ -100,20 +100,3 @@ class HeteroLinkTrainer(LinkRanking, HeteroTrainer):
         with self.autocast():
             pos, neg = self.ddp(x, batch.hop)
         return link_loss(pos, neg)
-
-    def _rank(self, splits: Mapping[str, LinkSplit]) -> dict[str, LinkMetrics]:
-        encoder = self.link_model.encoder
-        assert isinstance(encoder, RelationalGNN)
-        rows = self._typed_inference().embeddings(encoder)
-        s, _, d = self.edge_type
-        return rank_splits(
-            rows[s].rows,
-            rows[d].rows,
-            self.data.node_counts[d],
-            self.link_model.decoder,
-            splits,
-            self.link.evaluation.hits_at,
-            self.collectives.all_gather,
-            rank=self.rank,
-            world_size=self.world_size,
-        )

@@ -20,11 +20,9 @@ from typing import Any
 from torch import Tensor
 
 from distgnn_api.spec import DistGNNJobSpec
-from distgnn_workload.evaluation import LayerwiseInference
-from distgnn_workload.evaluation.link_ranking import LinkMetrics, LinkSplit, evaluate_splits
+from distgnn_workload.evaluation.link_ranking import LinkSplit
 from distgnn_workload.models import build_model
 from distgnn_workload.models.link import LinkModel, build_decoder, link_loss
-from distgnn_workload.partition.store import PartitionStore
 from distgnn_workload.runtime.link_batches import seed_rows
 from distgnn_workload.trainer.link_graph_step import LinkGraphStep
 from distgnn_workload.trainer.link_report import LinkRanking, nonempty
@@ -114,23 +112,6 @@ class LinkTrainer(LinkRanking):
         loss.backward()  # type: ignore[no-untyped-call]
         self.optimizer.step()
         return loss
-
-    def _rank(self, splits: Mapping[str, LinkSplit]) -> dict[str, LinkMetrics]:
-        engine = LayerwiseInference(
-            PartitionStore.open(self.partition_dir),
-            rank=self.rank,
-            world_size=self.world_size,
-            device=self.device,
-            bf16=self.bf16,
-        )
-        return evaluate_splits(
-            engine,
-            self.link_model.encoder,
-            self.link_model.decoder,
-            splits,
-            self.link.evaluation.hits_at,
-            self.collectives.all_gather,
-        )
 
 
 def read_eval_splits(store_dir: Path) -> dict[str, LinkSplit]:

@@ -27,6 +27,7 @@ from torch.nn.parallel import DistributedDataParallel
 from distgnn_api.contract import STAGE_EPOCH, STAGE_EVAL, Result, emit_progress, rfc3339_now
 from distgnn_api.spec import DistGNNJobSpec, EvaluationKind, EvaluationSpec
 from distgnn_workload import evaluation
+from distgnn_workload.evaluation.accuracy import SplitRows
 from distgnn_workload.loader import MiniBatch, Prefetcher
 from distgnn_workload.models import build_model
 from distgnn_workload.models.sage import GraphSAGE
@@ -37,6 +38,7 @@ from distgnn_workload.runtime.status_server import ProgressTracker
 from distgnn_workload.runtime.transfers import wait_for_stream
 from distgnn_workload.sampling import StaticLayout
 from distgnn_workload.trainer.epoch_stats import EpochStats, RunState, announce_epoch
+from distgnn_workload.trainer.evaluation import store_inference
 from distgnn_workload.trainer.graph_step import WARMUP_STEPS, CapturedStep, GraphStep
 from distgnn_workload.trainer.profiler import StepProfiler
 from distgnn_workload.trainer.run_checkpoint import restore_run, save_run
@@ -66,6 +68,8 @@ class Trainer:
 
     VAL_FIGURE = "val_accuracy"
     """The progress figure an epoch's validation result is reported as."""
+    partition_dir: Path | None = None
+    """The store full-neighbourhood evaluation reads; None: the contract's."""
 
     def __init__(
         self,
@@ -419,12 +423,18 @@ class Trainer:
 
     def _full_evaluation(self) -> evaluation.FullEvaluation:
         return evaluation.full_evaluation(
-            self.model,
+            self.model, self._inference, rank=self.rank, all_reduce=self._all_reduce
+        )
+
+    def _inference(self) -> tuple[evaluation.LayerwiseInference, SplitRows]:
+        """This rank's full-neighbourhood inference over every node (its share), and the
+        labels and split masks its accuracy counts over."""
+        return store_inference(
             rank=self.rank,
             world_size=self.world_size,
             device=self.device,
             bf16=self.bf16,
-            all_reduce=self._all_reduce,
+            partition_dir=self.partition_dir,
         )
 
     @property
