@@ -13,7 +13,7 @@ exclusion of the batch's edges and reverses), and its batches carry no labels.
 A request carries the seeds and a random-stream seed; the server restarts a sampler of its
 pool on that stream, samples the typed neighbourhood at the resolved per-edge-type fanouts
 with :class:`HeteroNeighborSampler`, gathers the featured types' rows and the seeds' labels
-and returns a :data:`~distgnn_workload.runtime.hetero_batches.HeteroWireBatch` (plain RPC
+and returns a :data:`~distgnn_workload.runtime.batches.TypedWireBatch` (plain RPC
 tensors, no shared slots). The same seeds on the same stream give the same batch, whichever
 thread serves it and whichever sampler: a resumed run samples what an uninterrupted one did.
 
@@ -54,6 +54,11 @@ from distgnn_workload.partition.store import HeteroPartitionStore
 from distgnn_workload.runtime import rpc as rpc_runtime
 from distgnn_workload.runtime import rpc_targets
 from distgnn_workload.runtime.batch_targets import TYPED_SAMPLER_SERVER
+from distgnn_workload.runtime.batches import (
+    TypedWireBatch,
+    pack_typed,
+    wire_bytes,
+)
 from distgnn_workload.runtime.bootstrap import RoleProcess
 from distgnn_workload.runtime.features.typed_source import (
     TypedFeatureSource,
@@ -66,11 +71,6 @@ from distgnn_workload.runtime.features.typed_table import (
     TypedFeatureTable,
     serve_typed_tables,
     set_typed_serve_observer,
-)
-from distgnn_workload.runtime.hetero_batches import (
-    HeteroWireBatch,
-    hetero_wire_bytes,
-    pack_hetero,
 )
 from distgnn_workload.runtime.hetero_data import HeteroTrainingData, from_store, open_typed_store
 from distgnn_workload.runtime.holder import device_feature_budget
@@ -176,14 +176,14 @@ class HeteroSamplerServer:
         self._seconds = metrics.SAMPLER_REQUEST_SECONDS.labels(label, "batch")
         self._bytes = metrics.SAMPLER_BYTES_SENT.labels(label)
 
-    def submit(self, seeds: Tensor, stream_seed: int) -> Future[HeteroWireBatch]:
+    def submit(self, seeds: Tensor, stream_seed: int) -> Future[TypedWireBatch]:
         """The typed mini-batch of ``seeds`` sampled on the stream ``stream_seed``."""
         devices: list[int | str | torch.device] | None = [self.device] if self.cuda_wire else None
-        fut: Future[HeteroWireBatch] = Future(devices=devices)
+        fut: Future[TypedWireBatch] = Future(devices=devices)
         self.executor.submit(self._run, seeds, stream_seed, fut, time.perf_counter())
         return fut
 
-    def sample(self, seeds: Tensor, stream_seed: int) -> HeteroWireBatch:
+    def sample(self, seeds: Tensor, stream_seed: int) -> TypedWireBatch:
         """Sample and gather one batch now, on this thread (what a request runs)."""
         slot = self._slots.get()
         try:
@@ -197,7 +197,7 @@ class HeteroSamplerServer:
                 hop = slot.sampler.sample(seeds.to(self.device))
                 x = {t: self.features.gather(t, hop.node_ids[t]) for t in self.features.tables}
                 y = self.y[:0] if self.link is not None else self.y[hop.seed_ids]
-                wire = pack_hetero(hop, x, y, self._wire)
+                wire = pack_typed(hop, x, y, self._wire)
                 if slot.stream is not None:
                     slot.stream.synchronize()  # done before the RPC agent reads it
             return wire
@@ -215,7 +215,7 @@ class HeteroSamplerServer:
         # counted before the trainer can see the batch
         self._requests.inc()
         self._seconds.observe(time.perf_counter() - t0)
-        self._bytes.inc(hetero_wire_bytes(wire))
+        self._bytes.inc(wire_bytes(wire))
         now = time.monotonic()
         with self._lock:
             self.served += 1

@@ -25,6 +25,7 @@ from dataclasses import replace
 from typing import Any
 
 from distgnn_workload.partition.store import HeteroPartitionStore
+from distgnn_workload.runtime.batches import feature_bytes
 from distgnn_workload.runtime.bootstrap import RoleProcess
 from distgnn_workload.runtime.features.typed_source import (
     TypedFeatureSource,
@@ -32,7 +33,6 @@ from distgnn_workload.runtime.features.typed_source import (
     rpc_typed_fetch,
 )
 from distgnn_workload.runtime.features.typed_table import TypedFeatureTable, serve_typed_tables
-from distgnn_workload.runtime.hetero_batches import feature_bytes
 from distgnn_workload.runtime.hetero_data import HeteroTrainingData, from_store, open_typed_store
 from distgnn_workload.runtime.holder import device_feature_budget
 from distgnn_workload.runtime.link_batches import link_edge_types, typed_train_pairs

@@ -24,7 +24,7 @@ from torch.futures import Future
 
 from distgnn_workload.loader import Prefetcher
 from distgnn_workload.runtime.batch_targets import serve_typed_batch
-from distgnn_workload.runtime.hetero_batches import HeteroWireBatch, feature_bytes, unpack_hetero
+from distgnn_workload.runtime.batches import TypedWireBatch, feature_bytes, unpack_typed
 from distgnn_workload.runtime.rpc import wait_remote
 from distgnn_workload.runtime.seeds import Batch
 from distgnn_workload.sampling import StaticLayout
@@ -32,7 +32,7 @@ from distgnn_workload.trainer.hetero_pipeline import EVAL_STREAM, HeteroMiniBatc
 
 log = logging.getLogger(__name__)
 
-HeteroRequest = Callable[[int, Tensor, int], Future[HeteroWireBatch]]
+HeteroRequest = Callable[[int, Tensor, int], Future[TypedWireBatch]]
 """Ask sampler ``h`` for the typed batch of ``seeds`` on the random stream ``stream``."""
 
 
@@ -45,8 +45,8 @@ def batch_stream(seed: int, epoch: int | None, evaluation: int, rank: int, index
     return stream_seed(base, index, 0)
 
 
-def rpc_request(holder: int, seeds: Tensor, stream: int) -> Future[HeteroWireBatch]:
-    fut: Future[HeteroWireBatch] = rpc.rpc_async(
+def rpc_request(holder: int, seeds: Tensor, stream: int) -> Future[TypedWireBatch]:
+    fut: Future[TypedWireBatch] = rpc.rpc_async(
         f"sampler-{holder}", serve_typed_batch, args=(seeds, stream)
     )
     return fut
@@ -64,7 +64,7 @@ class HeteroRemotePipeline:
         device: torch.device,
         prefetch: int,
         concurrency: int,
-        on_batch: Callable[[HeteroWireBatch], None] | None = None,
+        on_batch: Callable[[TypedWireBatch], None] | None = None,
     ) -> None:
         self.request = request
         self.rank = rank
@@ -93,7 +93,7 @@ class HeteroRemotePipeline:
         """The batches of training epoch ``epoch``, or (None) of evaluation ``evaluation``."""
         if static is not None:
             raise ValueError("typed batches have no fixed-shape layout")
-        in_flight: dict[int, Future[HeteroWireBatch]] = {}
+        in_flight: dict[int, Future[TypedWireBatch]] = {}
         submitted = 0
 
         def produce(i: int) -> HeteroMiniBatch:
@@ -109,7 +109,7 @@ class HeteroRemotePipeline:
                 self.bytes_received += feature_bytes(value)
             if self.on_batch is not None:
                 self.on_batch(value)
-            hop, x, y = unpack_hetero(value, self.device)
+            hop, x, y = unpack_typed(value, self.device)
             return HeteroMiniBatch(hop=hop, x=x, y=y)
 
         return Prefetcher(
