@@ -33,12 +33,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torch.nn.parallel import DistributedDataParallel
 
 from distgnn_api.edge_types import EdgeType
 from distgnn_api.hetero_load import resolve_edge_fanouts
@@ -72,6 +71,9 @@ log = logging.getLogger(__name__)
 
 class HeteroTrainer(Trainer):
     """The training loop of one rank over a typed graph (see the module docstring)."""
+
+    STATIC_GRAPH: ClassVar[bool] = False
+    """A batch may hold no edge of some relation: its weights then get no gradient."""
 
     def __init__(
         self,
@@ -191,15 +193,6 @@ class HeteroTrainer(Trainer):
             partition_dir=self.partition_dir,
         )
         return engine, typed_splits(self.data)
-
-    def _wrap_ddp(self) -> nn.Module:
-        ids = [self.device.index] if self.device.type == "cuda" else None
-        return DistributedDataParallel(
-            self.model,
-            device_ids=ids,
-            broadcast_buffers=False,
-            find_unused_parameters=True,
-        )
 
     def _loader(self, batches: Sequence[Batch], epoch: int | None) -> Prefetcher[Any]:
         if epoch is None and self.tables:

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import torch
 import torch.distributed as dist
@@ -70,6 +70,9 @@ class Trainer:
     """The progress figure an epoch's validation result is reported as."""
     partition_dir: Path | None = None
     """The store full-neighbourhood evaluation reads; None: the contract's."""
+    STATIC_GRAPH: ClassVar[bool] = True
+    """Every parameter is used every step: DDP's graph is static and the gradients live in its
+    buckets (no copies in and out each step). False: a step may leave parameters unused."""
 
     def __init__(
         self,
@@ -249,14 +252,14 @@ class Trainer:
 
     def _wrap_ddp(self) -> nn.Module:
         ids = [self.device.index] if self.device.type == "cuda" else None
-        # gradients live in DDP's buckets (no copies in and out each step); every
-        # parameter is used every step, so the graph is static
+        static = self.STATIC_GRAPH
         return DistributedDataParallel(
             self.model,
             device_ids=ids,
             broadcast_buffers=False,
-            gradient_as_bucket_view=True,
-            static_graph=True,
+            gradient_as_bucket_view=static,
+            static_graph=static,
+            find_unused_parameters=not static,
         )
 
     @property
