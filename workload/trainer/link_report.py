@@ -1,8 +1,8 @@
 """How a link-prediction rank validates and reports: MRR instead of accuracy, the metrics,
 the progress event, the log line, the result and the tracker (:class:`LinkRanking`).
 Shared by the homogeneous (:class:`~distgnn_workload.trainer.link_loop.LinkTrainer`) and
-the heterogeneous (:class:`~distgnn_workload.trainer.hetero_link_loop.HeteroLinkTrainer`)
-loops, which only differ in how they embed the nodes and rank the splits; both draw an
+the typed (:class:`~distgnn_workload.trainer.link_loop.HeteroLinkTrainer`) loops, which
+only differ in their step and their inference (``Trainer._inference``); both draw an
 epoch's positives as ``positivesPerEpoch`` says.
 """
 
@@ -46,6 +46,15 @@ class LinkRanking(Trainer):
             epoch=epoch,
             seed=self.spec.training.seed,
         )
+
+    def link_to(self, model: LinkModel, splits: Mapping[str, LinkSplit]) -> None:
+        """Train ``model`` and rank ``splits`` (at most ``maxPositives`` of each)."""
+        link = self.spec.link_prediction
+        if link is None:
+            raise ValueError("a link-prediction job needs spec.linkPrediction")
+        self.link = link
+        self.link_model = model
+        self.splits = nonempty(splits, link.evaluation.max_positives)
 
     def _rank(self, splits: Mapping[str, LinkSplit]) -> dict[str, LinkMetrics]:
         engine, _ = self._inference()
