@@ -28,7 +28,7 @@ from distgnn_workload.runtime.batches import TypedWireBatch, feature_bytes, unpa
 from distgnn_workload.runtime.rpc import wait_remote
 from distgnn_workload.runtime.seeds import Batch
 from distgnn_workload.sampling import StaticLayout
-from distgnn_workload.trainer.hetero_pipeline import EVAL_STREAM, HeteroMiniBatch, stream_seed
+from distgnn_workload.trainer.hetero_pipeline import HeteroMiniBatch, epoch_stream, stream_seed
 
 log = logging.getLogger(__name__)
 
@@ -38,11 +38,7 @@ HeteroRequest = Callable[[int, Tensor, int], Future[TypedWireBatch]]
 
 def batch_stream(seed: int, epoch: int | None, evaluation: int, rank: int, index: int) -> int:
     """The random stream of batch ``index`` of a rank's epoch (None: of an evaluation)."""
-    if epoch is None:
-        base = stream_seed(seed + EVAL_STREAM, evaluation, rank)
-    else:
-        base = stream_seed(seed, epoch, rank)
-    return stream_seed(base, index, 0)
+    return stream_seed(epoch_stream(seed, epoch, evaluation, rank), index, 0)
 
 
 def rpc_request(holder: int, seeds: Tensor, stream: int) -> Future[TypedWireBatch]:
