@@ -32,7 +32,7 @@ else on the host); there is no shared-slot path for them.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from torch import Tensor
@@ -289,6 +289,28 @@ RequestInto = Callable[[int, int, Tensor], Future[WireMeta]]
 """Ask holder ``h`` to write the mini-batch of ``seeds`` into slot ``k`` of this process."""
 
 
+T = TypeVar("T")
+
+
+def requests_ahead(
+    batches: Sequence[Batch], concurrency: int, submit: Callable[[int, int, Tensor], T]
+) -> Callable[[int], T]:
+    """Batch ``i``'s request, taken in order, with the requests of the batches after it sent
+    ahead so that ``concurrency`` are in flight; ``submit(index, holder, seeds)`` sends one."""
+    in_flight: dict[int, T] = {}
+    submitted = 0
+
+    def take(i: int) -> T:
+        nonlocal submitted
+        while submitted < len(batches) and submitted < i + concurrency:
+            holder, seeds = batches[submitted]
+            in_flight[submitted] = submit(submitted, holder, seeds)
+            submitted += 1
+        return in_flight.pop(i)
+
+    return take
+
+
 class RemotePipeline:
     """Server-client mode: mini-batches come from the sampler servers over RPC.
 
@@ -321,23 +343,20 @@ class RemotePipeline:
         self, batches: Sequence[Batch], static: StaticLayout | None = None
     ) -> Prefetcher[MiniBatch]:
         """The epoch's mini-batches; with ``static``, each also padded to that layout."""
-        in_flight: dict[int, tuple[Future[Any], SlotReader | None, int]] = {}
-        submitted = 0
 
-        def submit(holder: int, seeds: Tensor) -> tuple[Future[Any], SlotReader | None, int]:
+        def submit(
+            _index: int, holder: int, seeds: Tensor
+        ) -> tuple[Future[Any], SlotReader | None, int]:
             reader = self.readers.get(holder)
             if reader is None or self.request_into is None:
                 return self.request(holder, seeds), None, -1
             slot = reader.acquire()
             return self.request_into(holder, slot, seeds), reader, slot
 
+        take = requests_ahead(batches, self.concurrency, submit)
+
         def produce(i: int) -> MiniBatch:
-            nonlocal submitted
-            while submitted < len(batches) and submitted < i + self.concurrency:
-                holder, seeds = batches[submitted]
-                in_flight[submitted] = submit(holder, seeds)
-                submitted += 1
-            fut, reader, slot = in_flight.pop(i)
+            fut, reader, slot = take(i)
             value = wait_remote(fut, f"sampler-{batches[i][0]}")
             if reader is None:
                 if self.on_batch is not None:

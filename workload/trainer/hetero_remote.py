@@ -24,7 +24,12 @@ from torch.futures import Future
 
 from distgnn_workload.loader import Prefetcher
 from distgnn_workload.runtime.batch_targets import serve_typed_batch
-from distgnn_workload.runtime.batches import TypedWireBatch, feature_bytes, unpack_typed
+from distgnn_workload.runtime.batches import (
+    TypedWireBatch,
+    feature_bytes,
+    requests_ahead,
+    unpack_typed,
+)
 from distgnn_workload.runtime.rpc import wait_remote
 from distgnn_workload.runtime.seeds import Batch
 from distgnn_workload.sampling import StaticLayout
@@ -89,17 +94,15 @@ class HeteroRemotePipeline:
         """The batches of training epoch ``epoch``, or (None) of evaluation ``evaluation``."""
         if static is not None:
             raise ValueError("typed batches have no fixed-shape layout")
-        in_flight: dict[int, Future[TypedWireBatch]] = {}
-        submitted = 0
+
+        def submit(index: int, holder: int, seeds: Tensor) -> Future[TypedWireBatch]:
+            stream = batch_stream(self.seed, epoch, evaluation, self.rank, index)
+            return self.request(holder, seeds.cpu(), stream)
+
+        take = requests_ahead(batches, self.concurrency, submit)
 
         def produce(i: int) -> HeteroMiniBatch:
-            nonlocal submitted
-            while submitted < len(batches) and submitted < i + self.concurrency:
-                holder, seeds = batches[submitted]
-                stream = batch_stream(self.seed, epoch, evaluation, self.rank, submitted)
-                in_flight[submitted] = self.request(holder, seeds.cpu(), stream)
-                submitted += 1
-            value = wait_remote(in_flight.pop(i), f"sampler-{batches[i][0]}")
+            value = wait_remote(take(i), f"sampler-{batches[i][0]}")
             with self._lock:
                 self.received += 1
                 self.bytes_received += feature_bytes(value)
