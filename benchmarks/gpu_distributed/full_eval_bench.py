@@ -33,6 +33,7 @@ sys.path.insert(0, str(REPO / "benchmarks" / "gpu_distributed"))
 from bench import build_store, emit  # noqa: E402
 from synthetic_gpu import FEATURE_NOISE, HOMOPHILY, PRODUCTS_NODES  # noqa: E402
 
+from distgnn_workload.data.graph import EDGE_TYPE, NODE_TYPE  # noqa: E402
 from distgnn_workload.evaluation import LayerwiseInference  # noqa: E402
 from distgnn_workload.models import GraphSAGE  # noqa: E402
 from distgnn_workload.partition import PartitionStore  # noqa: E402
@@ -76,7 +77,9 @@ def _rank(
         torch.manual_seed(0)
         model = GraphSAGE(store.meta.num_features, args.hidden, store.meta.num_classes, args.layers)
         model = model.to(device).eval()
-        engine = LayerwiseInference(store, rank=rank, world_size=world, device=device, bf16=bf16)
+        engine = LayerwiseInference.of_store(
+            store, rank=rank, world_size=world, device=device, bf16=bf16
+        )
         seconds = []
         logits = None
         for _ in range(2):
@@ -102,7 +105,7 @@ def _rank(
                 "directed_edges": store.meta.num_edges,
                 "hidden": args.hidden,
                 "layers": args.layers,
-                "chunks_per_rank": len(engine.chunks),
+                "chunks_per_rank": len(engine.chunks(NODE_TYPE, [EDGE_TYPE])),
                 "first_pass_s": round(seconds[0], 3),
                 "pass_s": round(seconds[1], 3),
                 "peak_gpu_gib_per_rank": round(float(peak), 2),

@@ -16,7 +16,7 @@ from distgnn_workload.embeddings import (
     ShardedEmbedding,
     initial_rows,
 )
-from distgnn_workload.evaluation.hetero_inference import HeteroLayerwiseInference
+from distgnn_workload.evaluation import LayerwiseInference
 from distgnn_workload.models.relational import RelationalGNN
 from distgnn_workload.models.rgcn import RGCN
 from distgnn_workload.models.rsage import RSAGE
@@ -119,9 +119,9 @@ def sharded_rows(rank: int, world_size: int) -> Callable[[str, int, int], Tensor
 
 def chunked_inference(
     rows: Callable[[str, int, int], Tensor], rank: int, world_size: int
-) -> HeteroLayerwiseInference:
+) -> LayerwiseInference:
     """A rank's layer-wise inference over :func:`graph` in small chunks (so that they split)."""
-    return HeteroLayerwiseInference(
+    return LayerwiseInference(
         graph(),
         NUM_NODES,
         rows,

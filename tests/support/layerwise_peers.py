@@ -10,7 +10,9 @@ import torch
 import torch.distributed as dist
 
 from distgnn_operator.local.ports import free_ports
+from distgnn_workload.data.graph import NODE_TYPE
 from distgnn_workload.evaluation import LayerwiseInference, full_neighbourhood_accuracy
+from distgnn_workload.evaluation.store_rows import StoreRows
 from distgnn_workload.partition import PartitionStore
 from distgnn_workload.runtime.ddp import Collectives
 from tests.support.layerwise import ARCHS, full_graph_logits, model_of, write_store
@@ -55,7 +57,7 @@ def evaluate_rank(
             model = model_of(arch).to(device)
             model.load_state_dict(torch.load(Path(out) / f"{arch}.weights.pt"))
             # small chunks and exchange pieces: many blocks, many all-gather calls
-            engine = LayerwiseInference(
+            engine = LayerwiseInference.of_store(
                 store,
                 rank=rank,
                 world_size=WORLD_SIZE,
@@ -68,10 +70,10 @@ def evaluate_rank(
             )
             logits = engine.logits(model)
             accuracy = full_neighbourhood_accuracy(
-                engine, model, ["val", "test"], collectives.all_reduce
+                engine, model, StoreRows(store), ["val", "test"], collectives.all_reduce
             )
             torch.save(
-                {"share": engine.share, "logits": logits.cpu(), "accuracy": accuracy},
+                {"share": engine.share(NODE_TYPE), "logits": logits.cpu(), "accuracy": accuracy},
                 Path(out) / f"{arch}-{rank}.pt",
             )
         finished = True

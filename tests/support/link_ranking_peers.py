@@ -41,7 +41,7 @@ def evaluate_rank(rank: int, port: int, store_path: str, out: str, world_size: i
             encoder, decoder = model_of("sage"), decoder_of(kind)
             encoder.load_state_dict(torch.load(Path(out) / "encoder.pt"))
             decoder.load_state_dict(torch.load(Path(out) / f"{kind}.pt"))
-            engine = LayerwiseInference(
+            engine = LayerwiseInference.of_store(
                 store, rank=rank, world_size=world_size, chunk_edges=97, chunk_nodes=40
             )
             got = evaluate_splits(

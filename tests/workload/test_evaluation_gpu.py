@@ -22,10 +22,10 @@ def test_one_gpu_equals_the_cpu_full_graph_forward(tmp_path: Path, arch: str) ->
     cuda = torch.device("cuda")
     model = model.to(cuda)
     for on_host in (False, True):
-        engine = LayerwiseInference(store, device=cuda, chunk_edges=97, on_host=on_host)
+        engine = LayerwiseInference.of_store(store, device=cuda, chunk_edges=97, on_host=on_host)
         got = engine.logits(model).cpu()
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-4)
-    got = LayerwiseInference(store, device=cuda, bf16=True).logits(model).cpu()
+    got = LayerwiseInference.of_store(store, device=cuda, bf16=True).logits(model).cpu()
     assert float((got - want).norm() / want.norm()) < 3e-2
 
 

@@ -22,8 +22,13 @@ from torch_geometric.nn import GraphSAGE, to_hetero
 from distgnn_api.spec import PartitionAlgorithm, PartitionSpec
 from distgnn_operator.local.ports import free_ports
 from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig, generate_mag
-from distgnn_workload.evaluation.hetero_final import hetero_full_accuracy, typed_feature_range
-from distgnn_workload.evaluation.hetero_inference import HeteroLayerwiseInference, typed_shares
+from distgnn_workload.evaluation import (
+    HeldSplits,
+    LayerwiseInference,
+    full_neighbourhood_accuracy,
+    typed_shares,
+)
+from distgnn_workload.evaluation.store_rows import typed_feature_range
 from distgnn_workload.partition.store import HeteroPartitionStore
 from distgnn_workload.partition.writer import write_partitions
 from tests.support import hetero_layerwise as hl
@@ -33,8 +38,8 @@ from tests.workload.hetero_graphs import NUM_NODES
 
 def _engine(
     x: dict[str, Tensor], chunk_edges: int = 1 << 21, chunk_nodes: int = 1 << 16
-) -> HeteroLayerwiseInference:
-    return HeteroLayerwiseInference(
+) -> LayerwiseInference:
+    return LayerwiseInference(
         hl.graph(),
         NUM_NODES,
         lambda t, lo, hi: x[t][lo:hi],
@@ -110,8 +115,8 @@ def test_accuracy_counts_the_split_nodes_of_each_share() -> None:
         "test": torch.arange(1, 120, 2),
         "none": torch.zeros(0, dtype=torch.int64),
     }
-    figures = hetero_full_accuracy(
-        _engine(x), model, labels, splits, ["val", "test", "none"], lambda v: v
+    figures = full_neighbourhood_accuracy(
+        _engine(x), model, HeldSplits(labels, splits), ["val", "test", "none"], lambda v: v
     )
     for split in ("val", "test"):
         ids = splits[split]

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from distgnn_api.spec import EvaluationKind, EvaluationSpec
+from distgnn_workload.data.graph import EDGE_TYPE, NODE_TYPE
 from distgnn_workload.evaluation import (
     LayerwiseInference,
     final_accuracies,
@@ -17,6 +18,7 @@ from distgnn_workload.evaluation import (
     node_shares,
 )
 from distgnn_workload.evaluation.blocks import build_block, chunk_bounds, in_degrees
+from distgnn_workload.evaluation.store_rows import StoreRows
 from distgnn_workload.partition import PartitionStore
 from tests.support.layerwise import ARCHS, full_graph_logits, model_of, write_store
 
@@ -34,8 +36,8 @@ def test_layerwise_equals_the_full_graph_forward(
     model = model_of(arch, num_layers)
     want = full_graph_logits(model, store)
     # small chunks: many blocks per layer, each with neighbours outside it
-    engine = LayerwiseInference(store, chunk_edges=97, chunk_nodes=40)
-    assert len(engine.chunks) > 5
+    engine = LayerwiseInference.of_store(store, chunk_edges=97, chunk_nodes=40)
+    assert len(engine.chunks(NODE_TYPE, [EDGE_TYPE])) > 5
     got = engine.logits(model)
     assert got.shape == (store.meta.num_nodes, 5)
     assert float(want.abs().max()) > 0.1  # the comparison is not between zeros
@@ -46,7 +48,7 @@ def test_layerwise_equals_the_full_graph_forward(
 def test_layerwise_leaves_training_mode_as_it_found_it(store: PartitionStore, arch: str) -> None:
     model = model_of(arch).train()
     want = full_graph_logits(model.eval(), store)
-    got = LayerwiseInference(store).logits(model.train())  # dropout must not apply
+    got = LayerwiseInference.of_store(store).logits(model.train())  # dropout must not apply
     assert model.training
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
 
@@ -57,7 +59,11 @@ def test_accuracy_counts_each_split_over_its_nodes(store: PartitionStore) -> Non
     graph = store.to_graph()
     hit = logits.argmax(-1).numpy() == np.asarray(graph.y)
     got = full_neighbourhood_accuracy(
-        LayerwiseInference(store, chunk_edges=200), model, ["val", "test"], lambda v: v
+        LayerwiseInference.of_store(store, chunk_edges=200),
+        model,
+        StoreRows(store),
+        ["val", "test"],
+        lambda v: v,
     )
     assert got["val"] == pytest.approx(hit[np.asarray(graph.val_mask)].mean())
     assert got["test"] == pytest.approx(hit[np.asarray(graph.test_mask)].mean())
@@ -128,10 +134,10 @@ def test_the_store_is_read_from_disk(tmp_path: Path) -> None:
     """Changing a feature on disk changes the layer-wise logits: layer 0 reads the store."""
     store = write_store(tmp_path / "s", 2)
     model = model_of("sage", 1)
-    before = LayerwiseInference(store).logits(model)
+    before = LayerwiseInference.of_store(store).logits(model)
     features = np.load(tmp_path / "s" / "part-0" / "features.npy", mmap_mode="r+")
     features[0] += 5.0
     features.flush()
-    after = LayerwiseInference(PartitionStore.open(tmp_path / "s")).logits(model)
+    after = LayerwiseInference.of_store(PartitionStore.open(tmp_path / "s")).logits(model)
     assert not torch.allclose(before[0], after[0])
     torch.testing.assert_close(after, full_graph_logits(model, PartitionStore.open(tmp_path / "s")))

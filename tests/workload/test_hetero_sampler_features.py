@@ -18,6 +18,7 @@ from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig, genera
 from distgnn_workload.partition.store import HeteroPartitionStore
 from distgnn_workload.partition.writer import write_partitions
 from distgnn_workload.runtime import rpc_targets
+from distgnn_workload.runtime.batches import unpack_typed
 from distgnn_workload.runtime.features.typed_source import (
     TypedFeatureSource,
     TypedFetchFn,
@@ -31,7 +32,6 @@ from distgnn_workload.runtime.features.typed_table import (
     serve_typed_tables,
     set_typed_serve_observer,
 )
-from distgnn_workload.runtime.hetero_batches import unpack_hetero
 from distgnn_workload.runtime.hetero_data import from_store
 from distgnn_workload.sampler.hetero_server import HeteroSamplerServer
 
@@ -113,8 +113,8 @@ def test_a_partial_cache_fetches_rows_from_the_owning_sampler_and_sends_the_same
     for h, server in enumerate(servers):
         seeds = whole.train_ids[h][:32]
         for stream in (3, 4):
-            hop, x, y = unpack_hetero(server.sample(seeds, stream), CPU)
-            want_hop, want_x, want_y = unpack_hetero(reference.sample(seeds, stream), CPU)
+            hop, x, y = unpack_typed(server.sample(seeds, stream), CPU)
+            want_hop, want_x, want_y = unpack_typed(reference.sample(seeds, stream), CPU)
             for t in hop.node_ids:
                 assert torch.equal(hop.node_ids[t], want_hop.node_ids[t]), t
             assert set(x) == {"paper"}

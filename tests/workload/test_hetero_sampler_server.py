@@ -19,11 +19,11 @@ from torch import Tensor
 from distgnn_api.hetero_load import resolve_edge_fanouts
 from distgnn_api.spec import DistGNNJobSpec, parse_spec
 from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig, generate_mag
-from distgnn_workload.runtime.hetero_batches import (
-    HeteroWireBatch,
+from distgnn_workload.runtime.batches import (
+    TypedWireBatch,
     feature_bytes,
-    hetero_wire_bytes,
-    unpack_hetero,
+    unpack_typed,
+    wire_bytes,
 )
 from distgnn_workload.runtime.hetero_data import (
     HeteroTrainingData,
@@ -97,7 +97,7 @@ def test_worker_and_server_sample_the_same_batch_on_the_same_stream(
     for stream in (11, 12, 13):
         local.sampler.reseed(stream)
         expected = local.batch(seeds)
-        hop, x, y = unpack_hetero(server.sample(seeds, stream), CPU)
+        hop, x, y = unpack_typed(server.sample(seeds, stream), CPU)
         _same_hop(hop, expected.hop)
         assert hop.num_edges > seeds.numel()  # it sampled a neighbourhood
         assert set(x) == set(data.x) == {"paper"}  # featured types only: no embedding rows
@@ -105,31 +105,31 @@ def test_worker_and_server_sample_the_same_batch_on_the_same_stream(
         assert torch.equal(x["paper"], data.x["paper"][hop.node_ids["paper"]])
         assert torch.equal(y, data.y[seeds])
     # another stream samples another neighbourhood
-    a, _, _ = unpack_hetero(server.sample(seeds, 11), CPU)
-    b, _, _ = unpack_hetero(server.sample(seeds, 99), CPU)
+    a, _, _ = unpack_typed(server.sample(seeds, 11), CPU)
+    b, _, _ = unpack_typed(server.sample(seeds, 99), CPU)
     assert any(not torch.equal(a.node_ids[t], b.node_ids[t]) for t in a.node_ids)
 
 
 def test_the_wire_batch_carries_int32_edges_and_counts_its_bytes(
     data: HeteroTrainingData,
 ) -> None:
-    wire: HeteroWireBatch = _server(data).sample(_seeds(data, 16), 5)
+    wire: TypedWireBatch = _server(data).sample(_seeds(data, 16), 5)
     edge_index = wire[4]
     assert {v.dtype for v in edge_index.values()} == {torch.int32}
     rows = wire[7]["paper"]
     assert feature_bytes(wire) == rows.numel() * 4
-    assert hetero_wire_bytes(wire) > feature_bytes(wire)
-    hop, _, _ = unpack_hetero(wire, CPU)
+    assert wire_bytes(wire) > feature_bytes(wire)
+    hop, _, _ = unpack_typed(wire, CPU)
     assert {v.dtype for v in hop.edge_index.values()} == {torch.int64}
 
 
 def test_concurrent_requests_get_their_own_streams(data: HeteroTrainingData) -> None:
     server = _server(data)
     requests = [(_seeds(data, 24, 24 * i), 100 + i) for i in range(9)]
-    expected = [unpack_hetero(server.sample(s, k), CPU)[0] for s, k in requests]
+    expected = [unpack_typed(server.sample(s, k), CPU)[0] for s, k in requests]
     futures = [server.submit(s, k) for s, k in requests]  # three threads, out of order
     for fut, want in zip(futures, expected, strict=True):
-        _same_hop(unpack_hetero(fut.wait(), CPU)[0], want)
+        _same_hop(unpack_typed(fut.wait(), CPU)[0], want)
     assert server.served == len(requests)
     assert server.seeds_served == sum(int(s.numel()) for s, _ in requests)
 
@@ -140,7 +140,7 @@ def test_the_remote_pipeline_asks_each_batch_on_its_own_stream(
     server = _server(data)
     asked: list[tuple[int, int]] = []
 
-    def request(holder: int, seeds: Tensor, stream: int) -> torch.futures.Future[HeteroWireBatch]:
+    def request(holder: int, seeds: Tensor, stream: int) -> torch.futures.Future[TypedWireBatch]:
         asked.append((holder, stream))
         return server.submit(seeds, stream)
 
@@ -153,7 +153,7 @@ def test_the_remote_pipeline_asks_each_batch_on_its_own_stream(
     assert asked == [(1, k) for k in streams]
     for (_, seeds), batch, k in zip(batches, got, streams, strict=True):
         assert torch.equal(batch.hop.seed_ids, seeds)
-        _same_hop(batch.hop, unpack_hetero(server.sample(seeds, k), CPU)[0])
+        _same_hop(batch.hop, unpack_typed(server.sample(seeds, k), CPU)[0])
     # evaluations and other epochs and ranks sample other streams
     assert batch_stream(7, None, 2, 1, 0) not in streams
     assert batch_stream(7, 3, 0, 1, 0) not in streams

@@ -1,4 +1,4 @@
-"""The heterogeneous link model scores the rows the typed layout puts each end in: a
+"""The link model, on a typed graph, scores the rows the typed layout puts each end in: a
 positive's source against its destination, each negative's source (its own, or the
 positive's for corruptDestination) against its negative destination."""
 
@@ -7,8 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from distgnn_workload.models.hetero_link import HeteroLinkModel
-from distgnn_workload.models.link import DotDecoder
+from distgnn_workload.models.link import DotDecoder, LinkModel
 from distgnn_workload.models.rsage import RSAGE
 from distgnn_workload.sampling.hetero_sampler import HeteroNeighborSampler
 from distgnn_workload.sampling.typed_seed_edges import TypedLinkLayout
@@ -22,7 +21,7 @@ WRITES = ("author", "writes", "paper")
 def test_scores_the_layout_rows(kind: str) -> None:
     torch.manual_seed(0)
     encoder = RSAGE(NODE_TYPES, EDGE_TYPES, widths(), 16, 8, 2, ["author", "paper"]).eval()
-    model = HeteroLinkModel(encoder, DotDecoder(), WRITES, 2, kind)
+    model = LinkModel(encoder, DotDecoder(), 2, kind, edge_type=WRITES)
     layout = TypedLinkLayout(WRITES, 5, 2, kind)
     g = torch.Generator().manual_seed(1)
     src = torch.randint(0, NUM_NODES["author"], (5,), generator=g)

@@ -6,17 +6,14 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
-import torch
 from torch import nn
 
-from distgnn_api.contract import STAGE_EVAL, WorkloadEnv, emit_progress
+from distgnn_api.contract import STAGE_EVAL, emit_progress
 from distgnn_api.spec import EvaluationKind, EvaluationSpec
 from distgnn_workload import metrics
-from distgnn_workload.evaluation.accuracy import AllReduce, full_neighbourhood_accuracy
+from distgnn_workload.evaluation.accuracy import AllReduce, SplitRows, full_neighbourhood_accuracy
 from distgnn_workload.evaluation.inference import LayerwiseInference
-from distgnn_workload.partition.store import PartitionStore
 
 log = logging.getLogger(__name__)
 
@@ -68,34 +65,25 @@ def final_accuracies(
     return FinalAccuracies(test=test, test_kind=test_kind, val=val, val_kind=val_kind)
 
 
+Inference = Callable[[], tuple[LayerwiseInference, SplitRows]]
+"""Builds, when the evaluation runs, a rank's inference engine and the target type's labels
+and split masks (:mod:`distgnn_workload.trainer.evaluation` builds both for either graph
+kind)."""
+
+
 def full_evaluation(
-    model: nn.Module,
-    *,
-    rank: int,
-    world_size: int,
-    device: torch.device,
-    bf16: bool,
-    all_reduce: AllReduce,
-    partition_dir: Path | None = None,
+    model: nn.Module, inference: Inference, *, rank: int, all_reduce: AllReduce
 ) -> FullEvaluation:
     """Full-neighbourhood evaluation of ``model`` by this rank, as a :data:`FullEvaluation`.
 
-    The store is opened when it runs, at ``partition_dir`` or else the contract's
-    partition directory (:meth:`WorkloadEnv.from_environ`). It sets ``distgnn_trainer_full_neighbourhood_accuracy`` and
-    emits an eval progress event on rank 0.
+    It sets ``distgnn_trainer_full_neighbourhood_accuracy`` and emits an eval progress event
+    on rank 0.
     """
 
     def evaluate(splits: Sequence[str]) -> dict[str, float | None]:
-        path = partition_dir or WorkloadEnv.from_environ().partition_dir
-        engine = LayerwiseInference(
-            PartitionStore.open(path),
-            rank=rank,
-            world_size=world_size,
-            device=device,
-            bf16=bf16,
-        )
         start = time.perf_counter()
-        figures = full_neighbourhood_accuracy(engine, model, splits, all_reduce)
+        engine, rows = inference()
+        figures = full_neighbourhood_accuracy(engine, model, rows, splits, all_reduce)
         report_full(rank, figures, time.perf_counter() - start)
         return figures
 

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor, nn
 
+from distgnn_api.edge_types import EdgeType
+from distgnn_workload.data.graph import EDGE_TYPE
 from distgnn_workload.evaluation.inference import LayerwiseInference
 
 RANK_CHUNK_PAIRS = 1 << 20
@@ -126,15 +128,17 @@ def evaluate_splits(
     splits: Mapping[str, LinkSplit],
     hits_at: Sequence[int],
     gather: GatherRanks,
+    edge_type: EdgeType = EDGE_TYPE,
 ) -> dict[str, LinkMetrics]:
-    """MRR and Hits@K of each split (the whole split, the same on every rank): the nodes
-    are embedded once, each rank by its share, and each rank ranks its share of the edges.
-    Every rank must call, with the same splits."""
+    """MRR and Hits@K of each split of ``edge_type`` (the whole split, the same on every
+    rank): the nodes are embedded once, each rank by its share, and each rank ranks its share
+    of the edges. Every rank must call, with the same splits."""
     rows = engine.embeddings(encoder)
+    s, _, d = edge_type
     return rank_splits(
-        rows.rows,
-        rows.rows,
-        engine.store.meta.num_nodes,
+        rows[s].rows,
+        rows[d].rows,
+        engine.node_counts[d],
         decoder,
         splits,
         hits_at,

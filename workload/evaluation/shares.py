@@ -1,4 +1,5 @@
-"""Which destination nodes each trainer computes in layer-wise inference."""
+"""Which destination nodes each trainer computes in layer-wise inference: per node type, a
+contiguous id range per rank."""
 
 from __future__ import annotations
 
@@ -27,5 +28,14 @@ def node_shares(offsets: Sequence[int], world_size: int) -> list[tuple[int, int]
         bounds = [int(offsets[r * per]) for r in range(world_size)] + [num_nodes]
         if all(a < b for a, b in itertools.pairwise(bounds)):
             return list(itertools.pairwise(bounds))
+    bounds = [num_nodes * r // world_size for r in range(world_size + 1)]
+    return list(itertools.pairwise(bounds))
+
+
+def typed_shares(num_nodes: int, world_size: int) -> list[tuple[int, int]]:
+    """The contiguous id range ``[lo, hi)`` of one node type that each rank computes (an even
+    split; a rank's share is empty when the type has fewer nodes than ranks)."""
+    if world_size < 1:
+        raise ValueError(f"world_size must be at least 1, got {world_size}")
     bounds = [num_nodes * r // world_size for r in range(world_size + 1)]
     return list(itertools.pairwise(bounds))

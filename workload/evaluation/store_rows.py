@@ -1,7 +1,9 @@
-"""Rows of the partition store by global id range: features, labels and split masks.
+"""Rows of the partition store by id range: features, labels and split masks.
 
 Every pod reads the store on the shared volume, so each trainer reads its share's
-features, labels and masks there rather than asking the holders.
+features, labels and masks there rather than asking the holders: :class:`StoreRows` by
+global id range of a homogeneous store (contiguous reads of whole partitions' rows),
+:func:`typed_feature_range` by type-local id range of any store read as a typed one.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from distgnn_workload.partition.store import PartitionData, PartitionStore
+from distgnn_workload.partition.store import HeteroPartitionStore, PartitionData, PartitionStore
 
 SPLITS = ("train", "val", "test")
 
@@ -48,3 +50,21 @@ class StoreRows:
         if not pieces:
             return np.zeros(0)
         return np.concatenate(pieces)
+
+
+def typed_feature_range(
+    store: HeteroPartitionStore, node_type: str, lo: int, hi: int
+) -> npt.NDArray[np.float32]:
+    """``[hi - lo, F]`` float32 features of the ``node_type`` ids ``[lo, hi)``, read from each
+    partition's memory-mapped rows of the type."""
+    width = store.meta.num_features[node_type]
+    if width <= 0:
+        raise ValueError(f"node type {node_type!r} has no features in the typed store")
+    out = np.zeros((hi - lo, width), dtype=np.float32)
+    for p in range(store.num_partitions):
+        part = store.partition(p)
+        nodes = np.asarray(part.nodes[node_type])  # ascending
+        a, b = np.searchsorted(nodes, [lo, hi])
+        if a < b:
+            out[nodes[a:b] - lo] = np.asarray(part.x[node_type][a:b])
+    return out

@@ -19,8 +19,7 @@ from torch import Tensor
 from torch.futures import Future
 
 from distgnn_workload.runtime import rpc_targets
-from distgnn_workload.runtime.batches import WireBatch, WireMeta
-from distgnn_workload.runtime.hetero_batches import HeteroWireBatch
+from distgnn_workload.runtime.batches import TypedWireBatch, WireBatch, WireMeta
 from distgnn_workload.runtime.rpc_targets import Target
 
 
@@ -40,7 +39,7 @@ class TypedBatchServer(Protocol):
     @property
     def device(self) -> torch.device: ...
 
-    def submit(self, seeds: Tensor, stream_seed: int) -> Future[HeteroWireBatch]: ...
+    def submit(self, seeds: Tensor, stream_seed: int) -> Future[TypedWireBatch]: ...
 
 
 SAMPLER_SERVER = Target[BatchServer]("sampler server")
@@ -71,7 +70,7 @@ def serve_batch(seeds: Tensor) -> Future[WireBatch]:
 
 
 @rpc.functions.async_execution  # type: ignore[untyped-decorator]
-def serve_typed_batch(seeds: Tensor, stream_seed: int) -> Future[HeteroWireBatch]:
+def serve_typed_batch(seeds: Tensor, stream_seed: int) -> Future[TypedWireBatch]:
     """RPC target: the typed mini-batch of ``seeds`` on the random stream ``stream_seed``."""
     server = rpc_targets.get(TYPED_SAMPLER_SERVER)
     _on_device(server.device)

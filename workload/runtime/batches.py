@@ -11,13 +11,28 @@ are done (the exchange's phase). In server-client mode it keeps ``samplers.concu
 sampler servers; a server's failure is raised with the server's name and traceback.
 
 On the wire a mini-batch is a plain tuple of tensors and ints (:func:`pack`), sampled
-edges as int32 to halve their bytes.
+edges as int32 to halve their bytes. A typed mini-batch (:func:`pack_typed`) is a plain
+tuple of dicts of tensors, ints and lists, as torch RPC carries them (tensors out of band)::
+
+    (seed_type, num_seeds,
+     node_ids        {node type: int64 global ids},
+     nodes_per_hop   {node type: [L + 1 ints]},
+     edge_index      {edge type: int32 [2, E]  (int64 when a type has >= 2^31 nodes)},
+     edges_per_hop   {edge type: [L ints]},
+     target_ptr      {edge type: int64 CSR offsets},
+     x               {featured node type: rows of node_ids[t], in node_ids order},
+     y               int64 labels of the seeds)
+
+Only the featured types' rows travel: the rows of featureless types are learnt embeddings
+that stay with the trainers (:mod:`distgnn_workload.embeddings`), which look them up by the
+node ids of the batch. Typed batches travel as RPC tensors (on the device with CUDA RPC,
+else on the host); there is no shared-slot path for them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from torch import Tensor
@@ -29,12 +44,24 @@ from distgnn_workload.runtime.rpc import wait_remote
 from distgnn_workload.runtime.seeds import Batch
 from distgnn_workload.runtime.shared_slots import SlotReader, SlotSpec, take
 from distgnn_workload.sampling import HopBatch, NeighborSampler, StaticLayout, pad_hops
+from distgnn_workload.sampling.hetero_hop_batch import HeteroHopBatch
 from distgnn_workload.sampling.link_sampler import LinkNeighborSampler
 
 WireBatch = tuple[Any, ...]
 """(node_ids, edge_index int32, target_ptr, x, y, num_seeds, nodes per hop, edges per hop)."""
+TypedWireBatch = tuple[Any, ...]
+"""(seed_type, num_seeds, node_ids, nodes_per_hop, edge_index, edges_per_hop, target_ptr,
+x, y): see the module docstring."""
 
 _INT32_MAX = 2**31 - 1
+
+
+def to_device(t: Tensor, device: torch.device) -> Tensor:
+    """A received tensor on ``device``: host tensors are pinned first, so the copy is
+    asynchronous."""
+    if device.type == "cuda" and t.device.type == "cpu":
+        t = t.pin_memory()
+    return t.to(device, non_blocking=True)
 
 
 def pack(hop: HopBatch, x: Tensor, y: Tensor, wire: Callable[[Tensor], Tensor]) -> WireBatch:
@@ -59,9 +86,7 @@ def unpack(batch: WireBatch, device: torch.device) -> MiniBatch:
     node_ids, edge_index, target_ptr, x, y, num_seeds, nodes, edges = batch
 
     def to(t: Tensor) -> Tensor:
-        if device.type == "cuda" and t.device.type == "cpu":
-            t = t.pin_memory()
-        return t.to(device, non_blocking=True)
+        return to_device(t, device)
 
     hop = HopBatch(
         node_ids=to(node_ids),
@@ -124,8 +149,57 @@ def unpack_from(meta: WireMeta, buffers: dict[str, Tensor], device: torch.device
     )
 
 
-def wire_bytes(batch: WireBatch) -> int:
-    return sum(t.numel() * t.element_size() for t in batch if isinstance(t, Tensor))
+def pack_typed(
+    hop: HeteroHopBatch, x: dict[str, Tensor], y: Tensor, wire: Callable[[Tensor], Tensor]
+) -> TypedWireBatch:
+    """A typed mini-batch as it travels from a sampler server to a trainer."""
+    narrow = all(n <= _INT32_MAX for n in hop.num_nodes.values())
+    return (
+        hop.seed_type,
+        hop.num_seeds,
+        {t: wire(v) for t, v in hop.node_ids.items()},
+        {t: list(n) for t, n in hop.num_nodes_per_hop.items()},
+        {et: wire(v.to(torch.int32) if narrow else v) for et, v in hop.edge_index.items()},
+        {et: list(n) for et, n in hop.num_edges_per_hop.items()},
+        {et: wire(v) for et, v in hop.target_ptr.items()},
+        {t: wire(v) for t, v in x.items()},
+        wire(y),
+    )
+
+
+def unpack_typed(
+    batch: TypedWireBatch, device: torch.device
+) -> tuple[HeteroHopBatch, dict[str, Tensor], Tensor]:
+    """The typed mini-batch a sampler server sent, on ``device``: (hop, x, y)."""
+    seed_type, num_seeds, node_ids, nodes, edge_index, edges, target_ptr, x, y = batch
+
+    def to(t: Tensor) -> Tensor:
+        return to_device(t, device)
+
+    hop = HeteroHopBatch(
+        seed_type=str(seed_type),
+        num_seeds=int(num_seeds),
+        node_ids={t: to(v) for t, v in node_ids.items()},
+        num_nodes_per_hop={t: [int(k) for k in n] for t, n in nodes.items()},
+        edge_index={et: to(v).to(torch.int64) for et, v in edge_index.items()},
+        num_edges_per_hop={et: [int(k) for k in n] for et, n in edges.items()},
+        target_ptr={et: to(v) for et, v in target_ptr.items()},
+    )
+    return hop, {t: to(v) for t, v in x.items()}, to(y)
+
+
+def wire_bytes(batch: WireBatch | TypedWireBatch) -> int:
+    """Tensor bytes of a wire batch of either kind (what the bytes-sent counter counts)."""
+    total = 0
+    for part in batch:
+        tensors = part.values() if isinstance(part, dict) else (part,)
+        total += sum(t.numel() * t.element_size() for t in tensors if isinstance(t, Tensor))
+    return total
+
+
+def feature_bytes(batch: TypedWireBatch) -> int:
+    """Bytes of the featured types' rows in a typed wire batch."""
+    return sum(t.numel() * t.element_size() for t in batch[7].values())
 
 
 LOOKAHEAD = 2
@@ -215,6 +289,28 @@ RequestInto = Callable[[int, int, Tensor], Future[WireMeta]]
 """Ask holder ``h`` to write the mini-batch of ``seeds`` into slot ``k`` of this process."""
 
 
+T = TypeVar("T")
+
+
+def requests_ahead(
+    batches: Sequence[Batch], concurrency: int, submit: Callable[[int, int, Tensor], T]
+) -> Callable[[int], T]:
+    """Batch ``i``'s request, taken in order, with the requests of the batches after it sent
+    ahead so that ``concurrency`` are in flight; ``submit(index, holder, seeds)`` sends one."""
+    in_flight: dict[int, T] = {}
+    submitted = 0
+
+    def take(i: int) -> T:
+        nonlocal submitted
+        while submitted < len(batches) and submitted < i + concurrency:
+            holder, seeds = batches[submitted]
+            in_flight[submitted] = submit(submitted, holder, seeds)
+            submitted += 1
+        return in_flight.pop(i)
+
+    return take
+
+
 class RemotePipeline:
     """Server-client mode: mini-batches come from the sampler servers over RPC.
 
@@ -247,23 +343,20 @@ class RemotePipeline:
         self, batches: Sequence[Batch], static: StaticLayout | None = None
     ) -> Prefetcher[MiniBatch]:
         """The epoch's mini-batches; with ``static``, each also padded to that layout."""
-        in_flight: dict[int, tuple[Future[Any], SlotReader | None, int]] = {}
-        submitted = 0
 
-        def submit(holder: int, seeds: Tensor) -> tuple[Future[Any], SlotReader | None, int]:
+        def submit(
+            _index: int, holder: int, seeds: Tensor
+        ) -> tuple[Future[Any], SlotReader | None, int]:
             reader = self.readers.get(holder)
             if reader is None or self.request_into is None:
                 return self.request(holder, seeds), None, -1
             slot = reader.acquire()
             return self.request_into(holder, slot, seeds), reader, slot
 
+        take = requests_ahead(batches, self.concurrency, submit)
+
         def produce(i: int) -> MiniBatch:
-            nonlocal submitted
-            while submitted < len(batches) and submitted < i + self.concurrency:
-                holder, seeds = batches[submitted]
-                in_flight[submitted] = submit(holder, seeds)
-                submitted += 1
-            fut, reader, slot = in_flight.pop(i)
+            fut, reader, slot = take(i)
             value = wait_remote(fut, f"sampler-{batches[i][0]}")
             if reader is None:
                 if self.on_batch is not None:

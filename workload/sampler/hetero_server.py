@@ -13,7 +13,7 @@ exclusion of the batch's edges and reverses), and its batches carry no labels.
 A request carries the seeds and a random-stream seed; the server restarts a sampler of its
 pool on that stream, samples the typed neighbourhood at the resolved per-edge-type fanouts
 with :class:`HeteroNeighborSampler`, gathers the featured types' rows and the seeds' labels
-and returns a :data:`~distgnn_workload.runtime.hetero_batches.HeteroWireBatch` (plain RPC
+and returns a :data:`~distgnn_workload.runtime.batches.TypedWireBatch` (plain RPC
 tensors, no shared slots). The same seeds on the same stream give the same batch, whichever
 thread serves it and whichever sampler: a resumed run samples what an uninterrupted one did.
 
@@ -21,7 +21,8 @@ Embedding rows are not served here: the trainers own the learnt rows of featurel
 (:mod:`distgnn_workload.embeddings`) and look them up by the batch's node ids.
 
 Requests run on ``samplers.concurrency`` threads, each taking a sampler from the pool
-(an instance is not thread-safe); the RPC thread returns at once with a future, so a
+(:class:`~distgnn_workload.sampler.pool.SamplerPool`, shared with the homogeneous server;
+an instance is not thread-safe); the RPC thread returns at once with a future, so a
 sampling thread waiting for another sampler's rows never blocks the RPC threads that answer
 feature requests. A failed request completes its future with a
 :class:`~distgnn_workload.runtime.rpc.RemoteError` naming this sampler, which the trainer
@@ -33,13 +34,8 @@ and serves in between.
 from __future__ import annotations
 
 import logging
-import queue
-import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -54,6 +50,11 @@ from distgnn_workload.partition.store import HeteroPartitionStore
 from distgnn_workload.runtime import rpc as rpc_runtime
 from distgnn_workload.runtime import rpc_targets
 from distgnn_workload.runtime.batch_targets import TYPED_SAMPLER_SERVER
+from distgnn_workload.runtime.batches import (
+    TypedWireBatch,
+    pack_typed,
+    wire_bytes,
+)
 from distgnn_workload.runtime.bootstrap import RoleProcess
 from distgnn_workload.runtime.features.typed_source import (
     TypedFeatureSource,
@@ -67,32 +68,17 @@ from distgnn_workload.runtime.features.typed_table import (
     serve_typed_tables,
     set_typed_serve_observer,
 )
-from distgnn_workload.runtime.hetero_batches import (
-    HeteroWireBatch,
-    hetero_wire_bytes,
-    pack_hetero,
-)
 from distgnn_workload.runtime.hetero_data import HeteroTrainingData, from_store, open_typed_store
 from distgnn_workload.runtime.holder import device_feature_budget
 from distgnn_workload.runtime.link_batches import link_edge_types, link_sampler
 from distgnn_workload.runtime.transfers import to_host
+from distgnn_workload.sampler.pool import SamplerPool
 from distgnn_workload.sampling.hetero_sampler import HeteroNeighborSampler
 
 log = logging.getLogger(__name__)
 
 CSR = tuple[Tensor, Tensor]
 _INT32_MAX = 2**31 - 1
-
-CACHE_RATIO_EVERY = 32
-"""Update the per-type cache metrics every this many requests (and at least each second)."""
-
-
-@dataclass
-class _Slot:
-    """One sampler of the pool and the CUDA stream its requests run on."""
-
-    sampler: HeteroNeighborSampler
-    stream: torch.cuda.Stream | None
 
 
 def shared_topology(data: HeteroTrainingData, device: torch.device) -> dict[EdgeType, CSR]:
@@ -106,7 +92,7 @@ def shared_topology(data: HeteroTrainingData, device: torch.device) -> dict[Edge
     return out
 
 
-class HeteroSamplerServer:
+class HeteroSamplerServer(SamplerPool[HeteroNeighborSampler]):
     """Serves typed mini-batch requests from a pool of sampling threads."""
 
     def __init__(
@@ -126,9 +112,7 @@ class HeteroSamplerServer:
         other samplers' over RPC); None: every row of ``data.x``, held here. ``link``: a
         link job's supervised edge type and the one holding its reverses; requests then
         carry packed seed edges, and batches no labels."""
-        self.rank = rank
-        self.name = f"sampler-{rank}"
-        self.device = device
+        super().__init__(rank=rank, device=device, concurrency=concurrency)
         self.seed_type = data.target_node_type
         self.cuda_wire = cuda_wire
         self._wire = wire or to_host
@@ -139,11 +123,9 @@ class HeteroSamplerServer:
             features = TypedFeatureSource(whole_tables(data.x, device, dtype))
         self.features = features
         self.y = data.y.to(device)
-        self._slots: queue.SimpleQueue[_Slot] = queue.SimpleQueue()
-        concurrency = max(1, concurrency)
         in_csr = shared_topology(data, device)
         self.link = link
-        for _ in range(concurrency):
+        for _ in range(self.concurrency):
             sampler: HeteroNeighborSampler
             if link is not None:
                 sampler = link_sampler(spec, data, in_csr, *link, device)
@@ -155,54 +137,28 @@ class HeteroSamplerServer:
                     seed_type=self.seed_type,
                     device=device,
                 )
-            stream = None
-            if device.type == "cuda":
-                stream = torch.cuda.Stream(device)  # type: ignore[no-untyped-call]
-                with torch.cuda.stream(stream):
-                    sampler.prepare(spec.training.batch_size)
-                stream.synchronize()
-            self._slots.put(_Slot(sampler, stream))
-        self.executor = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="sample")
-        self._lock = threading.Lock()
-        self.served = 0
-        self.seeds_served = 0
-        self._ratio_at = 0.0
+            self.add(sampler, spec.training.batch_size)
         self._lookups = dict.fromkeys(features.tables, 0)
         self._hits = dict.fromkeys(features.tables, 0)
-        self._tier_rows = 0
-        self._host_rows = 0
-        label = str(rank)
-        self._requests = metrics.SAMPLER_REQUESTS.labels(label, "batch")
-        self._seconds = metrics.SAMPLER_REQUEST_SECONDS.labels(label, "batch")
-        self._bytes = metrics.SAMPLER_BYTES_SENT.labels(label)
 
-    def submit(self, seeds: Tensor, stream_seed: int) -> Future[HeteroWireBatch]:
+    def submit(self, seeds: Tensor, stream_seed: int) -> Future[TypedWireBatch]:
         """The typed mini-batch of ``seeds`` sampled on the stream ``stream_seed``."""
         devices: list[int | str | torch.device] | None = [self.device] if self.cuda_wire else None
-        fut: Future[HeteroWireBatch] = Future(devices=devices)
+        fut: Future[TypedWireBatch] = Future(devices=devices)
         self.executor.submit(self._run, seeds, stream_seed, fut, time.perf_counter())
         return fut
 
-    def sample(self, seeds: Tensor, stream_seed: int) -> HeteroWireBatch:
+    def sample(self, seeds: Tensor, stream_seed: int) -> TypedWireBatch:
         """Sample and gather one batch now, on this thread (what a request runs)."""
-        slot = self._slots.get()
-        try:
+        with self.slot() as slot:
+            slot.sampler.reseed(stream_seed)
+            hop = slot.sampler.sample(seeds.to(self.device))
+            x = {t: self.features.gather(t, hop.node_ids[t]) for t in self.features.tables}
+            y = self.y[:0] if self.link is not None else self.y[hop.seed_ids]
+            wire = pack_typed(hop, x, y, self._wire)
             if slot.stream is not None:
-                torch.cuda.set_device(self.device)
-            ctx: AbstractContextManager[Any] = (
-                torch.cuda.stream(slot.stream) if slot.stream is not None else nullcontext()
-            )
-            with ctx:
-                slot.sampler.reseed(stream_seed)
-                hop = slot.sampler.sample(seeds.to(self.device))
-                x = {t: self.features.gather(t, hop.node_ids[t]) for t in self.features.tables}
-                y = self.y[:0] if self.link is not None else self.y[hop.seed_ids]
-                wire = pack_hetero(hop, x, y, self._wire)
-                if slot.stream is not None:
-                    slot.stream.synchronize()  # done before the RPC agent reads it
-            return wire
-        finally:
-            self._slots.put(slot)
+                slot.stream.synchronize()  # done before the RPC agent reads it
+        return wire
 
     def _run(self, seeds: Tensor, stream_seed: int, fut: Future[Any], t0: float) -> None:
         try:
@@ -213,19 +169,7 @@ class HeteroSamplerServer:
             fut.set_result(rpc_runtime.RemoteError.of(err, self.name))
             return
         # counted before the trainer can see the batch
-        self._requests.inc()
-        self._seconds.observe(time.perf_counter() - t0)
-        self._bytes.inc(hetero_wire_bytes(wire))
-        now = time.monotonic()
-        with self._lock:
-            self.served += 1
-            self.seeds_served += int(seeds.numel())
-            # every CACHE_RATIO_EVERY requests, and at least each second: a short job's
-            # ratio shows too, from its first look-ups
-            update = self.served % CACHE_RATIO_EVERY == 0 or now - self._ratio_at >= 1.0
-            if update:
-                self._ratio_at = now
-        if update:
+        if self.count(t0, wire_bytes(wire), int(seeds.numel())):
             self.update_cache_metrics()
         fut.set_result(wire)
 
@@ -235,11 +179,7 @@ class HeteroSamplerServer:
         label = str(self.rank)
         for t, s in self.features.take().items():
             if s.tier_rows:
-                with self._lock:
-                    self._tier_rows += s.tier_rows
-                    self._host_rows += s.host_tier_rows
-                    gpu_share = 1.0 - self._host_rows / self._tier_rows
-                metrics.SAMPLER_FEATURE_GPU_TIER_HIT_RATIO.labels(label).set(gpu_share)
+                self.count_tiers(s.tier_rows, s.host_tier_rows)
             if not s.lookups:
                 continue
             metrics.SAMPLER_TYPED_FEATURE_LOOKUPS.labels(label, t).inc(s.lookups)

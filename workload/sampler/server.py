@@ -9,7 +9,8 @@ the rest) and complete the future. RPC threads are therefore never blocked by sa
 a sampler fetching features from another sampler cannot deadlock with it.
 
 A sampler instance is not thread-safe, so the server keeps a pool of ``concurrency``
-samplers, each with its own CUDA stream, built and prepared (their CUDA graphs captured,
+samplers (:class:`~distgnn_workload.sampler.pool.SamplerPool`, shared with the typed
+server), each with its own CUDA stream, built and prepared (their CUDA graphs captured,
 one after the other) before the first request; a worker thread takes one from the pool for
 each request. A failed request completes its future with a
 :class:`~distgnn_workload.runtime.rpc.RemoteError` that names this sampler and carries the
@@ -27,13 +28,8 @@ Start-up and shutdown are the sampler process's (:mod:`distgnn_workload.sampler.
 from __future__ import annotations
 
 import logging
-import queue
-import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -50,23 +46,13 @@ from distgnn_workload.runtime.batches import pack, pack_into, wire_bytes
 from distgnn_workload.runtime.bootstrap import RoleProcess
 from distgnn_workload.runtime.features import set_serve_observer
 from distgnn_workload.runtime.link_batches import BatchSampler
+from distgnn_workload.sampler.pool import SamplerPool
 from distgnn_workload.sampling import NeighborSampler
 
 log = logging.getLogger(__name__)
 
-CACHE_RATIO_EVERY = 32
-"""Update the cache hit-ratio gauge every this many requests."""
 
-
-@dataclass
-class _Slot:
-    """One sampler of the pool and the CUDA stream its requests run on."""
-
-    sampler: BatchSampler
-    stream: torch.cuda.Stream | None
-
-
-class SamplerServer:
+class SamplerServer(SamplerPool[BatchSampler]):
     """Serves mini-batch requests from a pool of sampling threads."""
 
     def __init__(
@@ -80,43 +66,16 @@ class SamplerServer:
         batch_size: int,
         for_task: Callable[[NeighborSampler], BatchSampler] | None = None,
     ) -> None:
+        super().__init__(rank=rank, device=holder.state.device, concurrency=concurrency)
         self.holder = holder
         self.for_task = for_task or (lambda sampler: sampler)
         self.ctx = ctx
-        self.rank = rank
-        self.name = f"sampler-{rank}"
         self.seed = seed
-        self.device = holder.state.device
         self.labels = holder.state.labels
-        concurrency = max(1, concurrency)
-        self._slots: queue.SimpleQueue[_Slot] = queue.SimpleQueue()
-        for k in range(concurrency):
-            self._slots.put(self._new_slot(seed * 7_919 + k, batch_size))
-        self.executor = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="sample")
-        self._lock = threading.Lock()
-        self._served = 0
-        self._ratio_at = 0.0
+        for k in range(self.concurrency):
+            self.add(self.for_task(holder.new_sampler(seed * 7_919 + k)), batch_size)
         self._lookups = 0
         self._hits = 0
-        self._tier_rows = 0
-        self._host_rows = 0
-        label = str(rank)
-        self._requests = metrics.SAMPLER_REQUESTS.labels(label, "batch")
-        self._seconds = metrics.SAMPLER_REQUEST_SECONDS.labels(label, "batch")
-        self._bytes = metrics.SAMPLER_BYTES_SENT.labels(label)
-
-    def _new_slot(self, seed: int, batch_size: int) -> _Slot:
-        """A sampler with its stream, its CUDA graph for ``batch_size`` captured now."""
-        sampler = self.for_task(self.holder.new_sampler(seed))
-        stream = None
-        if self.device.type == "cuda":
-            stream = torch.cuda.Stream(self.device)  # type: ignore[no-untyped-call]
-            with torch.cuda.stream(stream):
-                sampler.prepare(batch_size)
-            stream.synchronize()
-        else:
-            sampler.prepare(batch_size)
-        return _Slot(sampler, stream)
 
     def submit(self, seeds: Tensor, into: tuple[str, int] | None = None) -> Future[Any]:
         """The mini-batch of ``seeds`` (or, ``into=(consumer, slot)``, its sizes once it is
@@ -130,15 +89,8 @@ class SamplerServer:
     def _run(
         self, seeds: Tensor, fut: Future[Any], t0: float, into: tuple[str, int] | None = None
     ) -> None:
-        slot: _Slot | None = None
         try:
-            slot = self._slots.get()
-            if slot.stream is not None:
-                torch.cuda.set_device(self.device)
-            ctx: AbstractContextManager[Any] = (
-                torch.cuda.stream(slot.stream) if slot.stream is not None else nullcontext()
-            )
-            with ctx:
+            with self.slot() as slot:
                 hop = slot.sampler.sample(seeds)
                 x = self.holder.features.gather(hop.node_ids)
                 y = self.labels[hop.seed_ids]
@@ -157,32 +109,13 @@ class SamplerServer:
                 # an exception set on the future would reach the trainer as a plain value
                 fut.set_result(rpc_runtime.RemoteError.of(err, self.name))
             return
-        finally:
-            if slot is not None:
-                self._slots.put(slot)
-        self._requests.inc()
-        self._seconds.observe(time.perf_counter() - t0)
-        self._bytes.inc(sent)
-        now = time.monotonic()
-        with self._lock:
-            self._served += 1
-            # Every CACHE_RATIO_EVERY requests, and at least each second: a short job's ratio
-            # shows too, from its first look-ups.
-            update = self._served % CACHE_RATIO_EVERY == 0 or now - self._ratio_at >= 1.0
-            if update:
-                self._ratio_at = now
-        if update:
+        if self.count(t0, sent, int(seeds.numel())):
             self.update_cache_ratio()
 
     def update_cache_ratio(self) -> None:
         lookups, hits, _ = self.holder.features.stats.take()
-        rows, host = self.holder.features.stats.take_tiers()
+        self.count_tiers(*self.holder.features.stats.take_tiers())
         with self._lock:
-            self._tier_rows += rows
-            self._host_rows += host
-            if self._tier_rows:
-                gpu_share = 1.0 - self._host_rows / self._tier_rows
-                metrics.SAMPLER_FEATURE_GPU_TIER_HIT_RATIO.labels(str(self.rank)).set(gpu_share)
             self._lookups += lookups
             self._hits += hits
             if not self._lookups:

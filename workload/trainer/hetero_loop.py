@@ -19,7 +19,7 @@ padding to equal steps, metrics, progress events, checkpoints, the result) with 
   fanouts (ranks with fewer evaluation batches join the others' embedding lookups with
   empty ones, so that the collectives match), or full-neighbourhood, layer-wise over every
   typed node and shared by the ranks
-  (:mod:`~distgnn_workload.trainer.hetero_evaluation`);
+  (:mod:`~distgnn_workload.trainer.evaluation`);
 - checkpoints hold the embedding shards and their optimizer state next to the model's
   (:mod:`distgnn_workload.embeddings.checkpoint`); every epoch restarts the sampler's and
   dropout's random streams from (seed, epoch, rank), so that a resumed run goes on as an
@@ -33,12 +33,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torch.nn.parallel import DistributedDataParallel
 
 from distgnn_api.edge_types import EdgeType
 from distgnn_api.hetero_load import resolve_edge_fanouts
@@ -53,9 +52,8 @@ from distgnn_workload.embeddings import (
     save_shards,
 )
 from distgnn_workload.embeddings.placement import host_shards, shard_bytes
-from distgnn_workload.evaluation import FullEvaluation
-from distgnn_workload.evaluation.hetero_final import hetero_full_evaluation, ids_of
-from distgnn_workload.evaluation.hetero_inference import HeteroLayerwiseInference
+from distgnn_workload.evaluation import LayerwiseInference
+from distgnn_workload.evaluation.accuracy import SplitRows
 from distgnn_workload.loader import Prefetcher
 from distgnn_workload.models import build_hetero_model
 from distgnn_workload.models.relational import RelationalGNN
@@ -64,7 +62,7 @@ from distgnn_workload.runtime.device_budget import device_budget
 from distgnn_workload.runtime.hetero_data import HeteroTrainingData
 from distgnn_workload.runtime.seeds import Batch
 from distgnn_workload.trainer.epoch_stats import EpochStats
-from distgnn_workload.trainer.hetero_evaluation import typed_inference
+from distgnn_workload.trainer.evaluation import typed_inference, typed_splits
 from distgnn_workload.trainer.hetero_graph_step import HeteroGraphStep, typed_caps
 from distgnn_workload.trainer.hetero_pipeline import HeteroMiniBatch, stream_seed
 from distgnn_workload.trainer.loop import Trainer
@@ -75,6 +73,9 @@ log = logging.getLogger(__name__)
 
 class HeteroTrainer(Trainer):
     """The training loop of one rank over a typed graph (see the module docstring)."""
+
+    STATIC_GRAPH: ClassVar[bool] = False
+    """A batch may hold no edge of some relation: its weights then get no gradient."""
 
     def __init__(
         self,
@@ -191,9 +192,10 @@ class HeteroTrainer(Trainer):
 
     # ------------------------------------------------------------------ hooks
 
-    def _typed_inference(self) -> HeteroLayerwiseInference:
-        """This rank's full-neighbourhood inference over every typed node (its share)."""
-        return typed_inference(
+    def _inference(self) -> tuple[LayerwiseInference, SplitRows]:
+        """This rank's full-neighbourhood inference over every typed node (its share), and the
+        target type's labels and split ids."""
+        engine = typed_inference(
             self.data,
             self.tables,
             rank=self.rank,
@@ -202,27 +204,7 @@ class HeteroTrainer(Trainer):
             bf16=self.bf16,
             partition_dir=self.partition_dir,
         )
-
-    def _full_evaluation(self) -> FullEvaluation:
-        model = self.model
-        assert isinstance(model, RelationalGNN)
-        return hetero_full_evaluation(
-            model,
-            self._typed_inference,
-            labels=self.data.y,
-            split_ids={"val": ids_of(self.data.val_ids), "test": ids_of(self.data.test_ids)},
-            rank=self.rank,
-            all_reduce=self._all_reduce,
-        )
-
-    def _wrap_ddp(self) -> nn.Module:
-        ids = [self.device.index] if self.device.type == "cuda" else None
-        return DistributedDataParallel(
-            self.model,
-            device_ids=ids,
-            broadcast_buffers=False,
-            find_unused_parameters=True,
-        )
+        return engine, typed_splits(self.data)
 
     def _loader(self, batches: Sequence[Batch], epoch: int | None) -> Prefetcher[Any]:
         if epoch is None and self.tables:

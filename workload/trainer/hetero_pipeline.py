@@ -88,6 +88,14 @@ def stream_seed(seed: int, epoch: int, rank: int) -> int:
     return (seed * 1_000_003 + epoch * 7_919 + rank * 104_729) % (2**63 - 1)
 
 
+def epoch_stream(seed: int, epoch: int | None, evaluation: int, rank: int) -> int:
+    """The random stream of a rank's training epoch ``epoch``, or (None) of its evaluation
+    numbered ``evaluation``."""
+    if epoch is None:
+        return stream_seed(seed + EVAL_STREAM, evaluation, rank)
+    return stream_seed(seed, epoch, rank)
+
+
 class HeteroPipeline:
     """Samples and gathers a rank's batches, :data:`PREFETCH_DEPTH` ahead of the step."""
 
@@ -148,11 +156,7 @@ class HeteroPipeline:
         """
         if static is not None:
             raise ValueError("typed batches have no fixed-shape layout")
-        if epoch is None:
-            stream = stream_seed(self.seed + EVAL_STREAM, evaluation, self.rank)
-        else:
-            stream = stream_seed(self.seed, epoch, self.rank)
-        self.sampler.reseed(stream)
+        self.sampler.reseed(epoch_stream(self.seed, epoch, evaluation, self.rank))
 
         def produce(i: int) -> HeteroMiniBatch:
             return self.batch(batches[i][1])

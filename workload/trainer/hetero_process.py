@@ -25,6 +25,7 @@ from dataclasses import replace
 from typing import Any
 
 from distgnn_workload.partition.store import HeteroPartitionStore
+from distgnn_workload.runtime.batches import feature_bytes
 from distgnn_workload.runtime.bootstrap import RoleProcess
 from distgnn_workload.runtime.features.typed_source import (
     TypedFeatureSource,
@@ -32,15 +33,13 @@ from distgnn_workload.runtime.features.typed_source import (
     rpc_typed_fetch,
 )
 from distgnn_workload.runtime.features.typed_table import TypedFeatureTable, serve_typed_tables
-from distgnn_workload.runtime.hetero_batches import feature_bytes
 from distgnn_workload.runtime.hetero_data import HeteroTrainingData, from_store, open_typed_store
 from distgnn_workload.runtime.holder import device_feature_budget
 from distgnn_workload.runtime.link_batches import link_edge_types, typed_train_pairs
 from distgnn_workload.runtime.rendezvous import Group
-from distgnn_workload.trainer.hetero_link_loop import HeteroLinkTrainer
 from distgnn_workload.trainer.hetero_loop import HeteroTrainer
 from distgnn_workload.trainer.hetero_remote import HeteroRemotePipeline, rpc_request
-from distgnn_workload.trainer.link_loop import read_eval_splits
+from distgnn_workload.trainer.link_loop import HeteroLinkTrainer, read_eval_splits
 from distgnn_workload.trainer.rank import TrainerRank, TypedRank, input_dtype
 from distgnn_workload.trainer.trainer_metrics import TrainerMetrics
 

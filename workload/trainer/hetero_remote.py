@@ -24,29 +24,30 @@ from torch.futures import Future
 
 from distgnn_workload.loader import Prefetcher
 from distgnn_workload.runtime.batch_targets import serve_typed_batch
-from distgnn_workload.runtime.hetero_batches import HeteroWireBatch, feature_bytes, unpack_hetero
+from distgnn_workload.runtime.batches import (
+    TypedWireBatch,
+    feature_bytes,
+    requests_ahead,
+    unpack_typed,
+)
 from distgnn_workload.runtime.rpc import wait_remote
 from distgnn_workload.runtime.seeds import Batch
 from distgnn_workload.sampling import StaticLayout
-from distgnn_workload.trainer.hetero_pipeline import EVAL_STREAM, HeteroMiniBatch, stream_seed
+from distgnn_workload.trainer.hetero_pipeline import HeteroMiniBatch, epoch_stream, stream_seed
 
 log = logging.getLogger(__name__)
 
-HeteroRequest = Callable[[int, Tensor, int], Future[HeteroWireBatch]]
+HeteroRequest = Callable[[int, Tensor, int], Future[TypedWireBatch]]
 """Ask sampler ``h`` for the typed batch of ``seeds`` on the random stream ``stream``."""
 
 
 def batch_stream(seed: int, epoch: int | None, evaluation: int, rank: int, index: int) -> int:
     """The random stream of batch ``index`` of a rank's epoch (None: of an evaluation)."""
-    if epoch is None:
-        base = stream_seed(seed + EVAL_STREAM, evaluation, rank)
-    else:
-        base = stream_seed(seed, epoch, rank)
-    return stream_seed(base, index, 0)
+    return stream_seed(epoch_stream(seed, epoch, evaluation, rank), index, 0)
 
 
-def rpc_request(holder: int, seeds: Tensor, stream: int) -> Future[HeteroWireBatch]:
-    fut: Future[HeteroWireBatch] = rpc.rpc_async(
+def rpc_request(holder: int, seeds: Tensor, stream: int) -> Future[TypedWireBatch]:
+    fut: Future[TypedWireBatch] = rpc.rpc_async(
         f"sampler-{holder}", serve_typed_batch, args=(seeds, stream)
     )
     return fut
@@ -64,7 +65,7 @@ class HeteroRemotePipeline:
         device: torch.device,
         prefetch: int,
         concurrency: int,
-        on_batch: Callable[[HeteroWireBatch], None] | None = None,
+        on_batch: Callable[[TypedWireBatch], None] | None = None,
     ) -> None:
         self.request = request
         self.rank = rank
@@ -93,23 +94,21 @@ class HeteroRemotePipeline:
         """The batches of training epoch ``epoch``, or (None) of evaluation ``evaluation``."""
         if static is not None:
             raise ValueError("typed batches have no fixed-shape layout")
-        in_flight: dict[int, Future[HeteroWireBatch]] = {}
-        submitted = 0
+
+        def submit(index: int, holder: int, seeds: Tensor) -> Future[TypedWireBatch]:
+            stream = batch_stream(self.seed, epoch, evaluation, self.rank, index)
+            return self.request(holder, seeds.cpu(), stream)
+
+        take = requests_ahead(batches, self.concurrency, submit)
 
         def produce(i: int) -> HeteroMiniBatch:
-            nonlocal submitted
-            while submitted < len(batches) and submitted < i + self.concurrency:
-                holder, seeds = batches[submitted]
-                stream = batch_stream(self.seed, epoch, evaluation, self.rank, submitted)
-                in_flight[submitted] = self.request(holder, seeds.cpu(), stream)
-                submitted += 1
-            value = wait_remote(in_flight.pop(i), f"sampler-{batches[i][0]}")
+            value = wait_remote(take(i), f"sampler-{batches[i][0]}")
             with self._lock:
                 self.received += 1
                 self.bytes_received += feature_bytes(value)
             if self.on_batch is not None:
                 self.on_batch(value)
-            hop, x, y = unpack_hetero(value, self.device)
+            hop, x, y = unpack_typed(value, self.device)
             return HeteroMiniBatch(hop=hop, x=x, y=y)
 
         return Prefetcher(

@@ -1,47 +1,70 @@
-"""The training loop of a link-prediction rank: the node loop's epochs, another step and
-another evaluation.
+"""The training loop of a link-prediction rank, of either graph kind: the node loop's epochs,
+another step and another evaluation.
 
 Training batches are packed seed edges (:mod:`distgnn_workload.sampling.seed_edges`) that
-the node path's plans and pipelines carry unchanged; the pipeline's sampler is a
-:class:`~distgnn_workload.sampling.link_sampler.LinkNeighborSampler`. A step embeds the
-batch's seed rows, scores positives and negatives with the decoder and minimises binary
-cross-entropy (bf16 autocast on a GPU, as the node step). Validation and test rank each
-split's positives against their fixed negatives over full-neighbourhood embeddings
-(:mod:`distgnn_workload.evaluation.link_ranking`): MRR and Hits@K, exact across ranks.
+the node path's plans and pipelines carry unchanged. A step embeds the batch's seed rows,
+scores positives and negatives with the decoder (:class:`~distgnn_workload.models.link.LinkModel`,
+``hidden_channels`` embeddings) and minimises binary cross-entropy (bf16 autocast on a GPU,
+as the node step). Validation and test rank each split's positives against their fixed
+negatives over full-neighbourhood embeddings
+(:meth:`~distgnn_workload.trainer.link_report.LinkRanking._rank`): MRR and Hits@K, exact
+across ranks.
+
+- :class:`LinkTrainer`, a homogeneous graph: the node loop
+  (:class:`~distgnn_workload.trainer.loop.Trainer`), its pipeline's sampler a
+  :class:`~distgnn_workload.sampling.link_sampler.LinkNeighborSampler`; GraphSAGE may take
+  the fixed-shape (CUDA-graph) step.
+- :class:`HeteroLinkTrainer`, one supervised edge type of a typed graph: the typed loop
+  (:class:`~distgnn_workload.trainer.hetero_loop.HeteroTrainer`: typed batches, learnt
+  embeddings of featureless types), R-SAGE or R-GCN embedding both end types. The training
+  seeds are the partition Job's split of the edge type, by the partition owning their
+  source; a batch's typed subgraph is sampled around both ends and the negatives, without
+  the batch's own edges and their reverses
+  (:class:`~distgnn_workload.sampling.hetero_link_sampler.HeteroLinkSampler`: here in worker
+  mode, by the sampler servers in server-client mode).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from torch import Tensor
+import torch
+from torch import Tensor, nn
 
+from distgnn_api.edge_types import EdgeType
 from distgnn_api.spec import DistGNNJobSpec
-from distgnn_workload.evaluation import LayerwiseInference
-from distgnn_workload.evaluation.link_ranking import LinkMetrics, LinkSplit, evaluate_splits
-from distgnn_workload.models import build_model
+from distgnn_workload.data.graph import EDGE_TYPE
+from distgnn_workload.evaluation.link_ranking import LinkSplit
+from distgnn_workload.models import build_hetero_model, build_model
 from distgnn_workload.models.link import LinkModel, build_decoder, link_loss
-from distgnn_workload.partition.store import PartitionStore
-from distgnn_workload.runtime.link_batches import seed_rows
+from distgnn_workload.partition.link_split import read_link_split
+from distgnn_workload.runtime.hetero_data import HeteroTrainingData
+from distgnn_workload.runtime.link_batches import link_sampler, seed_rows
+from distgnn_workload.trainer.hetero_loop import HeteroTrainer
+from distgnn_workload.trainer.hetero_pipeline import HeteroMiniBatch, stream_seed
 from distgnn_workload.trainer.link_graph_step import LinkGraphStep
-from distgnn_workload.trainer.link_report import LinkRanking, nonempty
+from distgnn_workload.trainer.link_report import LinkRanking
+from distgnn_workload.trainer.rank import TypedRank
 from distgnn_workload.trainer.step_policy import graph_layout
 
 log = logging.getLogger(__name__)
 
 
-def link_model(spec: DistGNNJobSpec, num_features: int) -> LinkModel:
-    """The encoder (``model``, ``hidden_channels`` outputs) and the spec's decoder."""
+def link_model(
+    spec: DistGNNJobSpec, encoder: nn.Module, edge_type: EdgeType = EDGE_TYPE
+) -> LinkModel:
+    """``encoder`` (``hidden_channels`` outputs) and the spec's decoder, scoring ``edge_type``."""
     link = spec.link_prediction
     if link is None:
         raise ValueError("a link-prediction job needs spec.linkPrediction")
-    hidden = spec.model.hidden_channels
-    encoder = build_model(spec.model, num_features, hidden)
-    decoder = build_decoder(link.decoder.value, hidden, spec.model.dropout)
-    return LinkModel(encoder, decoder, link.negatives.per_positive, link.negatives.kind.value)
+    decoder = build_decoder(link.decoder.value, spec.model.hidden_channels, spec.model.dropout)
+    return LinkModel(
+        encoder, decoder, link.negatives.per_positive, link.negatives.kind.value, edge_type
+    )
 
 
 class LinkTrainer(LinkRanking):
@@ -60,7 +83,7 @@ class LinkTrainer(LinkRanking):
         num_features: int,
         **kwargs: Any,
     ) -> None:
-        model = link_model(spec, num_features)
+        model = link_model(spec, build_model(spec.model, num_features, spec.model.hidden_channels))
         super().__init__(
             spec,
             model=model,
@@ -70,10 +93,7 @@ class LinkTrainer(LinkRanking):
             test_ids=[],
             **kwargs,
         )
-        assert spec.link_prediction is not None
-        self.link = spec.link_prediction
-        self.link_model = model
-        self.splits = nonempty(splits, self.link.evaluation.max_positives)
+        self.link_to(model, splits)
         self.partition_dir = partition_dir
         self._link_graph_step(spec, num_features)
 
@@ -115,28 +135,51 @@ class LinkTrainer(LinkRanking):
         self.optimizer.step()
         return loss
 
-    def _rank(self, splits: Mapping[str, LinkSplit]) -> dict[str, LinkMetrics]:
-        engine = LayerwiseInference(
-            PartitionStore.open(self.partition_dir),
-            rank=self.rank,
-            world_size=self.world_size,
-            device=self.device,
-            bf16=self.bf16,
+
+class HeteroLinkTrainer(LinkRanking, HeteroTrainer):
+    """The training loop of one link-prediction rank over a typed graph.
+
+    ``splits`` holds the valid and test positives (``"val"``, ``"test"``), the same on
+    every rank; ``train_ids`` the packed training edges of each holder; ``at.batches`` the
+    server-client pipeline (None: sample here, worker mode).
+    """
+
+    def __init__(
+        self,
+        spec: DistGNNJobSpec,
+        data: HeteroTrainingData,
+        at: TypedRank,
+        *,
+        splits: Mapping[str, LinkSplit],
+        edge_type: EdgeType,
+        reverse: EdgeType | None,
+        train_ids: list[Tensor],
+    ) -> None:
+        torch.manual_seed(spec.training.seed)
+        encoder = build_hetero_model(
+            spec.model,
+            data.node_types,
+            data.edge_types,
+            data.in_channels(spec.model.embedding_size),
+            spec.model.hidden_channels,
+            [edge_type[0], edge_type[2]],
         )
-        return evaluate_splits(
-            engine,
-            self.link_model.encoder,
-            self.link_model.decoder,
-            splits,
-            self.link.evaluation.hits_at,
-            self.collectives.all_gather,
-        )
+        model = link_model(spec, encoder, edge_type)
+        if at.batches is None:
+            seed = stream_seed(spec.training.seed, 0, at.rank)
+            sampler = link_sampler(spec, data, data.in_csr, edge_type, reverse, at.device, seed)
+            at = replace(at, batches=at.worker_pipeline(spec, data, {}, sampler))
+        super().__init__(spec, data, at, model=model, train_ids=train_ids)
+        self.link_to(model, splits)
+
+    def _loss(self, x: dict[str, Tensor], batch: HeteroMiniBatch) -> Tensor:
+        with self.autocast():
+            pos, neg = self.ddp(x, batch.hop)
+        return link_loss(pos, neg)
 
 
 def read_eval_splits(store_dir: Path) -> dict[str, LinkSplit]:
     """The valid and test positives and their fixed negatives, as the partition Job wrote them."""
-    from distgnn_workload.partition.link_split import read_link_split
-
     out: dict[str, LinkSplit] = {}
     for name, stored in (("val", "valid"), ("test", "test")):
         split = read_link_split(store_dir, stored)

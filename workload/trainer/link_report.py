@@ -1,8 +1,8 @@
 """How a link-prediction rank validates and reports: MRR instead of accuracy, the metrics,
 the progress event, the log line, the result and the tracker (:class:`LinkRanking`).
 Shared by the homogeneous (:class:`~distgnn_workload.trainer.link_loop.LinkTrainer`) and
-the heterogeneous (:class:`~distgnn_workload.trainer.hetero_link_loop.HeteroLinkTrainer`)
-loops, which only differ in how they embed the nodes and rank the splits; both draw an
+the typed (:class:`~distgnn_workload.trainer.link_loop.HeteroLinkTrainer`) loops, which
+only differ in their step and their inference (``Trainer._inference``); both draw an
 epoch's positives as ``positivesPerEpoch`` says.
 """
 
@@ -17,7 +17,8 @@ from torch import Tensor
 
 from distgnn_api.contract import STAGE_EVAL, LinkFigures, Result, emit_progress, rfc3339_now
 from distgnn_api.link import LinkPrediction
-from distgnn_workload.evaluation.link_ranking import LinkMetrics, LinkSplit
+from distgnn_workload.evaluation.link_ranking import LinkMetrics, LinkSplit, evaluate_splits
+from distgnn_workload.models.link import LinkModel
 from distgnn_workload.runtime.seeds import epoch_subset
 from distgnn_workload.trainer.loop import Trainer
 
@@ -28,12 +29,14 @@ SPLITS = ("val", "test")
 
 class LinkRanking(Trainer):
     """The link path's validation and result on top of a training loop: a subclass sets
-    ``splits`` (the valid and test positives, ``"val"`` and ``"test"``) and ranks them in
-    :meth:`_rank` (every rank calls it, with the same splits)."""
+    ``splits`` (the valid and test positives, ``"val"`` and ``"test"``) and ``link_model``;
+    :meth:`_rank` ranks them over the full-neighbourhood embeddings of the trainer's
+    inference (every rank calls it, with the same splits)."""
 
     VAL_FIGURE = "val_mrr"
     splits: dict[str, LinkSplit]
     link: LinkPrediction
+    link_model: LinkModel
 
     def _epoch_train_ids(self, epoch: int) -> Sequence[Tensor]:
         """``positivesPerEpoch``: a fresh random subset of the training positives each epoch."""
@@ -44,8 +47,27 @@ class LinkRanking(Trainer):
             seed=self.spec.training.seed,
         )
 
+    def link_to(self, model: LinkModel, splits: Mapping[str, LinkSplit]) -> None:
+        """Train ``model`` and rank ``splits`` (at most ``maxPositives`` of each)."""
+        link = self.spec.link_prediction
+        if link is None:
+            raise ValueError("a link-prediction job needs spec.linkPrediction")
+        self.link = link
+        self.link_model = model
+        self.splits = nonempty(splits, link.evaluation.max_positives)
+
     def _rank(self, splits: Mapping[str, LinkSplit]) -> dict[str, LinkMetrics]:
-        raise NotImplementedError
+        engine, _ = self._inference()
+        model = self.link_model
+        return evaluate_splits(
+            engine,
+            model.encoder,
+            model.decoder,
+            splits,
+            self.link.evaluation.hits_at,
+            self.collectives.all_gather,
+            model.edge_type,
+        )
 
     def rank_splits(self, names: tuple[str, ...]) -> dict[str, LinkMetrics]:
         """MRR and Hits@K of the named splits (every rank must call)."""

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import torch
 import torch.distributed as dist
@@ -27,6 +27,7 @@ from torch.nn.parallel import DistributedDataParallel
 from distgnn_api.contract import STAGE_EPOCH, STAGE_EVAL, Result, emit_progress, rfc3339_now
 from distgnn_api.spec import DistGNNJobSpec, EvaluationKind, EvaluationSpec
 from distgnn_workload import evaluation
+from distgnn_workload.evaluation.accuracy import SplitRows
 from distgnn_workload.loader import MiniBatch, Prefetcher
 from distgnn_workload.models import build_model
 from distgnn_workload.models.sage import GraphSAGE
@@ -37,6 +38,7 @@ from distgnn_workload.runtime.status_server import ProgressTracker
 from distgnn_workload.runtime.transfers import wait_for_stream
 from distgnn_workload.sampling import StaticLayout
 from distgnn_workload.trainer.epoch_stats import EpochStats, RunState, announce_epoch
+from distgnn_workload.trainer.evaluation import store_inference
 from distgnn_workload.trainer.graph_step import WARMUP_STEPS, CapturedStep, GraphStep
 from distgnn_workload.trainer.profiler import StepProfiler
 from distgnn_workload.trainer.run_checkpoint import restore_run, save_run
@@ -66,6 +68,11 @@ class Trainer:
 
     VAL_FIGURE = "val_accuracy"
     """The progress figure an epoch's validation result is reported as."""
+    partition_dir: Path | None = None
+    """The store full-neighbourhood evaluation reads; None: the contract's."""
+    STATIC_GRAPH: ClassVar[bool] = True
+    """Every parameter is used every step: DDP's graph is static and the gradients live in its
+    buckets (no copies in and out each step). False: a step may leave parameters unused."""
 
     def __init__(
         self,
@@ -245,14 +252,14 @@ class Trainer:
 
     def _wrap_ddp(self) -> nn.Module:
         ids = [self.device.index] if self.device.type == "cuda" else None
-        # gradients live in DDP's buckets (no copies in and out each step); every
-        # parameter is used every step, so the graph is static
+        static = self.STATIC_GRAPH
         return DistributedDataParallel(
             self.model,
             device_ids=ids,
             broadcast_buffers=False,
-            gradient_as_bucket_view=True,
-            static_graph=True,
+            gradient_as_bucket_view=static,
+            static_graph=static,
+            find_unused_parameters=not static,
         )
 
     @property
@@ -419,12 +426,18 @@ class Trainer:
 
     def _full_evaluation(self) -> evaluation.FullEvaluation:
         return evaluation.full_evaluation(
-            self.model,
+            self.model, self._inference, rank=self.rank, all_reduce=self._all_reduce
+        )
+
+    def _inference(self) -> tuple[evaluation.LayerwiseInference, SplitRows]:
+        """This rank's full-neighbourhood inference over every node (its share), and the
+        labels and split masks its accuracy counts over."""
+        return store_inference(
             rank=self.rank,
             world_size=self.world_size,
             device=self.device,
             bf16=self.bf16,
-            all_reduce=self._all_reduce,
+            partition_dir=self.partition_dir,
         )
 
     @property
