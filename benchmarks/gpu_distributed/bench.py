@@ -74,9 +74,15 @@ REPO = Path(__file__).resolve().parents[2]
 # This folder's modules and benchmarks/gpu's (also under python -P, which adds neither).
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(REPO / "benchmarks" / "gpu")]
 
-from bench_runs import check_env_and_repeats  # noqa: E402
+from bench_runs import PRELOAD_HELP, check_env_and_repeats  # noqa: E402
 from graph_store import build_store  # noqa: E402
-from job_run import STATS_FILE, epoch_figures, log_tail, run_processes  # noqa: E402
+from job_run import (  # noqa: E402
+    STATS_FILE,
+    epoch_figures,
+    log_tail,
+    preload_cpu_processes,
+    run_processes,
+)
 from records import emit  # noqa: E402
 from run_config import RunConfig, job_spec, num_partitions, parse_run, plan  # noqa: E402
 from summary import compare, summarise, table  # noqa: E402
@@ -158,6 +164,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--profile", nargs="*", default=[], help="runs to profile, e.g. worker-1-bf16")
     p.add_argument("--work-dir", type=Path, default=Path("/tmp/distgnn-dist-bench"))
     p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--preload", action="store_true", help=PRELOAD_HELP)
     p.add_argument("--keep", action="store_true", help="keep the work dir")
     p.add_argument(
         "--env",
@@ -254,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.perf_counter()
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # NVLink multicast stays off (KINDS.md)
+    if args.preload:
+        preload_cpu_processes()
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
     runs = [t if t == "pyg" else parse_run(t) for t in args.runs]

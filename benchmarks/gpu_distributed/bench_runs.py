@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from job_run import STATS_FILE, log_tail, run_processes, run_side_by_side
+from job_run import STATS_FILE, log_tail, preload_cpu_processes, run_processes, run_side_by_side
 from records import emit
 from run_config import RunConfig, parse_run, partition_plan, refusal
 from summary import summarise, table
@@ -25,6 +25,12 @@ from distgnn_api.spec import DistGNNJobSpec
 from distgnn_operator.local.job_plan import JobPlan
 
 JobSpecFn = Callable[[RunConfig, argparse.Namespace, bool, int], DistGNNJobSpec]
+
+
+PRELOAD_HELP = (
+    "fork the CPU processes (partition steps; on --device=cpu every process) from one "
+    "launcher that imported torch once, as distgnn run --preload does"
+)
 
 
 def add_run_args(p: argparse.ArgumentParser, default_runs: list[str]) -> None:
@@ -38,6 +44,13 @@ def add_run_args(p: argparse.ArgumentParser, default_runs: list[str]) -> None:
     p.add_argument("--profile", nargs="*", default=[], help="runs to profile, e.g. worker-1-bf16")
     p.add_argument("--out", type=Path, default=None)
     p.add_argument("--env", nargs="*", default=[], metavar="KEY=VALUE")
+    p.add_argument("--preload", action="store_true", help=PRELOAD_HELP)
+
+
+def start_preload(args: argparse.Namespace) -> None:
+    """``--preload``: every later run's CPU processes fork from one zygote."""
+    if args.preload:
+        preload_cpu_processes()
 
 
 def check_env_and_repeats(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:

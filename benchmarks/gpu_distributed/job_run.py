@@ -1,10 +1,15 @@
 """One benchmark run of a job's workload processes: started through the supervisor of
 ``distgnn run``, waited for up to a timeout (every process's stacks when it hangs), the GPUs
 watched meanwhile; and the figures of a finished run from ``training_stats.json`` and
-``result.json``. Shared by ``bench.py`` here and ``benchmarks/gpu_hetero/bench.py``."""
+``result.json``. Shared by ``bench.py`` here and ``benchmarks/gpu_hetero/bench.py``.
+
+With ``--preload`` (:func:`preload_cpu_processes`), the CPU processes of every run of the
+script are forked from one zygote that imported torch and PyG once (``distgnn run
+--preload``'s launcher); a GPU process still starts as a fresh interpreter."""
 
 from __future__ import annotations
 
+import atexit
 import json
 import time
 from collections.abc import Sequence
@@ -17,8 +22,27 @@ from gpu_monitor import GpuMonitor, stacks
 from distgnn_api import contract as c
 from distgnn_operator.local.launch_plan import ProcessSpec
 from distgnn_operator.local.supervisor import Supervisor
+from distgnn_operator.local.zygote import Zygote
 
 STATS_FILE = "training_stats.json"
+
+_ZYGOTE: list[Zygote] = []
+
+
+def preload_cpu_processes() -> None:
+    """Fork the CPU processes of every later run from one zygote (stopped at exit)."""
+    if not _ZYGOTE:
+        _ZYGOTE.append(Zygote())
+        atexit.register(_ZYGOTE[0].close)
+
+
+def _supervisor() -> Supervisor:
+    sup = Supervisor(grace_period_s=5, preload=bool(_ZYGOTE))
+    if _ZYGOTE:
+        # The supervisor has no argument for a zygote it does not own: the shared one takes
+        # the place of its own, and is left running by a stop by name.
+        sup._zygote = _ZYGOTE[0]
+    return sup
 
 
 @dataclass
@@ -40,7 +64,7 @@ def run_processes(workload: Sequence[ProcessSpec], *, cuda: bool, timeout: float
     logs = {s.name: s.log_path for s in workload}
     t0 = time.perf_counter()
     monitor = GpuMonitor().start() if cuda else None
-    sup = Supervisor(grace_period_s=5)
+    sup = _supervisor()
     status = "hung"
     stuck: dict[str, str] = {}
     try:
@@ -53,7 +77,7 @@ def run_processes(workload: Sequence[ProcessSpec], *, cuda: bool, timeout: float
         if monitor is not None:
             monitor.stop()
         pids = {sup.pid(name): name for name in names}
-        sup.stop()
+        sup.stop(names)
     return ProcessRun(
         status=status,
         wall_s=round(time.perf_counter() - t0, 1),
@@ -81,7 +105,7 @@ def run_side_by_side(steps: Sequence[Sequence[ProcessSpec]], timeout: float) -> 
     by side), one supervisor each, as their processes share names; 'ok', or the first
     other status of :func:`wait_for` within ``timeout`` seconds for all of them."""
     t0 = time.perf_counter()
-    sups = [Supervisor(grace_period_s=5) for _ in steps]
+    sups = [_supervisor() for _ in steps]
     status = "ok"
     try:
         for sup, processes in zip(sups, steps, strict=True):
@@ -93,8 +117,8 @@ def run_side_by_side(steps: Sequence[Sequence[ProcessSpec]], timeout: float) -> 
             if status != "ok":
                 break
     finally:
-        for sup in sups:
-            sup.stop()
+        for sup, processes in zip(sups, steps, strict=True):
+            sup.stop([spec.name for spec in processes])
     return status
 
 

@@ -132,6 +132,7 @@ def run_one(
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.perf_counter()
+    runs.start_preload(args)
     configs = runs.run_configs(args)
     if configs is None:
         return 2

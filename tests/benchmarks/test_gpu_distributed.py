@@ -49,6 +49,7 @@ def test_partitioned_features_report_their_bytes_per_step(tmp_path: Path) -> Non
             "-P",
             str(DIST_BENCH / "bench.py"),
             "--device=cpu",
+            "--preload",
             "--nodes=4000",
             "--epochs=2",
             "--batch-size=256",

