@@ -74,6 +74,8 @@ def role_module(role: Role) -> str:
 
 # --------------------------------------------------------------------------- env vars
 
+ENV_PREFIX = "DISTGNN_"
+"""Every setting of the contract is named with it."""
 ENV_ROLE = "DISTGNN_ROLE"  # partition | sampler | trainer
 ENV_RANK = "DISTGNN_RANK"  # pod ordinal within its role (StatefulSet pod index)
 ENV_NUM_TRAINERS = "DISTGNN_NUM_TRAINERS"  # trainer pods

@@ -37,12 +37,7 @@ def preload_cpu_processes() -> None:
 
 
 def _supervisor() -> Supervisor:
-    sup = Supervisor(grace_period_s=5, preload=bool(_ZYGOTE))
-    if _ZYGOTE:
-        # The supervisor has no argument for a zygote it does not own: the shared one takes
-        # the place of its own, and is left running by a stop by name.
-        sup._zygote = _ZYGOTE[0]
-    return sup
+    return Supervisor(grace_period_s=5, zygote=_ZYGOTE[0] if _ZYGOTE else None)
 
 
 @dataclass

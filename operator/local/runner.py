@@ -47,6 +47,7 @@ from distgnn_operator.local.ports import LOOPBACK
 from distgnn_operator.local.progress_view import ProgressView
 from distgnn_operator.local.supervisor import (
     DEFAULT_GRACE_PERIOD_S,
+    PROCESS_TABLE,
     Exited,
     Progressed,
     Supervisor,
@@ -121,7 +122,11 @@ class LocalRun:
         plan = plan_job(self.layout, rendered)
         self._header(reused)
 
-        sup = Supervisor(self.options.grace_period_s, preload=self.options.preload)
+        sup = Supervisor(
+            self.options.grace_period_s,
+            preload=self.options.preload,
+            table=self.layout.run_dir / PROCESS_TABLE,
+        )
         with self._signals(sup):
             try:
                 with ProgressView(self.console) as view:

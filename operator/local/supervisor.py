@@ -14,6 +14,7 @@ instead of starting a fresh interpreter: the same process, seconds of CPU sooner
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import queue
 import signal
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeAlias
 
-from distgnn_api.contract import ProgressEvent, parse_progress_line
+from distgnn_api.contract import ENV_PREFIX, ProgressEvent, parse_progress_line
 from distgnn_operator.local.launch_plan import ProcessSpec
 from distgnn_operator.local.zygote import Zygote, ZygoteChild
 
@@ -66,17 +67,38 @@ class _Child:
     returncode: int | None = None
 
 
+PROCESS_TABLE = "processes.json"
+"""The file in a run's directory that lists every process ``distgnn run`` started."""
+
+
 class Supervisor:
-    """Starts processes and reports their exits and progress lines, in the order they happen."""
+    """Starts processes and reports their exits and progress lines, in the order they happen.
+
+    ``preload``: fork ``python -m`` CPU processes from a zygote of its own (stopped with the
+    supervisor); ``zygote``: from that zygote instead, which the caller owns and stops.
+    ``table``: a JSON file kept up to date with every process started: its name, pid (also its
+    process group), its ``DISTGNN_*`` environment (role, rank, ports) and, once it ended, its
+    exit code. It tells tools (``py-spy``, a scraper) which process is which also where
+    ``/proc`` shows the zygote's environment for a forked one.
+    """
 
     def __init__(
-        self, grace_period_s: float = DEFAULT_GRACE_PERIOD_S, *, preload: bool = False
+        self,
+        grace_period_s: float = DEFAULT_GRACE_PERIOD_S,
+        *,
+        preload: bool = False,
+        zygote: Zygote | None = None,
+        table: Path | None = None,
     ) -> None:
         self.grace_period_s = grace_period_s
-        self._zygote = Zygote() if preload else None
+        self._own_zygote = zygote is None and preload
+        self._zygote = zygote if zygote is not None else (Zygote() if preload else None)
         self.notices: queue.Queue[Notice] = queue.Queue()
         self._children: dict[str, _Child] = {}
         self._kill_now = threading.Event()
+        self._table = table
+        self._table_lock = threading.Lock()
+        self._entries: dict[str, dict[str, object]] = {}
 
     def start(self, spec: ProcessSpec) -> None:
         """Start one process in its own process group; its stdout and stderr go to its log.
@@ -107,8 +129,27 @@ class Supervisor:
             target=self._wait, args=(spec, proc), name=f"wait-{spec.name}", daemon=True
         )
         self._children[spec.name] = _Child(spec, proc, reader, waiter)
+        self._write_table(
+            spec.name,
+            {
+                "pid": proc.pid,
+                "env": {k: v for k, v in spec.env.items() if k.startswith(ENV_PREFIX)},
+                "exitCode": None,
+            },
+        )
         reader.start()
         waiter.start()
+
+    def _write_table(self, name: str, entry: dict[str, object]) -> None:
+        """Record a process in the table (atomically: a reader sees the old or the new file)."""
+        if self._table is None:
+            return
+        with self._table_lock:
+            self._entries[name] = {**self._entries.get(name, {}), **entry}
+            self._table.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self._table.with_name(f".{self._table.name}.tmp")
+            tmp.write_text(json.dumps(self._entries, indent=2, sort_keys=True))
+            tmp.replace(self._table)
 
     def _read(self, spec: ProcessSpec, proc: Process) -> None:
         assert proc.stdout is not None
@@ -125,6 +166,7 @@ class Supervisor:
         # Post the process's last progress lines before its exit (unless a leftover
         # grandchild keeps the pipe open).
         self._children[spec.name].reader.join(timeout=2)
+        self._write_table(spec.name, {"exitCode": returncode})
         self.notices.put(Exited(spec, returncode, time.monotonic()))
 
     def record_exit(self, notice: Exited) -> None:
@@ -189,7 +231,7 @@ class Supervisor:
             child.proc.wait()
             child.reader.join(timeout=5)
             child.waiter.join(timeout=5)
-        if names is None and self._zygote is not None:
+        if names is None and self._zygote is not None and self._own_zygote:
             self._zygote.close()
 
     def __enter__(self) -> Supervisor:

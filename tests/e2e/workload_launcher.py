@@ -97,10 +97,8 @@ class LocalWorkload:
             for key, spec in self.specs.items()
         }
         # Forked from a zygote that imported torch once: these tests find their processes
-        # through the supervisor, never through /proc. The supervisor has no argument for a
-        # zygote of its own choosing: the shared one takes the place of its own.
-        self.supervisor = Supervisor(grace_period_s=5, preload=True)
-        self.supervisor._zygote = shared_zygote()
+        # through the supervisor, never through /proc.
+        self.supervisor = Supervisor(grace_period_s=5, zygote=shared_zygote())
 
     def write_partitions(self, graph: GraphData) -> None:
         write_partitions(

@@ -1,13 +1,15 @@
 """The prometheus tier's runs: ``distgnn run`` of a homogeneous and a heterogeneous job in each
 mode, and the operator against the real control plane, all scraped by one Prometheus under the chart's monitor relabelling.
 
-Local processes are found through /proc (their env names job, role, rank and metrics port)
-and given to Prometheus as file_sd targets with the labels Kubernetes discovery would give
+``distgnn run --preload`` forks its CPU processes from a zygote; they are found through the
+run's process table (``processes.json`` in the run directory: each live process's role, rank
+and metrics port) and given to Prometheus as file_sd targets with the labels Kubernetes discovery would give
 their pods, taken from the operator's own pod templates.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -26,8 +28,8 @@ from distgnn_api.spec import parse_job
 from distgnn_operator.builders import JobContext, build_statefulset
 from distgnn_operator.local.job_plan import LOCAL_NAMESPACE
 from distgnn_operator.local.ports import LOOPBACK, free_ports
+from distgnn_operator.local.supervisor import PROCESS_TABLE
 from distgnn_operator.reconcile.kube_api import PVC
-from tests.local.process_table import processes_with_env
 from tests.operator.harness import Cluster, install_crd, job_manifest, wait_for
 from tests.prometheus.monitors import endpoint_target, pod_target
 from tests.prometheus.server import Prometheus
@@ -108,18 +110,21 @@ class Scrapes:
     expositions: dict[str, str] = field(default_factory=dict)
     bind_addresses: set[str] = field(default_factory=set)
 
-    def local_targets(self, uids: dict[str, str]) -> list[dict[str, Any]]:
-        """A pod target per live sampler or trainer process of the local runs (from /proc)."""
+    def local_targets(self, runs: dict[str, Path]) -> list[dict[str, Any]]:
+        """A pod target per live sampler or trainer process of the local runs (from each
+        run's process table)."""
         groups = []
-        for job, uid in uids.items():
-            for pid in processes_with_env(c.ENV_JOB_UID, uid):
-                try:
-                    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-                except OSError:
+        for job, run_dir in runs.items():
+            try:
+                table = json.loads((run_dir / PROCESS_TABLE).read_text())
+            except (OSError, ValueError):
+                continue  # not written yet
+            for entry in table.values():
+                env = entry["env"]
+                if entry["exitCode"] is not None or c.ENV_METRICS_PORT not in env:
                     continue
-                env = dict(x.decode().split("=", 1) for x in raw if b"=" in x)
                 role = c.Role(env[c.ENV_ROLE])
-                if role is c.Role.partitioner or c.ENV_METRICS_PORT not in env:
+                if role is c.Role.partitioner:
                     continue
                 rank = int(env[c.ENV_RANK])
                 self.bind_addresses.add(env.get(c.ENV_METRICS_ADDRESS, ""))
@@ -135,8 +140,8 @@ class Scrapes:
                 )
         return groups
 
-    def refresh(self, uids: dict[str, str]) -> None:
-        groups = self.local_targets(uids)
+    def refresh(self, runs: dict[str, Path]) -> None:
+        groups = self.local_targets(runs)
         if self.operator is not None:
             groups.append(self.operator)
         self.prom.set_targets(groups)
@@ -168,7 +173,7 @@ class TierRun:
 
 
 def run_local(
-    scrapes: Scrapes, work: Path, name: str, doc: dict[str, Any], uids: dict[str, str]
+    scrapes: Scrapes, work: Path, name: str, doc: dict[str, Any], runs: dict[str, Path]
 ) -> c.Result:
     job_file = work / f"{name}.yaml"
     job_file.write_text(yaml.safe_dump(doc))
@@ -184,26 +189,27 @@ def run_local(
     run_dir = work / "runs" / name
     log = open(work / f"{name}.log", "wb")  # noqa: SIM115 - closed below
     argv = [*_cli(), "run", str(job_file), "--data-dir", str(work / "data"), "--uid", uid]
+    argv.append("--preload")
     proc = subprocess.Popen(
         [*argv, "--run-dir", str(run_dir), "--gpus", "0"],
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
-    uids[name] = uid
+    runs[name] = run_dir
     try:
         deadline = time.monotonic() + RUN_TIMEOUT_S
         while proc.poll() is None:
             assert time.monotonic() < deadline, f"{name} ran past {RUN_TIMEOUT_S}s"
-            scrapes.refresh(uids)
+            scrapes.refresh(runs)
             time.sleep(0.5)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGTERM)
             proc.wait(timeout=30)
         log.close()
-        del uids[name]
-        scrapes.refresh(uids)
+        del runs[name]
+        scrapes.refresh(runs)
     output = (work / f"{name}.log").read_text(errors="replace")
     assert proc.returncode == 0, f"distgnn run {name} exited {proc.returncode}:\n{output[-4000:]}"
     return c.Result.model_validate_json((run_dir / c.RESULT_FILE).read_text())
@@ -305,13 +311,13 @@ def run_tier(
     service = of_kind(chart, "Service")
     scrapes.service_labels = service["metadata"]["labels"]
     start = time.time()
-    uids: dict[str, str] = {}
+    runs: dict[str, Path] = {}
     results = {
-        WORKER_JOB: run_local(scrapes, work, WORKER_JOB, _job_doc(WORKER_JOB, 0), uids),
-        SERVER_JOB: run_local(scrapes, work, SERVER_JOB, _job_doc(SERVER_JOB, 2), uids),
-        HETERO_JOB: run_local(scrapes, work, HETERO_JOB, _hetero_doc(HETERO_JOB, 0), uids),
+        WORKER_JOB: run_local(scrapes, work, WORKER_JOB, _job_doc(WORKER_JOB, 0), runs),
+        SERVER_JOB: run_local(scrapes, work, SERVER_JOB, _job_doc(SERVER_JOB, 2), runs),
+        HETERO_JOB: run_local(scrapes, work, HETERO_JOB, _hetero_doc(HETERO_JOB, 0), runs),
         HETERO_SERVER_JOB: run_local(
-            scrapes, work, HETERO_SERVER_JOB, _hetero_doc(HETERO_SERVER_JOB, 2), uids
+            scrapes, work, HETERO_SERVER_JOB, _hetero_doc(HETERO_SERVER_JOB, 2), runs
         ),
     }
     figures_file = work / "runs" / WORKER_JOB / "logs" / "partition-0.termination"
