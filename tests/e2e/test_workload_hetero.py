@@ -32,9 +32,15 @@ Seen = dict[tuple[c.Role, int], dict[str, float]]
 
 
 def hetero_spec(
-    samplers: int = 0, cache_ratio: float | None = None, **training: Any
+    samplers: int = 0,
+    cache_ratio: float | None = None,
+    embedding_memory: int | None = None,
+    **training: Any,
 ) -> DistGNNJobSpec:
     cache = {} if cache_ratio is None else {"cacheRatio": cache_ratio}
+    trainers: dict[str, Any] = {"replicas": 2, "gpusPerPod": 0}
+    if embedding_memory is not None:
+        trainers["embeddingMemory"] = embedding_memory
     return parse_spec(
         {
             "dataset": {
@@ -43,7 +49,7 @@ def hetero_spec(
             },
             "partition": {"algorithm": "metis", "numPartitions": 2},
             "samplers": {"replicas": samplers, "gpusPerPod": 0, "concurrency": 2, **cache},
-            "trainers": {"replicas": 2, "gpusPerPod": 0},
+            "trainers": trainers,
             "model": {
                 "arch": "rsage",
                 "hiddenChannels": 32,
@@ -117,10 +123,12 @@ def test_hetero_worker_mode_trains_and_a_partial_cache_fetches_rows_as_with_all_
     tmp_path: Path,
 ) -> None:
     """The run with a partial cache is also checked as any worker-mode run
-    (:func:`check_worker_run`); both runs read one partition."""
+    (:func:`check_worker_run`); both runs read one partition. The all-cached run also keeps
+    every embedding shard in host memory (``trainers.embeddingMemory: 0``), which changes
+    where the rows live, not the run."""
     accuracy: dict[float, float] = {}
     for ratio in (0.2, 1.0):
-        spec = hetero_spec(cache_ratio=ratio)
+        spec = hetero_spec(cache_ratio=ratio, embedding_memory=0 if ratio == 1 else None)
         assert spec.samplers.cache_ratio == ratio
         job = start(tmp_path, spec)
         seen, progress = finish(job, timeout_s=360)
@@ -142,6 +150,10 @@ def test_hetero_worker_mode_trains_and_a_partial_cache_fetches_rows_as_with_all_
             else:
                 assert hits == lookups > 0, (ratio, rank, series)
                 assert "fetched featured rows from their owners: {'paper': 0}" in log
+            tables = [line for line in log.splitlines() if "embedding tables:" in line]
+            assert tables, log[-2000:]
+            in_host = tables[-1].count("host memory")
+            assert in_host == (3 if ratio == 1 else 0), tables  # author, institution, field
     baseline = majority_share()
     assert accuracy[0.2] > 2 * baseline, (accuracy, baseline)
     # the same rows, the same samples: the cache changes where rows come from, not the run
