@@ -16,16 +16,16 @@ from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig, genera
 from distgnn_workload.partition.store import HeteroPartitionStore
 from distgnn_workload.partition.writer import write_partitions
 from distgnn_workload.runtime import rpc_targets
+from distgnn_workload.runtime.features.serving import (
+    _serve_rows_of_type,
+    serve_tables,
+)
+from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.features.typed_source import (
     TypedFeatureSource,
     TypedFetchFn,
     in_degrees,
     load_typed_tables,
-)
-from distgnn_workload.runtime.features.typed_table import (
-    TypedFeatureTable,
-    _serve_typed_features,
-    serve_typed_tables,
 )
 
 CPU = torch.device("cpu")
@@ -53,14 +53,14 @@ def registry() -> Iterator[None]:
     rpc_targets.REGISTRY.clear()
 
 
-def _fetcher(tables: dict[int, dict[str, TypedFeatureTable]], calls: list[int]) -> TypedFetchFn:
+def _fetcher(tables: dict[int, dict[str, FeatureTable]], calls: list[int]) -> TypedFetchFn:
     """The owner's table answers, through the RPC target's own code."""
 
     def fetch(holder: int, node_type: str, ids: Tensor) -> Future[Tensor]:
         calls.append(holder)
-        serve_typed_tables(tables[holder])
+        serve_tables(tables[holder])
         fut: Future[Tensor] = Future()
-        fut.set_result(_serve_typed_features(node_type, ids))
+        fut.set_result(_serve_rows_of_type(node_type, ids))
         return fut
 
     return fetch
@@ -112,15 +112,15 @@ def test_a_full_cache_is_every_row_and_sends_nothing(
 
 def test_a_holder_refuses_rows_it_does_not_own(store: HeteroPartitionStore, registry: None) -> None:
     tables = load_typed_tables(store, 0, 0.0, CPU)
-    serve_typed_tables(tables)
+    serve_tables(tables)
     owner = np.asarray(store.owner("paper"))
     other = torch.from_numpy(np.flatnonzero(owner == 1)[:3].astype(np.int64))
     with pytest.raises(ValueError, match=r"partition 0 .* 'paper' rows it does not own"):
-        _serve_typed_features("paper", other)
+        _serve_rows_of_type("paper", other)
     with pytest.raises(ValueError, match=r"'paper' ids outside 0\.\."):
-        _serve_typed_features("paper", torch.tensor([owner.size]))
+        _serve_rows_of_type("paper", torch.tensor([owner.size]))
     with pytest.raises(KeyError, match="no features of node type 'author'"):
-        _serve_typed_features("author", other)
+        _serve_rows_of_type("author", other)
 
 
 def test_without_a_cache_every_missing_row_is_fetched(

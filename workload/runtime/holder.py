@@ -115,7 +115,7 @@ def load(
     )
     labels = load_labels(store, device)
     cached = round(spec.samplers.cache_ratio * (layout.num_nodes - (data.end - data.start)))
-    table = FeatureTable(
+    table = FeatureTable.for_holder(
         data,
         layout.num_nodes,
         device,

@@ -56,17 +56,17 @@ from distgnn_workload.runtime.batches import (
     wire_bytes,
 )
 from distgnn_workload.runtime.bootstrap import RoleProcess
+from distgnn_workload.runtime.features.serving import (
+    serve_tables,
+    set_type_serve_observer,
+)
+from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.features.typed_source import (
     TypedFeatureSource,
     held_bytes,
     load_typed_tables,
     rpc_typed_fetch,
     whole_tables,
-)
-from distgnn_workload.runtime.features.typed_table import (
-    TypedFeatureTable,
-    serve_typed_tables,
-    set_typed_serve_observer,
 )
 from distgnn_workload.runtime.hetero_data import HeteroTrainingData, from_store, open_typed_store
 from distgnn_workload.runtime.holder import device_feature_budget
@@ -202,7 +202,7 @@ class TypedServing:
         self.proc = proc
         self.device = device
         self.loaded: (
-            tuple[HeteroPartitionStore, dict[str, TypedFeatureTable], HeteroTrainingData] | None
+            tuple[HeteroPartitionStore, dict[str, FeatureTable], HeteroTrainingData] | None
         ) = None
         self.server: HeteroSamplerServer | None = None
 
@@ -218,8 +218,8 @@ class TypedServing:
         tables = load_typed_tables(
             store, env.rank, spec.samplers.cache_ratio, self.device, dtype, budget
         )
-        serve_typed_tables(tables)
-        set_typed_serve_observer(lambda _node_type, rows: observe(rows))
+        serve_tables(tables)
+        set_type_serve_observer(lambda _node_type, rows: observe(rows))
         data = from_store(store, features=False)
         log.info(
             "typed graph: %s nodes, %d edge types; read in %.1f s; %.1f MiB of featured rows held",

@@ -27,12 +27,15 @@ from typing import Any
 from distgnn_workload.partition.store import HeteroPartitionStore
 from distgnn_workload.runtime.batches import feature_bytes
 from distgnn_workload.runtime.bootstrap import RoleProcess
+from distgnn_workload.runtime.features.serving import (
+    serve_tables,
+)
+from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.features.typed_source import (
     TypedFeatureSource,
     load_typed_tables,
     rpc_typed_fetch,
 )
-from distgnn_workload.runtime.features.typed_table import TypedFeatureTable, serve_typed_tables
 from distgnn_workload.runtime.hetero_data import HeteroTrainingData, from_store, open_typed_store
 from distgnn_workload.runtime.holder import device_feature_budget
 from distgnn_workload.runtime.link_batches import link_edge_types, typed_train_pairs
@@ -52,7 +55,7 @@ class TypedStart:
     def __init__(self, proc: RoleProcess) -> None:
         self.proc = proc
         self.loaded: tuple[HeteroPartitionStore, HeteroTrainingData] | None = None
-        self.tables: dict[str, TypedFeatureTable] | None = None
+        self.tables: dict[str, FeatureTable] | None = None
         self.features: TypedFeatureSource | None = None
         self.remote: HeteroRemotePipeline | None = None
         self.built: HeteroTrainer | None = None
@@ -73,7 +76,7 @@ class TypedStart:
                 input_dtype(spec, proc.device),
                 device_budget=device_feature_budget(spec, proc.device, 0),
             )
-            serve_typed_tables(self.tables)
+            serve_tables(self.tables)
         data = from_store(store, graph=worker, features=False)
         log.info(
             "typed graph: %s nodes, %d edge types, target %s (%d classes); read in %.1f s",

@@ -5,7 +5,7 @@ partition owns from the typed store, plus ``cache_ratio`` of the other partition
 the hottest by in-degree (over every edge type into the type), read once from the store's
 memory-mapped files. :class:`TypedFeatureSource` gathers the rows of any nodes of a type:
 owned and cached rows from the table, the others from their owners over RPC
-(:func:`~distgnn_workload.runtime.features.typed_table._serve_typed_features`). With a
+(:func:`~distgnn_workload.runtime.features.serving._serve_rows_of_type`). With a
 cache ratio of 1 every row is at hand and no request is ever sent.
 """
 
@@ -25,7 +25,8 @@ from torch.futures import Future
 from distgnn_api.feature_memory import shared_budgets
 from distgnn_workload.partition.store import HeteroPartitionStore
 from distgnn_workload.runtime.features.cache_policy import select_hot_among
-from distgnn_workload.runtime.features.typed_table import TypedFeatureTable, _serve_typed_features
+from distgnn_workload.runtime.features.serving import _serve_rows_of_type
+from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.rpc import wait_remote
 
 log = logging.getLogger(__name__)
@@ -39,7 +40,7 @@ def rpc_typed_fetch(target_of_holder: Callable[[int], str]) -> TypedFetchFn:
 
     def fetch(holder: int, node_type: str, ids: Tensor) -> Future[Tensor]:
         fut: Future[Tensor] = rpc.rpc_async(
-            target_of_holder(holder), _serve_typed_features, args=(node_type, ids.cpu())
+            target_of_holder(holder), _serve_rows_of_type, args=(node_type, ids.cpu())
         )
         return fut
 
@@ -64,7 +65,7 @@ def load_typed_tables(
     device: torch.device,
     dtype: torch.dtype = torch.float32,
     device_budget: int | None = None,
-) -> dict[str, TypedFeatureTable]:
+) -> dict[str, FeatureTable]:
     """Per featured node type: the rows ``partition`` owns plus its hot cache (see above).
 
     ``device_budget``: bytes of rows the GPU may hold in all, shared by the types in
@@ -84,17 +85,18 @@ def load_typed_tables(
         for t in featured
     }
     shares = shared_budgets(device_budget, table_bytes)
-    tables: dict[str, TypedFeatureTable] = {}
+    tables: dict[str, FeatureTable] = {}
     for t in featured:
         owner = owners[t]
         share = shares[t]
-        table = TypedFeatureTable(
-            t,
-            owner,
-            partition,
-            torch.from_numpy(np.array(mine.nodes[t], dtype=np.int64)),
+        table = FeatureTable(
             torch.from_numpy(np.array(mine.x[t], dtype=np.float32)).to(dtype),
+            torch.from_numpy(np.array(mine.nodes[t], dtype=np.int64)),
+            int(owner.numel()),
             device,
+            node_type=t,
+            owner=owner,
+            partition=partition,
             device_budget=share,
             capacity=held[t],
         )
@@ -125,19 +127,18 @@ def load_typed_tables(
 
 def whole_tables(
     x: dict[str, Tensor], device: torch.device, dtype: torch.dtype = torch.float32
-) -> dict[str, TypedFeatureTable]:
+) -> dict[str, FeatureTable]:
     """Tables that hold every row of each featured type (``x``, rows by typed id), as one
     holder of a single partition would: gathers never fetch."""
-    tables: dict[str, TypedFeatureTable] = {}
+    tables: dict[str, FeatureTable] = {}
     for t, rows in x.items():
         n = int(rows.shape[0])
-        owner = torch.zeros(n, dtype=torch.int64)
         ids = torch.arange(n, dtype=torch.int64)
-        tables[t] = TypedFeatureTable(t, owner, 0, ids, rows.to(dtype), device)
+        tables[t] = FeatureTable(rows.to(dtype), ids, n, device, node_type=t)
     return tables
 
 
-def held_bytes(tables: dict[str, TypedFeatureTable]) -> int:
+def held_bytes(tables: dict[str, FeatureTable]) -> int:
     """The bytes of featured rows a holder keeps (owned and cached)."""
     return sum(t.held * t.tiers.row_bytes for t in tables.values())
 
@@ -160,7 +161,7 @@ class TypedFeatureSource:
 
     def __init__(
         self,
-        tables: dict[str, TypedFeatureTable],
+        tables: dict[str, FeatureTable],
         fetch: TypedFetchFn | None = None,
         *,
         peer_name: Callable[[int], str] | None = None,
@@ -182,7 +183,11 @@ class TypedFeatureSource:
         ids = ids.to(table.device, torch.int64)
         slot = table.slot[ids]
         out = table.gather(slot.clamp(min=0))
-        lookups = int((table.owner[ids] != table.partition).sum()) if table.num_remote else 0
+        owner = table.owner
+        lookups = 0
+        if table.num_remote:
+            assert owner is not None, "a table with remote rows has an owner map"
+            lookups = int((owner[ids] != table.partition).sum())
         tier_rows = host_rows = 0
         if table.tiered:
             tier_rows = int((slot >= 0).sum())
@@ -192,7 +197,8 @@ class TypedFeatureSource:
         if misses:
             if self.fetch is None:
                 raise RuntimeError(f"{misses} rows of {node_type!r} are neither here nor fetchable")
-            owners = table.owner[ids[missing]]
+            assert owner is not None
+            owners = owner[ids[missing]]
             pending = []
             for h in torch.unique(owners).tolist():
                 if h == table.partition:
