@@ -19,19 +19,21 @@ from distgnn_workload.partition.store import HeteroPartitionStore
 from distgnn_workload.partition.writer import write_partitions
 from distgnn_workload.runtime import rpc_targets
 from distgnn_workload.runtime.batches import unpack_typed
+from distgnn_workload.runtime.features.cache_policy import (
+    held_bytes,
+    load_typed_tables,
+    whole_tables,
+)
+from distgnn_workload.runtime.features.remote import (
+    TypedFeatureSource,
+    TypedFetchFn,
+)
 from distgnn_workload.runtime.features.serving import (
     _serve_rows_of_type,
     serve_tables,
     set_type_serve_observer,
 )
 from distgnn_workload.runtime.features.table import FeatureTable
-from distgnn_workload.runtime.features.typed_source import (
-    TypedFeatureSource,
-    TypedFetchFn,
-    held_bytes,
-    load_typed_tables,
-    whole_tables,
-)
 from distgnn_workload.runtime.hetero_data import from_store
 from distgnn_workload.sampler.hetero_server import HeteroSamplerServer
 

@@ -16,17 +16,19 @@ from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig, genera
 from distgnn_workload.partition.store import HeteroPartitionStore
 from distgnn_workload.partition.writer import write_partitions
 from distgnn_workload.runtime import rpc_targets
+from distgnn_workload.runtime.features.cache_policy import (
+    in_degrees,
+    load_typed_tables,
+)
+from distgnn_workload.runtime.features.remote import (
+    TypedFeatureSource,
+    TypedFetchFn,
+)
 from distgnn_workload.runtime.features.serving import (
     _serve_rows_of_type,
     serve_tables,
 )
 from distgnn_workload.runtime.features.table import FeatureTable
-from distgnn_workload.runtime.features.typed_source import (
-    TypedFeatureSource,
-    TypedFetchFn,
-    in_degrees,
-    load_typed_tables,
-)
 
 CPU = torch.device("cpu")
 

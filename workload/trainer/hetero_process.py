@@ -27,15 +27,17 @@ from typing import Any
 from distgnn_workload.partition.store import HeteroPartitionStore
 from distgnn_workload.runtime.batches import feature_bytes
 from distgnn_workload.runtime.bootstrap import RoleProcess
+from distgnn_workload.runtime.features.cache_policy import (
+    load_typed_tables,
+)
+from distgnn_workload.runtime.features.remote import (
+    TypedFeatureSource,
+    rpc_typed_fetch,
+)
 from distgnn_workload.runtime.features.serving import (
     serve_tables,
 )
 from distgnn_workload.runtime.features.table import FeatureTable
-from distgnn_workload.runtime.features.typed_source import (
-    TypedFeatureSource,
-    load_typed_tables,
-    rpc_typed_fetch,
-)
 from distgnn_workload.runtime.hetero_data import HeteroTrainingData, from_store, open_typed_store
 from distgnn_workload.runtime.holder import device_feature_budget
 from distgnn_workload.runtime.link_batches import link_edge_types, typed_train_pairs
