@@ -69,7 +69,7 @@ class TypedFeatures(Protocol):
 class HeteroBatches(Protocol):
     """Where a heterogeneous trainer's batches come from: sampled here (worker mode,
     :class:`HeteroPipeline`) or by sampler servers (server-client mode,
-    :class:`~distgnn_workload.trainer.hetero_remote.HeteroRemotePipeline`)."""
+    :class:`~distgnn_workload.trainer.pipelines.TypedRemotePipeline`)."""
 
     def prepare(self, batch_size: int) -> None: ...
 

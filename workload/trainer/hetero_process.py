@@ -11,7 +11,7 @@ fetches the rest of a batch's rows from their owners over RPC (none with a ratio
 Server-client mode: sampler ``h`` serves partition ``h``
 (:mod:`distgnn_workload.sampler.hetero_server`); a trainer reads only the store's splits,
 labels and partition book, and draws typed batches from the samplers of its GPU, else of its
-node (:class:`~distgnn_workload.trainer.hetero_remote.HeteroRemotePipeline`). The learnt
+node (:class:`~distgnn_workload.trainer.pipelines.TypedRemotePipeline`). The learnt
 embeddings stay with the trainers: the rows of partition ``h`` belong to the trainers that
 draw from sampler ``h``.
 """
@@ -43,8 +43,8 @@ from distgnn_workload.runtime.holder import device_feature_budget
 from distgnn_workload.runtime.link_batches import link_edge_types, typed_train_pairs
 from distgnn_workload.runtime.rendezvous import Group
 from distgnn_workload.trainer.hetero_loop import HeteroTrainer
-from distgnn_workload.trainer.hetero_remote import HeteroRemotePipeline, rpc_request
 from distgnn_workload.trainer.link_loop import HeteroLinkTrainer, read_eval_splits
+from distgnn_workload.trainer.pipelines import TypedRemotePipeline, typed_request
 from distgnn_workload.trainer.rank import TrainerRank, TypedRank, input_dtype
 from distgnn_workload.trainer.trainer_metrics import TrainerMetrics
 
@@ -59,7 +59,7 @@ class TypedStart:
         self.loaded: tuple[HeteroPartitionStore, HeteroTrainingData] | None = None
         self.tables: dict[str, FeatureTable] | None = None
         self.features: TypedFeatureSource | None = None
-        self.remote: HeteroRemotePipeline | None = None
+        self.remote: TypedRemotePipeline | None = None
         self.built: HeteroTrainer | None = None
 
     def load(self) -> None:
@@ -112,8 +112,8 @@ class TypedStart:
         else:
             samplers = ", ".join(f"sampler-{h}" for h in at.holders())
             log.info("drawing typed batches from %s", samplers)
-            self.remote = HeteroRemotePipeline(
-                rpc_request,
+            self.remote = TypedRemotePipeline(
+                typed_request,
                 rank=at.rank,
                 seed=spec.training.seed,
                 device=at.device,
