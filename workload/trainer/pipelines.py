@@ -48,6 +48,8 @@ from distgnn_workload.runtime.batches import (
 )
 from distgnn_workload.runtime.ddp import DDP_TIMEOUT_S
 from distgnn_workload.runtime.features.exchange import FeatureExchange, new_exchange_group
+from distgnn_workload.runtime.features.remote import TypedFeatureSource, rpc_typed_fetch
+from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.rendezvous import Group
 from distgnn_workload.runtime.rpc import RpcContext, wait_remote
 from distgnn_workload.runtime.seeds import Batch
@@ -205,6 +207,50 @@ def _slots(
         if reader is not None:
             readers[h] = reader
     return readers
+
+
+def typed_worker_features(
+    tables: dict[str, FeatureTable],
+    *,
+    procs_per_pod: int,
+    local_rank: int,
+    metrics: TrainerMetrics,
+) -> tuple[TypedFeatureSource, Callable[[], None]]:
+    """Worker mode of a typed job: the featured rows of every type from this pod's tables,
+    the rest from their owners over RPC; and what flushes its metrics after each epoch."""
+
+    def holder_name(h: int) -> str:
+        return f"trainer-{h * procs_per_pod + local_rank}"
+
+    source = TypedFeatureSource(tables, rpc_typed_fetch(holder_name), peer_name=holder_name)
+
+    def flush_feature_stats() -> None:
+        for t, s in source.take().items():
+            metrics.typed_feature_stats(t, s.lookups, s.hits, s.bytes_fetched)
+            metrics.tier_stats(s.tier_rows, s.host_tier_rows)
+
+    return source, flush_feature_stats
+
+
+def typed_server_pipeline(
+    spec: DistGNNJobSpec,
+    *,
+    samplers: list[int],
+    rank: int,
+    device: torch.device,
+    metrics: TrainerMetrics,
+) -> TypedRemotePipeline:
+    """Server-client mode of a typed job: typed batches from the sampler servers ``samplers``."""
+    log.info("drawing typed batches from %s", ", ".join(f"sampler-{h}" for h in samplers))
+    return TypedRemotePipeline(
+        typed_request,
+        rank=rank,
+        seed=spec.training.seed,
+        device=device,
+        prefetch=spec.trainers.prefetch,
+        concurrency=spec.samplers.concurrency,
+        on_batch=lambda wire: metrics.remote_bytes.inc(feature_bytes(wire)),
+    )
 
 
 TypedRequest = Callable[[int, Tensor, int], Future[TypedWireBatch]]
