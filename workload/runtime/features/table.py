@@ -216,9 +216,8 @@ class FeatureTable:
         self._placed = (placed, new_slot)
         cap = placed.split
         log.info(
-            "feature table of %s: %d of %d rows (%.0f%%) on the GPU, %d read from pinned "
-            "host memory",
-            self.node_type,
+            "feature table%s: %d of %d rows (%.0f%%) on the GPU, %d read from pinned host memory",
+            "" if self.node_type == NODE_TYPE else f" of {self.node_type}",
             cap,
             held,
             100.0 * cap / max(held, 1),
