@@ -64,7 +64,7 @@ def table_split(budget: int | None, rows: int, row_bytes: int) -> tuple[int, int
 
 def shared_budgets(budget: int | None, tables: Mapping[str, int]) -> dict[str, int | None]:
     """Each table's share of ``budget`` (None: no cap), in proportion to its bytes: a typed
-    holder's featured node types (runtime/features/typed_source.py load_typed_tables)."""
+    holder's featured node types (runtime/features/cache_policy.py load_typed_tables)."""
     total = max(sum(tables.values()), 1)
     return {t: None if budget is None else budget * size // total for t, size in tables.items()}
 

@@ -70,7 +70,7 @@ def _budget(value: int | str | None, s: Shapes, dev: Where, loaded: int, field: 
 def feature_tables(
     spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: Where
 ) -> list[TypedTable]:
-    """Each featured type's table on one holder (runtime/features/typed_source.py
+    """Each featured type's table on one holder (runtime/features/cache_policy.py
     load_typed_tables): the owned rows plus ``cacheRatio`` of the others'; under a budget
     each type gets its share, in proportion to its table (the typed holder passes no other
     bytes to the budget)."""
@@ -136,30 +136,30 @@ def typed_holder_items(spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: W
         if table.host:
             items += [
                 Item(f"features of {t}, GPU tier (hottest rows, its share of featureMemory)",
-                     table.gpu, dev, "features/typed_table.py TypedFeatureTable.place"),
+                     table.gpu, dev, "features/table.py FeatureTable.place"),
                 Item(f"features of {t}, pinned host tier ({table.rows:,} rows, 128-byte "
                      "aligned)", table.host, "host", "features/tiers.py own_rows"),
             ]  # fmt: skip
         else:
             items.append(Item(f"features of {t} ({own:,} owned + {table.rows - own:,} cached "
                               "rows)", table.gpu, dev,
-                              "features/typed_source.py load_typed_tables"))  # fmt: skip
+                              "features/cache_policy.py load_typed_tables"))  # fmt: skip
             if table.rows > own:
                 items.append(Item(f"cache append of {t} (torch.cat of its rows)", table.gpu,
-                                  dev, "features/typed_table.py add_cached",
+                                  dev, "features/table.py FeatureTable.reserve",
                                   transient=True))  # fmt: skip
         items += [
             Item(f"load staging of {t} (float32 rows, then cast)",
                  own * width[t] * (4 + s.feature_bytes), "host",
-                 "typed_source.py load_typed_tables np.array, .to(dtype)", transient=True),
+                 "cache_policy.py load_typed_tables np.array, .to(dtype)", transient=True),
             Item(f"slot map and owners of {t} (int32 + int64 per node)", n * 12, dev,
-                 "typed_table.py TypedFeatureTable.slot, .owner"),
+                 "table.py FeatureTable.slot, .owner"),
             Item(f"own-slot map of {t} (int64 per node)", n * 8, "host",
-                 "typed_table.py TypedFeatureTable.own_slot"),
+                 "table.py FeatureTable.own_slot"),
         ]  # fmt: skip
         if table.host or table.rows > own:
             items.append(Item(f"in-degrees of {t} (hotness, int64 per node)", n * 8, "host",
-                              "typed_source.py in_degrees", transient=True))  # fmt: skip
+                              "cache_policy.py in_degrees", transient=True))  # fmt: skip
     return items + rest
 
 

@@ -103,7 +103,7 @@ def _rank(
     data = load_holder(store, rank, world, CPU if tiered else device)
     owned = data.end - data.start
     budget = TIER_ROWS * data.features.shape[1] * data.features.element_size()
-    table = FeatureTable(
+    table = FeatureTable.for_holder(
         data,
         layout.num_nodes,
         device,

@@ -80,7 +80,7 @@ def _tiered(
     data = load_holder(store, 0, 2, CPU)
     owned = data.end - data.start
     cached = (NODES - owned) // 2
-    table = FeatureTable(
+    table = FeatureTable.for_holder(
         data, NODES, device, device_budget=gpu_rows * ROW_BYTES, capacity=owned + cached
     )
     assert table.tiered
@@ -124,7 +124,7 @@ def test_a_zero_budget_reads_every_row_from_the_host_tier(
 
 def test_a_budget_the_table_fits_keeps_one_tier(store: PartitionStore) -> None:
     data = load_holder(store, 0, 2, CPU)
-    table = FeatureTable(data, NODES, CPU, device_budget=NODES * ROW_BYTES)
+    table = FeatureTable.for_holder(data, NODES, CPU, device_budget=NODES * ROW_BYTES)
     assert not table.tiered
     assert table.host_rows == 0
 

@@ -19,19 +19,21 @@ from distgnn_workload.partition.store import HeteroPartitionStore
 from distgnn_workload.partition.writer import write_partitions
 from distgnn_workload.runtime import rpc_targets
 from distgnn_workload.runtime.batches import unpack_typed
-from distgnn_workload.runtime.features.typed_source import (
-    TypedFeatureSource,
-    TypedFetchFn,
+from distgnn_workload.runtime.features.cache_policy import (
     held_bytes,
     load_typed_tables,
     whole_tables,
 )
-from distgnn_workload.runtime.features.typed_table import (
-    TypedFeatureTable,
-    _serve_typed_features,
-    serve_typed_tables,
-    set_typed_serve_observer,
+from distgnn_workload.runtime.features.remote import (
+    TypedFeatureSource,
+    TypedFetchFn,
 )
+from distgnn_workload.runtime.features.serving import (
+    _serve_rows_of_type,
+    serve_tables,
+    set_type_serve_observer,
+)
+from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.hetero_data import from_store
 from distgnn_workload.sampler.hetero_server import HeteroSamplerServer
 
@@ -72,12 +74,12 @@ def _servers(
     tables = {h: load_typed_tables(store, h, ratio, CPU) for h in range(2)}
     data = from_store(store, features=False)
 
-    def fetcher(tables_of: dict[int, dict[str, TypedFeatureTable]]) -> TypedFetchFn:
+    def fetcher(tables_of: dict[int, dict[str, FeatureTable]]) -> TypedFetchFn:
         def fetch(holder: int, node_type: str, ids: Tensor) -> Future[Tensor]:
             asked.append((holder, node_type, int(ids.numel())))
-            serve_typed_tables(tables_of[holder])
+            serve_tables(tables_of[holder])
             fut: Future[Tensor] = Future()
-            fut.set_result(_serve_typed_features(node_type, ids))
+            fut.set_result(_serve_rows_of_type(node_type, ids))
             return fut
 
         return fetch
@@ -108,7 +110,7 @@ def test_a_partial_cache_fetches_rows_from_the_owning_sampler_and_sends_the_same
     asked: list[tuple[int, str, int]] = []
     servers = _servers(store, 0.2, asked)
     served: list[tuple[str, int]] = []
-    set_typed_serve_observer(lambda t, rows: served.append((t, int(rows.shape[0]))))
+    set_type_serve_observer(lambda t, rows: served.append((t, int(rows.shape[0]))))
     lookups_before = _sample_value("distgnn_sampler_typed_feature_lookups_total", 1, "paper")
     for h, server in enumerate(servers):
         seeds = whole.train_ids[h][:32]

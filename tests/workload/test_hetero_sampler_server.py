@@ -36,7 +36,7 @@ from distgnn_workload.runtime.rpc import RemoteError
 from distgnn_workload.sampler.hetero_server import HeteroSamplerServer
 from distgnn_workload.sampling.hetero_hop_batch import HeteroHopBatch
 from distgnn_workload.trainer.hetero_pipeline import HeteroMiniBatch, HeteroPipeline
-from distgnn_workload.trainer.hetero_remote import HeteroRemotePipeline, batch_stream
+from distgnn_workload.trainer.pipelines import TypedRemotePipeline, batch_stream
 
 CPU = torch.device("cpu")
 
@@ -144,7 +144,7 @@ def test_the_remote_pipeline_asks_each_batch_on_its_own_stream(
         asked.append((holder, stream))
         return server.submit(seeds, stream)
 
-    pipeline = HeteroRemotePipeline(request, rank=1, seed=7, device=CPU, prefetch=2, concurrency=3)
+    pipeline = TypedRemotePipeline(request, rank=1, seed=7, device=CPU, prefetch=2, concurrency=3)
     batches = [(1, _seeds(data, 20, 20 * i)) for i in range(5)]
     got: list[HeteroMiniBatch] = list(pipeline.epoch(batches, epoch=2))
     assert len(got) == 5
@@ -162,7 +162,7 @@ def test_the_remote_pipeline_asks_each_batch_on_its_own_stream(
 
 def test_a_failed_request_is_raised_naming_the_sampler(data: HeteroTrainingData) -> None:
     server = _server(data)
-    pipeline = HeteroRemotePipeline(
+    pipeline = TypedRemotePipeline(
         lambda h, s, k: server.submit(s, k),
         rank=0,
         seed=0,

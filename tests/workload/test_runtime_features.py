@@ -88,7 +88,7 @@ def test_gather_matches_the_reference_with_remote_fetches(
     assert torch.equal(data.features, reference[data.start : data.end])
     calls: list[int] = []
     source = DistributedFeatureSource(
-        FeatureTable(data, 300, CPU), layout, _fetcher(reference, calls), holder=0
+        FeatureTable.for_holder(data, 300, CPU), layout, _fetcher(reference, calls), holder=0
     )
     ids = torch.randint(0, 300, (500,))
     assert torch.equal(source.gather(ids), reference[ids])
@@ -104,7 +104,7 @@ def test_a_partial_cache_serves_hits_and_fetches_the_rest(
 ) -> None:
     layout = HolderLayout.from_store(store, 2)
     data = load_holder(store, 1, 2, CPU)
-    table = FeatureTable(data, 300, CPU)
+    table = FeatureTable.for_holder(data, 300, CPU)
     calls: list[int] = []
     fetch = _fetcher(reference, calls)
     hot = torch.arange(0, 60)  # remote for holder 1
@@ -125,7 +125,7 @@ def test_a_partial_cache_serves_hits_and_fetches_the_rest(
 def test_a_full_cache_needs_no_fetch(store: PartitionStore, reference: Tensor) -> None:
     layout = HolderLayout.from_store(store, 2)
     data = load_holder(store, 0, 2, CPU)
-    table = FeatureTable(data, 300, CPU)
+    table = FeatureTable.for_holder(data, 300, CPU)
     calls: list[int] = []
     fetch = _fetcher(reference, calls)
     hot = select_hot(torch.zeros(300, dtype=torch.int64), None, data.start, data.end, 10**6)
@@ -202,7 +202,7 @@ def test_filling_the_cache_never_asks_this_holder_or_sends_empty_requests(
     """A request to itself needs a device map to itself, which CUDA RPC cannot have."""
     layout = HolderLayout.from_store(store, 4)
     data = load_holder(store, 2, 4, CPU)
-    table = FeatureTable(data, 300, CPU)
+    table = FeatureTable.for_holder(data, 300, CPU)
     asked: list[tuple[int, int]] = []
 
     def fetch(holder: int, ids: Tensor) -> Future[Tensor]:
@@ -233,7 +233,7 @@ def test_a_started_gather_sends_only_missing_ids_at_once_and_fills_them_on_wait(
 ) -> None:
     layout = HolderLayout.from_store(store, 4)
     data = load_holder(store, 1, 4, CPU)
-    table = FeatureTable(data, 300, CPU)
+    table = FeatureTable.for_holder(data, 300, CPU)
     hot = torch.arange(*layout.range_of(0))[:10]
     fill_cache(table, layout, _fetcher(reference, []), hot)
     sent: dict[int, tuple[Tensor, Future[Tensor]]] = {}
@@ -270,7 +270,11 @@ def test_a_failed_fetch_names_the_peer(store: PartitionStore) -> None:
         return fut
 
     source = DistributedFeatureSource(
-        FeatureTable(data, 300, CPU), layout, fetch, holder=0, peer_name=lambda h: f"trainer-{h}"
+        FeatureTable.for_holder(data, 300, CPU),
+        layout,
+        fetch,
+        holder=0,
+        peer_name=lambda h: f"trainer-{h}",
     )
     with pytest.raises(RemoteError, match="trainer-1 failed: eof"):
         source.gather(torch.arange(290, 300))

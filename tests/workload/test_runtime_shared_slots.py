@@ -149,11 +149,11 @@ def test_remote_rows_come_through_the_owners_slots(tmp_path: Any) -> None:
     owner_data = load_holder(store, 1, 2, CPU)
     owner = SlotOwner(CPU, f"test-{time.time_ns()}")
     shared_slots.serve_slots(owner)
-    serve_table(FeatureTable(owner_data, n, CPU), RpcContext(None, CPU, cuda=False))  # type: ignore[arg-type]
+    serve_table(FeatureTable.for_holder(owner_data, n, CPU), RpcContext(None, CPU, cuda=False))  # type: ignore[arg-type]
     try:
         mine = load_holder(store, 0, 2, CPU)
         source = DistributedFeatureSource(
-            FeatureTable(mine, n, CPU), layout, lambda h, ids: Future(), holder=0
+            FeatureTable.for_holder(mine, n, CPU), layout, lambda h, ids: Future(), holder=0
         )
         reader = _attach(owner, feature_slot_spec(64, 4, torch.float32), 2)
         source.readers[1] = reader

@@ -1,5 +1,6 @@
 """Typed features of a worker-mode holder against the typed store: owned rows, the hot cache
-per node type, and the rows fetched from their owners (the RPC target itself, in process)."""
+per node type, and the rows fetched from their owners (the RPC target itself, in process);
+the table and source of a type owned by one holder, with no owner map."""
 
 from __future__ import annotations
 
@@ -16,17 +17,21 @@ from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig, genera
 from distgnn_workload.partition.store import HeteroPartitionStore
 from distgnn_workload.partition.writer import write_partitions
 from distgnn_workload.runtime import rpc_targets
-from distgnn_workload.runtime.features.typed_source import (
-    TypedFeatureSource,
-    TypedFetchFn,
+from distgnn_workload.runtime.features.cache_policy import (
     in_degrees,
     load_typed_tables,
+    whole_tables,
 )
-from distgnn_workload.runtime.features.typed_table import (
-    TypedFeatureTable,
-    _serve_typed_features,
-    serve_typed_tables,
+from distgnn_workload.runtime.features.remote import (
+    DistributedFeatureSource,
+    TypedFeatureSource,
+    TypedFetchFn,
 )
+from distgnn_workload.runtime.features.serving import (
+    _serve_rows_of_type,
+    serve_tables,
+)
+from distgnn_workload.runtime.features.table import FeatureTable
 
 CPU = torch.device("cpu")
 
@@ -53,14 +58,14 @@ def registry() -> Iterator[None]:
     rpc_targets.REGISTRY.clear()
 
 
-def _fetcher(tables: dict[int, dict[str, TypedFeatureTable]], calls: list[int]) -> TypedFetchFn:
+def _fetcher(tables: dict[int, dict[str, FeatureTable]], calls: list[int]) -> TypedFetchFn:
     """The owner's table answers, through the RPC target's own code."""
 
     def fetch(holder: int, node_type: str, ids: Tensor) -> Future[Tensor]:
         calls.append(holder)
-        serve_typed_tables(tables[holder])
+        serve_tables(tables[holder])
         fut: Future[Tensor] = Future()
-        fut.set_result(_serve_typed_features(node_type, ids))
+        fut.set_result(_serve_rows_of_type(node_type, ids))
         return fut
 
     return fetch
@@ -112,15 +117,15 @@ def test_a_full_cache_is_every_row_and_sends_nothing(
 
 def test_a_holder_refuses_rows_it_does_not_own(store: HeteroPartitionStore, registry: None) -> None:
     tables = load_typed_tables(store, 0, 0.0, CPU)
-    serve_typed_tables(tables)
+    serve_tables(tables)
     owner = np.asarray(store.owner("paper"))
     other = torch.from_numpy(np.flatnonzero(owner == 1)[:3].astype(np.int64))
     with pytest.raises(ValueError, match=r"partition 0 .* 'paper' rows it does not own"):
-        _serve_typed_features("paper", other)
+        _serve_rows_of_type("paper", other)
     with pytest.raises(ValueError, match=r"'paper' ids outside 0\.\."):
-        _serve_typed_features("paper", torch.tensor([owner.size]))
+        _serve_rows_of_type("paper", torch.tensor([owner.size]))
     with pytest.raises(KeyError, match="no features of node type 'author'"):
-        _serve_typed_features("author", other)
+        _serve_rows_of_type("author", other)
 
 
 def test_without_a_cache_every_missing_row_is_fetched(
@@ -161,3 +166,36 @@ def test_tiered_tables_under_a_budget_give_the_same_rows_and_serve_peers(
     slot = table.slot[ids]
     assert stats.tier_rows == int((slot >= 0).sum())
     assert stats.host_tier_rows == int((slot >= table.tiers.split).sum()) > 0
+
+
+def test_a_table_without_an_owner_map_owns_a_contiguous_range() -> None:
+    rows = torch.arange(12, dtype=torch.float32).reshape(4, 3)
+    table = FeatureTable(rows, torch.arange(5, 9), 10, CPU)
+    assert (table.start, table.end, table.num_remote) == (5, 9, 6)
+    assert torch.equal(table.local_rows(torch.tensor([8, 5])), rows[[3, 0]])
+    assert torch.equal(table.owned_slots(torch.tensor([6])), torch.tensor([1]))
+    with pytest.raises(ValueError, match=r"rows it does not own \(it owns \[5, 9\)\)"):
+        table.owned_slots(torch.tensor([4]))
+    with pytest.raises(ValueError, match="not a contiguous range; pass the owner"):
+        FeatureTable(rows, torch.tensor([0, 2, 3, 4]), 10, CPU, node_type="paper")
+    with pytest.raises(ValueError, match=r"'paper': 4 rows for 3 owned nodes"):
+        FeatureTable(rows, torch.arange(3), 10, CPU, node_type="paper")
+
+
+def test_a_one_holder_type_gathers_its_own_rows_with_no_owner_map(
+    reference: dict[str, Tensor],
+) -> None:
+    tables = whole_tables(reference, CPU)
+    assert tables["paper"].owner is None
+    source = TypedFeatureSource(tables)
+    ids = torch.tensor([3, 0, 3, 7])
+    assert torch.equal(source.gather("paper", ids), reference["paper"][ids])
+    assert source.fetched_rows == {"paper": 0}
+    assert source.take()["paper"].lookups == 0
+
+
+def test_a_source_without_a_layout_needs_an_owner_map() -> None:
+    rows = torch.zeros(4, 2)
+    table = FeatureTable(rows, torch.arange(4), 10, CPU)  # owns 4 of 10, says nothing of the rest
+    with pytest.raises(ValueError, match="needs a holder layout or a table with an owner map"):
+        DistributedFeatureSource(table, None, lambda h, ids: Future(), holder=0)

@@ -311,6 +311,32 @@ def requests_ahead(
     return take
 
 
+B = TypeVar("B")
+
+
+def remote_epoch(
+    batches: Sequence[Batch],
+    submit: Callable[[int, int, Tensor], T],
+    receive: Callable[[int, T], B],
+    *,
+    concurrency: int,
+    prefetch: int,
+    device: torch.device,
+    record: Callable[[B, torch.cuda.Stream], None],
+) -> Prefetcher[B]:
+    """An epoch of batches from the sampler servers: ``submit(index, holder, seeds)`` sends
+    a batch's request (``concurrency`` in flight, in order), ``receive(index, request)``
+    waits for its answer and unpacks it; a background thread keeps ``prefetch`` ahead."""
+    take = requests_ahead(batches, concurrency, submit)
+    return Prefetcher(
+        lambda i: receive(i, take(i)),
+        len(batches),
+        depth=max(1, prefetch),
+        device=device,
+        record=record,
+    )
+
+
 class RemotePipeline:
     """Server-client mode: mini-batches come from the sampler servers over RPC.
 
@@ -353,10 +379,8 @@ class RemotePipeline:
             slot = reader.acquire()
             return self.request_into(holder, slot, seeds), reader, slot
 
-        take = requests_ahead(batches, self.concurrency, submit)
-
-        def produce(i: int) -> MiniBatch:
-            fut, reader, slot = take(i)
+        def receive(i: int, request: tuple[Future[Any], SlotReader | None, int]) -> MiniBatch:
+            fut, reader, slot = request
             value = wait_remote(fut, f"sampler-{batches[i][0]}")
             if reader is None:
                 if self.on_batch is not None:
@@ -371,10 +395,12 @@ class RemotePipeline:
                 batch.static = pad_hops(batch.hop, static)
             return batch
 
-        return Prefetcher(
-            produce,
-            len(batches),
-            depth=max(1, self.prefetch),
+        return remote_epoch(
+            batches,
+            submit,
+            receive,
+            concurrency=self.concurrency,
+            prefetch=self.prefetch,
             device=self.device,
             record=MiniBatch.record_stream,
         )

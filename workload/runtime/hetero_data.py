@@ -16,7 +16,7 @@ the whole typed topology (the store replicates it) and, unless told otherwise, t
 of every featured node (the store's per-partition rows scattered back to their ids). A
 worker-mode trainer reads no rows here (``features=False``): it holds its partition's rows
 and a hot cache per type, and fetches the rest from their owners
-(:mod:`distgnn_workload.runtime.features.typed_source`). In server-client mode the sampler
+(:func:`distgnn_workload.runtime.features.cache_policy.load_typed_tables`). In server-client mode the sampler
 servers read it whole, and the trainers read it without topology and rows (``graph=False``).
 :func:`open_typed_store` opens the store for a job's holders, with a clear error.
 """

@@ -115,7 +115,7 @@ def load(
     )
     labels = load_labels(store, device)
     cached = round(spec.samplers.cache_ratio * (layout.num_nodes - (data.end - data.start)))
-    table = FeatureTable(
+    table = FeatureTable.for_holder(
         data,
         layout.num_nodes,
         device,
@@ -255,7 +255,7 @@ def attach_feature_slots(
     if slot_bytes(slot_spec) * count > SLOT_MEMORY_SHARE * device_memory(table.device):
         log.info("remote rows come over RPC: shared slots would take too much memory")
         return
-    for h in range(features.layout.num_holders):
+    for h in range(features.num_holders):
         if h != features.holder:
             reader = SlotReader.attach(target_of_holder(h), me, slot_spec, count, table.device)
             if reader is not None:

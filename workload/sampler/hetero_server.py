@@ -6,7 +6,7 @@ store's whole typed topology (replicated, memory-mapped), so sampling is local; 
 node type it holds its partition's rows plus a hot cache of ``samplers.cacheRatio`` of the
 other partitions' rows (the hottest by in-degree), answers the other samplers' requests for
 its own rows and fetches the rest of a batch's rows from their owning samplers over RPC
-(:mod:`distgnn_workload.runtime.features.typed_source`; none with a ratio of 1).
+(:func:`distgnn_workload.runtime.features.cache_policy.load_typed_tables`; none with a ratio of 1).
 A link job's requests carry packed seed edges of its edge type instead, sampled by
 :class:`~distgnn_workload.sampling.hetero_link_sampler.HeteroLinkSampler` (negatives,
 exclusion of the batch's edges and reverses), and its batches carry no labels.
@@ -56,18 +56,20 @@ from distgnn_workload.runtime.batches import (
     wire_bytes,
 )
 from distgnn_workload.runtime.bootstrap import RoleProcess
-from distgnn_workload.runtime.features.typed_source import (
-    TypedFeatureSource,
+from distgnn_workload.runtime.features.cache_policy import (
     held_bytes,
     load_typed_tables,
-    rpc_typed_fetch,
     whole_tables,
 )
-from distgnn_workload.runtime.features.typed_table import (
-    TypedFeatureTable,
-    serve_typed_tables,
-    set_typed_serve_observer,
+from distgnn_workload.runtime.features.remote import (
+    TypedFeatureSource,
+    rpc_typed_fetch,
 )
+from distgnn_workload.runtime.features.serving import (
+    serve_tables,
+    set_type_serve_observer,
+)
+from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.hetero_data import HeteroTrainingData, from_store, open_typed_store
 from distgnn_workload.runtime.holder import device_feature_budget
 from distgnn_workload.runtime.link_batches import link_edge_types, link_sampler
@@ -202,7 +204,7 @@ class TypedServing:
         self.proc = proc
         self.device = device
         self.loaded: (
-            tuple[HeteroPartitionStore, dict[str, TypedFeatureTable], HeteroTrainingData] | None
+            tuple[HeteroPartitionStore, dict[str, FeatureTable], HeteroTrainingData] | None
         ) = None
         self.server: HeteroSamplerServer | None = None
 
@@ -218,8 +220,8 @@ class TypedServing:
         tables = load_typed_tables(
             store, env.rank, spec.samplers.cache_ratio, self.device, dtype, budget
         )
-        serve_typed_tables(tables)
-        set_typed_serve_observer(lambda _node_type, rows: observe(rows))
+        serve_tables(tables)
+        set_type_serve_observer(lambda _node_type, rows: observe(rows))
         data = from_store(store, features=False)
         log.info(
             "typed graph: %s nodes, %d edge types; read in %.1f s; %.1f MiB of featured rows held",

@@ -7,7 +7,7 @@ padding to equal steps, metrics, progress events, checkpoints, the result) with 
   features of the featured types gathered for the sampled nodes: here
   (:class:`~distgnn_workload.trainer.hetero_pipeline.HeteroPipeline`, worker mode) or by
   the sampler servers (``batches``: a
-  :class:`~distgnn_workload.trainer.hetero_remote.HeteroRemotePipeline`);
+  :class:`~distgnn_workload.trainer.pipelines.TypedRemotePipeline`);
 - the featureless types' inputs are rows of learnt embeddings sharded over the ranks
   (:class:`~distgnn_workload.embeddings.ShardedEmbedding`, owned by the ranks that serve
   the partition holding the node), looked up collectively every step, every table in the

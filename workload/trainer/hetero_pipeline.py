@@ -3,7 +3,7 @@
 Each batch of target-type seeds is sampled with :class:`HeteroNeighborSampler` at the
 resolved per-edge-type fanouts; the features of every featured type are gathered for the
 sampled nodes: from the trainer's whole copy of them, or (``features``, a
-:class:`~distgnn_workload.runtime.features.typed_source.TypedFeatureSource`) from its own
+:class:`~distgnn_workload.runtime.features.remote.TypedFeatureSource`) from its own
 partition's rows, its hot cache and, for the rest, their owners. The rows of featureless
 types are not gathered here: they are learnt, and the training step looks them up
 (collectively) in their sharded embeddings.
@@ -69,7 +69,7 @@ class TypedFeatures(Protocol):
 class HeteroBatches(Protocol):
     """Where a heterogeneous trainer's batches come from: sampled here (worker mode,
     :class:`HeteroPipeline`) or by sampler servers (server-client mode,
-    :class:`~distgnn_workload.trainer.hetero_remote.HeteroRemotePipeline`)."""
+    :class:`~distgnn_workload.trainer.pipelines.TypedRemotePipeline`)."""
 
     def prepare(self, batch_size: int) -> None: ...
 

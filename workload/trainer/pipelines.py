@@ -7,12 +7,19 @@ Server-client mode asks the sampler servers this rank draws from (see
 its node); a server on this host writes each mini-batch into a shared slot of its own that
 this process mapped, so only sizes cross RPC. Slots are mapped only in the samplers this
 rank draws from: mapping another GPU's memory would open a CUDA context on that GPU.
+
+A typed job's server-client trainer asks the same samplers for typed batches
+(:class:`TypedRemotePipeline`), each on a random stream of its own, derived from the job
+seed, the epoch (or the evaluation's key), this rank and the batch's index: a resumed run
+asks for what an uninterrupted one did, and the batch does not depend on which sampler
+thread serves it.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -22,25 +29,33 @@ from torch import Tensor
 from torch.futures import Future
 
 from distgnn_api.spec import DistGNNJobSpec
-from distgnn_workload.loader import MiniBatch
+from distgnn_workload.loader import MiniBatch, Prefetcher
 from distgnn_workload.partition.store import PartitionStore
 from distgnn_workload.runtime import holder as holders
 from distgnn_workload.runtime import link_batches
-from distgnn_workload.runtime.batch_targets import serve_batch, serve_batch_into
+from distgnn_workload.runtime.batch_targets import serve_batch, serve_batch_into, serve_typed_batch
 from distgnn_workload.runtime.batches import (
     LocalPipeline,
     RemotePipeline,
     RequestInto,
+    TypedWireBatch,
     WireBatch,
     WireMeta,
     batch_slot_spec,
+    feature_bytes,
+    remote_epoch,
+    unpack_typed,
 )
 from distgnn_workload.runtime.ddp import DDP_TIMEOUT_S
 from distgnn_workload.runtime.features.exchange import FeatureExchange, new_exchange_group
+from distgnn_workload.runtime.features.remote import TypedFeatureSource, rpc_typed_fetch
+from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.rendezvous import Group
-from distgnn_workload.runtime.rpc import RpcContext
+from distgnn_workload.runtime.rpc import RpcContext, wait_remote
+from distgnn_workload.runtime.seeds import Batch
 from distgnn_workload.runtime.shared_slots import SlotReader
 from distgnn_workload.sampling import StaticLayout
+from distgnn_workload.trainer.hetero_pipeline import HeteroMiniBatch, epoch_stream, stream_seed
 from distgnn_workload.trainer.trainer_metrics import TrainerMetrics
 
 log = logging.getLogger(__name__)
@@ -192,3 +207,131 @@ def _slots(
         if reader is not None:
             readers[h] = reader
     return readers
+
+
+def typed_worker_features(
+    tables: dict[str, FeatureTable],
+    *,
+    procs_per_pod: int,
+    local_rank: int,
+    metrics: TrainerMetrics,
+) -> tuple[TypedFeatureSource, Callable[[], None]]:
+    """Worker mode of a typed job: the featured rows of every type from this pod's tables,
+    the rest from their owners over RPC; and what flushes its metrics after each epoch."""
+
+    def holder_name(h: int) -> str:
+        return f"trainer-{h * procs_per_pod + local_rank}"
+
+    source = TypedFeatureSource(tables, rpc_typed_fetch(holder_name), peer_name=holder_name)
+
+    def flush_feature_stats() -> None:
+        for t, s in source.take().items():
+            metrics.typed_feature_stats(t, s.lookups, s.hits, s.bytes_fetched)
+            metrics.tier_stats(s.tier_rows, s.host_tier_rows)
+
+    return source, flush_feature_stats
+
+
+def typed_server_pipeline(
+    spec: DistGNNJobSpec,
+    *,
+    samplers: list[int],
+    rank: int,
+    device: torch.device,
+    metrics: TrainerMetrics,
+) -> TypedRemotePipeline:
+    """Server-client mode of a typed job: typed batches from the sampler servers ``samplers``."""
+    log.info("drawing typed batches from %s", ", ".join(f"sampler-{h}" for h in samplers))
+    return TypedRemotePipeline(
+        typed_request,
+        rank=rank,
+        seed=spec.training.seed,
+        device=device,
+        prefetch=spec.trainers.prefetch,
+        concurrency=spec.samplers.concurrency,
+        on_batch=lambda wire: metrics.remote_bytes.inc(feature_bytes(wire)),
+    )
+
+
+TypedRequest = Callable[[int, Tensor, int], Future[TypedWireBatch]]
+"""Ask sampler ``h`` for the typed batch of ``seeds`` on the random stream ``stream``."""
+
+
+def batch_stream(seed: int, epoch: int | None, evaluation: int, rank: int, index: int) -> int:
+    """The random stream of batch ``index`` of a rank's epoch (None: of an evaluation)."""
+    return stream_seed(epoch_stream(seed, epoch, evaluation, rank), index, 0)
+
+
+def typed_request(holder: int, seeds: Tensor, stream: int) -> Future[TypedWireBatch]:
+    fut: Future[TypedWireBatch] = rpc.rpc_async(
+        f"sampler-{holder}", serve_typed_batch, args=(seeds, stream)
+    )
+    return fut
+
+
+class TypedRemotePipeline:
+    """Typed batches from the sampler servers (see the module docstring); a sampler's
+    failure is raised with its name and traceback."""
+
+    def __init__(
+        self,
+        request: TypedRequest,
+        *,
+        rank: int,
+        seed: int,
+        device: torch.device,
+        prefetch: int,
+        concurrency: int,
+        on_batch: Callable[[TypedWireBatch], None] | None = None,
+    ) -> None:
+        self.request = request
+        self.rank = rank
+        self.seed = seed
+        self.device = device
+        self.prefetch = prefetch
+        self.concurrency = max(1, concurrency)
+        self.on_batch = on_batch
+        self._lock = threading.Lock()
+        self.received = 0
+        """Batches received from the sampler servers so far."""
+        self.bytes_received = 0
+        """Bytes of featured rows received so far."""
+
+    def prepare(self, batch_size: int) -> None:
+        """Nothing to capture here: the samplers sample."""
+
+    def epoch(
+        self,
+        batches: Sequence[Batch],
+        static: StaticLayout | None = None,
+        *,
+        epoch: int | None = None,
+        evaluation: int = 0,
+    ) -> Prefetcher[HeteroMiniBatch]:
+        """The batches of training epoch ``epoch``, or (None) of evaluation ``evaluation``."""
+        if static is not None:
+            raise ValueError("typed batches have no fixed-shape layout")
+
+        def submit(index: int, holder: int, seeds: Tensor) -> Future[TypedWireBatch]:
+            stream = batch_stream(self.seed, epoch, evaluation, self.rank, index)
+            return self.request(holder, seeds.cpu(), stream)
+
+        def receive(i: int, fut: Future[TypedWireBatch]) -> HeteroMiniBatch:
+            value = wait_remote(fut, f"sampler-{batches[i][0]}")
+            with self._lock:
+                self.received += 1
+                self.bytes_received += feature_bytes(value)
+            if self.on_batch is not None:
+                self.on_batch(value)
+            hop, x, y = unpack_typed(value, self.device)
+            return HeteroMiniBatch(hop=hop, x=x, y=y)
+
+        return remote_epoch(
+            batches,
+            submit,
+            receive,
+            concurrency=self.concurrency,
+            prefetch=self.prefetch,
+            device=self.device,
+            record=HeteroMiniBatch.record_stream,
+        )

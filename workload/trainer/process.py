@@ -10,8 +10,20 @@ rendezvous, so that a peer's first request finds them), the rendezvous with
 (:class:`~distgnn_workload.trainer.rank.TrainerRank`), its batch and feature sources, the
 trainer, the resume, the CUDA memory of the set-up, the barrier and the training. The graph
 kind decides only what it loads and builds (:class:`RankStart`), in one place
-(:func:`start_of`): :class:`NodeStart` for a homogeneous graph,
-:class:`~distgnn_workload.trainer.hetero_process.TypedStart` for a typed one.
+(:func:`start_of`): :class:`NodeStart` for a homogeneous graph, :class:`TypedStart` for a
+typed one.
+
+A typed job's worker-mode trainer pod ``p`` serves partition ``p`` of the typed store (its
+seeds, the featured rows and the rows of the learnt embeddings of the nodes it owns). Every
+trainer reads the store's whole typed topology, so sampling is local; per featured node
+type it holds its partition's rows plus a hot cache of ``samplers.cacheRatio`` of the
+others' rows, and fetches the rest of a batch's rows from their owners over RPC (none with
+a ratio of 1). In server-client mode sampler ``h`` serves partition ``h``
+(:mod:`distgnn_workload.sampler.hetero_server`); a trainer reads only the store's splits,
+labels and partition book and draws typed batches from the samplers of its GPU, else of its
+node (:class:`~distgnn_workload.trainer.pipelines.TypedRemotePipeline`). The learnt
+embeddings stay with the trainers: the rows of partition ``h`` belong to the trainers that
+draw from sampler ``h``.
 """
 
 from __future__ import annotations
@@ -20,30 +32,39 @@ import gc
 import logging
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
 from distgnn_api.contract import EXIT_OK, dump_json
-from distgnn_workload.partition.store import PartitionStore
+from distgnn_workload.partition.store import HeteroPartitionStore, PartitionStore
 from distgnn_workload.runtime import cuda_memory, link_batches
 from distgnn_workload.runtime import holder as holders
 from distgnn_workload.runtime.bootstrap import RoleProcess
 from distgnn_workload.runtime.features import HolderLayout, split_ids
+from distgnn_workload.runtime.features.cache_policy import load_typed_tables
+from distgnn_workload.runtime.features.remote import TypedFeatureSource
+from distgnn_workload.runtime.features.serving import serve_tables
+from distgnn_workload.runtime.features.table import FeatureTable
+from distgnn_workload.runtime.hetero_data import HeteroTrainingData, from_store, open_typed_store
 from distgnn_workload.runtime.lifecycle import write_result
 from distgnn_workload.runtime.rendezvous import Group
 from distgnn_workload.runtime.seeds import holder_ranks
 from distgnn_workload.runtime.status_server import ProgressTracker
-from distgnn_workload.trainer.hetero_process import TypedStart
-from distgnn_workload.trainer.link_loop import LinkTrainer, read_eval_splits
+from distgnn_workload.trainer.hetero_loop import HeteroTrainer
+from distgnn_workload.trainer.link_loop import HeteroLinkTrainer, LinkTrainer, read_eval_splits
 from distgnn_workload.trainer.loop import Pipeline, Trainer
 from distgnn_workload.trainer.pipelines import (
     TrainerPipeline,
+    TypedRemotePipeline,
     place,
     server_pipeline,
+    typed_server_pipeline,
+    typed_worker_features,
     worker_pipeline,
 )
-from distgnn_workload.trainer.rank import TrainerRank
+from distgnn_workload.trainer.rank import TrainerRank, TypedRank, input_dtype
 from distgnn_workload.trainer.trainer_metrics import TrainerMetrics
 
 log = logging.getLogger(__name__)
@@ -229,6 +250,106 @@ class NodeStart:
 
     def report(self) -> None:
         """Nothing beyond the metrics: the holder's figures are exported as they happen."""
+
+
+class TypedStart:
+    """What a typed job's trainer loads and builds (see the module docstring)."""
+
+    def __init__(self, proc: RoleProcess) -> None:
+        self.proc = proc
+        env = proc.env
+        self.num_holders = env.num_trainers if env.worker_mode else env.num_samplers
+        self.loaded: tuple[HeteroPartitionStore, HeteroTrainingData] | None = None
+        self.tables: dict[str, FeatureTable] | None = None
+        self.features: TypedFeatureSource | None = None
+        self.remote: TypedRemotePipeline | None = None
+        self.built: HeteroTrainer | None = None
+
+    def load(self) -> None:
+        proc, env, spec = self.proc, self.proc.env, self.proc.spec
+        worker = env.worker_mode
+        store = open_typed_store(env.partition_dir, self.num_holders, worker_mode=worker)
+        t0 = time.perf_counter()
+        if worker:
+            # loaded and served before the rendezvous: a peer's first request finds them
+            self.tables = load_typed_tables(
+                store,
+                env.rank,
+                spec.samplers.cache_ratio,
+                proc.device,
+                input_dtype(spec, proc.device),
+                device_budget=holders.device_feature_budget(spec, proc.device, 0),
+            )
+            serve_tables(self.tables)
+        data = from_store(store, graph=worker, features=False)
+        log.info(
+            "typed graph: %s nodes, %d edge types, target %s (%d classes); read in %.1f s",
+            data.node_counts,
+            len(data.edge_types),
+            data.target_node_type,
+            data.num_classes,
+            time.perf_counter() - t0,
+        )
+        self.loaded = (store, data)
+
+    def sources(self, group: Group, at: TrainerRank[Any], metrics: TrainerMetrics) -> TypedRank:
+        proc, spec = self.proc, self.proc.spec
+        on_epoch: Callable[[], None] | None = None
+        if self.tables is not None:
+            self.features, on_epoch = typed_worker_features(
+                self.tables,
+                procs_per_pod=proc.env.procs_per_pod,
+                local_rank=proc.local_rank,
+                metrics=metrics,
+            )
+        else:
+            self.remote = typed_server_pipeline(
+                spec, samplers=at.holders(), rank=at.rank, device=at.device, metrics=metrics
+            )
+        return replace(
+            at,
+            batches=self.remote,
+            features=self.features,
+            on_epoch=on_epoch,
+            partition_dir=proc.env.partition_dir,
+        )
+
+    def trainer(self, at: TypedRank) -> HeteroTrainer:
+        spec = self.proc.spec
+        assert self.loaded is not None, "load() first"
+        store, data = self.loaded
+        if spec.is_link_prediction:
+            edge_type, reverse = link_batches.link_edge_types(store.path)
+            self.built = HeteroLinkTrainer(
+                spec,
+                data,
+                at,
+                splits=read_eval_splits(store.path),
+                edge_type=edge_type,
+                reverse=reverse,
+                train_ids=link_batches.typed_train_pairs(
+                    store.path, store.num_partitions, data.node_counts[edge_type[2]]
+                ),
+            )
+        else:
+            self.built = HeteroTrainer(spec, data, at)
+        return self.built
+
+    def prepare(self, batch_size: int) -> None:
+        if self.built is not None:
+            self.built.hetero.prepare(batch_size)
+
+    def report(self) -> None:
+        rank = self.proc.rank
+        if self.features is not None:
+            fetched = dict(self.features.fetched_rows)
+            log.info("trainer %d fetched featured rows from their owners: %s", rank, fetched)
+        if self.remote is not None:
+            log.info(
+                "trainer %d received %d typed batches from sampler servers",
+                rank,
+                self.remote.received,
+            )
 
 
 def keep_job_config(proc: RoleProcess) -> None:

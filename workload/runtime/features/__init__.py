@@ -10,6 +10,10 @@ features in the table (local rows first, cached rows after), or -1 when it must 
 With a cache ratio of 1 every node has a row and a gather is one GPU kernel, no host sync.
 Over a GPU budget (``samplers.featureMemory``) the rows live in pinned host memory, the
 hottest also on the GPU, and one kernel gathers from both tiers (:mod:`.tiers`).
+A holder of a typed store has a table and a source per featured node type, the owner of
+each row in the table's owner map, not in a range of new ids
+(:func:`.cache_policy.load_typed_tables`, :class:`.remote.TypedFeatureSource`): a
+homogeneous holder's is the one-type case.
 
 The concerns, one module each, each layer importing only those below it:
 :mod:`.cache_policy` (which remote nodes to cache, filling the cache) over :mod:`.remote`

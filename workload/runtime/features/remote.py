@@ -1,7 +1,8 @@
 """Features of any nodes for the loader: local rows, cached rows, and the rest from their
 owners, overlapped with sampling: over the trainers' feature exchange (collectives, worker
 mode: :mod:`~distgnn_workload.runtime.features.exchange`), or by requests over RPC or into
-shared slots (between sampler servers).
+shared slots (between sampler servers). A holder of several node types has one source per
+type (:class:`TypedFeatureSource`), whose tables say the owner of each node.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from distgnn_workload.runtime.features.serving import (
     FEATURE_SLOTS,
     _serve_features,
     _serve_features_into,
+    _serve_rows_of_type,
 )
 from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.rpc import RpcContext, wait_remote
@@ -44,6 +46,22 @@ def rpc_fetch(ctx: RpcContext, target_of_holder: Callable[[int], str]) -> FetchF
         if not ctx.cuda:
             ids = ids.cpu()
         fut: Future[Tensor] = rpc.rpc_async(target_of_holder(holder), _serve_features, args=(ids,))
+        return fut
+
+    return fetch
+
+
+TypedFetchFn = Callable[[int, str, Tensor], Future[Tensor]]
+"""Start fetching the rows of ``ids`` (int64, any device) of a node type from holder ``h``."""
+
+
+def rpc_typed_fetch(target_of_holder: Callable[[int], str]) -> TypedFetchFn:
+    """Requests by node type over RPC (host ids; rows come back in host memory)."""
+
+    def fetch(holder: int, node_type: str, ids: Tensor) -> Future[Tensor]:
+        fut: Future[Tensor] = rpc.rpc_async(
+            target_of_holder(holder), _serve_rows_of_type, args=(node_type, ids.cpu())
+        )
         return fut
 
     return fetch
@@ -150,14 +168,22 @@ class DistributedFeatureSource:
     def __init__(
         self,
         table: FeatureTable,
-        layout: HolderLayout,
+        layout: HolderLayout | None,
         fetch: FetchFn,
         *,
         holder: int,
         peer_name: Callable[[int], str] | None = None,
     ) -> None:
+        """``layout``: the holders' id ranges, or None where the table has an owner map
+        or owns every row."""
+        if layout is None and table.owner is None and table.num_remote:
+            raise ValueError(
+                f"the feature source of {table.node_type!r} needs a holder layout or a "
+                "table with an owner map: the table does not own every row"
+            )
         self.table = table
         self.layout = layout
+        self.num_holders = layout.num_holders if layout is not None else _num_holders(table)
         self.fetch = fetch
         self.holder = holder
         self.peer_name = peer_name or (lambda h: f"holder {h}")
@@ -171,10 +197,19 @@ class DistributedFeatureSource:
         self.exchange: FeatureExchange | None = None
         """The trainers' feature exchange, when some rank misses rows (see :meth:`use`)."""
         # the holders' inner bounds, kept on the device: no copy of them per batch
-        self._inner_bounds = layout.bounds[1:-1].to(table.device)
+        self._inner_bounds: Tensor | None = None
+        """None where the table's owner map says who owns a row."""
+        if layout is not None:
+            self._inner_bounds = layout.bounds[1:-1].to(table.device)
+        elif table.owner is None:  # one holder owns every row
+            self._inner_bounds = torch.zeros(0, dtype=torch.int64, device=table.device)
 
     def _owner_of(self, ids: Tensor) -> Tensor:
-        """The owning holder of each id (``HolderLayout.holder_of`` on the device's bounds)."""
+        """The owning holder of each id (``HolderLayout.holder_of`` on the device's bounds,
+        or the table's owner map)."""
+        if self._inner_bounds is None:
+            assert self.table.owner is not None
+            return self.table.owner[ids]
         return torch.bucketize(ids, self._inner_bounds, right=True)
 
     def use(self, exchange: FeatureExchange) -> None:
@@ -223,7 +258,7 @@ class DistributedFeatureSource:
         if table.complete:
             return PendingGather(table.gather(slot))
         out = table.gather(slot.clamp(min=0))
-        holders = self.layout.num_holders
+        holders = self.num_holders
         # misses keyed by their owner, the rest after them: one sort, one host sync
         order, counts_t = group_by_key(torch.where(slot < 0, owner, holders), holders + 1)
         counts = counts_t.tolist()
@@ -264,7 +299,7 @@ class DistributedFeatureSource:
         exchange = self.exchange
         assert exchange is not None
         table = self.table
-        holders = self.layout.num_holders
+        holders = self.num_holders
         if table.complete:  # nothing to ask, but the peers may ask this rank
             none = torch.zeros(holders, dtype=torch.int64, device=ids.device)
             exchange.round(ids[:0], none, done=False)
@@ -298,3 +333,83 @@ def rpc_fetch_into(
         return fut
 
     return fetch_into
+
+
+@dataclass
+class TypedStats:
+    """Remote-row look-ups of one node type, and those the cache served."""
+
+    lookups: int = 0
+    hits: int = 0
+    bytes_fetched: int = 0
+    tier_rows: int = 0
+    """Rows a tiered table gathered ..."""
+    host_tier_rows: int = 0
+    """... and those of them read from its pinned host tier."""
+
+
+class TypedFeatureSource:
+    """One :class:`DistributedFeatureSource` per featured node type of a holder, fetching
+    by node type over ``fetch`` (None: every row must be at hand)."""
+
+    def __init__(
+        self,
+        tables: dict[str, FeatureTable],
+        fetch: TypedFetchFn | None = None,
+        *,
+        peer_name: Callable[[int], str] | None = None,
+    ) -> None:
+        self.tables = tables
+        self.sources = {
+            t: DistributedFeatureSource(
+                table,
+                None,
+                _fetch_of_type(t, fetch),
+                holder=table.partition,
+                peer_name=peer_name,
+            )
+            for t, table in tables.items()
+        }
+
+    def num_features(self, node_type: str) -> int:
+        return self.tables[node_type].num_features
+
+    def gather(self, node_type: str, ids: Tensor) -> Tensor:
+        """The features of nodes ``ids`` (int64, type-local) of ``node_type``."""
+        return self.sources[node_type].gather(ids)
+
+    @property
+    def fetched_rows(self) -> dict[str, int]:
+        """Rows fetched from their owners since the start, per node type."""
+        return {
+            t: s.stats.total_bytes // max(s.table.tiers.row_bytes, 1)
+            for t, s in self.sources.items()
+        }
+
+    def take(self) -> dict[str, TypedStats]:
+        """The counts per node type since the last call (a host sync per type)."""
+        out = {}
+        for t, s in self.sources.items():
+            with s._stats_lock:
+                lookups, hits, fetched = s.stats.take()
+                tier_rows, host_rows = s.stats.take_tiers()
+            out[t] = TypedStats(lookups, hits, fetched, tier_rows, host_rows)
+        return out
+
+
+def _num_holders(table: FeatureTable) -> int:
+    """The holders that own the rows of ``table``: one past the highest owner."""
+    if table.owner is None or table.owner.numel() == 0:
+        return table.partition + 1
+    return int(table.owner.max()) + 1
+
+
+def _fetch_of_type(node_type: str, fetch: TypedFetchFn | None) -> FetchFn:
+    def fetch_rows(holder: int, ids: Tensor) -> Future[Tensor]:
+        if fetch is None:
+            raise RuntimeError(
+                f"{int(ids.numel())} rows of {node_type!r} are neither here nor fetchable"
+            )
+        return fetch(holder, node_type, ids)
+
+    return fetch_rows

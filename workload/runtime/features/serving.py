@@ -1,7 +1,8 @@
 """This holder answering other holders' feature requests (RPC targets).
 
 Over the RPC wire, or written into the requester's shared slot; the table served is
-registered in :mod:`distgnn_workload.runtime.rpc_targets`.
+registered in :mod:`distgnn_workload.runtime.rpc_targets`. A holder of several node types
+serves a table per type (:func:`serve_tables`), requests keyed by node type.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.rpc import RpcContext
 from distgnn_workload.runtime.rpc_targets import Target
 from distgnn_workload.runtime.shared_slots import SlotSpec
-from distgnn_workload.runtime.transfers import to_device
+from distgnn_workload.runtime.transfers import to_device, to_host
 
 # --------------------------------------------------------------------------- serving
 
@@ -44,6 +45,15 @@ def _observe(rows: Tensor) -> None:
 _serve_streams = threading.local()
 
 
+def _serve_stream(device: torch.device) -> torch.cuda.Stream:
+    """This RPC thread's side stream on ``device`` (the thread's current device)."""
+    stream: torch.cuda.Stream | None = getattr(_serve_streams, "stream", None)
+    if stream is None:
+        stream = torch.cuda.Stream(device)  # type: ignore[no-untyped-call]
+        _serve_streams.stream = stream
+    return stream
+
+
 def _serve_features(ids: Tensor) -> Tensor:
     """RPC target: the features of owned nodes ``ids``.
 
@@ -60,10 +70,7 @@ def _serve_features(ids: Tensor) -> Tensor:
     if ctx.cuda or table.device.type != "cuda":
         rows = ctx.wire(table.local_rows(ids))
     else:
-        stream: torch.cuda.Stream | None = getattr(_serve_streams, "stream", None)
-        if stream is None:
-            stream = torch.cuda.Stream(table.device)  # type: ignore[no-untyped-call]
-            _serve_streams.stream = stream
+        stream = _serve_stream(table.device)
         with torch.cuda.stream(stream):
             gathered = table.local_rows(to_device(ids, table.device))
             rows = torch.empty(gathered.shape, dtype=gathered.dtype, pin_memory=True)
@@ -92,10 +99,7 @@ def _serve_features_into(consumer: str, slot: int, ids: Tensor) -> int:
         buffer[:n].copy_(table.local_rows(ids))
     else:
         torch.cuda.set_device(table.device)
-        stream: torch.cuda.Stream | None = getattr(_serve_streams, "stream", None)
-        if stream is None:
-            stream = torch.cuda.Stream(table.device)  # type: ignore[no-untyped-call]
-            _serve_streams.stream = stream
+        stream = _serve_stream(table.device)
         with torch.cuda.stream(stream):
             # every kernel on this stream: the gather must not read indices that another
             # stream (this thread's default one) is still copying or computing
@@ -105,3 +109,47 @@ def _serve_features_into(consumer: str, slot: int, ids: Tensor) -> int:
         stream.synchronize()  # the rows are in place before the answer
     _observe(buffer[:n])
     return n
+
+
+# ------------------------------------------------------------ serving by node type
+
+SERVED_TABLES = Target[dict[str, FeatureTable]]("feature tables by node type")
+TYPE_SERVE_OBSERVER = Target[Callable[[str, Tensor], None]]("feature request observer by type")
+
+
+def set_type_serve_observer(observer: Callable[[str, Tensor], None]) -> None:
+    """Call ``observer(node_type, rows)`` for every request by node type answered (metrics)."""
+    rpc_targets.register(TYPE_SERVE_OBSERVER, observer)
+
+
+def serve_tables(tables: dict[str, FeatureTable]) -> None:
+    """Make this process answer other holders' requests for its owned rows of each type."""
+    rpc_targets.register(SERVED_TABLES, tables)
+
+
+def _serve_rows_of_type(node_type: str, ids: Tensor) -> Tensor:
+    """RPC target: the features of owned nodes ``ids`` of ``node_type``, in host memory.
+
+    On a GPU table the ids go to the device through pinned memory and the rows are
+    gathered on a side stream of this RPC thread and copied back to pinned memory, so the
+    copy waits for nothing but the gather (:mod:`distgnn_workload.runtime.transfers`).
+    """
+    tables = rpc_targets.get(SERVED_TABLES)
+    table = tables.get(node_type)
+    if table is None:
+        raise KeyError(
+            f"this process serves no features of node type {node_type!r} "
+            f"(it serves {sorted(tables)})"
+        )
+    table.owned_slots(ids)  # every id is owned, or a ValueError names the request
+    ids = ids.to(torch.int64)
+    if table.device.type != "cuda":
+        rows = table.local_rows(ids)
+    else:
+        torch.cuda.set_device(table.device)  # see _serve_features
+        with torch.cuda.stream(_serve_stream(table.device)):
+            rows = to_host(table.local_rows(to_device(ids, table.device)))
+    observer = rpc_targets.find(TYPE_SERVE_OBSERVER)
+    if observer is not None:
+        observer(node_type, rows)
+    return rows

@@ -1,8 +1,10 @@
-"""The feature table of one holder: its own rows plus cached remote rows.
+"""The feature table of one node type on one holder: its own rows plus cached remote rows.
 
-``slot[id]`` is the row of a node's features in the table (local rows first, cached rows
+``slot[id]`` is the row of a node's features in the table (owned rows first, cached rows
 after), or -1 when it must be fetched. With a cache ratio of 1 every node has a row and a
-gather is one GPU kernel, no host sync.
+gather is one GPU kernel, no host sync. A homogeneous holder owns a contiguous range of
+new ids (:meth:`FeatureTable.for_holder`); a node type of a typed store is owned by
+partition through an ``owner`` map, in no particular id order.
 
 With a GPU budget (``samplers.featureMemory``) smaller than the table, the rows live in
 pinned host memory (:mod:`~distgnn_workload.runtime.features.tiers`) and :meth:`place`
@@ -17,6 +19,7 @@ import logging
 import torch
 from torch import Tensor
 
+from distgnn_workload.data.graph import NODE_TYPE
 from distgnn_workload.runtime.features.layout import HolderData
 from distgnn_workload.runtime.features.tiers import TieredRows, host_tier, own_rows, place_hot
 
@@ -24,35 +27,86 @@ log = logging.getLogger(__name__)
 
 
 class FeatureTable:
-    """Local rows plus cached remote rows, addressed by a global ``slot`` map."""
+    """Owned rows plus cached remote rows of one node type, addressed by a ``slot`` map."""
 
     def __init__(
         self,
+        owned_rows: Tensor,
+        owned_ids: Tensor,
+        num_nodes: int,
+        device: torch.device,
+        *,
+        node_type: str = NODE_TYPE,
+        owner: Tensor | None = None,
+        partition: int = 0,
+        device_budget: int | None = None,
+        capacity: int = 0,
+    ) -> None:
+        """``owned_ids``: the ids of ``owned_rows`` (host int64); a contiguous range unless
+        ``owner`` (the owning partition of every id) says who owns what, ``partition``
+        being this holder's. ``device_budget``: bytes of rows the GPU may hold (None: all
+        of them); ``capacity``: rows to make room for (owned plus the cache to come)."""
+        owned = int(owned_ids.numel())
+        if int(owned_rows.shape[0]) != owned:
+            raise ValueError(
+                f"node type {node_type!r}: {owned_rows.shape[0]} rows for {owned} owned nodes"
+            )
+        ids = owned_ids.to("cpu", torch.int64)
+        self.node_type = node_type
+        self.partition = partition
+        self.device = device
+        self.num_nodes = num_nodes
+        self.num_owned = owned
+        self.num_features = int(owned_rows.shape[1])
+        self.device_budget = device_budget
+        self.start = int(ids[0]) if owned else 0
+        self.end = self.start + owned
+        """The owned range of a table without an owner map."""
+        self.owner = None if owner is None else owner.to(device, torch.int64)
+        """The owning partition of every node (on the device), or None: a range table."""
+        tiers, self.row_ids, self.tiered = own_rows(
+            owned_rows, ids.clone(), capacity, device_budget, device
+        )
+        """``row_ids``: the node of each host row (placement ranks them by hotness)."""
+        slot = torch.full((num_nodes,), -1, dtype=torch.int32, device=device)
+        rows = torch.arange(owned, dtype=torch.int32, device=device)
+        self.own_slot: Tensor | None = None
+        """The row of each owned node, -1 elsewhere, on the host (serving by owner map)."""
+        if owner is None:
+            if owned and int(ids[-1]) != self.end - 1:
+                raise ValueError(
+                    f"node type {node_type!r}: the owned ids are not a contiguous range; "
+                    "pass the owner of every node"
+                )
+            slot[self.start : self.end] = rows
+        else:
+            slot[ids.to(device)] = rows
+            self.own_slot = torch.full((num_nodes,), -1, dtype=torch.int64)
+            self.own_slot[ids] = torch.arange(owned)
+        self._placed = (tiers, slot)
+        """The rows and the slot map, swapped together: a reader sees one placement."""
+        self.num_cached = 0
+        self._free = owned
+
+    @classmethod
+    def for_holder(
+        cls,
         data: HolderData,
         num_nodes: int,
         device: torch.device,
         *,
         device_budget: int | None = None,
         capacity: int = 0,
-    ) -> None:
-        """``device_budget``: bytes of rows the GPU may hold (None: all of them);
-        ``capacity``: rows to make room for (owned plus the cache to come)."""
-        self.device = device
-        self.start, self.end = data.start, data.end
-        self.num_nodes = num_nodes
-        self.num_features = int(data.features.shape[1])
-        owned = int(data.features.shape[0])
-        self.device_budget = device_budget
-        tiers, self.row_ids, self.tiered = own_rows(
-            data.features, torch.arange(data.start, data.end), capacity, device_budget, device
+    ) -> FeatureTable:
+        """The table of a homogeneous holder: it owns the new ids ``[data.start, data.end)``."""
+        return cls(
+            data.features,
+            torch.arange(data.start, data.end),
+            num_nodes,
+            device,
+            device_budget=device_budget,
+            capacity=capacity,
         )
-        """``row_ids``: the node of each host row (placement ranks them by hotness)."""
-        slot = torch.full((num_nodes,), -1, dtype=torch.int32, device=device)
-        slot[data.start : data.end] = torch.arange(owned, dtype=torch.int32, device=device)
-        self._placed = (tiers, slot)
-        """The rows and the slot map, swapped together: a reader sees one placement."""
-        self.num_cached = 0
-        self._free = owned
 
     @property
     def tiers(self) -> TieredRows:
@@ -73,7 +127,12 @@ class FeatureTable:
 
     @property
     def num_remote(self) -> int:
-        return self.num_nodes - (self.end - self.start)
+        return self.num_nodes - self.num_owned
+
+    @property
+    def held(self) -> int:
+        """Rows held: owned and cached."""
+        return self._free
 
     @property
     def complete(self) -> bool:
@@ -141,9 +200,9 @@ class FeatureTable:
     def place(self, hotness: Tensor | None) -> None:
         """Copy the hottest held rows, up to the GPU budget, to the GPU (a tiered table).
 
-        ``hotness``: a score per node (pre-sampled access counts), or None to keep the
-        owned rows' order. The host tier keeps every row; the slots of the hot ones point
-        to their GPU copies from now on.
+        ``hotness``: a score per node (pre-sampled access counts, in-degrees), or None to
+        keep the owned rows' order. The host tier keeps every row; the slots of the hot
+        ones point to their GPU copies from now on.
         """
         if not self.tiered:
             return
@@ -157,7 +216,8 @@ class FeatureTable:
         self._placed = (placed, new_slot)
         cap = placed.split
         log.info(
-            "feature table: %d of %d rows (%.0f%%) on the GPU, %d read from pinned host memory",
+            "feature table%s: %d of %d rows (%.0f%%) on the GPU, %d read from pinned host memory",
+            "" if self.node_type == NODE_TYPE else f" of {self.node_type}",
             cap,
             held,
             100.0 * cap / max(held, 1),
@@ -167,8 +227,32 @@ class FeatureTable:
     def local_rows(self, ids: Tensor) -> Tensor:
         """Features of nodes this holder owns (ids on any device)."""
         ids = ids.to(self.device)
-        if not self.tiered:  # index_select: a row gather, faster than advanced indexing
+        if not self.tiered and self.owner is None:
+            # a range table: index_select, a row gather faster than advanced indexing
             local = ids if self.start == 0 else ids - self.start
             return torch.index_select(self.tiers.device_rows, 0, local)
         tiers, slot = self._placed
         return tiers.gather(slot[ids])
+
+    def owned_slots(self, ids: Tensor) -> Tensor:
+        """The rows (host int64) of owned nodes ``ids`` (host); a ValueError names any this
+        holder does not own. Checked on the host: no device read-back."""
+        ids = ids.to("cpu", torch.int64)
+        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.num_nodes):
+            raise ValueError(
+                f"partition {self.partition} was asked for {self.node_type!r} ids outside "
+                f"0..{self.num_nodes - 1}"
+            )
+        if self.own_slot is None:
+            if ids.numel() and (int(ids.min()) < self.start or int(ids.max()) >= self.end):
+                raise ValueError(
+                    f"partition {self.partition} was asked for {self.node_type!r} rows it "
+                    f"does not own (it owns [{self.start}, {self.end}))"
+                )
+            return ids - self.start
+        slots = self.own_slot[ids]
+        if bool((slots < 0).any()):
+            raise ValueError(
+                f"partition {self.partition} was asked for {self.node_type!r} rows it does not own"
+            )
+        return slots
