@@ -74,7 +74,7 @@ def role_module(role: Role) -> str:
 
 # --------------------------------------------------------------------------- env vars
 
-ENV_PREFIX = "DISTGNN_"
+SETTINGS_PREFIX = "DISTGNN_"
 """Every setting of the contract is named with it."""
 ENV_ROLE = "DISTGNN_ROLE"  # partition | sampler | trainer
 ENV_RANK = "DISTGNN_RANK"  # pod ordinal within its role (StatefulSet pod index)

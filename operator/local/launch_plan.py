@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from distgnn_api.contract import (
-    ENV_PREFIX,
     ENV_ROLE,
     ENV_SAMPLER_ADDRS,
     ENV_TRAINER_ADDRS,
+    SETTINGS_PREFIX,
     ContractError,
     Role,
     WorkloadEnv,
@@ -35,7 +35,7 @@ POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
 STS_POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
 JOB_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 # Env vars of the host that a local process must not inherit: the pod would not have them.
-_HOST_ENV_PREFIXES = (ENV_PREFIX,)
+_HOST_ENV_PREFIXES = (SETTINGS_PREFIX,)
 _PYTHON_COMMANDS = frozenset(
     {"python", "python3", f"python{sys.version_info[0]}.{sys.version_info[1]}"}
 )

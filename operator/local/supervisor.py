@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeAlias
 
-from distgnn_api.contract import ENV_PREFIX, ProgressEvent, parse_progress_line
+from distgnn_api.contract import SETTINGS_PREFIX, ProgressEvent, parse_progress_line
 from distgnn_operator.local.launch_plan import ProcessSpec
 from distgnn_operator.local.zygote import Zygote, ZygoteChild
 
@@ -133,7 +133,7 @@ class Supervisor:
             spec.name,
             {
                 "pid": proc.pid,
-                "env": {k: v for k, v in spec.env.items() if k.startswith(ENV_PREFIX)},
+                "env": {k: v for k, v in spec.env.items() if k.startswith(SETTINGS_PREFIX)},
                 "exitCode": None,
             },
         )
