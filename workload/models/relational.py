@@ -23,9 +23,9 @@ from torch import Tensor, nn
 
 from distgnn_api.edge_types import EdgeType
 from distgnn_workload.models.aggregation import Aggregation, aggregate
+from distgnn_workload.sampling.csr import type_key
 from distgnn_workload.sampling.hetero_hop_batch import HeteroHopBatch
 from distgnn_workload.sampling.hetero_static_hops import HeteroStaticHops
-from distgnn_workload.sampling.typed_graph import type_key
 
 
 class LayerPlan:

@@ -25,11 +25,11 @@ import torch
 from torch import Tensor
 
 from distgnn_api.edge_types import EdgeType
+from distgnn_workload.sampling.csr import Fanouts, type_key
 from distgnn_workload.sampling.edge_exclusion import edge_keys, keep_mask
 from distgnn_workload.sampling.hetero_hop_batch import HeteroHopBatch
 from distgnn_workload.sampling.hetero_sampler import HeteroNeighborSampler, InCSR, SampledHop
 from distgnn_workload.sampling.seed_edges import UNIFORM, unpack_pairs
-from distgnn_workload.sampling.typed_graph import Fanouts, type_key
 from distgnn_workload.sampling.typed_seed_edges import TypedLinkLayout
 
 

@@ -25,11 +25,9 @@ from torch_geometric.sampler import (
 )
 
 from distgnn_api.edge_types import EdgeType
+from distgnn_workload.sampling.csr import INT32_MAX, Fanouts, type_key
 from distgnn_workload.sampling.hetero_sampler import HeteroNeighborSampler
 from distgnn_workload.sampling.reference_hetero_sampler import ReferenceHeteroSampler
-from distgnn_workload.sampling.typed_graph import Fanouts, type_key
-
-_INT32_MAX = 2**31 - 1
 
 
 def hetero_csr(
@@ -56,7 +54,7 @@ def hetero_csr(
             )
         indptr = torch.zeros(num_dst + 1, dtype=torch.int64, device=dst.device)
         torch.cumsum(counts, 0, out=indptr[1:])
-        index_dtype = torch.int32 if num_src <= _INT32_MAX else torch.int64
+        index_dtype = torch.int32 if num_src <= INT32_MAX else torch.int64
         csr[edge_type] = (indptr, src[order].to(index_dtype))
         perm[edge_type] = order
     return csr, perm

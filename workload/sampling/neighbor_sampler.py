@@ -10,25 +10,14 @@ from torch import Tensor
 
 from distgnn_workload.data.graph import EDGE_TYPE, NODE_TYPE
 from distgnn_workload.sampling import edge_exclusion, relabel
-from distgnn_workload.sampling.csc import csc_from_edge_index
+from distgnn_workload.sampling.csr import INT32_MAX, TypedCSR, as_tensor, csc_from_edge_index
 from distgnn_workload.sampling.graph_capture import CUDA_GRAPH_LOCK, CapturedRun, CapturedSampler
 from distgnn_workload.sampling.hop_batch import HopBatch
 from distgnn_workload.sampling.random_stream import reset_default_generator
 from distgnn_workload.sampling.static_sample import StaticOut, sample_static
-from distgnn_workload.sampling.typed_graph import TypedCSR
 from distgnn_workload.sampling.uniform_subset import uniform_subset_positions
 
-_INT32_MAX = 2**31 - 1
-
 __all__ = ["CUDA_GRAPH_LOCK", "NeighborSampler", "csc_from_edge_index", "reset_default_generator"]
-
-
-def _as_tensor(array: Tensor | np.ndarray, name: str) -> Tensor:
-    if isinstance(array, np.ndarray):
-        return torch.from_numpy(np.ascontiguousarray(array))
-    if isinstance(array, Tensor):
-        return array
-    raise TypeError(f"{name} must be a torch.Tensor or numpy.ndarray, got {type(array).__name__}")
 
 
 Key = tuple[int, bool]
@@ -73,8 +62,8 @@ class NeighborSampler(CapturedSampler[Key, StaticOut]):
         static_shapes: bool | None = None,
         cuda_graph: bool = True,
     ) -> None:
-        indptr_t = _as_tensor(indptr, "indptr")
-        indices_t = _as_tensor(indices, "indices")
+        indptr_t = as_tensor(indptr, "indptr")
+        indices_t = as_tensor(indices, "indices")
         if indptr_t.dim() != 1 or indptr_t.numel() < 1:
             raise ValueError("indptr must be a 1-D array of length num_nodes + 1")
         if indices_t.dim() != 1:
@@ -103,7 +92,7 @@ class NeighborSampler(CapturedSampler[Key, StaticOut]):
             )
         if bool((indptr_t[1:] < indptr_t[:-1]).any()):
             raise ValueError("indptr must be non-decreasing")
-        index_dtype = torch.int32 if self.num_nodes <= _INT32_MAX else torch.int64
+        index_dtype = torch.int32 if self.num_nodes <= INT32_MAX else torch.int64
         # one extra node id, num_nodes, of degree 0: the padding of static-shape batches
         self._indptr_ext = torch.cat([indptr_t, indptr_t[-1:]])
         self.indptr = self._indptr_ext[:-1]
