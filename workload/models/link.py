@@ -22,8 +22,7 @@ from torch import Tensor, nn
 from distgnn_api.edge_types import EdgeType
 from distgnn_workload.data.graph import EDGE_TYPE, NODE_TYPE
 from distgnn_workload.models.relational import RelationalGNN
-from distgnn_workload.sampling.hetero_hop_batch import HeteroHopBatch
-from distgnn_workload.sampling.hop_batch import HopBatch
+from distgnn_workload.sampling.hop_batch import HeteroHopBatch, HopBatch
 from distgnn_workload.sampling.seed_edges import LinkLayout
 
 DECODERS = ("dot", "mlp")

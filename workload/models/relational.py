@@ -24,8 +24,8 @@ from torch import Tensor, nn
 from distgnn_api.edge_types import EdgeType
 from distgnn_workload.models.aggregation import Aggregation, aggregate
 from distgnn_workload.sampling.csr import type_key
-from distgnn_workload.sampling.hetero_hop_batch import HeteroHopBatch
 from distgnn_workload.sampling.hetero_static_hops import HeteroStaticHops
+from distgnn_workload.sampling.hop_batch import HeteroHopBatch
 
 
 class LayerPlan:

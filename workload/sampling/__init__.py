@@ -10,9 +10,8 @@ plain-PyTorch reference for tests.
 from typing import Any
 
 from distgnn_workload.sampling.edges_per_seed import SampledEdgesPerSeed
-from distgnn_workload.sampling.hetero_hop_batch import HeteroHopBatch
 from distgnn_workload.sampling.hetero_sampler import HeteroNeighborSampler
-from distgnn_workload.sampling.hop_batch import HopBatch
+from distgnn_workload.sampling.hop_batch import HeteroHopBatch, HopBatch
 from distgnn_workload.sampling.neighbor_sampler import NeighborSampler, csc_from_edge_index
 from distgnn_workload.sampling.reference_hetero_sampler import ReferenceHeteroSampler
 from distgnn_workload.sampling.static_hops import StaticHops, StaticLayout, pad_hops

@@ -7,7 +7,7 @@ from typing import Any
 
 from distgnn_api.edge_types import EdgeType
 from distgnn_workload.sampling.csr import type_key
-from distgnn_workload.sampling.hetero_hop_batch import HeteroHopBatch
+from distgnn_workload.sampling.hop_batch import HeteroHopBatch
 
 
 class SampledEdgesPerSeed:

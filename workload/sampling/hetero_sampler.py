@@ -12,7 +12,7 @@ from torch import Tensor
 from distgnn_api.edge_types import EdgeType
 from distgnn_workload.sampling.csr import Fanouts, TypedCSR, type_key
 from distgnn_workload.sampling.graph_capture import CapturedRun, CapturedSampler
-from distgnn_workload.sampling.hetero_hop_batch import HeteroHopBatch
+from distgnn_workload.sampling.hop_batch import HeteroHopBatch
 from distgnn_workload.sampling.relabel import relabel, table_dtype
 from distgnn_workload.sampling.static_sample import StaticOut, sample_static
 from distgnn_workload.sampling.uniform_subset import uniform_subset_positions

@@ -26,7 +26,7 @@ import torch
 from torch import Tensor
 
 from distgnn_api.edge_types import EdgeType
-from distgnn_workload.sampling.hetero_hop_batch import HeteroHopBatch
+from distgnn_workload.sampling.hop_batch import HeteroHopBatch
 from distgnn_workload.sampling.static_sample import StaticCaps
 
 DUMP_BAG = 32
