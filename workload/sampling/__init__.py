@@ -35,12 +35,8 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name == "PyGNeighborSampler":
-        from distgnn_workload.sampling.pyg_adapter import PyGNeighborSampler
+    if name in ("PyGNeighborSampler", "PyGHeteroNeighborSampler"):
+        from distgnn_workload.sampling import pyg_adapter
 
-        return PyGNeighborSampler
-    if name == "PyGHeteroNeighborSampler":
-        from distgnn_workload.sampling.hetero_pyg_adapter import PyGHeteroNeighborSampler
-
-        return PyGHeteroNeighborSampler
+        return getattr(pyg_adapter, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -179,16 +179,34 @@ class TypedCSR:
 def csc_from_edge_index(edge_index: Tensor, num_nodes: int) -> tuple[Tensor, Tensor]:
     """``(indptr, indices)`` listing, for every node, the sources of the edges into it.
 
-    This is the layout ``NeighborSampler`` reads for PyG's ``edge_index = [source, target]``.
+    This is the layout ``NeighborSampler`` reads for PyG's ``edge_index = [source, target]``
+    (sources in their ``edge_index`` order within a row).
     """
     if edge_index.dim() != 2 or edge_index.size(0) != 2:
         raise ValueError(f"edge_index must have shape [2, E], got {list(edge_index.shape)}")
     src, dst = edge_index[0].to(torch.int64), edge_index[1].to(torch.int64)
     order = torch.argsort(dst, stable=True)
-    counts = torch.bincount(dst, minlength=num_nodes)
-    if counts.numel() > num_nodes:
-        raise ValueError(f"edge_index names node {counts.numel() - 1} but num_nodes={num_nodes}")
-    indptr = torch.zeros(num_nodes + 1, dtype=torch.int64, device=edge_index.device)
+    return _csc(src, dst, order, num_nodes, num_nodes, "edge_index", "num_nodes")
+
+
+def csc_of_edge_type(
+    edge_index: Tensor, num_src: int, num_dst: int, name: str, dst_type: str
+) -> tuple[Tensor, Tensor, Tensor]:
+    """``(indptr, indices, order)``: the destination CSR of one edge type's ``edge_index``
+    (sources sorted within a row), and the permutation from CSR positions to its edges."""
+    src, dst = edge_index[0].to(torch.int64), edge_index[1].to(torch.int64)
+    order = torch.argsort(dst * num_src + src, stable=True)
+    indptr, indices = _csc(src, dst, order, num_src, num_dst, name, f"num_nodes[{dst_type!r}]")
+    return indptr, indices, order
+
+
+def _csc(
+    src: Tensor, dst: Tensor, order: Tensor, num_src: int, num_dst: int, name: str, what: str
+) -> tuple[Tensor, Tensor]:
+    counts = torch.bincount(dst, minlength=num_dst)
+    if counts.numel() > num_dst:
+        raise ValueError(f"{name} names node {counts.numel() - 1} but {what}={num_dst}")
+    indptr = torch.zeros(num_dst + 1, dtype=torch.int64, device=dst.device)
     torch.cumsum(counts, 0, out=indptr[1:])
-    index_dtype = torch.int32 if num_nodes <= INT32_MAX else torch.int64
+    index_dtype = torch.int32 if num_src <= INT32_MAX else torch.int64
     return indptr, src[order].to(index_dtype)
