@@ -15,7 +15,7 @@ from distgnn_workload.sampling.graph_capture import CapturedRun, CapturedSampler
 from distgnn_workload.sampling.hop_batch import HeteroHopBatch
 from distgnn_workload.sampling.relabel import relabel, table_dtype
 from distgnn_workload.sampling.static_sample import StaticOut, sample_static
-from distgnn_workload.sampling.uniform_subset import uniform_subset_positions
+from distgnn_workload.sampling.uniform_subset import sample_neighbours
 
 InCSR = Mapping[EdgeType, tuple[Tensor | np.ndarray, Tensor | np.ndarray]]
 
@@ -223,27 +223,12 @@ class HeteroNeighborSampler(CapturedSampler[Key, StaticOut]):
         owns the nodes) override this, leave ``edge_pos`` out and pass
         ``static_shapes=False``; relabelling and the hop layout stay here.
         """
-        indptr = self.graph.indptr[edge_type]
-        start = indptr[frontier]
-        deg = indptr[frontier + 1] - start
-        if fanout < 0:
-            total = int(deg.sum())
-            arange = torch.arange(frontier.numel(), device=self.device)
-            rows = torch.repeat_interleave(arange, deg, output_size=total)
-            first = torch.cumsum(deg, 0) - deg
-            edge_pos = start[rows] + torch.arange(total, device=self.device) - first[rows]
-            counts = deg
-        elif fanout == 0 or frontier.numel() == 0:
-            rows = edge_pos = torch.zeros(0, dtype=torch.int64, device=self.device)
-            counts = torch.zeros_like(deg)
-        else:
-            pos, valid = uniform_subset_positions(deg, fanout, self.generator)
-            flat = valid.reshape(-1).nonzero().squeeze(1)
-            rows = torch.div(flat, fanout, rounding_mode="floor")
-            edge_pos = start[rows] + pos.reshape(-1)[flat]
-            counts = deg.clamp(max=fanout)
-        neighbours = self.graph.indices[edge_type][edge_pos].to(torch.int64)
-        return SampledHop(rows, neighbours, counts, edge_pos)
+        indptr, indices = self.graph.indptr[edge_type], self.graph.indices[edge_type]
+        if fanout == 0 or frontier.numel() == 0:
+            none = torch.zeros(0, dtype=torch.int64, device=self.device)
+            counts = torch.zeros(frontier.numel(), dtype=torch.int64, device=self.device)
+            return SampledHop(none, none, counts, none)
+        return SampledHop(*sample_neighbours(indptr, indices, frontier, fanout, self.generator))
 
     def _sample_padded(self, seeds: Tensor, seed_type: str) -> HeteroHopBatch:
         """The static-shape execution: pad the seeds, run (or replay) it, cut to the sizes."""

@@ -15,7 +15,7 @@ from distgnn_workload.sampling.graph_capture import CUDA_GRAPH_LOCK, CapturedRun
 from distgnn_workload.sampling.hop_batch import HopBatch
 from distgnn_workload.sampling.random_stream import reset_default_generator
 from distgnn_workload.sampling.static_sample import StaticOut, sample_static
-from distgnn_workload.sampling.uniform_subset import uniform_subset_positions
+from distgnn_workload.sampling.uniform_subset import sample_neighbours
 
 __all__ = ["CUDA_GRAPH_LOCK", "NeighborSampler", "csc_from_edge_index", "reset_default_generator"]
 
@@ -259,23 +259,10 @@ class NeighborSampler(CapturedSampler[Key, StaticOut]):
         some hops elsewhere (e.g. over RPC from the partition that owns the nodes) override
         this and pass ``static_shapes=False``; relabelling and the hop layout stay here.
         """
-        start = self.indptr[frontier]
-        deg = self.indptr[frontier + 1] - start
-        if fanout < 0:
-            counts = deg
-            total = int(deg.sum())
-            rows = torch.repeat_interleave(
-                torch.arange(frontier.numel(), device=self.device), deg, output_size=total
-            )
-            first = torch.cumsum(deg, 0) - deg
-            edge_pos = start[rows] + torch.arange(total, device=self.device) - first[rows]
-        else:
-            pos, valid = uniform_subset_positions(deg, fanout, self.generator)
-            flat = valid.reshape(-1).nonzero().squeeze(1)
-            rows = torch.div(flat, fanout, rounding_mode="floor")
-            edge_pos = start[rows] + pos.reshape(-1)[flat]
-            counts = deg.clamp(max=fanout)
-        return rows, self.indices[edge_pos].to(torch.int64), counts
+        rows, neighbours, counts, _ = sample_neighbours(
+            self.indptr, self.indices, frontier, fanout, self.generator
+        )
+        return rows, neighbours, counts
 
     def _relabel(self, neighbours: Tensor, next_id: int) -> tuple[Tensor, Tensor]:
         """Map neighbour global ids to local ids, numbering unseen ones from ``next_id``:
