@@ -1,10 +1,12 @@
 """Neighbour sampling: hop-wise subgraphs for per-layer trimming, on CPU or GPU.
 
-``NeighborSampler`` samples; ``HopBatch`` is its output; ``PyGNeighborSampler`` plugs the
-sampler into ``torch_geometric.loader.NodeLoader`` (imported lazily: PyG is slow to import).
-Typed graphs: ``HeteroNeighborSampler`` samples per edge type into a ``HeteroHopBatch``;
-``PyGHeteroNeighborSampler`` is its NodeLoader adapter; ``ReferenceHeteroSampler`` is a slow
-plain-PyTorch reference for tests.
+Every graph is typed (:mod:`~distgnn_workload.sampling.csr`); a homogeneous graph is the
+one-type case. ``NeighborSampler`` samples a homogeneous graph into a ``HopBatch``
+(``HopBatch.typed()`` is its one-type view); ``HeteroNeighborSampler`` samples per edge type
+into a ``HeteroHopBatch``; both run one static execution and one CUDA-graph capture.
+``PyGNeighborSampler`` and ``PyGHeteroNeighborSampler`` plug them into
+``torch_geometric.loader.NodeLoader`` (imported lazily: PyG is slow to import);
+``ReferenceHeteroSampler`` is a slow plain-PyTorch reference for tests.
 """
 
 from typing import Any
