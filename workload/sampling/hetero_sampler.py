@@ -11,6 +11,7 @@ from torch import Tensor
 
 from distgnn_api.edge_types import EdgeType
 from distgnn_workload.sampling.csr import Fanouts, TypedCSR, type_key
+from distgnn_workload.sampling.edge_exclusion import drop_excluded
 from distgnn_workload.sampling.graph_capture import CapturedRun, CapturedSampler
 from distgnn_workload.sampling.hop_batch import HeteroHopBatch
 from distgnn_workload.sampling.relabel import relabel, table_dtype
@@ -134,11 +135,19 @@ class HeteroNeighborSampler(CapturedSampler[Key, StaticOut]):
             self._reset_tables()
             raise
 
-    def sample_typed(self, seeds: Mapping[str, Tensor], seed_type: str) -> HeteroHopBatch:
+    def sample_typed(
+        self,
+        seeds: Mapping[str, Tensor],
+        seed_type: str,
+        exclude: Mapping[EdgeType, Tensor] | None = None,
+    ) -> HeteroHopBatch:
         """Sample around seeds of several node types at once (the dynamic execution): hop 0
         of type ``t`` is ``seeds[t]`` (each occurrence a row). The batch's ``seed_type`` and
         ``num_seeds`` describe ``seeds[seed_type]``; the other types' seed rows are the first
-        ``num_nodes_per_hop[t][0]`` of their ``node_ids`` (link prediction's two ends)."""
+        ``num_nodes_per_hop[t][0]`` of their ``node_ids`` (link prediction's two ends).
+
+        ``exclude[et]``: sorted keys of edges of ``et`` to leave out, in the key space of
+        :meth:`key_nodes` (:mod:`~distgnn_workload.sampling.edge_exclusion`)."""
         if seed_type not in seeds:
             raise ValueError(f"seed_type {seed_type!r} has no seeds in {sorted(seeds)}")
         typed = {}
@@ -147,13 +156,20 @@ class HeteroNeighborSampler(CapturedSampler[Key, StaticOut]):
             self.graph.check_seeds(ids, t)
             typed[t] = ids.to(self.device)
         try:
-            return self._sample_dynamic(typed, seed_type)
+            return self._sample_dynamic(typed, seed_type, exclude or {})
         except BaseException:
             self._reset_tables()
             raise
 
+    def key_nodes(self, edge_type: EdgeType) -> int:
+        """The id space of ``edge_type``'s exclusion keys: both ends' ids fit it."""
+        return max(self.graph.num_nodes[edge_type[0]], self.graph.num_nodes[edge_type[2]])
+
     def _sample_dynamic(
-        self, seeds: Tensor | Mapping[str, Tensor], seed_type: str
+        self,
+        seeds: Tensor | Mapping[str, Tensor],
+        seed_type: str,
+        exclude: Mapping[EdgeType, Tensor] | None = None,
     ) -> HeteroHopBatch:
         dev, graph = self.device, self.graph
         empty = torch.zeros(0, dtype=torch.int64, device=dev)
@@ -181,6 +197,13 @@ class HeteroNeighborSampler(CapturedSampler[Key, StaticOut]):
                     edge_counts[et].append(0)
                     continue
                 hop = self._sample_hop(et, frontier[d], self.fanouts[et][h])
+                keys = None if exclude is None else exclude.get(et)
+                if keys is not None and hop.neighbours.numel():
+                    kept, rows, neighbours, counts = drop_excluded(
+                        keys, frontier[d], hop.rows, hop.neighbours, self.key_nodes(et)
+                    )
+                    pos = None if hop.edge_pos is None else hop.edge_pos[kept]
+                    hop = SampledHop(rows, neighbours, counts, pos)
                 local, new_nodes = relabel(self._local[s], hop.neighbours, hi[s])
                 hi[s] += new_nodes.numel()
                 new[s].append(new_nodes)

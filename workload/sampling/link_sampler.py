@@ -37,8 +37,8 @@ from torch import Tensor
 from distgnn_api.edge_types import EdgeType
 from distgnn_workload.data.graph import EDGE_TYPE, NODE_TYPE
 from distgnn_workload.sampling.csr import Fanouts, type_key
-from distgnn_workload.sampling.edge_exclusion import excluded_keys, keep_mask
-from distgnn_workload.sampling.hetero_sampler import HeteroNeighborSampler, InCSR, SampledHop
+from distgnn_workload.sampling.edge_exclusion import excluded_keys
+from distgnn_workload.sampling.hetero_sampler import HeteroNeighborSampler, InCSR
 from distgnn_workload.sampling.hop_batch import HeteroHopBatch, HopBatch
 from distgnn_workload.sampling.neighbor_sampler import NeighborSampler
 from distgnn_workload.sampling.seed_edges import UNIFORM, LinkLayout, unpack_pairs
@@ -77,7 +77,7 @@ class LinkSeeds:
         layout = self.layout(src.numel())
         neg_src, neg_dst = layout.draw_negatives(num_nodes[s], num_nodes[d], generator, device)
         seeds = layout.seeds(src, dst, neg_src, neg_dst)
-        # both ends' ids fit one key space: the larger type's count
+        # both ends' ids fit one key space: the larger type's count (the samplers' key_nodes)
         n = max(num_nodes[s], num_nodes[d])
         if self.reverse == self.edge_type:  # within one type: it holds both directions
             return seeds, {self.edge_type: excluded_keys(src, dst, n, reverse=True)}
@@ -164,10 +164,6 @@ class HeteroLinkSampler(HeteroNeighborSampler):
         if reverse is not None and reverse not in self.graph.indptr:
             raise ValueError(f"the graph has no reverse edge type {type_key(reverse)}")
         self.link = LinkSeeds(edge_type, reverse, negatives, kind)
-        self._key_nodes = max(
-            self.graph.num_nodes[edge_type[0]], self.graph.num_nodes[edge_type[2]]
-        )
-        self._excluded: dict[EdgeType, Tensor] = {}
 
     def layout(self, positives: int) -> LinkLayout:
         return self.link.layout(positives)
@@ -177,21 +173,5 @@ class HeteroLinkSampler(HeteroNeighborSampler):
 
     def sample(self, seeds: Tensor, seed_type: str | None = None) -> HeteroHopBatch:
         """The typed subgraph of the packed positive edges ``seeds`` and of their negatives."""
-        typed, self._excluded = self.link.draw(
-            seeds, self.graph.num_nodes, self.generator, self.device
-        )
-        try:
-            return self.sample_typed(typed, self.link.edge_type[0])
-        finally:
-            self._excluded = {}
-
-    def _sample_hop(self, edge_type: EdgeType, frontier: Tensor, fanout: int) -> SampledHop:
-        hop = super()._sample_hop(edge_type, frontier, fanout)
-        keys = self._excluded.get(edge_type)
-        if keys is None or hop.neighbours.numel() == 0:
-            return hop
-        keep = keep_mask(keys, frontier[hop.rows], hop.neighbours, self._key_nodes)
-        rows = hop.rows[keep]
-        counts = torch.bincount(rows, minlength=frontier.numel()).to(hop.counts.dtype)
-        pos = None if hop.edge_pos is None else hop.edge_pos[keep]
-        return SampledHop(rows, hop.neighbours[keep], counts, pos)
+        typed, exclude = self.link.draw(seeds, self.graph.num_nodes, self.generator, self.device)
+        return self.sample_typed(typed, self.link.edge_type[0], exclude)

@@ -164,11 +164,9 @@ class NeighborSampler(CapturedSampler[Key, StaticOut]):
             for fanout in self.fanouts:
                 rows, neighbours, counts = self._sample_hop(frontier, fanout)
                 if exclude is not None:
-                    keep = edge_exclusion.keep_mask(
-                        exclude, frontier[rows], neighbours, self.num_nodes
+                    _, rows, neighbours, counts = edge_exclusion.drop_excluded(
+                        exclude, frontier, rows, neighbours, self.num_nodes
                     )
-                    rows, neighbours = rows[keep], neighbours[keep]
-                    counts = torch.bincount(rows, minlength=frontier.numel())
                 src, frontier = self._relabel(neighbours, hi)
                 sources.append(src)
                 targets.append(rows + lo)
