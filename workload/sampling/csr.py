@@ -164,6 +164,10 @@ class TypedCSR:
                 raise ValueError(f"fanouts[{type_key(et)!r}] = {values}: each must be {need}")
         return out
 
+    def key_nodes(self, edge_type: EdgeType) -> int:
+        """The id space of ``edge_type``'s edge exclusion keys: both ends' ids fit it."""
+        return max(self.num_nodes[edge_type[0]], self.num_nodes[edge_type[2]])
+
     def check_seeds(self, seeds: Tensor, seed_type: str) -> None:
         """Seeds are ids of a known node type, in range (checked where the seeds are)."""
         if seed_type not in self.num_nodes:

@@ -3,32 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import NamedTuple
 
 import numpy as np
 import torch
 from torch import Tensor
 
 from distgnn_api.edge_types import EdgeType
-from distgnn_workload.sampling.csr import Fanouts, TypedCSR, type_key
-from distgnn_workload.sampling.edge_exclusion import drop_excluded
+from distgnn_workload.sampling.csr import Fanouts, TypedCSR
+from distgnn_workload.sampling.dynamic_sample import SampledHop, sample_dynamic
 from distgnn_workload.sampling.graph_capture import CapturedRun, CapturedSampler
 from distgnn_workload.sampling.hop_batch import HeteroHopBatch
-from distgnn_workload.sampling.relabel import relabel, table_dtype
+from distgnn_workload.sampling.relabel import table_dtype
 from distgnn_workload.sampling.static_sample import StaticOut, sample_static
 from distgnn_workload.sampling.uniform_subset import sample_neighbours
 
 InCSR = Mapping[EdgeType, tuple[Tensor | np.ndarray, Tensor | np.ndarray]]
-
-
-class SampledHop(NamedTuple):
-    """One edge type's sampled hop: per edge its frontier row and neighbour's global id,
-    edges per frontier row, and (where known) each edge's position in the CSR."""
-
-    rows: Tensor
-    neighbours: Tensor
-    counts: Tensor
-    edge_pos: Tensor | None
 
 
 Key = tuple[str, int]
@@ -130,7 +119,7 @@ class HeteroNeighborSampler(CapturedSampler[Key, StaticOut]):
         if self.static_shapes and seeds.numel():
             return self._sample_padded(seeds, seed_type)
         try:
-            return self._sample_dynamic(seeds.to(self.device), seed_type)
+            return self._sample_dynamic({seed_type: seeds.to(self.device)}, seed_type)
         except BaseException:
             self._reset_tables()
             raise
@@ -147,7 +136,7 @@ class HeteroNeighborSampler(CapturedSampler[Key, StaticOut]):
         ``num_nodes_per_hop[t][0]`` of their ``node_ids`` (link prediction's two ends).
 
         ``exclude[et]``: sorted keys of edges of ``et`` to leave out, in the key space of
-        :meth:`key_nodes` (:mod:`~distgnn_workload.sampling.edge_exclusion`)."""
+        :meth:`TypedCSR.key_nodes` (:mod:`~distgnn_workload.sampling.edge_exclusion`)."""
         if seed_type not in seeds:
             raise ValueError(f"seed_type {seed_type!r} has no seeds in {sorted(seeds)}")
         typed = {}
@@ -161,82 +150,21 @@ class HeteroNeighborSampler(CapturedSampler[Key, StaticOut]):
             self._reset_tables()
             raise
 
-    def key_nodes(self, edge_type: EdgeType) -> int:
-        """The id space of ``edge_type``'s exclusion keys: both ends' ids fit it."""
-        return max(self.graph.num_nodes[edge_type[0]], self.graph.num_nodes[edge_type[2]])
-
     def _sample_dynamic(
         self,
-        seeds: Tensor | Mapping[str, Tensor],
+        seeds: Mapping[str, Tensor],
         seed_type: str,
         exclude: Mapping[EdgeType, Tensor] | None = None,
     ) -> HeteroHopBatch:
-        dev, graph = self.device, self.graph
-        empty = torch.zeros(0, dtype=torch.int64, device=dev)
-        by_type = {seed_type: seeds} if isinstance(seeds, Tensor) else dict(seeds)
-        for t, typed in by_type.items():
-            self._local[t][typed] = torch.arange(
-                typed.numel(), dtype=self._local[t].dtype, device=dev
-            )
-        nodes = {t: [by_type.get(t, empty)] for t in graph.num_nodes}
-        frontier = {t: parts[0] for t, parts in nodes.items()}
-        lo = dict.fromkeys(graph.num_nodes, 0)
-        hi = {t: f.numel() for t, f in frontier.items()}
-        src: dict[EdgeType, list[Tensor]] = {et: [] for et in graph.edge_types}
-        dst: dict[EdgeType, list[Tensor]] = {et: [] for et in graph.edge_types}
-        ids: dict[EdgeType, list[Tensor]] = {et: [] for et in graph.edge_types}
-        zero = torch.zeros(1, dtype=torch.int64, device=dev)
-        ptr: dict[EdgeType, list[Tensor]] = {et: [zero] for et in graph.edge_types}
-        edge_counts: dict[EdgeType, list[int]] = {et: [] for et in graph.edge_types}
-        for h in range(self.num_hops):
-            start_hi = dict(hi)
-            new: dict[str, list[Tensor]] = {t: [] for t in graph.num_nodes}
-            for et in graph.edge_types:
-                s, _, d = et
-                if frontier[d].numel() == 0:  # no targets of this edge type at this hop
-                    edge_counts[et].append(0)
-                    continue
-                hop = self._sample_hop(et, frontier[d], self.fanouts[et][h])
-                keys = None if exclude is None else exclude.get(et)
-                if keys is not None and hop.neighbours.numel():
-                    kept, rows, neighbours, counts = drop_excluded(
-                        keys, frontier[d], hop.rows, hop.neighbours, self.key_nodes(et)
-                    )
-                    pos = None if hop.edge_pos is None else hop.edge_pos[kept]
-                    hop = SampledHop(rows, neighbours, counts, pos)
-                local, new_nodes = relabel(self._local[s], hop.neighbours, hi[s])
-                hi[s] += new_nodes.numel()
-                new[s].append(new_nodes)
-                src[et].append(local)
-                dst[et].append(hop.rows + lo[d])
-                if self.return_edge_ids:
-                    if hop.edge_pos is None:
-                        raise ValueError(f"edge ids of {type_key(et)} are not known here")
-                    ids[et].append(hop.edge_pos)
-                base = sum(edge_counts[et])
-                ptr[et].append(torch.cumsum(hop.counts, 0) + base)
-                edge_counts[et].append(hop.neighbours.numel())
-            for t, parts in new.items():
-                frontier[t] = torch.cat(parts) if parts else empty
-                nodes[t].append(frontier[t])
-                lo[t] = start_hi[t]
-        node_ids = {t: torch.cat(parts) for t, parts in nodes.items()}
-        for t, table in self._local.items():
-            table[node_ids[t]] = -1
-        return HeteroHopBatch(
-            seed_type=seed_type,
-            num_seeds=by_type[seed_type].numel(),
-            node_ids=node_ids,
-            num_nodes_per_hop={t: [p.numel() for p in parts] for t, parts in nodes.items()},
-            edge_index={
-                et: torch.stack([torch.cat([empty, *src[et]]), torch.cat([empty, *dst[et]])])
-                for et in src
-            },
-            num_edges_per_hop=edge_counts,
-            target_ptr={et: torch.cat(parts) for et, parts in ptr.items()},
-            edge_ids={et: torch.cat([empty, *parts]) for et, parts in ids.items()}
-            if self.return_edge_ids
-            else None,
+        return sample_dynamic(
+            self.graph,
+            self._local,
+            self.fanouts,
+            self._sample_hop,
+            seeds,
+            seed_type,
+            exclude=exclude,
+            with_edge_ids=self.return_edge_ids,
         )
 
     def _sample_hop(self, edge_type: EdgeType, frontier: Tensor, fanout: int) -> SampledHop:

@@ -8,9 +8,11 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from distgnn_api.edge_types import EdgeType
 from distgnn_workload.data.graph import EDGE_TYPE, NODE_TYPE
 from distgnn_workload.sampling import edge_exclusion, relabel
 from distgnn_workload.sampling.csr import INT32_MAX, TypedCSR, as_tensor, csc_from_edge_index
+from distgnn_workload.sampling.dynamic_sample import SampledHop, sample_dynamic
 from distgnn_workload.sampling.graph_capture import CUDA_GRAPH_LOCK, CapturedRun, CapturedSampler
 from distgnn_workload.sampling.hop_batch import HopBatch
 from distgnn_workload.sampling.random_stream import reset_default_generator
@@ -151,44 +153,26 @@ class NeighborSampler(CapturedSampler[Key, StaticOut]):
         if self.static_shapes and num_seeds:
             return self._sample_padded(seeds, exclude)
         seeds = seeds.to(self.device)
-        local = self._local
-        local[seeds] = torch.arange(num_seeds, dtype=local.dtype, device=self.device)
-        nodes = [seeds]
-        sources: list[Tensor] = []
-        targets: list[Tensor] = []
-        ptr_parts = [torch.zeros(1, dtype=torch.int64, device=self.device)]
-        num_nodes_per_hop = [num_seeds]
-        num_edges_per_hop: list[int] = []
-        frontier, lo, hi, num_edges = seeds, 0, num_seeds, 0
         try:
-            for fanout in self.fanouts:
-                rows, neighbours, counts = self._sample_hop(frontier, fanout)
-                if exclude is not None:
-                    _, rows, neighbours, counts = edge_exclusion.drop_excluded(
-                        exclude, frontier, rows, neighbours, self.num_nodes
-                    )
-                src, frontier = self._relabel(neighbours, hi)
-                sources.append(src)
-                targets.append(rows + lo)
-                ptr_parts.append(torch.cumsum(counts, 0) + num_edges)
-                num_edges += neighbours.numel()
-                num_edges_per_hop.append(neighbours.numel())
-                num_nodes_per_hop.append(frontier.numel())
-                nodes.append(frontier)
-                lo, hi = hi, hi + frontier.numel()
+            out = sample_dynamic(
+                self._typed,
+                {NODE_TYPE: self._local},
+                {EDGE_TYPE: self.fanouts},
+                self._sample_edge_type,
+                {NODE_TYPE: seeds},
+                NODE_TYPE,
+                exclude=None if exclude is None else {EDGE_TYPE: exclude},
+            )
         except BaseException:
-            local.fill_(-1)
+            self._local.fill_(-1)
             raise
-        node_ids = torch.cat(nodes)
-        local[node_ids] = -1
-        edge_index = torch.stack([torch.cat(sources), torch.cat(targets)])
         return HopBatch(
-            node_ids=node_ids,
+            node_ids=out.node_ids[NODE_TYPE],
             num_seeds=num_seeds,
-            num_nodes_per_hop=num_nodes_per_hop,
-            num_edges_per_hop=num_edges_per_hop,
-            edge_index=edge_index,
-            target_ptr=torch.cat(ptr_parts),
+            num_nodes_per_hop=out.num_nodes_per_hop[NODE_TYPE],
+            num_edges_per_hop=out.num_edges_per_hop[EDGE_TYPE],
+            edge_index=out.edge_index[EDGE_TYPE],
+            target_ptr=out.target_ptr[EDGE_TYPE],
         )
 
     def _sample_padded(self, seeds: Tensor, exclude: Tensor | None) -> HopBatch:
@@ -262,8 +246,7 @@ class NeighborSampler(CapturedSampler[Key, StaticOut]):
         )
         return rows, neighbours, counts
 
-    def _relabel(self, neighbours: Tensor, next_id: int) -> tuple[Tensor, Tensor]:
-        """Map neighbour global ids to local ids, numbering unseen ones from ``next_id``:
-        (local ids, the new global ids in order of first appearance) (:func:`relabel.relabel`).
-        """
-        return relabel.relabel(self._local, neighbours, next_id)
+    def _sample_edge_type(self, edge_type: EdgeType, frontier: Tensor, fanout: int) -> SampledHop:
+        """:meth:`_sample_hop` as the dynamic execution's hop of the one edge type."""
+        rows, neighbours, counts = self._sample_hop(frontier, fanout)
+        return SampledHop(rows, neighbours, counts, None)
