@@ -118,11 +118,7 @@ class HeteroNeighborSampler(CapturedSampler[Key, StaticOut]):
         self.graph.check_seeds(seeds, seed_type)
         if self.static_shapes and seeds.numel():
             return self._sample_padded(seeds, seed_type)
-        try:
-            return self._sample_dynamic({seed_type: seeds.to(self.device)}, seed_type)
-        except BaseException:
-            self._reset_tables()
-            raise
+        return self._sample_dynamic({seed_type: seeds.to(self.device)}, seed_type)
 
     def sample_typed(
         self,
@@ -144,11 +140,7 @@ class HeteroNeighborSampler(CapturedSampler[Key, StaticOut]):
             ids = ids.reshape(-1).to(torch.int64)
             self.graph.check_seeds(ids, t)
             typed[t] = ids.to(self.device)
-        try:
-            return self._sample_dynamic(typed, seed_type, exclude or {})
-        except BaseException:
-            self._reset_tables()
-            raise
+        return self._sample_dynamic(typed, seed_type, exclude)
 
     def _sample_dynamic(
         self,
@@ -156,16 +148,20 @@ class HeteroNeighborSampler(CapturedSampler[Key, StaticOut]):
         seed_type: str,
         exclude: Mapping[EdgeType, Tensor] | None = None,
     ) -> HeteroHopBatch:
-        return sample_dynamic(
-            self.graph,
-            self._local,
-            self.fanouts,
-            self._sample_hop,
-            seeds,
-            seed_type,
-            exclude=exclude,
-            with_edge_ids=self.return_edge_ids,
-        )
+        try:
+            return sample_dynamic(
+                self.graph,
+                self._local,
+                self.fanouts,
+                self._sample_hop,
+                seeds,
+                seed_type,
+                exclude=exclude,
+                with_edge_ids=self.return_edge_ids,
+            )
+        except BaseException:
+            self._reset_tables()
+            raise
 
     def _sample_hop(self, edge_type: EdgeType, frontier: Tensor, fanout: int) -> SampledHop:
         """One edge type's hop of the dynamic execution, rows in frontier order.
