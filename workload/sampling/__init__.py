@@ -3,7 +3,8 @@
 Every graph is typed (:mod:`~distgnn_workload.sampling.csr`); a homogeneous graph is the
 one-type case. ``NeighborSampler`` samples a homogeneous graph into a ``HopBatch``
 (``HopBatch.typed()`` is its one-type view); ``HeteroNeighborSampler`` samples per edge type
-into a ``HeteroHopBatch``; both run one static execution and one CUDA-graph capture.
+into a ``HeteroHopBatch``; both run one dynamic execution, one static execution and one
+CUDA-graph capture.
 ``PyGNeighborSampler`` and ``PyGHeteroNeighborSampler`` plug them into
 ``torch_geometric.loader.NodeLoader`` (imported lazily: PyG is slow to import);
 ``ReferenceHeteroSampler`` is a slow plain-PyTorch reference for tests.
