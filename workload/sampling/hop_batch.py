@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Self
 
 import torch
 from torch import Tensor
@@ -26,8 +27,32 @@ def _layer_hops(layer: int, num_hops: int) -> int:
     return hops
 
 
+class _Tensors:
+    """A batch's tensor moves, each through the batch's ``_map`` of every tensor."""
+
+    def _map(self, fn: Callable[[Tensor], Tensor]) -> Self:
+        raise NotImplementedError
+
+    def to(self, device: torch.device | str, non_blocking: bool = False) -> Self:
+        """Copy the tensors to ``device`` (a no-op for tensors already there)."""
+        return self._map(lambda t: t.to(device, non_blocking=non_blocking))
+
+    def pin_memory(self) -> Self:
+        """Page-lock the tensors so that a later ``to(cuda, non_blocking=True)`` is async."""
+        return self._map(lambda t: t.pin_memory())
+
+    def record_stream(self, stream: torch.cuda.Stream) -> None:
+        """Tell the CUDA caching allocator that ``stream`` uses these tensors."""
+
+        def record(t: Tensor) -> Tensor:
+            t.record_stream(stream)
+            return t
+
+        self._map(record)
+
+
 @dataclass
-class HopBatch:
+class HopBatch(_Tensors):
     """A sampled L-hop subgraph around a batch of seeds, laid out hop by hop.
 
     ``node_ids`` holds global ids: the seeds first, then the nodes first reached at hop 1,
@@ -73,7 +98,7 @@ class HopBatch:
         """Global ids of the seeds."""
         return self.node_ids[: self.num_seeds]
 
-    def _map(self, fn: Callable[[Tensor], Tensor]) -> HopBatch:
+    def _map(self, fn: Callable[[Tensor], Tensor]) -> Self:
         ptr = self.target_ptr
         return replace(
             self,
@@ -81,18 +106,6 @@ class HopBatch:
             edge_index=fn(self.edge_index),
             target_ptr=None if ptr is None else fn(ptr),
         )
-
-    def to(self, device: torch.device | str, non_blocking: bool = False) -> HopBatch:
-        """Copy the tensors to ``device`` (a no-op for tensors already there)."""
-        return self._map(lambda t: t.to(device, non_blocking=non_blocking))
-
-    def pin_memory(self) -> HopBatch:
-        """Page-lock the tensors so that a later ``to(cuda, non_blocking=True)`` is async."""
-        return self._map(lambda t: t.pin_memory())
-
-    def record_stream(self, stream: torch.cuda.Stream) -> None:
-        """Tell the CUDA caching allocator that ``stream`` uses these tensors."""
-        self._map(_recorder(stream))
 
     def layer_sizes(self, layer: int) -> tuple[int, int, int]:
         """``(num_src, num_dst, num_edges)`` that layer ``layer`` (0 = first) works on.
@@ -136,16 +149,8 @@ class HopBatch:
         )
 
 
-def _recorder(stream: torch.cuda.Stream) -> Callable[[Tensor], Tensor]:
-    def record(t: Tensor) -> Tensor:
-        t.record_stream(stream)
-        return t
-
-    return record
-
-
 @dataclass
-class HeteroHopBatch:
+class HeteroHopBatch(_Tensors):
     """A sampled L-hop subgraph of a typed graph around seeds of one node type.
 
     Per node type ``t``, ``node_ids[t]`` holds global ids of type ``t``: the nodes first
@@ -224,7 +229,7 @@ class HeteroHopBatch:
         """Hop-0 rows over every node type (``num_seeds`` when one type is seeded)."""
         return sum(n[0] for n in self.num_nodes_per_hop.values())
 
-    def _map(self, fn: Callable[[Tensor], Tensor]) -> HeteroHopBatch:
+    def _map(self, fn: Callable[[Tensor], Tensor]) -> Self:
         ids = self.edge_ids
         return replace(
             self,
@@ -233,18 +238,6 @@ class HeteroHopBatch:
             target_ptr={et: fn(v) for et, v in self.target_ptr.items()},
             edge_ids=None if ids is None else {et: fn(v) for et, v in ids.items()},
         )
-
-    def to(self, device: torch.device | str, non_blocking: bool = False) -> HeteroHopBatch:
-        """Copy the tensors to ``device`` (a no-op for tensors already there)."""
-        return self._map(lambda t: t.to(device, non_blocking=non_blocking))
-
-    def pin_memory(self) -> HeteroHopBatch:
-        """Page-lock the tensors so that a later ``to(cuda, non_blocking=True)`` is async."""
-        return self._map(lambda t: t.pin_memory())
-
-    def record_stream(self, stream: torch.cuda.Stream) -> None:
-        """Tell the CUDA caching allocator that ``stream`` uses these tensors."""
-        self._map(_recorder(stream))
 
     def layer_sizes(self, layer: int) -> tuple[dict[str, int], dict[str, int], dict[EdgeType, int]]:
         """``(num_src, num_dst, num_edges)`` that layer ``layer`` (0 = first) works on.
