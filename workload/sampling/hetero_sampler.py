@@ -20,6 +20,9 @@ from distgnn_workload.sampling.uniform_subset import sample_neighbours
 InCSR = Mapping[EdgeType, tuple[Tensor | np.ndarray, Tensor | np.ndarray]]
 
 
+Excluded = Mapping[EdgeType, Tensor] | None
+"""Per edge type, the sorted keys of the edges a batch leaves out (none: None)."""
+
 Key = tuple[str, int]
 """A captured run's key: the seed type and the batch capacity."""
 
@@ -143,10 +146,7 @@ class HeteroNeighborSampler(CapturedSampler[Key, StaticOut]):
         return self._sample_dynamic(typed, seed_type, exclude)
 
     def _sample_dynamic(
-        self,
-        seeds: Mapping[str, Tensor],
-        seed_type: str,
-        exclude: Mapping[EdgeType, Tensor] | None = None,
+        self, seeds: Mapping[str, Tensor], seed_type: str, exclude: Excluded = None
     ) -> HeteroHopBatch:
         try:
             return sample_dynamic(
