@@ -84,7 +84,7 @@ def build_graph(graph: HeteroGraphData, *, setup: str, device: torch.device) -> 
 def build_node_sampler(g: HeteroGraph, *, sampler: str, fanout: list[int], seed: int) -> Any:
     """One sampler, shared by the loaders of every worker count (its CSCs are built once)."""
     if sampler == "distgnn":
-        from distgnn_workload.sampling.hetero_pyg_adapter import PyGHeteroNeighborSampler
+        from distgnn_workload.sampling.pyg_adapter import PyGHeteroNeighborSampler
 
         return PyGHeteroNeighborSampler(g.data, fanout, seed=seed)
     from torch_geometric.sampler import NeighborSampler

@@ -91,7 +91,7 @@ def train_reference(graph: HeteroGraphData, cfg: TrainConfig) -> float:
     from torch_geometric.loader import NodeLoader
     from torch_geometric.nn import GraphSAGE, to_hetero
 
-    from distgnn_workload.sampling.hetero_pyg_adapter import PyGHeteroNeighborSampler
+    from distgnn_workload.sampling.pyg_adapter import PyGHeteroNeighborSampler
 
     target = graph.target_node_type
     data = to_pyg_hetero(graph)

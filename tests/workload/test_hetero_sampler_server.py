@@ -34,7 +34,7 @@ from distgnn_workload.runtime.hetero_data import (
 from distgnn_workload.runtime.lifecycle import BadInputError
 from distgnn_workload.runtime.rpc import RemoteError
 from distgnn_workload.sampler.hetero_server import HeteroSamplerServer
-from distgnn_workload.sampling.hetero_hop_batch import HeteroHopBatch
+from distgnn_workload.sampling.hop_batch import HeteroHopBatch
 from distgnn_workload.trainer.hetero_pipeline import HeteroMiniBatch, HeteroPipeline
 from distgnn_workload.trainer.pipelines import TypedRemotePipeline, batch_stream
 

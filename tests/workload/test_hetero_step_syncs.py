@@ -127,7 +127,7 @@ def test_the_typed_sampler_reads_its_sizes_back_once_per_batch_cpu() -> None:
     sites = {(s.op, s.where.split(":")[0]) for s in syncs.calls}
     # the seeds' range check runs on the host seeds; the sizes are the one read-back
     assert sites == {
-        ("__bool__", "sampling/typed_graph.py"),
+        ("__bool__", "sampling/csr.py"),
         ("tolist", "sampling/hetero_sampler.py"),
     }, syncs.summary()
     assert syncs.count == 2 * 3

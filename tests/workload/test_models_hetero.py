@@ -16,8 +16,8 @@ from distgnn_workload.models.relational import LayerPlan
 from distgnn_workload.models.rgcn import RGCN
 from distgnn_workload.models.rsage import RSAGE
 from distgnn_workload.sampling import HeteroHopBatch, HeteroNeighborSampler
+from distgnn_workload.sampling.csr import type_key
 from distgnn_workload.sampling.reference_hetero_sampler import ReferenceHeteroSampler
-from distgnn_workload.sampling.typed_graph import type_key
 from tests.workload.hetero_graphs import MAG_LIKE, NUM_NODES, typed_graph
 
 EDGE_TYPES: list[EdgeType] = list(MAG_LIKE)

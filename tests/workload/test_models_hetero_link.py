@@ -10,7 +10,7 @@ import torch
 from distgnn_workload.models.link import DotDecoder, LinkModel
 from distgnn_workload.models.rsage import RSAGE
 from distgnn_workload.sampling.hetero_sampler import HeteroNeighborSampler
-from distgnn_workload.sampling.typed_seed_edges import TypedLinkLayout
+from distgnn_workload.sampling.seed_edges import LinkLayout
 from tests.support.hetero_layerwise import EDGE_TYPES, NODE_TYPES, graph, inputs, widths
 from tests.workload.hetero_graphs import NUM_NODES
 
@@ -22,7 +22,7 @@ def test_scores_the_layout_rows(kind: str) -> None:
     torch.manual_seed(0)
     encoder = RSAGE(NODE_TYPES, EDGE_TYPES, widths(), 16, 8, 2, ["author", "paper"]).eval()
     model = LinkModel(encoder, DotDecoder(), 2, kind, edge_type=WRITES)
-    layout = TypedLinkLayout(WRITES, 5, 2, kind)
+    layout = LinkLayout(5, 2, kind, WRITES)
     g = torch.Generator().manual_seed(1)
     src = torch.randint(0, NUM_NODES["author"], (5,), generator=g)
     dst = torch.randint(0, NUM_NODES["paper"], (5,), generator=g)

@@ -19,8 +19,8 @@ from distgnn_workload.sampling import (
     ReferenceHeteroSampler,
     SampledEdgesPerSeed,
 )
+from distgnn_workload.sampling.csr import Fanouts
 from distgnn_workload.sampling.edges_per_seed import relative_differences
-from distgnn_workload.sampling.typed_graph import Fanouts
 from tests.workload.hetero_graphs import MAG_LIKE, NUM_NODES, check_batch, typed_graph
 
 # Upper 0.1% points of the chi-square distribution (df -> value), from standard tables.

@@ -10,10 +10,9 @@ import torch
 
 from distgnn_api.edge_types import EdgeType
 from distgnn_workload.data.csr import typed_csr_from_edges
-from distgnn_workload.sampling.hetero_link_sampler import HeteroLinkSampler
 from distgnn_workload.sampling.hetero_sampler import HeteroNeighborSampler
-from distgnn_workload.sampling.seed_edges import pack_pairs
-from distgnn_workload.sampling.typed_seed_edges import TypedLinkLayout
+from distgnn_workload.sampling.link_sampler import HeteroLinkSampler
+from distgnn_workload.sampling.seed_edges import LinkLayout, pack_pairs
 
 WRITES: EdgeType = ("author", "writes", "paper")
 REV: EdgeType = ("paper", "rev_writes", "author")
@@ -55,7 +54,7 @@ def test_seeds_both_ends_and_negatives_and_leaves_the_batch_edges_out(kind: str)
     )
     src, dst = _positives(in_csr, 25)
     hop = sampler.sample(pack_pairs(src, dst, COUNTS["paper"]))
-    layout = TypedLinkLayout.of_rows(WRITES, {t: hop.seed_rows(t) for t in COUNTS}, 3, kind)
+    layout = LinkLayout.of_rows(WRITES, {t: hop.seed_rows(t) for t in COUNTS}, 3, kind)
     assert layout.positives == 25
     assert hop.seed_rows("paper") == 25 * 4
     assert hop.seed_rows("author") == (25 * 4 if kind == "uniform" else 25)

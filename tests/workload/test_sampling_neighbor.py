@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 import torch
 
+from distgnn_workload.data.graph import EDGE_TYPE, NODE_TYPE
 from distgnn_workload.sampling import (
+    HeteroNeighborSampler,
     HopBatch,
     NeighborSampler,
     csc_from_edge_index,
@@ -122,6 +124,35 @@ def test_sampler_matches_reference(fanouts: list[int], seed: int, static: bool) 
         hop = sampler.sample(batch)
         check_against_reference(hop, adj, fanouts, batch.tolist())
     assert bool((sampler._local == -1).all()), "the relabel table was not reset"
+
+
+@pytest.mark.parametrize("static", [False, True])
+def test_a_homogeneous_batch_is_the_typed_samplers_one_type_case(static: bool) -> None:
+    """Same seed, same graph: the typed sampler over the one-type view draws the same batch,
+    and ``HopBatch.typed()`` shows it without copies."""
+    indptr, indices = random_graph(300, 3000, seed=4)
+    one = NeighborSampler(indptr, indices, [5, 3], seed=3, static_shapes=static)
+    typed = HeteroNeighborSampler(
+        {EDGE_TYPE: (indptr, indices)},
+        {NODE_TYPE: 300},
+        [5, 3],
+        seed_type=NODE_TYPE,
+        seed=3,
+        static_shapes=static,
+    )
+    seeds = torch.randperm(300, generator=torch.Generator().manual_seed(1))[:23]
+    for _ in range(3):  # the random streams stay together over batches
+        hop, want = one.sample(seeds), typed.sample(seeds)
+        view = hop.typed()
+        assert view.node_ids[NODE_TYPE].data_ptr() == hop.node_ids.data_ptr()
+        assert view.num_nodes_per_hop == want.num_nodes_per_hop
+        assert view.num_edges_per_hop == want.num_edges_per_hop
+        assert torch.equal(view.node_ids[NODE_TYPE], want.node_ids[NODE_TYPE])
+        assert torch.equal(view.edge_index[EDGE_TYPE], want.edge_index[EDGE_TYPE])
+        assert torch.equal(view.target_ptr[EDGE_TYPE], want.target_ptr[EDGE_TYPE])
+        num_src, num_dst, num_edges = hop.layer_sizes(0)
+        sizes = ({NODE_TYPE: num_src}, {NODE_TYPE: num_dst}, {EDGE_TYPE: num_edges})
+        assert view.layer_sizes(0) == sizes
 
 
 def test_large_fanout_is_full_bfs() -> None:

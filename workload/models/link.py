@@ -22,10 +22,8 @@ from torch import Tensor, nn
 from distgnn_api.edge_types import EdgeType
 from distgnn_workload.data.graph import EDGE_TYPE, NODE_TYPE
 from distgnn_workload.models.relational import RelationalGNN
-from distgnn_workload.sampling.hetero_hop_batch import HeteroHopBatch
-from distgnn_workload.sampling.hop_batch import HopBatch
+from distgnn_workload.sampling.hop_batch import HeteroHopBatch, HopBatch
 from distgnn_workload.sampling.seed_edges import LinkLayout
-from distgnn_workload.sampling.typed_seed_edges import TypedLinkLayout
 
 DECODERS = ("dot", "mlp")
 MLP_LAYERS = 3
@@ -108,12 +106,11 @@ class LinkModel(nn.Module):
             assert isinstance(x, Mapping)
             z = encoder.embed_seeds(x, hop)
             rows = {t: hop.seed_rows(t) for t in (s, d)}
-            layout = TypedLinkLayout.of_rows(self.edge_type, rows, self.negatives, self.kind)
-            pos_src, pos_dst, neg_src, neg_dst = layout.rows(z[s].device)
         else:
             z = {NODE_TYPE: self.encoder(x, hop)}
-            one = LinkLayout.of_batch(hop.num_seeds, self.negatives, self.kind)
-            pos_src, pos_dst, neg_src, neg_dst = one.rows(z[s].device)
+            rows = {NODE_TYPE: hop.num_seeds}
+        layout = LinkLayout.of_rows(self.edge_type, rows, self.negatives, self.kind)
+        pos_src, pos_dst, neg_src, neg_dst = layout.rows(z[s].device)
         pos = self.decoder(z[s][pos_src], z[d][pos_dst])
         return pos, self.decoder(z[s][neg_src], z[d][neg_dst])
 

@@ -23,9 +23,9 @@ from torch import Tensor, nn
 
 from distgnn_api.edge_types import EdgeType
 from distgnn_workload.models.aggregation import Aggregation, aggregate
-from distgnn_workload.sampling.hetero_hop_batch import HeteroHopBatch
-from distgnn_workload.sampling.hetero_static_hops import HeteroStaticHops
-from distgnn_workload.sampling.typed_graph import type_key
+from distgnn_workload.sampling.csr import type_key
+from distgnn_workload.sampling.hop_batch import HeteroHopBatch
+from distgnn_workload.sampling.static_hops import HeteroStaticHops
 
 
 class LayerPlan:
@@ -205,7 +205,7 @@ class RelationalGNN(nn.Module):
     def forward_static(self, x: Mapping[str, Tensor], hops: HeteroStaticHops) -> Tensor:
         """The logits of a fixed-shape batch's ``hops.seed_cap`` padded seeds (the real ones
         first); ``x[t]`` has ``hops.node_cap(t)`` rows, the real ones first (see
-        :mod:`~distgnn_workload.sampling.hetero_static_hops`). No host sync: CUDA graphs
+        :mod:`~distgnn_workload.sampling.static_hops`). No host sync: CUDA graphs
         capture it."""
 
         def edges(layer: int, et: EdgeType) -> tuple[Tensor, Tensor, Tensor, int]:

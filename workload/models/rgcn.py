@@ -11,7 +11,7 @@ from torch import Tensor, nn
 from distgnn_api.edge_types import EdgeType
 from distgnn_workload.models.aggregation import Aggregation
 from distgnn_workload.models.relational import LayerPlan, RelationalGNN
-from distgnn_workload.sampling.typed_graph import type_key
+from distgnn_workload.sampling.csr import type_key
 
 
 def _glorot(tensor: Tensor) -> None:

@@ -44,7 +44,7 @@ from distgnn_workload.runtime.rpc import wait_remote
 from distgnn_workload.runtime.seeds import Batch
 from distgnn_workload.runtime.shared_slots import SlotReader, SlotSpec, take
 from distgnn_workload.sampling import HopBatch, NeighborSampler, StaticLayout, pad_hops
-from distgnn_workload.sampling.hetero_hop_batch import HeteroHopBatch
+from distgnn_workload.sampling.hop_batch import HeteroHopBatch
 from distgnn_workload.sampling.link_sampler import LinkNeighborSampler
 
 WireBatch = tuple[Any, ...]

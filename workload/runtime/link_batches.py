@@ -26,8 +26,7 @@ from distgnn_workload.partition.store import PartitionStore
 from distgnn_workload.runtime.features.layout import HolderLayout
 from distgnn_workload.runtime.hetero_data import HeteroTrainingData
 from distgnn_workload.sampling import NeighborSampler
-from distgnn_workload.sampling.hetero_link_sampler import HeteroLinkSampler
-from distgnn_workload.sampling.link_sampler import LinkNeighborSampler
+from distgnn_workload.sampling.link_sampler import HeteroLinkSampler, LinkNeighborSampler
 from distgnn_workload.sampling.seed_edges import LinkLayout, pack_pairs
 
 BatchSampler = NeighborSampler | LinkNeighborSampler

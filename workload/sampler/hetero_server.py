@@ -8,7 +8,7 @@ other partitions' rows (the hottest by in-degree), answers the other samplers' r
 its own rows and fetches the rest of a batch's rows from their owning samplers over RPC
 (:func:`distgnn_workload.runtime.features.cache_policy.load_typed_tables`; none with a ratio of 1).
 A link job's requests carry packed seed edges of its edge type instead, sampled by
-:class:`~distgnn_workload.sampling.hetero_link_sampler.HeteroLinkSampler` (negatives,
+:class:`~distgnn_workload.sampling.link_sampler.HeteroLinkSampler` (negatives,
 exclusion of the batch's edges and reverses), and its batches carry no labels.
 A request carries the seeds and a random-stream seed; the server restarts a sampler of its
 pool on that stream, samples the typed neighbourhood at the resolved per-edge-type fanouts

@@ -1,18 +1,20 @@
 """Neighbour sampling: hop-wise subgraphs for per-layer trimming, on CPU or GPU.
 
-``NeighborSampler`` samples; ``HopBatch`` is its output; ``PyGNeighborSampler`` plugs the
-sampler into ``torch_geometric.loader.NodeLoader`` (imported lazily: PyG is slow to import).
-Typed graphs: ``HeteroNeighborSampler`` samples per edge type into a ``HeteroHopBatch``;
-``PyGHeteroNeighborSampler`` is its NodeLoader adapter; ``ReferenceHeteroSampler`` is a slow
-plain-PyTorch reference for tests.
+Every graph is typed (:mod:`~distgnn_workload.sampling.csr`); a homogeneous graph is the
+one-type case. ``NeighborSampler`` samples a homogeneous graph into a ``HopBatch``
+(``HopBatch.typed()`` is its one-type view); ``HeteroNeighborSampler`` samples per edge type
+into a ``HeteroHopBatch``; both run one dynamic execution, one static execution and one
+CUDA-graph capture.
+``PyGNeighborSampler`` and ``PyGHeteroNeighborSampler`` plug them into
+``torch_geometric.loader.NodeLoader`` (imported lazily: PyG is slow to import);
+``ReferenceHeteroSampler`` is a slow plain-PyTorch reference for tests.
 """
 
 from typing import Any
 
 from distgnn_workload.sampling.edges_per_seed import SampledEdgesPerSeed
-from distgnn_workload.sampling.hetero_hop_batch import HeteroHopBatch
 from distgnn_workload.sampling.hetero_sampler import HeteroNeighborSampler
-from distgnn_workload.sampling.hop_batch import HopBatch
+from distgnn_workload.sampling.hop_batch import HeteroHopBatch, HopBatch
 from distgnn_workload.sampling.neighbor_sampler import NeighborSampler, csc_from_edge_index
 from distgnn_workload.sampling.reference_hetero_sampler import ReferenceHeteroSampler
 from distgnn_workload.sampling.static_hops import StaticHops, StaticLayout, pad_hops
@@ -36,12 +38,8 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name == "PyGNeighborSampler":
-        from distgnn_workload.sampling.pyg_adapter import PyGNeighborSampler
+    if name in ("PyGNeighborSampler", "PyGHeteroNeighborSampler"):
+        from distgnn_workload.sampling import pyg_adapter
 
-        return PyGNeighborSampler
-    if name == "PyGHeteroNeighborSampler":
-        from distgnn_workload.sampling.hetero_pyg_adapter import PyGHeteroNeighborSampler
-
-        return PyGHeteroNeighborSampler
+        return getattr(pyg_adapter, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

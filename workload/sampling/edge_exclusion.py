@@ -49,3 +49,13 @@ def keep_mask(keys: Tensor, targets: Tensor, sources: Tensor, num_nodes: int) ->
     wanted = edge_keys(targets, sources, num_nodes)
     at = torch.searchsorted(keys, wanted).clamp_(max=keys.numel() - 1)
     return keys[at] != wanted
+
+
+def drop_excluded(
+    keys: Tensor, frontier: Tensor, rows: Tensor, neighbours: Tensor, num_nodes: int
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """A dynamic hop's edges ``neighbours[i] -> frontier[rows[i]]`` without those whose key
+    is in ``keys`` (sorted): ``(kept, rows, neighbours, edges per frontier row)``."""
+    kept = keep_mask(keys, frontier[rows], neighbours, num_nodes)
+    rows, neighbours = rows[kept], neighbours[kept]
+    return kept, rows, neighbours, torch.bincount(rows, minlength=frontier.numel())

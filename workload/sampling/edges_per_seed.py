@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from distgnn_api.edge_types import EdgeType
-from distgnn_workload.sampling.hetero_hop_batch import HeteroHopBatch
-from distgnn_workload.sampling.typed_graph import type_key
+from distgnn_workload.sampling.csr import type_key
+from distgnn_workload.sampling.hop_batch import HeteroHopBatch
 
 
 class SampledEdgesPerSeed:

@@ -3,32 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import NamedTuple
 
 import numpy as np
 import torch
 from torch import Tensor
 
 from distgnn_api.edge_types import EdgeType
+from distgnn_workload.sampling.csr import Fanouts, TypedCSR
+from distgnn_workload.sampling.dynamic_sample import SampledHop, sample_dynamic
 from distgnn_workload.sampling.graph_capture import CapturedRun, CapturedSampler
-from distgnn_workload.sampling.hetero_hop_batch import HeteroHopBatch
-from distgnn_workload.sampling.relabel import relabel, table_dtype
+from distgnn_workload.sampling.hop_batch import HeteroHopBatch
+from distgnn_workload.sampling.relabel import table_dtype
 from distgnn_workload.sampling.static_sample import StaticOut, sample_static
-from distgnn_workload.sampling.typed_graph import Fanouts, TypedCSR, type_key
-from distgnn_workload.sampling.uniform_subset import uniform_subset_positions
+from distgnn_workload.sampling.uniform_subset import sample_neighbours
 
 InCSR = Mapping[EdgeType, tuple[Tensor | np.ndarray, Tensor | np.ndarray]]
 
 
-class SampledHop(NamedTuple):
-    """One edge type's sampled hop: per edge its frontier row and neighbour's global id,
-    edges per frontier row, and (where known) each edge's position in the CSR."""
-
-    rows: Tensor
-    neighbours: Tensor
-    counts: Tensor
-    edge_pos: Tensor | None
-
+Excluded = Mapping[EdgeType, Tensor] | None
+"""Per edge type, the sorted keys of the edges a batch leaves out (none: None)."""
 
 Key = tuple[str, int]
 """A captured run's key: the seed type and the batch capacity."""
@@ -128,17 +121,21 @@ class HeteroNeighborSampler(CapturedSampler[Key, StaticOut]):
         self.graph.check_seeds(seeds, seed_type)
         if self.static_shapes and seeds.numel():
             return self._sample_padded(seeds, seed_type)
-        try:
-            return self._sample_dynamic(seeds.to(self.device), seed_type)
-        except BaseException:
-            self._reset_tables()
-            raise
+        return self._sample_dynamic({seed_type: seeds.to(self.device)}, seed_type)
 
-    def sample_typed(self, seeds: Mapping[str, Tensor], seed_type: str) -> HeteroHopBatch:
+    def sample_typed(
+        self,
+        seeds: Mapping[str, Tensor],
+        seed_type: str,
+        exclude: Mapping[EdgeType, Tensor] | None = None,
+    ) -> HeteroHopBatch:
         """Sample around seeds of several node types at once (the dynamic execution): hop 0
         of type ``t`` is ``seeds[t]`` (each occurrence a row). The batch's ``seed_type`` and
         ``num_seeds`` describe ``seeds[seed_type]``; the other types' seed rows are the first
-        ``num_nodes_per_hop[t][0]`` of their ``node_ids`` (link prediction's two ends)."""
+        ``num_nodes_per_hop[t][0]`` of their ``node_ids`` (link prediction's two ends).
+
+        ``exclude[et]``: sorted keys of edges of ``et`` to leave out, in the key space of
+        :meth:`TypedCSR.key_nodes` (:mod:`~distgnn_workload.sampling.edge_exclusion`)."""
         if seed_type not in seeds:
             raise ValueError(f"seed_type {seed_type!r} has no seeds in {sorted(seeds)}")
         typed = {}
@@ -146,75 +143,25 @@ class HeteroNeighborSampler(CapturedSampler[Key, StaticOut]):
             ids = ids.reshape(-1).to(torch.int64)
             self.graph.check_seeds(ids, t)
             typed[t] = ids.to(self.device)
+        return self._sample_dynamic(typed, seed_type, exclude)
+
+    def _sample_dynamic(
+        self, seeds: Mapping[str, Tensor], seed_type: str, exclude: Excluded = None
+    ) -> HeteroHopBatch:
         try:
-            return self._sample_dynamic(typed, seed_type)
+            return sample_dynamic(
+                self.graph,
+                self._local,
+                self.fanouts,
+                self._sample_hop,
+                seeds,
+                seed_type,
+                exclude=exclude,
+                with_edge_ids=self.return_edge_ids,
+            )
         except BaseException:
             self._reset_tables()
             raise
-
-    def _sample_dynamic(
-        self, seeds: Tensor | Mapping[str, Tensor], seed_type: str
-    ) -> HeteroHopBatch:
-        dev, graph = self.device, self.graph
-        empty = torch.zeros(0, dtype=torch.int64, device=dev)
-        by_type = {seed_type: seeds} if isinstance(seeds, Tensor) else dict(seeds)
-        for t, typed in by_type.items():
-            self._local[t][typed] = torch.arange(
-                typed.numel(), dtype=self._local[t].dtype, device=dev
-            )
-        nodes = {t: [by_type.get(t, empty)] for t in graph.num_nodes}
-        frontier = {t: parts[0] for t, parts in nodes.items()}
-        lo = dict.fromkeys(graph.num_nodes, 0)
-        hi = {t: f.numel() for t, f in frontier.items()}
-        src: dict[EdgeType, list[Tensor]] = {et: [] for et in graph.edge_types}
-        dst: dict[EdgeType, list[Tensor]] = {et: [] for et in graph.edge_types}
-        ids: dict[EdgeType, list[Tensor]] = {et: [] for et in graph.edge_types}
-        zero = torch.zeros(1, dtype=torch.int64, device=dev)
-        ptr: dict[EdgeType, list[Tensor]] = {et: [zero] for et in graph.edge_types}
-        edge_counts: dict[EdgeType, list[int]] = {et: [] for et in graph.edge_types}
-        for h in range(self.num_hops):
-            start_hi = dict(hi)
-            new: dict[str, list[Tensor]] = {t: [] for t in graph.num_nodes}
-            for et in graph.edge_types:
-                s, _, d = et
-                if frontier[d].numel() == 0:  # no targets of this edge type at this hop
-                    edge_counts[et].append(0)
-                    continue
-                hop = self._sample_hop(et, frontier[d], self.fanouts[et][h])
-                local, new_nodes = relabel(self._local[s], hop.neighbours, hi[s])
-                hi[s] += new_nodes.numel()
-                new[s].append(new_nodes)
-                src[et].append(local)
-                dst[et].append(hop.rows + lo[d])
-                if self.return_edge_ids:
-                    if hop.edge_pos is None:
-                        raise ValueError(f"edge ids of {type_key(et)} are not known here")
-                    ids[et].append(hop.edge_pos)
-                base = sum(edge_counts[et])
-                ptr[et].append(torch.cumsum(hop.counts, 0) + base)
-                edge_counts[et].append(hop.neighbours.numel())
-            for t, parts in new.items():
-                frontier[t] = torch.cat(parts) if parts else empty
-                nodes[t].append(frontier[t])
-                lo[t] = start_hi[t]
-        node_ids = {t: torch.cat(parts) for t, parts in nodes.items()}
-        for t, table in self._local.items():
-            table[node_ids[t]] = -1
-        return HeteroHopBatch(
-            seed_type=seed_type,
-            num_seeds=by_type[seed_type].numel(),
-            node_ids=node_ids,
-            num_nodes_per_hop={t: [p.numel() for p in parts] for t, parts in nodes.items()},
-            edge_index={
-                et: torch.stack([torch.cat([empty, *src[et]]), torch.cat([empty, *dst[et]])])
-                for et in src
-            },
-            num_edges_per_hop=edge_counts,
-            target_ptr={et: torch.cat(parts) for et, parts in ptr.items()},
-            edge_ids={et: torch.cat([empty, *parts]) for et, parts in ids.items()}
-            if self.return_edge_ids
-            else None,
-        )
 
     def _sample_hop(self, edge_type: EdgeType, frontier: Tensor, fanout: int) -> SampledHop:
         """One edge type's hop of the dynamic execution, rows in frontier order.
@@ -223,27 +170,12 @@ class HeteroNeighborSampler(CapturedSampler[Key, StaticOut]):
         owns the nodes) override this, leave ``edge_pos`` out and pass
         ``static_shapes=False``; relabelling and the hop layout stay here.
         """
-        indptr = self.graph.indptr[edge_type]
-        start = indptr[frontier]
-        deg = indptr[frontier + 1] - start
-        if fanout < 0:
-            total = int(deg.sum())
-            arange = torch.arange(frontier.numel(), device=self.device)
-            rows = torch.repeat_interleave(arange, deg, output_size=total)
-            first = torch.cumsum(deg, 0) - deg
-            edge_pos = start[rows] + torch.arange(total, device=self.device) - first[rows]
-            counts = deg
-        elif fanout == 0 or frontier.numel() == 0:
-            rows = edge_pos = torch.zeros(0, dtype=torch.int64, device=self.device)
-            counts = torch.zeros_like(deg)
-        else:
-            pos, valid = uniform_subset_positions(deg, fanout, self.generator)
-            flat = valid.reshape(-1).nonzero().squeeze(1)
-            rows = torch.div(flat, fanout, rounding_mode="floor")
-            edge_pos = start[rows] + pos.reshape(-1)[flat]
-            counts = deg.clamp(max=fanout)
-        neighbours = self.graph.indices[edge_type][edge_pos].to(torch.int64)
-        return SampledHop(rows, neighbours, counts, edge_pos)
+        indptr, indices = self.graph.indptr[edge_type], self.graph.indices[edge_type]
+        if fanout == 0 or frontier.numel() == 0:
+            none = torch.zeros(0, dtype=torch.int64, device=self.device)
+            counts = torch.zeros(frontier.numel(), dtype=torch.int64, device=self.device)
+            return SampledHop(none, none, counts, none)
+        return SampledHop(*sample_neighbours(indptr, indices, frontier, fanout, self.generator))
 
     def _sample_padded(self, seeds: Tensor, seed_type: str) -> HeteroHopBatch:
         """The static-shape execution: pad the seeds, run (or replay) it, cut to the sizes."""

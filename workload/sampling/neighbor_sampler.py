@@ -8,27 +8,18 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from distgnn_api.edge_types import EdgeType
 from distgnn_workload.data.graph import EDGE_TYPE, NODE_TYPE
 from distgnn_workload.sampling import edge_exclusion, relabel
-from distgnn_workload.sampling.csc import csc_from_edge_index
+from distgnn_workload.sampling.csr import INT32_MAX, TypedCSR, as_tensor, csc_from_edge_index
+from distgnn_workload.sampling.dynamic_sample import SampledHop, sample_dynamic
 from distgnn_workload.sampling.graph_capture import CUDA_GRAPH_LOCK, CapturedRun, CapturedSampler
 from distgnn_workload.sampling.hop_batch import HopBatch
 from distgnn_workload.sampling.random_stream import reset_default_generator
 from distgnn_workload.sampling.static_sample import StaticOut, sample_static
-from distgnn_workload.sampling.typed_graph import TypedCSR
-from distgnn_workload.sampling.uniform_subset import uniform_subset_positions
-
-_INT32_MAX = 2**31 - 1
+from distgnn_workload.sampling.uniform_subset import sample_neighbours
 
 __all__ = ["CUDA_GRAPH_LOCK", "NeighborSampler", "csc_from_edge_index", "reset_default_generator"]
-
-
-def _as_tensor(array: Tensor | np.ndarray, name: str) -> Tensor:
-    if isinstance(array, np.ndarray):
-        return torch.from_numpy(np.ascontiguousarray(array))
-    if isinstance(array, Tensor):
-        return array
-    raise TypeError(f"{name} must be a torch.Tensor or numpy.ndarray, got {type(array).__name__}")
 
 
 Key = tuple[int, bool]
@@ -73,8 +64,8 @@ class NeighborSampler(CapturedSampler[Key, StaticOut]):
         static_shapes: bool | None = None,
         cuda_graph: bool = True,
     ) -> None:
-        indptr_t = _as_tensor(indptr, "indptr")
-        indices_t = _as_tensor(indices, "indices")
+        indptr_t = as_tensor(indptr, "indptr")
+        indices_t = as_tensor(indices, "indices")
         if indptr_t.dim() != 1 or indptr_t.numel() < 1:
             raise ValueError("indptr must be a 1-D array of length num_nodes + 1")
         if indices_t.dim() != 1:
@@ -103,7 +94,7 @@ class NeighborSampler(CapturedSampler[Key, StaticOut]):
             )
         if bool((indptr_t[1:] < indptr_t[:-1]).any()):
             raise ValueError("indptr must be non-decreasing")
-        index_dtype = torch.int32 if self.num_nodes <= _INT32_MAX else torch.int64
+        index_dtype = torch.int32 if self.num_nodes <= INT32_MAX else torch.int64
         # one extra node id, num_nodes, of degree 0: the padding of static-shape batches
         self._indptr_ext = torch.cat([indptr_t, indptr_t[-1:]])
         self.indptr = self._indptr_ext[:-1]
@@ -162,46 +153,26 @@ class NeighborSampler(CapturedSampler[Key, StaticOut]):
         if self.static_shapes and num_seeds:
             return self._sample_padded(seeds, exclude)
         seeds = seeds.to(self.device)
-        local = self._local
-        local[seeds] = torch.arange(num_seeds, dtype=local.dtype, device=self.device)
-        nodes = [seeds]
-        sources: list[Tensor] = []
-        targets: list[Tensor] = []
-        ptr_parts = [torch.zeros(1, dtype=torch.int64, device=self.device)]
-        num_nodes_per_hop = [num_seeds]
-        num_edges_per_hop: list[int] = []
-        frontier, lo, hi, num_edges = seeds, 0, num_seeds, 0
         try:
-            for fanout in self.fanouts:
-                rows, neighbours, counts = self._sample_hop(frontier, fanout)
-                if exclude is not None:
-                    keep = edge_exclusion.keep_mask(
-                        exclude, frontier[rows], neighbours, self.num_nodes
-                    )
-                    rows, neighbours = rows[keep], neighbours[keep]
-                    counts = torch.bincount(rows, minlength=frontier.numel())
-                src, frontier = self._relabel(neighbours, hi)
-                sources.append(src)
-                targets.append(rows + lo)
-                ptr_parts.append(torch.cumsum(counts, 0) + num_edges)
-                num_edges += neighbours.numel()
-                num_edges_per_hop.append(neighbours.numel())
-                num_nodes_per_hop.append(frontier.numel())
-                nodes.append(frontier)
-                lo, hi = hi, hi + frontier.numel()
+            out = sample_dynamic(
+                self._typed,
+                {NODE_TYPE: self._local},
+                {EDGE_TYPE: self.fanouts},
+                self._sample_edge_type,
+                {NODE_TYPE: seeds},
+                NODE_TYPE,
+                exclude=None if exclude is None else {EDGE_TYPE: exclude},
+            )
         except BaseException:
-            local.fill_(-1)
+            self._local.fill_(-1)
             raise
-        node_ids = torch.cat(nodes)
-        local[node_ids] = -1
-        edge_index = torch.stack([torch.cat(sources), torch.cat(targets)])
         return HopBatch(
-            node_ids=node_ids,
+            node_ids=out.node_ids[NODE_TYPE],
             num_seeds=num_seeds,
-            num_nodes_per_hop=num_nodes_per_hop,
-            num_edges_per_hop=num_edges_per_hop,
-            edge_index=edge_index,
-            target_ptr=torch.cat(ptr_parts),
+            num_nodes_per_hop=out.num_nodes_per_hop[NODE_TYPE],
+            num_edges_per_hop=out.num_edges_per_hop[EDGE_TYPE],
+            edge_index=out.edge_index[EDGE_TYPE],
+            target_ptr=out.target_ptr[EDGE_TYPE],
         )
 
     def _sample_padded(self, seeds: Tensor, exclude: Tensor | None) -> HopBatch:
@@ -270,26 +241,12 @@ class NeighborSampler(CapturedSampler[Key, StaticOut]):
         some hops elsewhere (e.g. over RPC from the partition that owns the nodes) override
         this and pass ``static_shapes=False``; relabelling and the hop layout stay here.
         """
-        start = self.indptr[frontier]
-        deg = self.indptr[frontier + 1] - start
-        if fanout < 0:
-            counts = deg
-            total = int(deg.sum())
-            rows = torch.repeat_interleave(
-                torch.arange(frontier.numel(), device=self.device), deg, output_size=total
-            )
-            first = torch.cumsum(deg, 0) - deg
-            edge_pos = start[rows] + torch.arange(total, device=self.device) - first[rows]
-        else:
-            pos, valid = uniform_subset_positions(deg, fanout, self.generator)
-            flat = valid.reshape(-1).nonzero().squeeze(1)
-            rows = torch.div(flat, fanout, rounding_mode="floor")
-            edge_pos = start[rows] + pos.reshape(-1)[flat]
-            counts = deg.clamp(max=fanout)
-        return rows, self.indices[edge_pos].to(torch.int64), counts
+        rows, neighbours, counts, _ = sample_neighbours(
+            self.indptr, self.indices, frontier, fanout, self.generator
+        )
+        return rows, neighbours, counts
 
-    def _relabel(self, neighbours: Tensor, next_id: int) -> tuple[Tensor, Tensor]:
-        """Map neighbour global ids to local ids, numbering unseen ones from ``next_id``:
-        (local ids, the new global ids in order of first appearance) (:func:`relabel.relabel`).
-        """
-        return relabel.relabel(self._local, neighbours, next_id)
+    def _sample_edge_type(self, edge_type: EdgeType, frontier: Tensor, fanout: int) -> SampledHop:
+        """:meth:`_sample_hop` as the dynamic execution's hop of the one edge type."""
+        rows, neighbours, counts = self._sample_hop(frontier, fanout)
+        return SampledHop(rows, neighbours, counts, None)

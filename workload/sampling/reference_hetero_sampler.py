@@ -14,9 +14,9 @@ import torch
 from torch import Tensor
 
 from distgnn_api.edge_types import EdgeType
-from distgnn_workload.sampling.hetero_hop_batch import HeteroHopBatch
+from distgnn_workload.sampling.csr import Fanouts, TypedCSR
 from distgnn_workload.sampling.hetero_sampler import InCSR
-from distgnn_workload.sampling.typed_graph import Fanouts, TypedCSR
+from distgnn_workload.sampling.hop_batch import HeteroHopBatch
 
 
 class ReferenceHeteroSampler:

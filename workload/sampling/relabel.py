@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-_INT32_MAX = 2**31 - 1
+from distgnn_workload.sampling.csr import INT32_MAX
 
 
 def table_dtype(device: torch.device) -> torch.dtype:
@@ -33,7 +33,7 @@ def relabel(table: Tensor, neighbours: Tensor, next_id: int) -> tuple[Tensor, Te
     Returns (local ids, the new global ids in order of first appearance); two host syncs.
     """
     count = neighbours.numel()
-    if count > _INT32_MAX - 2:
+    if count > INT32_MAX - 2:
         raise ValueError(f"a hop of {count} sampled edges is too large for int32 relabelling")
     current = table[neighbours]
     unseen = current < 0

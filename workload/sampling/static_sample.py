@@ -23,8 +23,8 @@ from torch import Tensor
 
 from distgnn_api.edge_types import EdgeType
 from distgnn_workload.sampling import edge_exclusion
+from distgnn_workload.sampling.csr import TypedCSR
 from distgnn_workload.sampling.relabel import relabel_static
-from distgnn_workload.sampling.typed_graph import TypedCSR
 from distgnn_workload.sampling.uniform_subset import uniform_subset_positions
 
 

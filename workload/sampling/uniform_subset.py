@@ -64,3 +64,30 @@ def uniform_subset_positions(
     pos = torch.where((deg > k).unsqueeze(1), picked, ar)
     valid = ar < deg.clamp(max=k).unsqueeze(1)
     return pos, valid
+
+
+def sample_neighbours(
+    indptr: Tensor, indices: Tensor, frontier: Tensor, fanout: int, generator: torch.Generator
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """One hop of the samplers' dynamic execution over a destination-indexed CSR (``indptr``
+    int64), rows in frontier order: per edge its frontier row, its neighbour's global id
+    (int64) and its position in ``indices``, and the edges per frontier row. ``fanout`` -1
+    takes every neighbour; else a uniform subset of ``min(fanout, degree)`` of them."""
+    device = indptr.device
+    start = indptr[frontier]
+    deg = indptr[frontier + 1] - start
+    if fanout < 0:
+        counts = deg
+        total = int(deg.sum())
+        rows = torch.repeat_interleave(
+            torch.arange(frontier.numel(), device=device), deg, output_size=total
+        )
+        first = torch.cumsum(deg, 0) - deg
+        edge_pos = start[rows] + torch.arange(total, device=device) - first[rows]
+    else:
+        pos, valid = uniform_subset_positions(deg, fanout, generator)
+        flat = valid.reshape(-1).nonzero().squeeze(1)
+        rows = torch.div(flat, fanout, rounding_mode="floor")
+        edge_pos = start[rows] + pos.reshape(-1)[flat]
+        counts = deg.clamp(max=fanout)
+    return rows, indices[edge_pos].to(torch.int64), counts, edge_pos

@@ -1,7 +1,7 @@
 """The typed training step as one CUDA graph replay, over fixed-shape inputs.
 
 The relational model's forward and backward run over the bounds of the typed sampler
-(:class:`~distgnn_workload.sampling.hetero_static_hops.HeteroStaticHops`), so they are
+(:class:`~distgnn_workload.sampling.static_hops.HeteroStaticHops`), so they are
 captured once and replayed (:class:`~distgnn_workload.trainer.graph_step.CapturedStep`:
 warm-up, capture, the ranks' agreement, the flat all-reduce of the dense gradients).
 
@@ -35,7 +35,7 @@ from torch import Tensor
 from distgnn_api.edge_types import EdgeType
 from distgnn_workload.embeddings import RowSparseAdam, ShardedEmbedding, lookup_tables
 from distgnn_workload.models.relational import RelationalGNN
-from distgnn_workload.sampling.hetero_static_hops import HeteroStaticHops
+from distgnn_workload.sampling.static_hops import HeteroStaticHops
 from distgnn_workload.sampling.static_sample import StaticCaps
 from distgnn_workload.trainer.graph_step import CapturedStep
 from distgnn_workload.trainer.hetero_pipeline import HeteroMiniBatch

@@ -20,7 +20,7 @@ across ranks.
   seeds are the partition Job's split of the edge type, by the partition owning their
   source; a batch's typed subgraph is sampled around both ends and the negatives, without
   the batch's own edges and their reverses
-  (:class:`~distgnn_workload.sampling.hetero_link_sampler.HeteroLinkSampler`: here in worker
+  (:class:`~distgnn_workload.sampling.link_sampler.HeteroLinkSampler`: here in worker
   mode, by the sampler servers in server-client mode).
 """
 

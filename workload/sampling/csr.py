@@ -1,10 +1,12 @@
-"""The typed graph the heterogeneous samplers read, and their fanouts, checked once.
+"""The graphs the samplers read: destination-indexed CSRs, per edge type, checked once.
 
-Input contract: for edge type ``(s, r, d)``, ``in_csr[(s, r, d)] = (indptr, indices)`` is
-indexed by destination: ``indptr`` (length ``num_nodes[d] + 1``) delimits, for every node of
-type ``d``, its in-neighbours ``indices[indptr[v]:indptr[v + 1]]``, ids of type ``s``. The
-samplers draw edge positions, so with no parallel edges (the loaders' contract) the sampled
-neighbours of a node are distinct.
+Every graph is typed; a homogeneous graph is the one-type case (one node type, one edge type,
+:data:`~distgnn_workload.data.graph.EDGE_TYPE`). Input contract: for edge type ``(s, r, d)``,
+``in_csr[(s, r, d)] = (indptr, indices)`` is indexed by destination: ``indptr`` (length
+``num_nodes[d] + 1``) delimits, for every node of type ``d``, its in-neighbours
+``indices[indptr[v]:indptr[v + 1]]``, ids of type ``s``. The samplers draw edge positions,
+so with no parallel edges (the loaders' contract) the sampled neighbours of a node are
+distinct. :func:`csc_from_edge_index` builds that layout from PyG's ``edge_index``.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from torch import Tensor
 
 from distgnn_api.edge_types import KEY_SEPARATOR, EdgeType, parse_edge_type_key
 
-_INT32_MAX = 2**31 - 1
+INT32_MAX = 2**31 - 1
 
 Fanouts = Mapping[EdgeType, Sequence[int]] | Mapping[str, Sequence[int]] | Sequence[int]
 """One list for every edge type, or a list per edge type (keyed by the triple or its
@@ -41,7 +43,7 @@ def _edge_type(key: object) -> EdgeType:
     )
 
 
-def _as_tensor(array: Tensor | np.ndarray, name: str) -> Tensor:
+def as_tensor(array: Tensor | np.ndarray, name: str) -> Tensor:
     if isinstance(array, np.ndarray):
         return torch.from_numpy(np.ascontiguousarray(array))
     if isinstance(array, Tensor):
@@ -88,8 +90,8 @@ class TypedCSR:
             for node_type in (src, dst):
                 if node_type not in counts:
                     raise ValueError(f"{name}: node type {node_type!r} is missing in num_nodes")
-            indptr_t = _as_tensor(indptr_a, f"{name} indptr")
-            indices_t = _as_tensor(indices_a, f"{name} indices")
+            indptr_t = as_tensor(indptr_a, f"{name} indptr")
+            indices_t = as_tensor(indices_a, f"{name} indices")
             if device is None:
                 device = indptr_t.device
             if indptr_t.dtype not in (torch.int32, torch.int64) or indices_t.dtype not in (
@@ -116,7 +118,7 @@ class TypedCSR:
                 )
             if bool((indptr_t[1:] < indptr_t[:-1]).any()):
                 raise ValueError(f"{name}: indptr must be non-decreasing")
-            index_dtype = torch.int32 if counts[src] <= _INT32_MAX else torch.int64
+            index_dtype = torch.int32 if counts[src] <= INT32_MAX else torch.int64
             indices_t = indices_t.to(device, index_dtype)
             if indices_t.numel() and (
                 int(indices_t.min()) < 0 or int(indices_t.max()) >= counts[src]
@@ -162,6 +164,10 @@ class TypedCSR:
                 raise ValueError(f"fanouts[{type_key(et)!r}] = {values}: each must be {need}")
         return out
 
+    def key_nodes(self, edge_type: EdgeType) -> int:
+        """The id space of ``edge_type``'s edge exclusion keys: both ends' ids fit it."""
+        return max(self.num_nodes[edge_type[0]], self.num_nodes[edge_type[2]])
+
     def check_seeds(self, seeds: Tensor, seed_type: str) -> None:
         """Seeds are ids of a known node type, in range (checked where the seeds are)."""
         if seed_type not in self.num_nodes:
@@ -172,3 +178,39 @@ class TypedCSR:
         n = self.num_nodes[seed_type]
         if seeds.numel() and bool(((seeds < 0) | (seeds >= n)).any()):
             raise ValueError(f"seeds must be {seed_type!r} ids in [0, {n})")
+
+
+def csc_from_edge_index(edge_index: Tensor, num_nodes: int) -> tuple[Tensor, Tensor]:
+    """``(indptr, indices)`` listing, for every node, the sources of the edges into it.
+
+    This is the layout ``NeighborSampler`` reads for PyG's ``edge_index = [source, target]``
+    (sources in their ``edge_index`` order within a row).
+    """
+    if edge_index.dim() != 2 or edge_index.size(0) != 2:
+        raise ValueError(f"edge_index must have shape [2, E], got {list(edge_index.shape)}")
+    src, dst = edge_index[0].to(torch.int64), edge_index[1].to(torch.int64)
+    order = torch.argsort(dst, stable=True)
+    return _csc(src, dst, order, num_nodes, num_nodes, "edge_index", "num_nodes")
+
+
+def csc_of_edge_type(
+    edge_index: Tensor, num_src: int, num_dst: int, name: str, dst_type: str
+) -> tuple[Tensor, Tensor, Tensor]:
+    """``(indptr, indices, order)``: the destination CSR of one edge type's ``edge_index``
+    (sources sorted within a row), and the permutation from CSR positions to its edges."""
+    src, dst = edge_index[0].to(torch.int64), edge_index[1].to(torch.int64)
+    order = torch.argsort(dst * num_src + src, stable=True)
+    indptr, indices = _csc(src, dst, order, num_src, num_dst, name, f"num_nodes[{dst_type!r}]")
+    return indptr, indices, order
+
+
+def _csc(
+    src: Tensor, dst: Tensor, order: Tensor, num_src: int, num_dst: int, name: str, what: str
+) -> tuple[Tensor, Tensor]:
+    counts = torch.bincount(dst, minlength=num_dst)
+    if counts.numel() > num_dst:
+        raise ValueError(f"{name} names node {counts.numel() - 1} but {what}={num_dst}")
+    indptr = torch.zeros(num_dst + 1, dtype=torch.int64, device=dst.device)
+    torch.cumsum(counts, 0, out=indptr[1:])
+    index_dtype = torch.int32 if num_src <= INT32_MAX else torch.int64
+    return indptr, src[order].to(index_dtype)
