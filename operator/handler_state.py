@@ -92,6 +92,8 @@ class Runtime:
     latest: LatestSeen = field(default_factory=LatestSeen)
     events: SharedLists = field(default_factory=SharedLists)
     slots: dict[tuple[str, str], Slot] = field(default_factory=dict)
+    closing: bool = False
+    """The operator is stopping: its pools are shut down, so triggers reconcile nothing."""
     polls: asyncio.Semaphore | None = None
     """Reconciles that only the timer asked for may use half the workers: a change is
     never queued behind every job's periodic poll."""

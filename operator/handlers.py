@@ -173,6 +173,7 @@ def shutdown(memo: kopf.Memo, **_: Any) -> None:
     """Let running reconciles finish, then post the Events they recorded."""
     runtime: Runtime | None = getattr(memo, "runtime", None)
     if runtime is not None:
+        runtime.closing = True  # a timer or watch event from now on reconciles nothing
         runtime.executor.shutdown(wait=True, cancel_futures=True)
         runtime.writers.shutdown(wait=True)
         runtime.posting.close()
@@ -183,6 +184,8 @@ async def trigger(
 ) -> ReconcileResult | None:
     """Reconcile one job now, or merge into the reconcile of it that is already waiting."""
     runtime: Runtime = memo.runtime
+    if runtime.closing:
+        return None
     key = (namespace, name)
     slot = runtime.slots.setdefault(key, Slot())
     slot.poll = slot.poll or poll
@@ -191,19 +194,22 @@ async def trigger(
         return None
     slot.waiting = True
     async with slot.lock:
+        if runtime.closing:  # the shutdown began while this trigger waited
+            slot.waiting = False
+            return None
         if not slot.changed and runtime.polls is not None:
             async with runtime.polls:  # a change that arrives meanwhile waits for this one
                 result = await _reconcile_slot(runtime, slot, namespace, name)
         else:
             result = await _reconcile_slot(runtime, slot, namespace, name)
-    if result.gone and not slot.waiting:
+    if result is not None and result.gone and not slot.waiting:
         runtime.slots.pop(key, None)
     return result
 
 
 async def _reconcile_slot(
     runtime: Runtime, slot: Slot, namespace: str, name: str
-) -> ReconcileResult:
+) -> ReconcileResult | None:
     """Run the slot's merged triggers as one reconcile, on a snapshot of the watches."""
     slot.waiting = False
     options = dataclasses.replace(runtime.options, poll_progress=slot.poll)
@@ -235,12 +241,18 @@ def _reconcile_timed(
 
 async def _run(
     runtime: Runtime, api: WatchedReads, namespace: str, name: str, options: ReconcileOptions
-) -> ReconcileResult:
+) -> ReconcileResult | None:
+    """One reconcile in the pool; None when the operator is stopping (its pools are shut)."""
     loop = asyncio.get_running_loop()
     try:
         result = await loop.run_in_executor(
             runtime.executor, _reconcile_timed, api, namespace, name, options
         )
+    except RuntimeError:
+        if runtime.closing:  # the shutdown shut the pool between the check and the submit
+            return None
+        metrics.RECONCILE_ERRORS.labels(kind="RuntimeError").inc()
+        raise
     except Exception as err:
         metrics.RECONCILE_ERRORS.labels(kind=type(err).__name__).inc()
         raise
