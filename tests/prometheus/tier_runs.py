@@ -9,6 +9,7 @@ their pods, taken from the operator's own pod templates.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import signal
@@ -95,8 +96,8 @@ def _get(url: str) -> str | None:
     try:
         with urllib.request.urlopen(url, timeout=2) as resp:
             return str(resp.read().decode())
-    except OSError:
-        return None
+    except (OSError, http.client.HTTPException):
+        return None  # not listening yet, or the process ended during the read
 
 
 @dataclass
