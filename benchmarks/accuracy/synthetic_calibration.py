@@ -27,7 +27,6 @@ beside this file has the measured table.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -39,6 +38,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gpu_distributed"))
+
+from records import emit
 
 from distgnn_api.spec import Arch, ModelSpec, SyntheticDataset
 from distgnn_workload.data.graph import GraphData
@@ -245,14 +248,6 @@ def sign_inputs(g: GraphData, x: Tensor) -> Tensor:
     for _ in range(3):
         hops.append(a @ hops[-1])
     return torch.cat(hops, dim=1)
-
-
-def emit(out: Path | None, record: dict[str, Any]) -> None:
-    line = json.dumps(record)
-    print(line, flush=True)
-    if out is not None:
-        with open(out, "a") as f:
-            f.write(line + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,7 +34,9 @@ from torch import Tensor
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from synthetic_gpu import PRODUCTS_NODES, PRODUCTS_UNDIRECTED_EDGES, SyntheticGraph, generate
+from bench_args import add_graph_args, add_model_args
+from synthetic_gpu import PRODUCTS_UNDIRECTED_EDGES, SyntheticGraph, generate
+from train_step import make_step, sync, train_loader
 
 from distgnn_workload.loader import BatchLoader, LocalFeatureSource, MiniBatch
 from distgnn_workload.models import GraphSAGE
@@ -47,19 +49,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--device", default="cuda")
-    p.add_argument("--nodes", type=int, default=PRODUCTS_NODES)
-    p.add_argument(
-        "--edges",
-        type=int,
-        default=PRODUCTS_UNDIRECTED_EDGES,
-        help="undirected edges (stored twice)",
+    add_graph_args(
+        p, edges_default=PRODUCTS_UNDIRECTED_EDGES, edges_help="undirected edges (stored twice)"
     )
-    p.add_argument("--features", type=int, default=100)
-    p.add_argument("--classes", type=int, default=47)
-    p.add_argument("--train-fraction", type=float, default=0.08)
-    p.add_argument("--fanout", type=int, nargs="+", default=[15, 10, 5])
-    p.add_argument("--batch-size", type=int, default=1024)
-    p.add_argument("--hidden", type=int, default=256)
+    add_model_args(p)
     p.add_argument("--dropout", type=float, default=0.5)
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument(
@@ -131,28 +124,6 @@ class Report:
         if self.path is not None:
             with self.path.open("a") as f:
                 f.write(line + "\n")
-
-
-def sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def make_step(
-    model: GraphSAGE, opt: torch.optim.Optimizer, device: torch.device, precision: str
-) -> Callable[[MiniBatch], Tensor]:
-    amp = precision == "bf16"
-
-    def step(batch: MiniBatch) -> Tensor:
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
-            out = model(batch.x, batch.hop)
-            loss = F.cross_entropy(out, batch.y)
-        opt.zero_grad(set_to_none=True)
-        torch.autograd.backward(loss)
-        opt.step()
-        return loss.detach()
-
-    return step
 
 
 def batch_ids(train_idx: Tensor, batch_size: int, count: int, seed: int) -> list[Tensor]:
@@ -253,26 +224,12 @@ def bench_step(
 
 
 def bench_pipeline(
-    graph: SyntheticGraph,
-    sampler: NeighborSampler,
-    feats: LocalFeatureSource,
+    loader: BatchLoader,
     step: Callable[[MiniBatch], Tensor],
     args: argparse.Namespace,
     device: torch.device,
-    prefetch: int,
 ) -> dict[str, Any]:
-    loader = BatchLoader(
-        graph.train_idx,
-        sampler,
-        feats,
-        graph.y,
-        args.batch_size,
-        shuffle=True,
-        prefetch=prefetch,
-        device=device,
-        drop_last=True,
-        seed=args.seed,
-    )
+    """``--epochs`` timed epochs of ``loader`` feeding ``step``, after ``--warmup`` steps."""
     for i, batch in enumerate(loader):  # warm-up: threads, streams, allocator
         step(batch)
         if i + 1 >= args.warmup:
@@ -374,30 +331,17 @@ def cycle(loader: BatchLoader) -> Generator[MiniBatch, None, None]:
 
 
 def torch_profile(
-    graph: SyntheticGraph,
-    sampler: NeighborSampler,
-    feats: LocalFeatureSource,
+    loader: BatchLoader,
     step: Callable[[MiniBatch], Tensor],
     args: argparse.Namespace,
     device: torch.device,
     precision: str,
 ) -> None:
+    """The profile table and the gzipped Chrome trace of 4 steps on ``loader``'s batches."""
     from torch.profiler import ProfilerActivity, profile
 
     assert args.profile_dir is not None
     args.profile_dir.mkdir(parents=True, exist_ok=True)
-    loader = BatchLoader(
-        graph.train_idx,
-        sampler,
-        feats,
-        graph.y,
-        args.batch_size,
-        shuffle=True,
-        prefetch=max(args.prefetch),
-        device=device,
-        drop_last=True,
-        seed=args.seed + 7,
-    )
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     batches = cycle(loader)
     for _ in range(5):
@@ -433,15 +377,8 @@ def main(argv: list[str] | None = None) -> int:
             "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         }
     )
-    graph = generate(
-        args.nodes,
-        args.edges,
-        args.features,
-        args.classes,
-        device=device,
-        train_fraction=args.train_fraction,
-        seed=args.seed,
-    )
+    counts = (args.nodes, args.edges, args.features, args.classes)
+    graph = generate(*counts, device=device, train_fraction=args.train_fraction, seed=args.seed)
     report(
         {
             "bench": "graph",
@@ -476,7 +413,7 @@ def main(argv: list[str] | None = None) -> int:
                 aggregation=aggregation,
             ).to(device)
             opt = torch.optim.Adam(model.parameters(), lr=args.lr, fused=device.type == "cuda")
-            return model, opt, make_step(model, opt, device, precision)
+            return model, opt, make_step(model, opt, device, precision == "bf16")
 
         for mode, one in samplers.items():
             report(
@@ -499,6 +436,11 @@ def main(argv: list[str] | None = None) -> int:
         model, opt, step = fresh(best)
         for mode in args.pipeline_sampler or args.sampler[:1]:
             for prefetch in args.prefetch:
+                loader = train_loader(
+                    graph, samplers[mode], feats, args.batch_size, device, prefetch, args.seed
+                )
+                figures = bench_pipeline(loader, step, args, device)
+                del loader
                 report(
                     {
                         "bench": "pipeline",
@@ -506,9 +448,7 @@ def main(argv: list[str] | None = None) -> int:
                         "aggregation": best,
                         "prefetch": prefetch,
                         **base,
-                        **bench_pipeline(
-                            graph, samplers[mode], feats, step, args, device, prefetch
-                        ),
+                        **figures,
                     }
                 )
         report(
@@ -519,7 +459,12 @@ def main(argv: list[str] | None = None) -> int:
             }
         )
         if precision in args.torch_profile and args.profile_dir is not None:
-            torch_profile(graph, sampler, feats, step, args, device, precision)
+            prefetch = max(args.prefetch)
+            loader = train_loader(
+                graph, sampler, feats, args.batch_size, device, prefetch, args.seed + 7
+            )
+            torch_profile(loader, step, args, device, precision)
+            del loader
         del feats, model, opt, step
         if device.type == "cuda":
             torch.cuda.empty_cache()

@@ -36,9 +36,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_args import add_graph_args, add_model_args, graph_options
 from pyg_setups import SAMPLERS, SETUPS, build_graph, sampling_backend
 from pyg_sweep import BUDGET_MARGIN_S, Bench, Budget, emit, process_started
-from synthetic_gpu import PRODUCTS_NODES, PRODUCTS_UNDIRECTED_EDGES
+from synthetic_gpu import PRODUCTS_UNDIRECTED_EDGES
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -49,19 +50,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--device", default="cuda", help="where the model trains (the graph is generated here too)"
     )
-    p.add_argument("--nodes", type=int, default=PRODUCTS_NODES)
-    p.add_argument(
-        "--edges",
-        type=int,
-        default=PRODUCTS_UNDIRECTED_EDGES,
-        help="undirected edges (stored twice)",
+    add_graph_args(
+        p, edges_default=PRODUCTS_UNDIRECTED_EDGES, edges_help="undirected edges (stored twice)"
     )
-    p.add_argument("--features", type=int, default=100)
-    p.add_argument("--classes", type=int, default=47)
-    p.add_argument("--train-fraction", type=float, default=0.08)
-    p.add_argument("--fanout", type=int, nargs="+", default=[15, 10, 5])
-    p.add_argument("--batch-size", type=int, default=1024)
-    p.add_argument("--hidden", type=int, default=256)
+    add_model_args(p)
     p.add_argument(
         "--workers", type=int, nargs="+", default=[12], help="loader worker counts (a sweep)"
     )
@@ -158,16 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     main_start = time.perf_counter()
     device = torch.device(args.device)
     backend = sampling_backend(args.sampler)
-    graph = build_graph(
-        setup=args.setup,
-        device=device,
-        nodes=args.nodes,
-        edges=args.edges,
-        features=args.features,
-        classes=args.classes,
-        train_fraction=args.train_fraction,
-        seed=args.seed,
-    )
+    graph = build_graph(setup=args.setup, device=device, **graph_options(args))
     bench = Bench(args, graph, backend, budget)
     import torch_geometric
 

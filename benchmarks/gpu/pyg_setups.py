@@ -177,9 +177,23 @@ def build_loader(
     ``hop_counts``: batches carry ``num_sampled_nodes``/``num_sampled_edges`` (for
     ``trim_to_layer``), derived in the workers where the sampler returns none.
     """
+    kwargs = loader_kwargs(
+        graph.train_idx, setup=setup, batch_size=batch_size, workers=workers, pin=pin
+    )
+    if hop_counts:
+        kwargs["transform_sampler_output"] = HopCounts(len(fanout))
+    loader: DataLoader[Any] = pyg_loader(graph.data, node_sampler, sampler, fanout, kwargs)
+    return loader
+
+
+def loader_kwargs(
+    input_nodes: Any, *, setup: str, batch_size: int, workers: int, pin: bool
+) -> dict[str, Any]:
+    """A PyG loader's options: shuffled seeds, persistent workers; the best setup pins
+    batches (on a GPU run) and prefetches 4 per worker."""
     kwargs: dict[str, Any] = {
         "batch_size": batch_size,
-        "input_nodes": graph.train_idx,
+        "input_nodes": input_nodes,
         "shuffle": True,
         "num_workers": workers,
         "persistent_workers": workers > 0,
@@ -188,16 +202,20 @@ def build_loader(
         kwargs["pin_memory"] = pin
         if workers > 0:
             kwargs["prefetch_factor"] = 4
-    if hop_counts:
-        kwargs["transform_sampler_output"] = HopCounts(len(fanout))
+    return kwargs
+
+
+def pyg_loader(
+    data: Any, node_sampler: Any, sampler: str, fanout: list[int], kwargs: dict[str, Any]
+) -> Any:
+    """distgnn: PyG's NodeLoader over our sampler; pyg: NeighborLoader with ``fanout``."""
     if sampler == "distgnn":
         from torch_geometric.loader import NodeLoader
 
-        loader: DataLoader[Any] = NodeLoader(graph.data, node_sampler=node_sampler, **kwargs)
-        return loader
+        return NodeLoader(data, node_sampler=node_sampler, **kwargs)
     from torch_geometric.loader import NeighborLoader
 
-    return NeighborLoader(graph.data, num_neighbors=fanout, neighbor_sampler=node_sampler, **kwargs)
+    return NeighborLoader(data, num_neighbors=fanout, neighbor_sampler=node_sampler, **kwargs)
 
 
 def close_loader(loader: DataLoader[Any]) -> None:

@@ -73,7 +73,46 @@ def endless(loader: Any) -> Iterator[Any]:
         yield from loader
 
 
-class Bench:
+class WorkerSweep:
+    """A sweep over ``--workers``: one loader per worker count and its configurations, each
+    recorded, or recorded as skipped when the budget would not see it through."""
+
+    args: argparse.Namespace
+    budget: Budget
+    device: torch.device
+    common: dict[str, Any]
+    summaries: list[dict[str, Any]]
+
+    def loader_options(self, workers: int) -> dict[str, Any]:
+        """The loader's keyword arguments shared by the homogeneous and typed setups."""
+        a = self.args
+        return {
+            "setup": a.setup,
+            "sampler": a.sampler,
+            "fanout": a.fanout,
+            "batch_size": a.batch_size,
+            "workers": workers,
+            "pin": self.device.type == "cuda",
+        }
+
+    def skipped(self, what: dict[str, Any], estimate: float | None) -> None:
+        rec = {"bench": "pyg_skipped", "reason": "time budget", **self.common, **what}
+        rec["estimated_s"] = None if estimate is None else round(estimate, 1)
+        rec["left_s"] = round(self.budget.left(), 1)
+        emit(self.args.out, rec)
+        self.summaries.append(rec)
+
+    def run(self) -> None:
+        estimate: float | None = None
+        for workers in self.args.workers:
+            estimate = self.run_workers(workers, estimate)
+
+    def run_workers(self, workers: int, estimate: float | None) -> float | None:
+        """Every configuration of ``workers``; returns the estimate for the next count."""
+        raise NotImplementedError
+
+
+class Bench(WorkerSweep):
     """The configurations of one setup, over one loader per worker count."""
 
     def __init__(
@@ -124,13 +163,6 @@ class Bench:
         emit(self.args.out, rec)
         self.summaries.append(rec)
 
-    def skipped(self, what: dict[str, Any], estimate: float | None) -> None:
-        rec = {"bench": "pyg_skipped", "reason": "time budget", **self.common, **what}
-        rec["estimated_s"] = None if estimate is None else round(estimate, 1)
-        rec["left_s"] = round(self.budget.left(), 1)
-        emit(self.args.out, rec)
-        self.summaries.append(rec)
-
     def repeat(
         self, what: dict[str, Any], run: Callable[[], Run], estimate: float | None
     ) -> list[Run]:
@@ -162,11 +194,6 @@ class Bench:
         return b
 
     # -- the sweep -----------------------------------------------------------------
-    def run(self) -> None:
-        epoch_s: float | None = None
-        for workers in self.args.workers:
-            epoch_s = self.run_workers(workers, epoch_s)
-
     def run_workers(self, workers: int, epoch_s: float | None) -> float | None:
         a = self.args
         need = None if epoch_s is None else epoch_s * (a.warmup_epochs + a.epochs)
@@ -177,13 +204,8 @@ class Bench:
         loader = build_loader(
             self.graph,
             self.node_sampler,
-            setup=a.setup,
-            sampler=a.sampler,
-            fanout=a.fanout,
-            batch_size=a.batch_size,
-            workers=workers,
             hop_counts=self.hop_counts,
-            pin=self.device.type == "cuda",
+            **self.loader_options(workers),
         )
         try:
             if a.epochs:

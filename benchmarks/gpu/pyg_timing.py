@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
@@ -160,6 +160,27 @@ class Run:
 Prepare = Callable[[Any, torch.device], Batch]
 
 
+class Taken:
+    """At most ``count`` batches (None: all), counted across the iterables they come from;
+    ``wait`` is the time spent waiting for them (in ``next``)."""
+
+    def __init__(self, count: int | None) -> None:
+        self.count = count
+        self.n = 0
+        self.wait = 0.0
+
+    def take(self, batches: Iterable[Any]) -> Iterator[Any]:
+        it = iter(batches)
+        while self.count is None or self.n < self.count:
+            t0 = time.perf_counter()
+            batch = next(it, None)
+            self.wait += time.perf_counter() - t0
+            if batch is None:
+                return
+            self.n += 1
+            yield batch
+
+
 def timed(
     batches: Iterable[Any],
     count: int | None,
@@ -175,24 +196,17 @@ def timed(
     """
     sync(device)
     start = time.perf_counter()
-    it = iter(batches)
-    n = seeds = edges = 0
-    wait = 0.0
+    taken = Taken(count)
+    seeds = edges = 0
     loss: Tensor | None = None
-    while count is None or n < count:
-        t0 = time.perf_counter()
-        batch = next(it, None)
-        wait += time.perf_counter() - t0
-        if batch is None:
-            break
+    for batch in taken.take(batches):
         if trainer is not None and prepare is not None:
             loss = trainer.step(prepare(batch, device))
-        n += 1
         seeds += int(batch.batch_size)
         edges += int(batch.edge_index.size(1))
     sync(device)
     seconds = time.perf_counter() - start
-    return Run(seconds, n, seeds, edges, wait, None if loss is None else float(loss))
+    return Run(seconds, taken.n, seeds, edges, taken.wait, None if loss is None else float(loss))
 
 
 def timed_step(trainer: Trainer, batches: list[Batch], passes: int) -> Run:

@@ -74,6 +74,7 @@ REPO = Path(__file__).resolve().parents[2]
 # This folder's modules and benchmarks/gpu's (also under python -P, which adds neither).
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(REPO / "benchmarks" / "gpu")]
 
+from bench_args import add_graph_args, add_model_args  # noqa: E402
 from bench_runs import PRELOAD_HELP, check_env_and_repeats  # noqa: E402
 from graph_store import build_store  # noqa: E402
 from job_run import (  # noqa: E402
@@ -86,7 +87,7 @@ from job_run import (  # noqa: E402
 from records import emit  # noqa: E402
 from run_config import RunConfig, job_spec, num_partitions, parse_run, plan  # noqa: E402
 from summary import compare, summarise, table  # noqa: E402
-from synthetic_gpu import FEATURE_NOISE, HOMOPHILY, PRODUCTS_NODES  # noqa: E402
+from synthetic_gpu import FEATURE_NOISE, HOMOPHILY  # noqa: E402
 
 from distgnn_api import contract as c  # noqa: E402
 
@@ -110,11 +111,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
-    p.add_argument("--nodes", type=int, default=PRODUCTS_NODES)
-    p.add_argument("--edges", type=int, default=None, help="undirected; default: products' density")
-    p.add_argument("--features", type=int, default=100)
-    p.add_argument("--classes", type=int, default=47)
-    p.add_argument("--train-fraction", type=float, default=0.08)
+    add_graph_args(p, edges_help="undirected; default: products' density")
     p.add_argument("--eval-fraction", type=float, default=0.005, help="val and test each")
     p.add_argument(
         "--homophily",
@@ -139,9 +136,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=1,
         help="evaluate every N epochs, as the examples do (0: only at the end)",
     )
-    p.add_argument("--batch-size", type=int, default=1024)
-    p.add_argument("--fanout", type=int, nargs="+", default=[15, 10, 5])
-    p.add_argument("--hidden", type=int, default=256)
+    add_model_args(p)
     p.add_argument("--prefetch", type=int, default=4)
     p.add_argument("--concurrency", type=int, default=4)
     p.add_argument("--sampler-workers", type=int, default=4)

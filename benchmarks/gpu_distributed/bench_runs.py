@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from job_run import STATS_FILE, log_tail, preload_cpu_processes, run_processes, run_side_by_side
 from records import emit
-from run_config import RunConfig, parse_run, partition_plan, refusal
+from run_config import RunConfig, parse_run, partition_plan, refusal, workload_plan
 from summary import summarise, table
 
 from distgnn_api import contract as c
@@ -25,6 +25,7 @@ from distgnn_api.spec import DistGNNJobSpec
 from distgnn_operator.local.job_plan import JobPlan
 
 JobSpecFn = Callable[[RunConfig, argparse.Namespace, bool, int], DistGNNJobSpec]
+RunOneFn = Callable[[RunConfig, argparse.Namespace, int, float], dict[str, Any]]
 
 
 PRELOAD_HELP = (
@@ -45,6 +46,21 @@ def add_run_args(p: argparse.ArgumentParser, default_runs: list[str]) -> None:
     p.add_argument("--out", type=Path, default=None)
     p.add_argument("--env", nargs="*", default=[], metavar="KEY=VALUE")
     p.add_argument("--preload", action="store_true", help=PRELOAD_HELP)
+
+
+def add_work_args(
+    p: argparse.ArgumentParser,
+    *,
+    partition_timeout: float,
+    run_timeout: float,
+    work_dir: Path,
+    keep_help: str,
+) -> None:
+    """The partition step's and each run's time limits, the work dir and ``--keep``."""
+    p.add_argument("--partition-timeout", type=float, default=partition_timeout)
+    p.add_argument("--run-timeout", type=float, default=run_timeout, help="past it a run is 'hung'")
+    p.add_argument("--work-dir", type=Path, default=work_dir)
+    p.add_argument("--keep", action="store_true", help=keep_help)
 
 
 def start_preload(args: argparse.Namespace) -> None:
@@ -140,6 +156,16 @@ def fresh_run_dir(args: argparse.Namespace, cfg: RunConfig, repeat: int) -> Path
     return root
 
 
+def start_run(
+    cfg: RunConfig, args: argparse.Namespace, repeat: int, job_spec: JobSpecFn
+) -> tuple[Path, JobPlan]:
+    """A fresh directory for one repeat and the job planned in it, profiled on the first
+    repeat of a run that ``--profile`` names."""
+    root = fresh_run_dir(args, cfg, repeat)
+    spec = job_spec(cfg, args, args.device == "cuda", cfg.gpus)
+    return root, workload_plan(spec, args, root, profile=repeat == 0 and cfg.name in args.profile)
+
+
 def run_job(
     job: JobPlan,
     root: Path,
@@ -176,6 +202,70 @@ def config_fields(cfg: RunConfig, repeat: int) -> dict[str, Any]:
     }
 
 
+def arg_fields(args: argparse.Namespace, *names: str) -> dict[str, Any]:
+    """The values of the arguments ``names`` (attribute names), for a record."""
+    return {name: getattr(args, name) for name in names}
+
+
+def bench_parser(
+    doc: str | None, default_runs: list[str], *, scale_help: str, epochs: int
+) -> argparse.ArgumentParser:
+    """The parser of such a bench: ``add_run_args``, ``--scale`` of its generated graph and
+    ``--epochs`` (the first is warm-up); ``parse_bench_args`` adds ``add_work_args``."""
+    p = argparse.ArgumentParser(
+        description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    add_run_args(p, default_runs)
+    p.add_argument("--scale", type=float, default=1.0, help=scale_help)
+    p.add_argument("--epochs", type=int, default=epochs, help="the first is warm-up")
+    return p
+
+
+def parse_bench_args(
+    p: argparse.ArgumentParser,
+    argv: list[str] | None,
+    name: str,
+    *,
+    fanout: str,
+    timeouts: tuple[float, float],
+    keep_help: str,
+) -> argparse.Namespace:
+    """``add_work_args`` (the partition step's and a run's ``timeouts``, the work dir
+    ``/tmp/distgnn-<name>-bench``), then the arguments parsed and checked
+    (``check_run_args``; ``fanout``: an example)."""
+    add_work_args(
+        p,
+        partition_timeout=timeouts[0],
+        run_timeout=timeouts[1],
+        work_dir=Path(f"/tmp/distgnn-{name}-bench"),
+        keep_help=keep_help,
+    )
+    args = p.parse_args(argv)
+    check_run_args(p, args, fanout)
+    return args
+
+
+def record_run(
+    cfg: RunConfig,
+    args: argparse.Namespace,
+    repeat: int,
+    timeout: float,
+    *,
+    job_spec: JobSpecFn,
+    fields: dict[str, Any],
+    figures: Callable[[Path], dict[str, Any]],
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One repeat of a configuration: its record (``fields``, the configuration, ``extra``,
+    the run's status), with ``figures(run dir)`` when it finished. The run directory goes."""
+    root, job = start_run(cfg, args, repeat, job_spec)
+    record: dict[str, Any] = {**fields, **config_fields(cfg, repeat), **(extra or {})}
+    if run_job(job, root, args, record, timeout=timeout):
+        record.update(figures(root))
+        shutil.rmtree(root, ignore_errors=True)
+    return record
+
+
 def env_record(args: argparse.Namespace, bench: str, **fields: Any) -> dict[str, Any]:
     """The record of the call's environment: torch, the device, the CPUs, then ``fields``."""
     return {
@@ -194,7 +284,7 @@ def run_all(
     started: float,
     bench: str,
     job_spec: JobSpecFn,
-    run_one: Callable[[RunConfig, argparse.Namespace, int, float], dict[str, Any]],
+    run_one: RunOneFn,
 ) -> list[dict[str, Any]]:
     """Every repeat of every configuration while the budget lasts: a run ``distgnn run`` would
     refuse, or one without 30 s left, is recorded as skipped. The records of the runs."""
@@ -223,3 +313,34 @@ def finish(args: argparse.Namespace, records: list[dict[str, Any]]) -> None:
     table(summarise(args, records))
     if not args.keep:
         shutil.rmtree(args.work_dir, ignore_errors=True)
+
+
+def run_bench(
+    args: argparse.Namespace,
+    *,
+    env: Callable[[argparse.Namespace, list[RunConfig]], dict[str, Any]],
+    data_bench: str,
+    run_bench: str,
+    job_spec: JobSpecFn,
+    run_one: RunOneFn,
+    describe: Callable[[Path, int], dict[str, Any]] | None = None,
+    with_stores: Callable[[dict[int, Path]], None] | None = None,
+) -> int:
+    """The whole call: the environment record (``env`` of the configurations), the stores,
+    ``with_stores`` on them, every run within the budget, the summary. 2 when the device has
+    too few GPUs for a run."""
+    started = time.perf_counter()
+    start_preload(args)
+    configs = run_configs(args)
+    if configs is None:
+        return 2
+    emit(args.out, env(args, configs))
+    args.work_dir.mkdir(parents=True, exist_ok=True)
+    stores = build_stores(args, configs, bench=data_bench, job_spec=job_spec, describe=describe)
+    if with_stores is not None:
+        with_stores(stores)
+    records = run_all(
+        args, configs, started=started, bench=run_bench, job_spec=job_spec, run_one=run_one
+    )
+    finish(args, records)
+    return 0

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from spec_sections import model_section, training_section
 from synthetic_gpu import PRODUCTS_NODES, PRODUCTS_UNDIRECTED_EDGES
 
 from distgnn_api.spec import DistGNNJobSpec, parse_spec
@@ -122,22 +123,21 @@ def job_spec(
                 "gpusPerPod": 1 if cuda else 0,
                 "prefetch": args.prefetch,
             },
-            "model": {
-                "arch": "sage",
-                "hiddenChannels": args.hidden,
-                "numLayers": len(args.fanout),
-                "fanout": args.fanout,
-                "dropout": 0.5,
-            },
-            "training": {
-                "epochs": args.epochs,
-                "batchSize": args.batch_size,
-                "learningRate": 0.003,
-                "evalEvery": args.eval_every,
-                "checkpointEvery": args.epochs,
-                "bf16": cfg.precision == "bf16",
-            },
+            "model": model_section("sage", args),
+            "training": run_training(cfg, args, evalEvery=args.eval_every),
         }
+    )
+
+
+def run_training(cfg: RunConfig, args: argparse.Namespace, **extra: Any) -> dict[str, Any]:
+    """A run's ``training``: ``--epochs``, a checkpoint after the last, bf16 as the run says;
+    ``extra``: further fields (``learning_rate`` too)."""
+    return training_section(
+        args,
+        epochs=args.epochs,
+        bf16=cfg.precision == "bf16",
+        checkpointEvery=args.epochs,
+        **extra,
     )
 
 

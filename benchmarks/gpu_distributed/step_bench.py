@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import json
 import os
 import sys
 import tempfile
@@ -35,13 +34,16 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "benchmarks" / "gpu"))
+sys.path[:0] = [str(REPO / "benchmarks" / "gpu_distributed"), str(REPO / "benchmarks" / "gpu")]
 
+from bench_args import add_graph_args, add_model_args  # noqa: E402
+from records import emit  # noqa: E402
+from spec_sections import model_section, training_section  # noqa: E402
 from synthetic_gpu import PRODUCTS_NODES, PRODUCTS_UNDIRECTED_EDGES, generate  # noqa: E402
+from train_step import make_step, sync, train_loader  # noqa: E402
 
 from distgnn_api.spec import DistGNNJobSpec, parse_spec  # noqa: E402
 from distgnn_workload.loader import BatchLoader, LocalFeatureSource, MiniBatch  # noqa: E402
@@ -56,13 +58,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--device", default="cuda")
-    p.add_argument("--nodes", type=int, default=PRODUCTS_NODES)
-    p.add_argument("--edges", type=int, default=None)
-    p.add_argument("--features", type=int, default=100)
-    p.add_argument("--classes", type=int, default=47)
-    p.add_argument("--batch-size", type=int, default=1024)
-    p.add_argument("--fanout", type=int, nargs="+", default=[15, 10, 5])
-    p.add_argument("--hidden", type=int, default=256)
+    add_graph_args(p, train_fraction=False)
+    add_model_args(p)
     p.add_argument("--precisions", nargs="+", default=["bf16", "fp32"])
     p.add_argument("--steps", type=int, default=40, help="timed steps of the step-alone runs")
     p.add_argument("--epochs", type=int, default=2, help="timed epochs of the loops")
@@ -72,55 +69,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def emit(out: Path | None, record: dict[str, Any]) -> None:
-    line = json.dumps(record)
-    print(line, flush=True)
-    if out is not None:
-        with open(out, "a") as f:
-            f.write(line + "\n")
-
-
-def sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def job_spec(args: argparse.Namespace, precision: str) -> DistGNNJobSpec:
     return parse_spec(
         {
             "dataset": {"synthetic": {"numNodes": args.nodes, "numEdges": args.nodes * 10}},
             "trainers": {"replicas": 1, "prefetch": args.prefetch},
-            "model": {
-                "arch": "sage",
-                "hiddenChannels": args.hidden,
-                "numLayers": len(args.fanout),
-                "fanout": args.fanout,
-                "dropout": 0.5,
-            },
-            "training": {
-                "epochs": 100,
-                "batchSize": args.batch_size,
-                "learningRate": 0.003,
-                "evalEvery": 0,
-                "bf16": precision == "bf16",
-            },
+            "model": model_section("sage", args),
+            "training": training_section(args, epochs=100, bf16=precision == "bf16", evalEvery=0),
         }
     )
-
-
-def make_step(
-    model: torch.nn.Module, opt: torch.optim.Optimizer, device: torch.device, bf16: bool
-) -> Callable[[MiniBatch], Tensor]:
-    def step(batch: MiniBatch) -> Tensor:
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-            out = model(batch.x, batch.hop)
-            loss = F.cross_entropy(out, batch.y)
-        opt.zero_grad(set_to_none=True)
-        torch.autograd.backward(loss)
-        opt.step()
-        return loss.detach()
-
-    return step
 
 
 def bench_sample(
@@ -285,17 +242,7 @@ def main(argv: list[str] | None = None) -> int:
         model = GraphSAGE(args.features, args.hidden, graph.num_classes, len(args.fanout), 0.5)
         model = model.to(device)
         opt = torch.optim.Adam(model.parameters(), lr=0.003, fused=device.type == "cuda")
-        loader = BatchLoader(
-            graph.train_idx,
-            sampler,
-            feats,
-            graph.y,
-            args.batch_size,
-            shuffle=True,
-            prefetch=args.prefetch,
-            device=device,
-            drop_last=True,
-        )
+        loader = train_loader(graph, sampler, feats, args.batch_size, device, args.prefetch)
         emit(
             args.out,
             {

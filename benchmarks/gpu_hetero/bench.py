@@ -34,27 +34,22 @@ import argparse
 import json
 import shutil
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import torch
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
 # This folder's modules and those of gpu_distributed and gpu (also under python -P).
-sys.path[:0] = [
-    str(HERE),
-    str(REPO / "benchmarks" / "gpu_distributed"),
-    str(REPO / "benchmarks" / "gpu"),
-]
+sys.path[:0] = [str(HERE), str(HERE.parent / "gpu_distributed"), str(HERE.parent / "gpu")]
 
 import bench_runs as runs  # noqa: E402
+from bench_args import add_model_args  # noqa: E402
 from hetero_run import job_spec  # noqa: E402
 from job_run import epoch_figures  # noqa: E402
 from ours_edges import sampled_edges_per_seed  # noqa: E402
 from records import emit  # noqa: E402
-from run_config import RunConfig, workload_plan  # noqa: E402
+from run_config import RunConfig  # noqa: E402
 
 DEFAULT_RUNS = [
     "worker-1-bf16",
@@ -67,16 +62,11 @@ DEFAULT_RUNS = [
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    p = runs.bench_parser(
+        __doc__, DEFAULT_RUNS, scale_help="syntheticMag scale (1.0: ogbn-mag)", epochs=3
     )
-    runs.add_run_args(p, DEFAULT_RUNS)
-    p.add_argument("--scale", type=float, default=1.0, help="syntheticMag scale (1.0: ogbn-mag)")
-    p.add_argument("--epochs", type=int, default=3, help="the first is warm-up")
     p.add_argument("--eval-every", type=int, default=1, help="0: only at the end")
-    p.add_argument("--batch-size", type=int, default=1024)
-    p.add_argument("--fanout", type=int, nargs="+", default=[25, 20], help="every edge type")
-    p.add_argument("--hidden", type=int, default=128)
+    add_model_args(p, fanout=[25, 20], hidden=128, fanout_help="every edge type")
     p.add_argument("--embedding-dim", type=int, default=128)
     p.add_argument(
         "--edges-batches",
@@ -84,12 +74,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=0,
         help="batches for our edges per seed per edge type (0: every training seed once)",
     )
-    p.add_argument("--partition-timeout", type=float, default=240.0)
-    p.add_argument("--run-timeout", type=float, default=150.0, help="past it a run is 'hung'")
-    p.add_argument("--work-dir", type=Path, default=Path("/tmp/distgnn-hetero-bench"))
-    p.add_argument("--keep", action="store_true", help="keep the work dir (the store, for PyG)")
-    args = p.parse_args(argv)
-    runs.check_run_args(p, args, "25 20")
+    keep = "keep the work dir (the store, for PyG)"
+    args = runs.parse_bench_args(
+        p, argv, "hetero", fanout="25 20", timeouts=(240.0, 150.0), keep_help=keep
+    )
     if args.eval_every < 0:
         p.error("--eval-every: must be 0 or more")
     return args
@@ -108,73 +96,66 @@ def store_counts(store: Path, steps_in_parallel: int) -> dict[str, Any]:
 def run_one(
     cfg: RunConfig, args: argparse.Namespace, repeat: int, timeout: float
 ) -> dict[str, Any]:
-    root = runs.fresh_run_dir(args, cfg, repeat)
-    spec = job_spec(cfg, args, args.device == "cuda", cfg.gpus)
-    job = workload_plan(spec, args, root, profile=repeat == 0 and cfg.name in args.profile)
-    record: dict[str, Any] = {
-        "bench": "dist_run",
-        "graph": "syntheticMag",
-        **runs.config_fields(cfg, repeat),
-        "eval_every": args.eval_every,
-    }
-    if not runs.run_job(job, root, args, record, timeout=timeout):
-        return record
-    record.update(epoch_figures(root, cfg.gpus))
-    table_path = root / "profile" / "profile-trainer-0.txt"
-    if table_path.exists() and args.out is not None:
-        shutil.copyfile(table_path, args.out.parent / f"profile-hetero-{cfg.name}.txt")
-        record["profile"] = f"profile-hetero-{cfg.name}.txt"
-    # the checkpoint holds every embedding row and its Adam state (GBs at full scale)
-    shutil.rmtree(root, ignore_errors=True)
-    return record
+    def figures(root: Path) -> dict[str, Any]:
+        found = epoch_figures(root, cfg.gpus)
+        table_path = root / "profile" / "profile-trainer-0.txt"
+        if table_path.exists() and args.out is not None:
+            shutil.copyfile(table_path, args.out.parent / f"profile-hetero-{cfg.name}.txt")
+            found["profile"] = f"profile-hetero-{cfg.name}.txt"
+        return found
+
+    # the run directory goes: its checkpoint holds every embedding row and its Adam state
+    # (GBs at full scale)
+    fields = {"bench": "dist_run", "graph": "syntheticMag"}
+    extra = {"eval_every": args.eval_every}
+    return runs.record_run(
+        cfg, args, repeat, timeout, job_spec=job_spec, fields=fields, figures=figures, extra=extra
+    )
+
+
+def environment(args: argparse.Namespace, configs: list[RunConfig]) -> dict[str, Any]:
+    """The call's environment record."""
+    return runs.env_record(
+        args,
+        "hetero_env",
+        gpus_visible=torch.cuda.device_count() if args.device == "cuda" else 0,
+        env=args.env,
+        scale=args.scale,
+        model="rsage",
+        layers=len(args.fanout),
+        **runs.arg_fields(
+            args, "fanout", "batch_size", "hidden", "embedding_dim", "epochs", "eval_every"
+        ),
+        repeats=args.repeats,
+        partitions={r.name: r.gpus for r in configs},
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    started = time.perf_counter()
-    runs.start_preload(args)
-    configs = runs.run_configs(args)
-    if configs is None:
-        return 2
-    emit(
-        args.out,
-        runs.env_record(
-            args,
-            "hetero_env",
-            gpus_visible=torch.cuda.device_count() if args.device == "cuda" else 0,
-            env=args.env,
-            scale=args.scale,
-            model="rsage",
-            layers=len(args.fanout),
+
+    def edges_per_seed(stores: dict[int, Path]) -> None:
+        edges = sampled_edges_per_seed(
+            stores[min(stores)],
             fanout=args.fanout,
             batch_size=args.batch_size,
-            hidden=args.hidden,
-            embedding_dim=args.embedding_dim,
-            epochs=args.epochs,
-            eval_every=args.eval_every,
-            repeats=args.repeats,
-            partitions={r.name: r.gpus for r in configs},
-        ),
+            device=torch.device(args.device),
+            max_batches=args.edges_batches,
+        )
+        emit(args.out, edges)
+        if args.device == "cuda":
+            torch.cuda.empty_cache()
+
+    return runs.run_bench(
+        args,
+        env=environment,
+        data_bench="hetero_data",
+        run_bench="dist_run",
+        job_spec=job_spec,
+        run_one=run_one,
+        describe=store_counts,
+        with_stores=edges_per_seed,
     )
-    args.work_dir.mkdir(parents=True, exist_ok=True)
-    stores = runs.build_stores(
-        args, configs, bench="hetero_data", job_spec=job_spec, describe=store_counts
-    )
-    edges = sampled_edges_per_seed(
-        stores[min(stores)],
-        fanout=args.fanout,
-        batch_size=args.batch_size,
-        device=torch.device(args.device),
-        max_batches=args.edges_batches,
-    )
-    emit(args.out, edges)
-    if args.device == "cuda":
-        torch.cuda.empty_cache()
-    records = runs.run_all(
-        args, configs, started=started, bench="dist_run", job_spec=job_spec, run_one=run_one
-    )
-    runs.finish(args, records)
-    return 0
 
 
 if __name__ == "__main__":

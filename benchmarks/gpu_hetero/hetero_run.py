@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import argparse
 
-from run_config import RunConfig, role_sections
+from run_config import RunConfig, role_sections, run_training
+from spec_sections import model_section
 
 from distgnn_api.spec import DistGNNJobSpec, parse_spec
 
@@ -30,23 +31,13 @@ def job_spec(
             },
             "partition": {"algorithm": "random", "numPartitions": partitions},
             **role_sections(cfg, args, cuda),
-            "model": {
-                "arch": "rsage",
-                "hiddenChannels": args.hidden,
-                "numLayers": len(args.fanout),
-                "fanout": args.fanout,
-                "embeddingDim": args.embedding_dim,
-                "dropout": 0.5,
-            },
-            "training": {
-                "epochs": args.epochs,
-                "batchSize": args.batch_size,
-                "learningRate": 0.003,
-                "evalEvery": args.eval_every,
-                "checkpointEvery": args.epochs,
-                "bf16": cfg.precision == "bf16",
+            "model": model_section("rsage", args, embeddingDim=args.embedding_dim),
+            "training": run_training(
+                cfg,
+                args,
+                evalEvery=args.eval_every,
                 # sampled at the training fanout, as the PyG baseline beside it evaluates
-                "evaluation": {"test": "sampled", "validation": "sampled"},
-            },
+                evaluation={"test": "sampled", "validation": "sampled"},
+            ),
         }
     )

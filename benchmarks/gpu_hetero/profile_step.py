@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import pickle
+import sys
 import tempfile
 import threading
 import time
@@ -39,6 +40,10 @@ from typing import Any
 
 import torch
 from torch.autograd import DeviceType
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gpu_distributed"))
+
+from spec_sections import model_section, training_section
 
 from distgnn_api.spec import parse_spec
 from distgnn_workload.data.graph import HeteroGraphData
@@ -92,20 +97,10 @@ def _trainer(args: argparse.Namespace, graph: HeteroGraphData, run_dir: Path) ->
             "partition": {"algorithm": "random", "numPartitions": 1},
             "samplers": {"replicas": 0},
             "trainers": {"replicas": 1, "gpusPerPod": 1 if args.device == "cuda" else 0},
-            "model": {
-                "arch": "rsage",
-                "hiddenChannels": args.hidden,
-                "numLayers": len(args.fanout),
-                "fanout": args.fanout,
-                "embeddingDim": args.embedding_dim,
-                "dropout": 0.5,
-            },
-            "training": {
-                "epochs": 1,
-                "batchSize": args.batch_size,
-                "learningRate": 0.003,
-                "bf16": args.precision == "bf16" and args.device == "cuda",
-            },
+            "model": model_section("rsage", args, embeddingDim=args.embedding_dim),
+            "training": training_section(
+                args, epochs=1, bf16=args.precision == "bf16" and args.device == "cuda"
+            ),
         }
     )
     data = from_graph(graph, contiguous_book(graph.node_counts, 1), 1)

@@ -45,8 +45,15 @@ from pyg_hetero_setup import (  # noqa: E402
     prepare,
 )
 from pyg_setups import SAMPLERS, SETUPS, close_loader, sampling_backend  # noqa: E402
-from pyg_sweep import BUDGET_MARGIN_S, Budget, emit, endless, process_started  # noqa: E402
-from pyg_timing import Run, summarise, sync  # noqa: E402
+from pyg_sweep import (  # noqa: E402
+    BUDGET_MARGIN_S,
+    Budget,
+    WorkerSweep,
+    emit,
+    endless,
+    process_started,
+)
+from pyg_timing import Run, Taken, summarise, sync  # noqa: E402
 
 from distgnn_workload.sampling import SampledEdgesPerSeed  # noqa: E402
 
@@ -87,7 +94,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-class Sweep:
+class Sweep(WorkerSweep):
     """The configurations (worker count x precision) of one setup."""
 
     def __init__(self, args: argparse.Namespace, g: HeteroGraph, budget: Budget, backend: str):
@@ -100,30 +107,9 @@ class Sweep:
         self.ours: Any = None  # our sampler over the same graph, built on first use
         self.seeds: list[torch.Tensor] = []  # the seeds of the configuration's timed batches
 
-    def skipped(self, what: dict[str, Any], estimate: float | None) -> None:
-        rec = {"bench": "pyg_skipped", "reason": "time budget", **self.common, **what}
-        rec["estimated_s"] = None if estimate is None else round(estimate, 1)
-        rec["left_s"] = round(self.budget.left(), 1)
-        emit(self.args.out, rec)
-        self.summaries.append(rec)
-
-    def run(self) -> None:
-        estimate: float | None = None
-        for workers in self.args.workers:
-            estimate = self.run_workers(workers, estimate)
-
     def run_workers(self, workers: int, estimate: float | None) -> float | None:
         a = self.args
-        loader = build_loader(
-            self.g,
-            self.sampler,
-            setup=a.setup,
-            sampler=a.sampler,
-            fanout=a.fanout,
-            batch_size=a.batch_size,
-            workers=workers,
-            pin=self.device.type == "cuda",
-        )
+        loader = build_loader(self.g, self.sampler, **self.loader_options(workers))
         try:
             stream = endless(loader)
             for precision in a.precision:
@@ -214,27 +200,21 @@ class Sweep:
         """``count`` batches of a stream (or ``passes`` whole epochs of a loader), trained."""
         sync(self.device)
         start = time.perf_counter()
-        n = seeds = edges = 0
-        wait = 0.0
+        taken = Taken(count)
+        seeds = edges = 0
         loss: torch.Tensor | None = None
         for _ in range(passes):
-            it = iter(batches)
-            while count is None or n < count:
-                t0 = time.perf_counter()
-                batch = next(it, None)
-                wait += time.perf_counter() - t0
-                if batch is None:
-                    break
+            for batch in taken.take(batches):
                 loss = trainer.step(prepare(self.g, batch, self.device, table))
                 counts.add_pyg(batch, self.g.target)
                 bs = int(batch[self.g.target].batch_size)
                 self.seeds.append(batch[self.g.target].n_id[:bs].clone())
-                n += 1
-                seeds += int(batch[self.g.target].batch_size)
+                seeds += bs
                 edges += sum(int(e.size(1)) for e in batch.edge_index_dict.values())
         sync(self.device)
         seconds = time.perf_counter() - start
-        return Run(seconds, n, seeds, edges, wait, None if loss is None else float(loss))
+        loss_value = None if loss is None else float(loss)
+        return Run(seconds, taken.n, seeds, edges, taken.wait, loss_value)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,6 +27,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from pyg_setups import loader_kwargs, pyg_loader
 from torch import Tensor, nn
 
 from distgnn_workload.data.graph import HeteroGraphData
@@ -93,35 +94,12 @@ def build_node_sampler(g: HeteroGraph, *, sampler: str, fanout: list[int], seed:
 
 
 def build_loader(
-    g: HeteroGraph,
-    node_sampler: Any,
-    *,
-    setup: str,
-    sampler: str,
-    fanout: list[int],
-    batch_size: int,
-    workers: int,
-    pin: bool,
+    g: HeteroGraph, node_sampler: Any, *, sampler: str, fanout: list[int], **options: Any
 ) -> Any:
-    """The setup's loader over the target type's training seeds, ``workers`` processes."""
-    kwargs: dict[str, Any] = {
-        "input_nodes": (g.target, g.train_idx),
-        "batch_size": batch_size,
-        "shuffle": True,
-        "num_workers": workers,
-        "persistent_workers": workers > 0,
-    }
-    if setup == "best":
-        kwargs["pin_memory"] = pin
-        if workers > 0:
-            kwargs["prefetch_factor"] = 4
-    if sampler == "distgnn":
-        from torch_geometric.loader import NodeLoader
-
-        return NodeLoader(g.data, node_sampler=node_sampler, **kwargs)
-    from torch_geometric.loader import NeighborLoader
-
-    return NeighborLoader(g.data, num_neighbors=fanout, neighbor_sampler=node_sampler, **kwargs)
+    """The setup's loader over the target type's training seeds; ``options``: those of
+    ``loader_kwargs`` (setup, batch size, worker processes, pinning)."""
+    kwargs = loader_kwargs((g.target, g.train_idx), **options)
+    return pyg_loader(g.data, node_sampler, sampler, fanout, kwargs)
 
 
 @dataclass

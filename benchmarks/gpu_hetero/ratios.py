@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import statistics
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,19 +40,55 @@ def read(paths: list[Path]) -> list[dict[str, Any]]:
     return rows
 
 
-def _medians(runs: list[dict[str, Any]]) -> dict[tuple[str, int, str], dict[str, Any]]:
+def ok_runs(
+    runs: list[dict[str, Any]], graph: str
+) -> dict[tuple[str, int, str], list[dict[str, Any]]]:
+    """The finished runs on ``graph``, by configuration (mode, GPUs, precision)."""
     groups: dict[tuple[str, int, str], list[dict[str, Any]]] = {}
     for r in runs:
-        if r.get("status") == "ok" and r.get("graph") == "syntheticMag":
+        if r.get("status") == "ok" and r.get("graph") == graph:
             groups.setdefault((r["mode"], r["gpus"], r["precision"]), []).append(r)
+    return groups
+
+
+def spread(per_gpu: list[float]) -> dict[str, Any]:
+    """The number of runs, and the median, min and max of their rates per GPU."""
+    return {
+        "runs": len(per_gpu),
+        "per_gpu": statistics.median(per_gpu),
+        "min": min(per_gpu),
+        "max": max(per_gpu),
+    }
+
+
+def cli(
+    argv: list[str],
+    script: str,
+    compute: Callable[[list[dict[str, Any]]], dict[str, Any]],
+    render: Callable[[dict[str, Any]], str],
+) -> int:
+    """Print the table that ``render`` makes of ``compute`` over the JSON-lines files."""
+    if not argv:
+        print(f"usage: {script} RESULTS.jsonl [MORE.jsonl ...]", file=sys.stderr)
+        return 2
+    print(render(compute(read([Path(a) for a in argv]))))
+    return 0
+
+
+def targets_line(targets: dict[str, Any], speed: str, third: str, third_key: str) -> str:
+    """The verdicts: ``speed`` over best-effort PyG, the 1 -> 2 GPU scaling, then ``third``."""
+    return (
+        f"targets: >= {SPEED_TARGET:g}x best-effort PyG{speed} (worker, 1 GPU, bf16): "
+        f"{verdict(targets['speed'])}; >= {SCALING_TARGET}x 1 -> 2 GPUs (worker, bf16): "
+        f"{verdict(targets['scaling'])}; {third}: {verdict(targets[third_key])}"
+    )
+
+
+def _medians(runs: list[dict[str, Any]]) -> dict[tuple[str, int, str], dict[str, Any]]:
     out = {}
-    for key, rs in groups.items():
-        per_gpu = [r["seeds_per_s_per_gpu"] for r in rs]
+    for key, rs in ok_runs(runs, "syntheticMag").items():
         out[key] = {
-            "runs": len(rs),
-            "per_gpu": statistics.median(per_gpu),
-            "min": min(per_gpu),
-            "max": max(per_gpu),
+            **spread([r["seeds_per_s_per_gpu"] for r in rs]),
             "total": statistics.median(r["seeds_per_s"] for r in rs),
             "edges_per_seed": statistics.median(r["sampled_edges_per_seed"] for r in rs),
             "test_accuracy": statistics.median(r["test_accuracy"] for r in rs),
@@ -210,22 +247,13 @@ def render(result: dict[str, Any]) -> str:
                 f"    {key:<42}{e['ours'].get(key, 0.0):>9.2f}{e['theirs'].get(key, 0.0):>9.2f}"
                 f"{d:>9.2%}"
             )
-    t = result["targets"]
-    lines.append(
-        f"targets: >= {SPEED_TARGET:g}x best-effort PyG (worker, 1 GPU, bf16): "
-        f"{verdict(t['speed'])}; >= {SCALING_TARGET}x 1 -> 2 GPUs (worker, bf16): "
-        f"{verdict(t['scaling'])}; edges per seed within {EDGES_TOLERANCE:.0%}: "
-        f"{verdict(t['edges_per_seed'])}"
-    )
+    within = f"edges per seed within {EDGES_TOLERANCE:.0%}"
+    lines.append(targets_line(result["targets"], "", within, "edges_per_seed"))
     return "\n".join(lines)
 
 
 def main(argv: list[str]) -> int:
-    if not argv:
-        print("usage: ratios.py RESULTS.jsonl [MORE.jsonl ...]", file=sys.stderr)
-        return 2
-    print(render(compute(read([Path(a) for a in argv]))))
-    return 0
+    return cli(argv, "ratios.py", compute, render)
 
 
 if __name__ == "__main__":

@@ -26,24 +26,17 @@ median and spread per configuration and the 1 -> N GPU scaling (in seed rows/s).
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
-sys.path[:0] = [
-    str(HERE),
-    str(REPO / "benchmarks" / "gpu_distributed"),
-    str(REPO / "benchmarks" / "gpu"),
-]
+sys.path[:0] = [str(HERE), str(HERE.parent / "gpu_distributed"), str(HERE.parent / "gpu")]
 
 import bench_runs as runs  # noqa: E402
+from bench_args import add_model_args  # noqa: E402
 from link_run import job_spec, link_figures  # noqa: E402
-from records import emit  # noqa: E402
-from run_config import RunConfig, workload_plan  # noqa: E402
+from run_config import RunConfig  # noqa: E402
 
 from distgnn_workload.sampling.seed_edges import LinkLayout  # noqa: E402
 
@@ -51,13 +44,10 @@ DEFAULT_RUNS = ["worker-1-bf16", "worker-2-bf16", "server-1-bf16", "server-2-bf1
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    p = runs.bench_parser(
+        __doc__, DEFAULT_RUNS, scale_help="syntheticLink scale (1.0: citation2)", epochs=2
     )
-    runs.add_run_args(p, DEFAULT_RUNS)
-    p.add_argument("--scale", type=float, default=1.0, help="syntheticLink scale (1.0: citation2)")
-    p.add_argument("--epochs", type=int, default=2, help="the first is warm-up")
-    p.add_argument("--batch-size", type=int, default=1024, help="positive edges per GPU")
+    add_model_args(p, batch_help="positive edges per GPU")
     p.add_argument("--negatives", type=int, default=1, help="training negatives per positive")
     p.add_argument(
         "--positives-per-gpu",
@@ -66,17 +56,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="an epoch's positives per GPU (linkPrediction.positivesPerEpoch = this x GPUs); "
         "unset: every training positive",
     )
-    p.add_argument("--fanout", type=int, nargs="+", default=[15, 10, 5])
-    p.add_argument("--hidden", type=int, default=256)
     p.add_argument("--decoder", default="dot", choices=["dot", "mlp"])
     p.add_argument("--eval-negatives", type=int, default=1000)
     p.add_argument("--eval-positives", type=int, default=100_000, help="per split")
-    p.add_argument("--partition-timeout", type=float, default=300.0)
-    p.add_argument("--run-timeout", type=float, default=200.0, help="past it a run is 'hung'")
-    p.add_argument("--work-dir", type=Path, default=Path("/tmp/distgnn-link-bench"))
-    p.add_argument("--keep", action="store_true", help="keep the work dir (the stores)")
-    args = p.parse_args(argv)
-    runs.check_run_args(p, args, "15 10 5")
+    keep = "keep the work dir (the stores)"
+    args = runs.parse_bench_args(
+        p, argv, "link", fanout="15 10 5", timeouts=(300.0, 200.0), keep_help=keep
+    )
     if args.positives_per_gpu is not None and args.positives_per_gpu < 1:
         p.error("--positives-per-gpu: must be at least 1")
     return args
@@ -85,55 +71,51 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def run_one(
     cfg: RunConfig, args: argparse.Namespace, repeat: int, timeout: float
 ) -> dict[str, Any]:
-    root = runs.fresh_run_dir(args, cfg, repeat)
-    spec = job_spec(cfg, args, args.device == "cuda", cfg.gpus)
-    job = workload_plan(spec, args, root, profile=repeat == 0 and cfg.name in args.profile)
-    record: dict[str, Any] = {
-        "bench": "link_run",
-        "graph": "syntheticLink",
-        **runs.config_fields(cfg, repeat),
-    }
-    if not runs.run_job(job, root, args, record, timeout=timeout):
-        return record
     per = LinkLayout.seeds_per_positive(args.negatives, "uniform")
-    record.update(link_figures(root, cfg.gpus, per))
-    shutil.rmtree(root, ignore_errors=True)
-    return record
+    fields = {"bench": "link_run", "graph": "syntheticLink"}
+
+    def figures(root: Path) -> dict[str, Any]:
+        return link_figures(root, cfg.gpus, per)
+
+    return runs.record_run(
+        cfg, args, repeat, timeout, job_spec=job_spec, fields=fields, figures=figures
+    )
+
+
+def environment(args: argparse.Namespace, _: list[RunConfig]) -> dict[str, Any]:
+    """The call's environment record."""
+    return runs.env_record(
+        args,
+        "link_env",
+        scale=args.scale,
+        model="sage",
+        **runs.arg_fields(
+            args,
+            "fanout",
+            "hidden",
+            "decoder",
+            "batch_size",
+            "negatives",
+            "positives_per_gpu",
+            "eval_negatives",
+            "eval_positives",
+            "epochs",
+            "repeats",
+        ),
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    started = time.perf_counter()
-    runs.start_preload(args)
-    configs = runs.run_configs(args)
-    if configs is None:
-        return 2
-    emit(
-        args.out,
-        runs.env_record(
-            args,
-            "link_env",
-            scale=args.scale,
-            model="sage",
-            fanout=args.fanout,
-            hidden=args.hidden,
-            decoder=args.decoder,
-            batch_size=args.batch_size,
-            negatives=args.negatives,
-            positives_per_gpu=args.positives_per_gpu,
-            eval_negatives=args.eval_negatives,
-            eval_positives=args.eval_positives,
-            epochs=args.epochs,
-            repeats=args.repeats,
-        ),
+
+    return runs.run_bench(
+        args,
+        env=environment,
+        data_bench="link_data",
+        run_bench="link_run",
+        job_spec=job_spec,
+        run_one=run_one,
     )
-    args.work_dir.mkdir(parents=True, exist_ok=True)
-    runs.build_stores(args, configs, bench="link_data", job_spec=job_spec)
-    records = runs.run_all(
-        args, configs, started=started, bench="link_run", job_spec=job_spec, run_one=run_one
-    )
-    runs.finish(args, records)
-    return 0
 
 
 if __name__ == "__main__":

@@ -26,7 +26,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gpu_hetero"))
 
-from ratios import SCALING_TARGET, SPEED_TARGET, best_pyg, read, runs_and_scaling, verdict
+from ratios import (
+    SCALING_TARGET,
+    SPEED_TARGET,
+    best_pyg,
+    cli,
+    ok_runs,
+    runs_and_scaling,
+    spread,
+    targets_line,
+)
 
 RANKING_TARGET_S = 60.0
 
@@ -34,20 +43,13 @@ Key = tuple[str, int, str]
 
 
 def _medians(runs: list[dict[str, Any]]) -> dict[Key, dict[str, Any]]:
-    groups: dict[Key, list[dict[str, Any]]] = {}
-    for r in runs:
-        if r.get("status") == "ok" and r.get("graph") == "syntheticLink":
-            groups.setdefault((r["mode"], r["gpus"], r["precision"]), []).append(r)
     out = {}
-    for key, rs in groups.items():
+    for key, rs in ok_runs(runs, "syntheticLink").items():
         per_gpu = [r["positives_per_s_per_gpu"] for r in rs]
         evals = [r["final_ranking_eval_s"] for r in rs if r.get("final_ranking_eval_s")]
         mrr = [r["test_mrr"] for r in rs if r.get("test_mrr") is not None]
         out[key] = {
-            "runs": len(rs),
-            "per_gpu": statistics.median(per_gpu),
-            "min": min(per_gpu),
-            "max": max(per_gpu),
+            **spread(per_gpu),
             "total": statistics.median(p * key[1] for p in per_gpu),
             "test_mrr": statistics.median(mrr) if mrr else None,
             "ranking_s": min(evals) if evals else None,
@@ -101,23 +103,10 @@ def render(result: dict[str, Any]) -> str:
         lines.append(
             f"scaling {s['mode']} {s['precision']} 1 -> {s['gpus']} GPUs: {s['speedup']:.2f}x"
         )
-    t = result["targets"]
-    lines.append(
-        f"targets: >= {SPEED_TARGET:g}x best-effort PyG per GPU (worker, 1 GPU, bf16): "
-        f"{verdict(t['speed'])}; >= {SCALING_TARGET}x 1 -> 2 GPUs (worker, bf16): "
-        f"{verdict(t['scaling'])}; ranking on 2 GPUs under {RANKING_TARGET_S:g} s: "
-        f"{verdict(t['ranking'])}"
-    )
+    ranking = f"ranking on 2 GPUs under {RANKING_TARGET_S:g} s"
+    lines.append(targets_line(result["targets"], " per GPU", ranking, "ranking"))
     return "\n".join(lines)
 
 
-def main(argv: list[str]) -> int:
-    if not argv:
-        print("usage: link_ratios.py RESULTS.jsonl [MORE.jsonl ...]", file=sys.stderr)
-        return 2
-    print(render(compute(read([Path(a) for a in argv]))))
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(cli(sys.argv[1:], "link_ratios.py", compute, render))

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from job_run import STATS_FILE
-from run_config import RunConfig, role_sections
+from run_config import RunConfig, role_sections, run_training
+from spec_sections import model_section
 
 from distgnn_api import contract as c
 from distgnn_api.spec import DistGNNJobSpec, parse_spec
@@ -48,21 +49,8 @@ def job_spec(
             "dataset": {"syntheticLink": {"scale": args.scale, "seed": args.graph_seed}},
             "partition": {"algorithm": "random", "numPartitions": partitions},
             **role_sections(cfg, args, cuda),
-            "model": {
-                "arch": "sage",
-                "hiddenChannels": args.hidden,
-                "numLayers": len(args.fanout),
-                "fanout": args.fanout,
-                "dropout": 0.0,
-            },
-            "training": {
-                "epochs": args.epochs,
-                "batchSize": args.batch_size,
-                "learningRate": 0.001,
-                "evalEvery": 0,
-                "checkpointEvery": args.epochs,
-                "bf16": cfg.precision == "bf16",
-            },
+            "model": model_section("sage", args, dropout=0.0),
+            "training": run_training(cfg, args, learning_rate=0.001, evalEvery=0),
         }
     )
 

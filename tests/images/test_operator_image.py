@@ -10,8 +10,6 @@ under kwok, as in tests/integration/test_chart_install.py.
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,6 +27,7 @@ from tests.integration.test_chart_install import (
 )
 from tests.support.controlplane import ControlPlane
 from tests.support.image_run import IMAGE_UID, Bind, ImageRoot
+from tests.support.process_group import process_group
 
 pytestmark = [pytest.mark.images, pytest.mark.timeout(3600)]
 
@@ -65,24 +64,9 @@ def operator_from_image(
     )
     root = image.with_binds(Bind(kubeconfig, KUBECONFIG_INSIDE, read_only=True))
     log_path = tmp_path / "operator.log"
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(
-            root.command(container["command"]),
-            env=root.environ(env),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
+    command = root.command(container["command"])
+    with process_group(command, root.environ(env), log_path) as process:
         yield OperatorProcess(process, log_path, metrics_port)
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=10)
 
 
 def test_operator_image_is_lean_and_non_root(operator_root: ImageRoot) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
 import threading
@@ -34,6 +33,7 @@ from tests.chart.helm import Helm
 from tests.support.controlplane import ControlPlane
 from tests.support.controlplane_client import wait_until
 from tests.support.controlplane_cluster import TEST_STORAGE_CLASS
+from tests.support.process_group import process_group
 
 pytestmark = pytest.mark.integration
 
@@ -206,25 +206,9 @@ def operator_as_service_account(
         }
     )
     log_path = tmp_path / "operator.log"
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "distgnn_operator"],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    operator = OperatorProcess(process, log_path, metrics_port)
-    try:
-        yield operator
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=10)
+    command = [sys.executable, "-m", "distgnn_operator"]
+    with process_group(command, env, log_path) as process:
+        yield OperatorProcess(process, log_path, metrics_port)
 
 
 class PhaseRecorder:

@@ -40,15 +40,54 @@ def pinned_kube_version() -> str:
     return match.group(1)
 
 
+def manifest(api_version: str, kind: str, name: str, **body: Any) -> dict[str, Any]:
+    """An object of ``kind`` named ``name``; ``metadata`` adds to its metadata, other
+    keywords are its top-level fields (``spec``, ``data``)."""
+    metadata = {"name": name, **body.pop("metadata", {})}
+    return {"apiVersion": api_version, "kind": kind, "metadata": metadata, **body}
+
+
 def pod(name: str, **spec: Any) -> dict[str, Any]:
     container = {"name": "main", "image": IMAGE}
     container.update(spec.pop("container", {}))
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, **spec.pop("metadata", {})},
-        "spec": {"containers": [container], **spec},
+    metadata = spec.pop("metadata", {})
+    return manifest("v1", "Pod", name, metadata=metadata, spec={"containers": [container], **spec})
+
+
+def batch_job(name: str, **pod_metadata: Any) -> dict[str, Any]:
+    """A Job of one pod that is never retried; ``pod_metadata`` goes on its pod template."""
+    template: dict[str, Any] = {
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": IMAGE}]}
     }
+    if pod_metadata:
+        template["metadata"] = pod_metadata
+    return manifest("batch/v1", "Job", name, spec={"backoffLimit": 0, "template": template})
+
+
+def wait_for_condition(
+    control_plane: ControlPlane, namespace: str, resource: str, name: str, type_: str, status: str
+) -> dict[str, Any]:
+    """The object once its condition ``type_`` has ``status``."""
+    found: dict[str, Any] = control_plane.wait_for(
+        resource,
+        name,
+        "-n",
+        namespace,
+        until=lambda obj: condition(obj, type_) == status,
+        what=f"{resource} {name} to have {type_}={status}",
+    )
+    return found
+
+
+def etcd_argv(control_plane: ControlPlane, data_dir: Path, client: str, peer: int) -> list[str]:
+    """etcd serving clients on ``client`` (host:port) and peers on loopback port ``peer``."""
+    return [
+        str(control_plane.bin_dir / "etcd"),
+        f"--data-dir={data_dir}",
+        f"--listen-client-urls=http://{client}",
+        f"--advertise-client-urls=http://{client}",
+        f"--listen-peer-urls=http://127.0.0.1:{peer}",
+    ]
 
 
 def condition(obj: dict[str, Any], kind: str) -> str | None:
@@ -69,26 +108,8 @@ def test_server_reports_pinned_version(control_plane: ControlPlane) -> None:
 def test_job_pod_runs_on_kwok_node_and_job_completes(
     control_plane: ControlPlane, namespace: str
 ) -> None:
-    job = {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": "hello"},
-        "spec": {
-            "backoffLimit": 0,
-            "template": {
-                "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": IMAGE}]}
-            },
-        },
-    }
-    control_plane.apply(job, namespace)
-    done = control_plane.wait_for(
-        "job",
-        "hello",
-        "-n",
-        namespace,
-        until=lambda j: condition(j, "Complete") == "True",
-        what="Job hello to complete",
-    )
+    control_plane.apply(batch_job("hello"), namespace)
+    done = wait_for_condition(control_plane, namespace, "job", "hello", "Complete", "True")
     assert done["status"]["succeeded"] == 1
     pods = control_plane.get_json("pods", "-n", namespace, "-l", "job-name=hello")["items"]
     assert len(pods) == 1
@@ -100,21 +121,17 @@ def test_statefulset_with_headless_service_gets_ordinal_pods(
     control_plane: ControlPlane, namespace: str
 ) -> None:
     labels = {"app": "peers"}
-    service = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": "peers"},
-        "spec": {
-            "clusterIP": "None",
-            "selector": labels,
-            "ports": [{"name": "rpc", "port": 29500}],
-        },
-    }
-    statefulset = {
-        "apiVersion": "apps/v1",
-        "kind": "StatefulSet",
-        "metadata": {"name": "trainer"},
-        "spec": {
+    service = manifest(
+        "v1",
+        "Service",
+        "peers",
+        spec={"clusterIP": "None", "selector": labels, "ports": [{"name": "rpc", "port": 29500}]},
+    )
+    statefulset = manifest(
+        "apps/v1",
+        "StatefulSet",
+        "trainer",
+        spec={
             "serviceName": "peers",
             "replicas": 3,
             "podManagementPolicy": "Parallel",
@@ -124,7 +141,7 @@ def test_statefulset_with_headless_service_gets_ordinal_pods(
                 "spec": {"containers": [{"name": "main", "image": IMAGE}]},
             },
         },
-    }
+    )
     control_plane.apply([service, statefulset], namespace)
     wait_until(
         lambda: (
@@ -165,13 +182,8 @@ def test_gpu_pods_land_only_on_gpu_nodes(control_plane: ControlPlane, namespace:
 
     nodes = wait_until(placed, WAIT, "the GPU pods to be scheduled")
     assert {nodes[n] for n in names} <= gpu_nodes
-    too_many = control_plane.wait_for(
-        "pod",
-        "too-many",
-        "-n",
-        namespace,
-        until=lambda p: condition(p, "PodScheduled") == "False",
-        what="the scheduler to reject pod too-many",
+    too_many = wait_for_condition(
+        control_plane, namespace, "pod", "too-many", "PodScheduled", "False"
     )
     assert not too_many["spec"].get("nodeName")
     reasons = [c.get("message", "") for c in too_many["status"]["conditions"]]
@@ -189,12 +201,9 @@ def test_deleting_owner_garbage_collects_dependents(
         "name": "owner",
         "uid": owner["metadata"]["uid"],
     }
-    dependent_cm = {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": "dependent", "ownerReferences": [ref]},
-        "data": {"k": "v"},
-    }
+    dependent_cm = manifest(
+        "v1", "ConfigMap", "dependent", metadata={"ownerReferences": [ref]}, data={"k": "v"}
+    )
     dependent_pod = pod("dependent-pod", metadata={"ownerReferences": [ref]})
     control_plane.apply([dependent_cm, dependent_pod], namespace)
     wait_until(
@@ -264,30 +273,9 @@ def test_simulated_exit_annotation_terminates_containers(
 
 
 def test_simulated_exit_fails_a_job(control_plane: ControlPlane, namespace: str) -> None:
-    job = {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": "doomed"},
-        "spec": {
-            "backoffLimit": 0,
-            "template": {
-                "metadata": {"annotations": {EXIT_CODE_ANNOTATION: "2"}},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [{"name": "main", "image": IMAGE}],
-                },
-            },
-        },
-    }
+    job = batch_job("doomed", annotations={EXIT_CODE_ANNOTATION: "2"})
     control_plane.apply(job, namespace)
-    failed = control_plane.wait_for(
-        "job",
-        "doomed",
-        "-n",
-        namespace,
-        until=lambda j: condition(j, "Failed") == "True",
-        what="Job doomed to fail",
-    )
+    failed = wait_for_condition(control_plane, namespace, "job", "doomed", "Failed", "True")
     assert failed["status"].get("failed") == 1
     assert not failed["status"].get("succeeded")
     (job_pod,) = control_plane.get_json("pods", "-n", namespace, "-l", "job-name=doomed")["items"]
@@ -297,16 +285,16 @@ def test_simulated_exit_fails_a_job(control_plane: ControlPlane, namespace: str)
 
 def test_create_pv_binds_a_claim(control_plane: ControlPlane, namespace: str) -> None:
     pv = control_plane.create_pv(f"{namespace}-data", size="5Gi", claim=(namespace, "data"))
-    claim = {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": {"name": "data"},
-        "spec": {
+    claim = manifest(
+        "v1",
+        "PersistentVolumeClaim",
+        "data",
+        spec={
             "accessModes": ["ReadWriteMany"],
             "storageClassName": TEST_STORAGE_CLASS,
             "resources": {"requests": {"storage": "5Gi"}},
         },
-    }
+    )
     control_plane.apply(claim, namespace)
     bound = control_plane.wait_for(
         "pvc",
@@ -392,13 +380,7 @@ def test_component_on_busy_port_fails_with_clear_error(
     control_plane: ControlPlane, tmp_path: Path
 ) -> None:
     busy = control_plane.server.removeprefix("https://")  # the API server's address
-    argv = [
-        str(control_plane.bin_dir / "etcd"),
-        f"--data-dir={tmp_path / 'etcd'}",
-        f"--listen-client-urls=http://{busy}",
-        f"--advertise-client-urls=http://{busy}",
-        f"--listen-peer-urls=http://127.0.0.1:{PortAllocator().take()}",
-    ]
+    argv = etcd_argv(control_plane, tmp_path / "etcd", busy, PortAllocator().take())
     with pytest.raises(ComponentError, match=r"'etcd' exited with code") as failure:
         control_plane.start_component("etcd", argv, ready=lambda: False, log_name="etcd-busy-port")
     assert "address already in use" in str(failure.value)
@@ -410,13 +392,7 @@ def test_component_that_never_gets_ready_times_out_and_is_stopped(
 ) -> None:
     ports = PortAllocator()
     client, peer = ports.take(), ports.take()
-    argv = [
-        str(control_plane.bin_dir / "etcd"),
-        f"--data-dir={tmp_path / 'etcd'}",
-        f"--listen-client-urls=http://127.0.0.1:{client}",
-        f"--advertise-client-urls=http://127.0.0.1:{client}",
-        f"--listen-peer-urls=http://127.0.0.1:{peer}",
-    ]
+    argv = etcd_argv(control_plane, tmp_path / "etcd", f"127.0.0.1:{client}", peer)
 
     def never() -> bool:
         raise RuntimeError("probe refuses")

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from distgnn_operator import rbac
 from distgnn_operator.reconcile.kube_api import PVC, STATEFULSET, WORKLOAD
-from tests.operator.accounts import bound_account
+from tests.integration.served_job import kueue_operator_account, served_job
 from tests.operator.harness import Cluster, job_manifest, run_operator, wait_for
 from tests.support.controlplane import ControlPlane
 from tests.support.kueue_queues import (
@@ -41,12 +40,7 @@ def test_quota_for_one_job_queues_the_second_until_the_first_finishes(
     for job in ("first", "second"):
         cluster.volume_for_created_claim(job)
     # The operator runs with exactly the chart's rules for kueue.enabled (distgnn_operator.rbac).
-    with bound_account(
-        control_plane,
-        namespace,
-        rbac.NAMESPACED_RULES + rbac.KUEUE_NAMESPACED_RULES,
-        rbac.CLUSTER_RULES + rbac.KUEUE_CLUSTER_RULES,
-    ) as account:
+    with kueue_operator_account(control_plane, namespace) as account:
         token = control_plane.token_kubeconfig(namespace, account)
         with run_operator(control_plane, namespace, kubeconfig=token) as runner:
             _queue_two_jobs(control_plane, namespace, cluster, queues)
@@ -174,10 +168,8 @@ def test_a_job_larger_than_any_flavor_stays_queued_with_kueues_reason(
     control_plane: ControlPlane, namespace: str, queues: Queues
 ) -> None:
     queues.setup({"small": ({}, 2)})
-    cluster = Cluster(control_plane, namespace)
-    cluster.volume_for_created_claim("huge")
-    with run_operator(control_plane, namespace):
-        cluster.apply(queued("huge", trainers={"replicas": 4, "gpusPerPod": 1}))
+    huge = queued("huge", trainers={"replicas": 4, "gpusPerPod": 1})
+    with served_job(control_plane, namespace, huge) as cluster:
         cluster.wait_phase("huge", "Queued")
         wait_for(
             "Kueue's reason in the job's status",
@@ -210,10 +202,7 @@ def _place_on_pool_b(control_plane: ControlPlane, namespace: str, queues: Queues
         {"pool-a": ({POOL_LABEL: "a"}, 1), "pool-b": ({POOL_LABEL: "b"}, 8)},
         tolerations={"pool-b": [toleration]},
     )
-    cluster = Cluster(control_plane, namespace)
-    cluster.volume_for_created_claim("placed")
-    with run_operator(control_plane, namespace):
-        cluster.apply(queued("placed"))
+    with served_job(control_plane, namespace, queued("placed")) as cluster:
         cluster.wait_phase("placed", "Training")
         trainers = cluster.running_pods("placed", "trainer", 2)
         for pod in trainers:
@@ -252,10 +241,7 @@ def test_without_the_label_nothing_changes(
 ) -> None:
     # A ClusterQueue with no quota would hold a queued job forever; this job is not queued.
     queues.setup({"none": ({}, 0)})
-    cluster = Cluster(control_plane, namespace)
-    cluster.volume_for_created_claim("plain")
-    with run_operator(control_plane, namespace):
-        cluster.apply(job_manifest("plain"))
+    with served_job(control_plane, namespace, job_manifest("plain")) as cluster:
         cluster.wait_phase("plain", "Training")
         trainers = cluster.running_pods("plain", "trainer", 2)
         assert "kueue" not in cluster.status("plain")

@@ -7,6 +7,7 @@ policy."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -45,11 +46,20 @@ def capacity_warnings(cluster: Cluster, name: str) -> list[str]:
     ]
 
 
+@contextmanager
+def operator_with_policy(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch, policy: str
+) -> Iterator[None]:
+    """The in-process operator with DISTGNN_OPERATOR_CAPACITY_POLICY set to ``policy``."""
+    monkeypatch.setenv("DISTGNN_OPERATOR_CAPACITY_POLICY", policy)
+    with run_operator(cluster.plane, cluster.ns):
+        yield
+
+
 def test_warn_flags_the_job_and_lets_it_go_on(
     cluster: Cluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("DISTGNN_OPERATOR_CAPACITY_POLICY", "warn")
-    with run_operator(cluster.plane, cluster.ns):
+    with operator_with_policy(cluster, monkeypatch, "warn"):
         cluster.apply(job_manifest("short", **SHORT))
         cluster.apply(job_manifest("fits", trainers={"replicas": 2, "gpusPerPod": 0}))
 
@@ -74,8 +84,7 @@ def test_warn_flags_the_job_and_lets_it_go_on(
 def test_fail_fails_the_job_before_any_child(
     cluster: Cluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("DISTGNN_OPERATOR_CAPACITY_POLICY", "fail")
-    with run_operator(cluster.plane, cluster.ns):
+    with operator_with_policy(cluster, monkeypatch, "fail"):
         cluster.apply(job_manifest("short", **SHORT))
         status = cluster.wait_phase("short", "Failed")
         failed = next(c for c in status["conditions"] if c["type"] == "Failed")
@@ -88,9 +97,8 @@ def test_fail_fails_the_job_before_any_child(
 def test_a_graph_too_small_for_the_job_fails_it_before_the_partition_job(
     cluster: Cluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("DISTGNN_OPERATOR_CAPACITY_POLICY", "off")
     tiny = {"synthetic": {"numNodes": 8, "numEdges": 20}}
-    with run_operator(cluster.plane, cluster.ns):
+    with operator_with_policy(cluster, monkeypatch, "off"):
         cluster.apply(job_manifest("tiny", dataset=tiny, samplers={"replicas": 16}))
         status = cluster.wait_phase("tiny", "Failed")
         failed = next(c for c in status["conditions"] if c["type"] == "Failed")

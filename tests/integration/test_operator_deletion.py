@@ -5,16 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from distgnn_operator.reconcile.kube_api import (
-    CONFIG_MAP,
-    JOB,
-    NETWORK_POLICY,
-    PVC,
-    SERVICE,
-    STATEFULSET,
-    Kind,
-)
-from tests.operator.harness import Cluster, job_manifest, run_operator, wait_for
+from distgnn_operator.reconcile.kube_api import PVC, Kind
+from tests.integration.child_kinds import OWNED_KINDS
+from tests.integration.served_job import training_job
+from tests.operator.harness import Cluster, wait_for
 from tests.support.controlplane import ControlPlane
 
 pytestmark = pytest.mark.integration
@@ -28,15 +22,10 @@ def remaining(cluster: Cluster, job: str, kinds: tuple[Kind, ...]) -> list[str]:
 def test_deletion_cascades(
     control_plane: ControlPlane, namespace: str, crd: None, retention: str, claim_kept: bool
 ) -> None:
-    cluster = Cluster(control_plane, namespace)
     name = f"doomed-{retention.lower()}"
-    cluster.volume_for_created_claim(name)
     storage = {"storageClassName": "distgnn-test", "size": "10Gi", "retentionPolicy": retention}
-    with run_operator(control_plane, namespace):
-        cluster.apply(job_manifest(name, storage=storage))
-        cluster.wait_phase(name, "Training")
-        cluster.running_pods(name, "trainer", 2)
-        owned = (CONFIG_MAP, JOB, SERVICE, NETWORK_POLICY, STATEFULSET)
+    with training_job(control_plane, namespace, name, storage=storage) as (cluster, _):
+        owned = OWNED_KINDS
         assert len(remaining(cluster, name, owned)) == 6
         control_plane.kubectl(
             "delete", "dgj", name, "-n", namespace, "--wait=true", "--timeout=60s"

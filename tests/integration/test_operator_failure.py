@@ -9,7 +9,8 @@ import json
 import pytest
 
 from distgnn_operator.reconcile.kube_api import JOB, STATEFULSET
-from tests.operator.harness import Cluster, job_manifest, run_operator, wait_for
+from tests.integration.served_job import served_job, training_job
+from tests.operator.harness import job_manifest, wait_for
 from tests.support.controlplane import ControlPlane
 
 pytestmark = pytest.mark.integration
@@ -22,12 +23,8 @@ def uids(pods: list[dict[str, object]]) -> set[str]:
 def test_gang_restart_then_backoff_limit(
     control_plane: ControlPlane, namespace: str, crd: None
 ) -> None:
-    cluster = Cluster(control_plane, namespace)
-    cluster.volume_for_created_claim("flaky")
-    with run_operator(control_plane, namespace):
-        cluster.apply(job_manifest("flaky", runPolicy={"backoffLimit": 1}))
-        cluster.wait_phase("flaky", "Training")
-        trainers = cluster.running_pods("flaky", "trainer", 2)
+    backoff = {"backoffLimit": 1}
+    with training_job(control_plane, namespace, "flaky", runPolicy=backoff) as (cluster, trainers):
         samplers = cluster.running_pods("flaky", "sampler", 2)
         before = uids(trainers) | uids(samplers)
 
@@ -68,12 +65,8 @@ def test_gang_restart_then_backoff_limit(
 def test_bad_input_fails_without_restarting(
     control_plane: ControlPlane, namespace: str, crd: None
 ) -> None:
-    cluster = Cluster(control_plane, namespace)
-    cluster.volume_for_created_claim("badinput")
-    with run_operator(control_plane, namespace):
-        cluster.apply(job_manifest("badinput", runPolicy={"backoffLimit": 5}))
-        cluster.wait_phase("badinput", "Training")
-        trainers = cluster.running_pods("badinput", "trainer", 2)
+    spec = {"runPolicy": {"backoffLimit": 5}}
+    with training_job(control_plane, namespace, "badinput", **spec) as (cluster, trainers):
         cluster.exit_pods(trainers[:1], 2)
         status = cluster.wait_phase("badinput", "Failed")
     failed = next(c for c in status["conditions"] if c["type"] == "Failed")
@@ -84,13 +77,10 @@ def test_bad_input_fails_without_restarting(
 def test_partition_job_failure_fails_with_its_reason(
     control_plane: ControlPlane, namespace: str, crd: None
 ) -> None:
-    cluster = Cluster(control_plane, namespace)
-    cluster.volume_for_created_claim("nopart")
     # No node matches the selector, so the partition pod never runs; a deadline on the Job
     # then makes the Job controller fail it (reason DeadlineExceeded).
     manifest = job_manifest("nopart", scheduling={"nodeSelector": {"pool": "nowhere"}})
-    with run_operator(control_plane, namespace):
-        cluster.apply(manifest)
+    with served_job(control_plane, namespace, manifest) as cluster:
         wait_for("the partition Job", lambda: cluster.get(JOB, "nopart-partition"))
         control_plane.kubectl(
             "patch",

@@ -23,14 +23,8 @@ from distgnn_operator import naming
 from distgnn_operator.local.ports import free_ports
 from distgnn_operator.reconcile.kube_api import JOB, PVC, STATEFULSET
 from distgnn_workload.partition import HeteroPartitionStore
-from tests.operator.harness import (
-    Cluster,
-    env_of,
-    lifecycle_manifest,
-    progress_server,
-    run_operator,
-    wait_for,
-)
+from tests.integration.served_job import served_job
+from tests.operator.harness import env_of, lifecycle_manifest, progress_server, wait_for
 from tests.support.controlplane import ControlPlane
 from tests.support.partition_step import run_partition_step
 
@@ -63,12 +57,8 @@ def _hetero_manifest(name: str, port: int, samplers: int) -> dict[str, Any]:
 def test_hetero_job_lifecycle(
     control_plane: ControlPlane, namespace: str, crd: None, tmp_path: Path, samplers: int
 ) -> None:
-    cluster = Cluster(control_plane, namespace)
-    cluster.volume_for_created_claim("mag")
     (port,) = free_ports(1, host="0.0.0.0")
-    with run_operator(control_plane, namespace):
-        cluster.apply(_hetero_manifest("mag", port, samplers))
-
+    with served_job(control_plane, namespace, _hetero_manifest("mag", port, samplers)) as cluster:
         # The partition Job mounts the config, which holds the typed spec as admitted.
         part = wait_for("the partition Job", lambda: cluster.get(JOB, "mag-partition"))
         assert env_of(part)[contract.ENV_ROLE] == "partition"

@@ -18,14 +18,8 @@ from distgnn_api.spec import Progress
 from distgnn_operator.local.ports import free_ports
 from distgnn_operator.reconcile.kube_api import JOB, STATEFULSET
 from distgnn_workload.partition.link_split import link_meta, read_link_split
-from tests.operator.harness import (
-    Cluster,
-    env_of,
-    lifecycle_manifest,
-    progress_server,
-    run_operator,
-    wait_for,
-)
+from tests.integration.served_job import served_job
+from tests.operator.harness import env_of, lifecycle_manifest, progress_server, wait_for
 from tests.support.controlplane import ControlPlane
 from tests.support.partition_step import run_partition_step
 
@@ -53,12 +47,8 @@ def _link_manifest(name: str, port: int, samplers: int) -> dict[str, Any]:
 def test_link_job_lifecycle(
     control_plane: ControlPlane, namespace: str, crd: None, tmp_path: Path, samplers: int
 ) -> None:
-    cluster = Cluster(control_plane, namespace)
-    cluster.volume_for_created_claim("cites")
     (port,) = free_ports(1, host="0.0.0.0")
-    with run_operator(control_plane, namespace):
-        cluster.apply(_link_manifest("cites", port, samplers))
-
+    with served_job(control_plane, namespace, _link_manifest("cites", port, samplers)) as cluster:
         part = wait_for("the partition Job", lambda: cluster.get(JOB, "cites-partition"))
         config = cluster.job_config("cites")
         spec = config.spec

@@ -25,6 +25,7 @@ from tests.operator.harness import (
     wait_for_watch_cache,
 )
 from tests.support.controlplane import ControlPlane
+from tests.support.process_group import process_group
 
 pytestmark = pytest.mark.integration
 
@@ -47,23 +48,8 @@ def replica(
         "DISTGNN_OPERATOR_HEALTH_PORT": "0",
         "DISTGNN_OPERATOR_PROGRESS_POLL_INTERVAL": "1",
     }
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "distgnn_operator"],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            yield proc
-        finally:
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+    with process_group([sys.executable, "-m", "distgnn_operator"], env, log, grace=30) as proc:
+        yield proc
 
 
 def peers(plane: ControlPlane, namespace: str) -> set[str]:

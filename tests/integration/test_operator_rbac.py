@@ -8,9 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from distgnn_operator import rbac
 from distgnn_operator.reconcile.kube_api import PVC
-from tests.operator.accounts import bound_account
+from tests.integration.served_job import kueue_operator_account
 from tests.operator.harness import Cluster, install_crd, job_manifest, run_operator, wait_for
 from tests.support.controlplane import ControlPlane
 
@@ -21,12 +20,7 @@ pytestmark = pytest.mark.integration
 def operator_account(control_plane: ControlPlane, namespace: str) -> Iterator[str]:
     """A ServiceAccount with a Role of NAMESPACED_RULES here and a ClusterRole of CLUSTER_RULES,
     each with Kueue's rules (the chart's kueue.enabled; the in-process operator serves Kueue)."""
-    with bound_account(
-        control_plane,
-        namespace,
-        rbac.NAMESPACED_RULES + rbac.KUEUE_NAMESPACED_RULES,
-        rbac.CLUSTER_RULES + rbac.KUEUE_CLUSTER_RULES,
-    ) as sa:
+    with kueue_operator_account(control_plane, namespace) as sa:
         yield sa
 
 

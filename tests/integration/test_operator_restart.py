@@ -5,22 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from distgnn_operator.reconcile.kube_api import (
-    CONFIG_MAP,
-    JOB,
-    NETWORK_POLICY,
-    PVC,
-    SERVICE,
-    STATEFULSET,
-    Kind,
-)
-from tests.operator.harness import Cluster, job_manifest, run_operator, wait_for
+from tests.integration.child_kinds import CHILD_KINDS
+from tests.integration.served_job import training_job
+from tests.operator.harness import Cluster, run_operator, wait_for
 from tests.support.controlplane import ControlPlane
 
 pytestmark = pytest.mark.integration
-
-
-CHILD_KINDS: tuple[Kind, ...] = (CONFIG_MAP, PVC, JOB, SERVICE, NETWORK_POLICY, STATEFULSET)
 
 
 def inventory(cluster: Cluster, job: str) -> dict[str, list[str]]:
@@ -30,12 +20,8 @@ def inventory(cluster: Cluster, job: str) -> dict[str, list[str]]:
 
 
 def test_operator_restart_mid_job(control_plane: ControlPlane, namespace: str, crd: None) -> None:
-    cluster = Cluster(control_plane, namespace)
-    cluster.volume_for_created_claim("durable")
-    with run_operator(control_plane, namespace):
-        cluster.apply(job_manifest("durable", runPolicy={"backoffLimit": 2}))
-        cluster.wait_phase("durable", "Training")
-        trainers = cluster.running_pods("durable", "trainer", 2)
+    spec = {"runPolicy": {"backoffLimit": 2}}
+    with training_job(control_plane, namespace, "durable", **spec) as (cluster, trainers):
         cluster.running_pods("durable", "sampler", 2)
         cluster.exit_pods(trainers[:1], 1)
         wait_for("a gang restart", lambda: cluster.status("durable").get("restarts") == 1)

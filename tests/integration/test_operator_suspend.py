@@ -8,7 +8,8 @@ import json
 import pytest
 
 from distgnn_operator.reconcile.kube_api import JOB, STATEFULSET
-from tests.operator.harness import Cluster, job_manifest, run_operator, wait_for
+from tests.integration.served_job import served_job
+from tests.operator.harness import Cluster, job_manifest, wait_for
 from tests.support.controlplane import ControlPlane
 
 pytestmark = pytest.mark.integration
@@ -25,10 +26,8 @@ def replicas(cluster: Cluster, role: str) -> int | None:
 
 
 def test_suspend_and_resume(control_plane: ControlPlane, namespace: str, crd: None) -> None:
-    cluster = Cluster(control_plane, namespace)
-    cluster.volume_for_created_claim("paused")
-    with run_operator(control_plane, namespace):
-        cluster.apply(job_manifest("paused", runPolicy={"suspend": True}))
+    manifest = job_manifest("paused", runPolicy={"suspend": True})
+    with served_job(control_plane, namespace, manifest) as cluster:
         status = cluster.wait_phase("paused", "Suspended")
         assert "startTime" not in status
         cond = cluster.condition("paused", "Suspended")
@@ -75,12 +74,9 @@ def test_suspend_and_resume(control_plane: ControlPlane, namespace: str, crd: No
 def test_suspend_while_partitioning_suspends_the_job(
     control_plane: ControlPlane, namespace: str, crd: None
 ) -> None:
-    cluster = Cluster(control_plane, namespace)
-    cluster.volume_for_created_claim("slow")
     # No node matches: the partition pod stays Pending, so the job stays Partitioning.
     manifest = job_manifest("slow", scheduling={"nodeSelector": {"pool": "nowhere"}})
-    with run_operator(control_plane, namespace):
-        cluster.apply(manifest)
+    with served_job(control_plane, namespace, manifest) as cluster:
         cluster.wait_phase("slow", "Partitioning")
         set_suspend(control_plane, namespace, "slow", True)
         cluster.wait_phase("slow", "Suspended")

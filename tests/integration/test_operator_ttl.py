@@ -5,19 +5,16 @@ from __future__ import annotations
 import pytest
 
 from distgnn_operator.reconcile.kube_api import CONFIG_MAP, JOB, STATEFULSET
-from tests.operator.harness import Cluster, job_manifest, run_operator, wait_for
+from tests.integration.served_job import training_job
+from tests.operator.harness import wait_for
 from tests.support.controlplane import ControlPlane
 
 pytestmark = pytest.mark.integration
 
 
 def test_ttl_after_finished(control_plane: ControlPlane, namespace: str, crd: None) -> None:
-    cluster = Cluster(control_plane, namespace)
-    cluster.volume_for_created_claim("brief")
-    with run_operator(control_plane, namespace):
-        cluster.apply(job_manifest("brief", runPolicy={"ttlSecondsAfterFinished": 3}))
-        cluster.wait_phase("brief", "Training")
-        trainers = cluster.running_pods("brief", "trainer", 2)
+    ttl = {"ttlSecondsAfterFinished": 3}
+    with training_job(control_plane, namespace, "brief", runPolicy=ttl) as (cluster, trainers):
         cluster.exit_pods(trainers, 0)
         cluster.wait_phase("brief", "Succeeded")
         assert cluster.job("brief") is not None

@@ -11,28 +11,9 @@ import pytest
 
 from distgnn_operator.cli import EXIT_DOES_NOT_FIT, main
 from tests.local.cli_command import distgnn_cli
+from tests.local.cli_jobs import EXAMPLES, VALID, write_job
 
-EXAMPLES = sorted((Path(__file__).parents[2] / "manifests" / "examples").glob("*.yaml"))
-
-TINY = """\
-apiVersion: distgnn.io/v1alpha1
-kind: DistGNNJob
-metadata:
-  name: tiny
-spec:
-  dataset:
-    synthetic: {numNodes: 1000, numEdges: 5000}
-  model: {numLayers: 2, fanout: [5, 5]}
-  trainers:
-    replicas: 2
-    gpusPerPod: 0
-"""
-
-
-def _write(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / "job.yaml"
-    path.write_text(text)
-    return path
+TINY = VALID + "  trainers:\n    replicas: 2\n    gpusPerPod: 0\n"
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
@@ -65,11 +46,11 @@ def test_plan_every_example(example: Path) -> None:
 
 
 def test_strict_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    job = _write(tmp_path, TINY)
+    job = write_job(tmp_path, TINY)
     assert main(["plan", "--strict", str(job)]) == 0
     assert "fits" in capsys.readouterr().out
 
-    short = _write(
+    short = write_job(
         tmp_path,
         TINY.replace(
             "    gpusPerPod: 0\n", "    gpusPerPod: 0\n    resources: {limits: {memory: 256Mi}}\n"
@@ -88,7 +69,7 @@ def test_strict_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 
 
 def test_strict_gpu_memory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    job = _write(tmp_path, TINY.replace("gpusPerPod: 0", "gpusPerPod: 1"))
+    job = write_job(tmp_path, TINY.replace("gpusPerPod: 0", "gpusPerPod: 1"))
     assert main(["plan", "--strict", str(job)]) == 0
     assert main(["plan", "--strict", "--gpu-memory", "0.01", str(job)]) == EXIT_DOES_NOT_FIT
     assert "GPU memory per card" in capsys.readouterr().out
@@ -97,7 +78,7 @@ def test_strict_gpu_memory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 def test_size_of_an_ogb_dataset_comes_from_flags(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    job = _write(
+    job = write_job(
         tmp_path,
         TINY.replace("synthetic: {numNodes: 1000, numEdges: 5000}", "ogb: {path: data/mine}"),
     )
@@ -112,10 +93,10 @@ def test_size_of_an_ogb_dataset_comes_from_flags(
 def test_validate_warns_on_a_job_that_does_not_fit(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    job = _write(tmp_path, TINY)
+    job = write_job(tmp_path, TINY)
     assert main(["validate", str(job)]) == 0
     assert "warning" not in capsys.readouterr().out
-    short = _write(
+    short = write_job(
         tmp_path,
         TINY.replace("gpusPerPod: 0", "gpusPerPod: 1").replace(
             "numEdges: 5000", "numEdges: 5000, numFeatures: 512"

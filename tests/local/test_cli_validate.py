@@ -11,29 +11,11 @@ import pytest
 
 from distgnn_operator.cli import load_job, main
 from distgnn_operator.local.job_plan import check_supported
-
-EXAMPLES = sorted((Path(__file__).parents[2] / "manifests" / "examples").glob("*.yaml"))
-
-VALID = """\
-apiVersion: distgnn.io/v1alpha1
-kind: DistGNNJob
-metadata:
-  name: tiny
-spec:
-  dataset:
-    synthetic: {numNodes: 1000, numEdges: 5000}
-  model: {numLayers: 2, fanout: [5, 5]}
-"""
-
-
-def _write(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / "job.yaml"
-    path.write_text(text)
-    return path
+from tests.local.cli_jobs import EXAMPLES, VALID, write_job
 
 
 def test_valid_job_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["validate", str(_write(tmp_path, VALID))]) == 0
+    assert main(["validate", str(write_job(tmp_path, VALID))]) == 0
     assert "DistGNNJob tiny is valid" in capsys.readouterr().out
 
 
@@ -47,7 +29,7 @@ def test_valid_job_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 def test_malformed_yaml_exits_2_with_position(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, expected: str
 ) -> None:
-    path = _write(tmp_path, text)
+    path = write_job(tmp_path, text)
     assert main(["validate", str(path)]) == 2
     err = capsys.readouterr().err
     # The file, then line:column of the problem.
@@ -76,7 +58,7 @@ def test_invalid_field_exits_2_naming_the_field(
 ) -> None:
     text = VALID.replace(*change)
     assert text != VALID
-    assert main(["validate", str(_write(tmp_path, text))]) == 2
+    assert main(["validate", str(write_job(tmp_path, text))]) == 2
     err = capsys.readouterr().err
     assert f"  {field}: " in err
 
@@ -86,14 +68,14 @@ def test_missing_file_and_empty_file_exit_2(
 ) -> None:
     assert main(["validate", str(tmp_path / "absent.yaml")]) == 2
     assert "no such file" in capsys.readouterr().err
-    assert main(["validate", str(_write(tmp_path, "# nothing\n"))]) == 2
+    assert main(["validate", str(write_job(tmp_path, "# nothing\n"))]) == 2
     assert "no YAML document" in capsys.readouterr().err
 
 
 def test_run_rejects_an_invalid_job_before_starting_anything(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = _write(tmp_path, VALID.replace("fanout: [5, 5]", "fanout: [5]"))
+    path = write_job(tmp_path, VALID.replace("fanout: [5, 5]", "fanout: [5]"))
     data = tmp_path / "data"
     assert main(["run", str(path), "--data-dir", str(data)]) == 2
     assert "spec.model.fanout" in capsys.readouterr().err
@@ -102,7 +84,7 @@ def test_run_rejects_an_invalid_job_before_starting_anything(
 
 def test_console_script_exit_code(tmp_path: Path) -> None:
     """The installed command itself exits 2 and names the field on stderr."""
-    path = _write(tmp_path, VALID.replace("numNodes: 1000", "numNodes: many"))
+    path = write_job(tmp_path, VALID.replace("numNodes: 1000", "numNodes: many"))
     proc = subprocess.run(
         [sys.executable, "-m", "distgnn_operator.cli", "validate", str(path)],
         capture_output=True,
@@ -140,11 +122,11 @@ spec:
 def test_a_heterogeneous_job_is_valid_and_says_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["validate", str(_write(tmp_path, HETERO))]) == 0
+    assert main(["validate", str(write_job(tmp_path, HETERO))]) == 0
     out = capsys.readouterr().out
     assert "DistGNNJob mag is valid" in out
     assert "heterogeneous graph, target paper, model rsage" in out
-    assert main(["validate", str(_write(tmp_path, VALID))]) == 0
+    assert main(["validate", str(write_job(tmp_path, VALID))]) == 0
     assert "heterogeneous graph" not in capsys.readouterr().out
 
 
@@ -180,7 +162,7 @@ def test_a_bad_heterogeneous_job_exits_2_naming_the_field(
 ) -> None:
     text = HETERO.replace(*change)
     assert text != HETERO
-    assert main(["validate", str(_write(tmp_path, text))]) == 2
+    assert main(["validate", str(write_job(tmp_path, text))]) == 2
     err = capsys.readouterr().err
     assert f"  {field}: " in err
     assert phrase in err
@@ -193,7 +175,7 @@ def test_validate_refuses_what_run_refuses(
     states): both commands exit 2 with the same field and fix, and run starts nothing."""
     text = VALID.replace("{numNodes: 1000, numEdges: 5000}", "{numNodes: 8, numEdges: 20}")
     text += "  samplers: {replicas: 16}\n"
-    path = _write(tmp_path, text)
+    path = write_job(tmp_path, text)
     assert main(["validate", str(path)]) == 2
     refused = capsys.readouterr().err
     assert "passes the CRD's rules" in refused

@@ -20,6 +20,7 @@ import yaml
 
 from distgnn_api.contract import EXIT_BAD_INPUT
 from distgnn_api.spec import EvaluationKind, parse_job
+from distgnn_workload.data.graph import HeteroGraphData
 from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig, generate_mag
 from tests.local.test_run_e2e import _run, _write
 
@@ -37,16 +38,21 @@ def _reduced(**spec: Any) -> dict[str, Any]:
     return job
 
 
+def _graph_and_majority(job: dict[str, Any]) -> tuple[HeteroGraphData, float]:
+    """The job's generated graph and the share of its test nodes in their largest class."""
+    seed = parse_job(job).spec.dataset.synthetic_mag
+    assert seed is not None
+    graph = generate_mag(SyntheticHeteroConfig(scale=SCALE, num_classes=CLASSES, seed=seed.seed))
+    return graph, float(np.bincount(graph.y[graph.test_mask]).max() / graph.test_mask.sum())
+
+
 def test_quickstart_hetero_runs_end_to_end(tmp_path: Path) -> None:
     job = _reduced()
     run = _run(_write(tmp_path / "job.yaml", job), tmp_path / "data", tmp_path / "run")
     result = run.succeeded()
     assert result.epochs == EPOCHS
     assert result.test_accuracy_kind == EvaluationKind.full
-    seed = parse_job(job).spec.dataset.synthetic_mag
-    assert seed is not None
-    graph = generate_mag(SyntheticHeteroConfig(scale=SCALE, num_classes=CLASSES, seed=seed.seed))
-    majority = float(np.bincount(graph.y[graph.test_mask]).max() / graph.test_mask.sum())
+    graph, majority = _graph_and_majority(job)
     assert result.test_accuracy is not None
     assert result.test_accuracy > 2 * majority, (result, majority)
 
@@ -66,10 +72,7 @@ def test_quickstart_hetero_runs_with_sampler_servers(tmp_path: Path) -> None:
     run = _run(_write(tmp_path / "job.yaml", job), tmp_path / "data", tmp_path / "run")
     result = run.succeeded()
     assert result.epochs == EPOCHS
-    seed = parse_job(job).spec.dataset.synthetic_mag
-    assert seed is not None
-    graph = generate_mag(SyntheticHeteroConfig(scale=SCALE, num_classes=CLASSES, seed=seed.seed))
-    majority = float(np.bincount(graph.y[graph.test_mask]).max() / graph.test_mask.sum())
+    graph, majority = _graph_and_majority(job)
     assert result.test_accuracy is not None
     assert result.test_accuracy > 2 * majority, (result, majority)
 

@@ -68,22 +68,33 @@ def test_log_progress_and_exit_code(tmp_path: Path) -> None:
     assert log_tail(spec.log_path) == ["hello from the stand-in", "an error line"]
 
 
+def _leader_with_grandchild(ready: str, *, ignore_sigterm: bool = False) -> str:
+    """Code of a leader that starts a sleeping grandchild in its group, prints ``ready`` and
+    sleeps; with ``ignore_sigterm`` it ignores SIGTERM."""
+    ignore = "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n" if ignore_sigterm else ""
+    return (
+        f"import signal, subprocess, sys, time\n{ignore}"
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+        f"print({ready!r}, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+
+
+def _wait_for_processes(tag: str, count: int) -> None:
+    """Until ``count`` processes carry the tag, for at most 20 s."""
+    deadline = time.monotonic() + 20
+    while len(processes_with_env(TAG, tag)) != count and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def test_stop_kills_the_whole_group_even_if_sigterm_is_ignored(tmp_path: Path) -> None:
     tag = uuid.uuid4().hex
     # A leader that ignores SIGTERM and a grandchild of its own in the same group.
-    code = (
-        "import signal, subprocess, sys, time\n"
-        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
-        "print('ready', flush=True)\n"
-        "time.sleep(600)\n"
-    )
+    code = _leader_with_grandchild("ready", ignore_sigterm=True)
     spec = _spec(tmp_path, tag, "sampler-0", code)
     sup = Supervisor(grace_period_s=0.5)
     sup.start(spec)
-    deadline = time.monotonic() + 20
-    while len(processes_with_env(TAG, tag)) < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    _wait_for_processes(tag, 2)
     assert len(processes_with_env(TAG, tag)) == 2
     sup.stop()
     assert processes_with_env(TAG, tag) == []
@@ -110,20 +121,12 @@ def test_first_failure_is_reported_first_and_the_rest_can_be_stopped(tmp_path: P
 
 def test_one_process_is_signalled_waited_for_and_restarted(tmp_path: Path) -> None:
     tag = uuid.uuid4().hex
-    code = (
-        "import subprocess, sys, time\n"
-        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
-        "print('started', flush=True)\n"
-        "time.sleep(600)\n"
-    )
-    spec = _spec(tmp_path, tag, "trainer-1", code, rank=1)
+    spec = _spec(tmp_path, tag, "trainer-1", _leader_with_grandchild("started"), rank=1)
     with Supervisor(grace_period_s=2) as sup:
         sup.start(spec)
         with pytest.raises(RuntimeError, match="trainer-1 is still running"):
             sup.start(spec)
-        deadline = time.monotonic() + 20
-        while len(processes_with_env(TAG, tag)) < 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        _wait_for_processes(tag, 2)
         assert sup.poll("trainer-1") is None
         assert sup.wait("trainer-1", 0.1) is None
         # A stopped pod: the process and what it started are stopped, not gone.
@@ -132,9 +135,7 @@ def test_one_process_is_signalled_waited_for_and_restarted(tmp_path: Path) -> No
         # A lost pod: SIGKILL to the whole group.
         sup.signal("trainer-1", signal.SIGKILL)
         assert sup.wait("trainer-1", 20) == -signal.SIGKILL
-        deadline = time.monotonic() + 20
-        while processes_with_env(TAG, tag) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        _wait_for_processes(tag, 0)
         assert processes_with_env(TAG, tag) == []
         # Restarted like a pod: same name, the log grows.
         sup.start(spec)
