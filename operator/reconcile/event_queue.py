@@ -84,6 +84,7 @@ class QueuedEvents(ForwardingApi):
 
     def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
         if kind_of(obj) != EVENT:
-            return super().create(obj)
+            created: dict[str, Any] = super().create(obj)
+            return created
         self._events.put(obj)
         return dict(obj)

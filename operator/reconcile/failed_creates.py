@@ -45,18 +45,10 @@ class FailedCreates:
     (:meth:`start`) or by calls of :meth:`refresh`."""
 
     def __init__(
-        self,
-        api: KubeApi,
-        on_new: NewEvents | None = None,
-        period: float = 2.0,
-        keep: float = 30.0,
-        clock: Callable[[], float] = time.monotonic,
+        self, api: KubeApi, on_new: NewEvents | None = None, period: float = 2.0, keep: float = 30.0
     ) -> None:
-        self._api = api
-        self._on_new = on_new
-        self._period = period
-        self._keep = keep
-        self._clock = clock
+        self._api, self._on_new = api, on_new
+        self._period, self._keep = period, keep
         self._wake = threading.Condition()
         self._wanted: dict[str, float] = {}
         """Namespace -> when a reconcile last asked for its Events."""
@@ -73,7 +65,7 @@ class FailedCreates:
         """The namespace's FailedCreate Events as last listed (none before its first LIST);
         the namespace is listed from now on, for ``keep`` seconds."""
         with self._wake:
-            self._wanted[namespace] = self._clock()
+            self._wanted[namespace] = time.monotonic()
             if namespace not in self._lists and not self._unlisted:
                 self._unlisted = True
                 self._wake.notify()
@@ -81,7 +73,7 @@ class FailedCreates:
 
     def refresh(self) -> None:
         """List every wanted namespace once, and forget those no reconcile wants anymore."""
-        now = self._clock()
+        now = time.monotonic()
         with self._wake:
             self._listed = now
             self._unlisted = False
@@ -134,7 +126,7 @@ class FailedCreates:
         no LIST yet); False once closed."""
         with self._wake:
             while not self._closed:
-                due = 0.0 if self._unlisted else self._listed + self._period - self._clock()
+                due = 0.0 if self._unlisted else self._listed + self._period - time.monotonic()
                 if self._wanted and due <= 0:
                     return True
                 self._wake.wait(due if self._wanted else None)

@@ -4,7 +4,7 @@ writes and reads through (:class:`~.event_queue.QueuedEvents`, :class:`~.watched
 
 Every call goes through :meth:`ForwardingApi._forward` with its verb, kind and object name,
 so a layer that treats all calls alike (timing them, noting what they return) overrides that
-one method.
+one method; a layer that changes one call overrides that method, with KubeApi's signature.
 """
 
 from __future__ import annotations
@@ -17,8 +17,26 @@ from distgnn_operator.reconcile.kube_api import Kind, KubeApi, kind_of
 T = TypeVar("T")
 
 
-def _name(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("name", ""))
+def _target(verb: str, args: tuple[Any, ...]) -> tuple[Kind, str]:
+    """The kind and the object's name of a call: ``(kind, namespace, name, ...)``, or a
+    manifest first (create, apply); a list names no object."""
+    first = args[0]
+    if isinstance(first, Kind):
+        return first, str(args[2]) if verb != "list" else ""
+    obj: Mapping[str, Any] = first
+    return kind_of(obj), str((obj.get("metadata") or {}).get("name", ""))
+
+
+def _forwarding(verb: str) -> Any:
+    """A method that sends the KubeApi call ``verb`` through :meth:`ForwardingApi._forward`."""
+
+    def method(self: ForwardingApi, *args: Any, **kwargs: Any) -> Any:
+        kind, name = _target(verb, args)
+        return self._forward(verb, kind, name, lambda api: getattr(api, verb)(*args, **kwargs))
+
+    method.__name__ = method.__qualname__ = verb
+    method.__doc__ = f"KubeApi.{verb}, sent to the wrapped api."
+    return method
 
 
 class ForwardingApi:
@@ -28,67 +46,13 @@ class ForwardingApi:
         self._api = api
 
     def _forward(self, verb: str, kind: Kind, name: str, call: Callable[[KubeApi], T]) -> T:
-        """Send one call (``verb`` as RestKubeApi counts it) to the wrapped api."""
+        """Send one call (``verb``: the KubeApi method's name) to the wrapped api."""
         return call(self._api)
 
-    def get(self, kind: Kind, namespace: str, name: str) -> dict[str, Any] | None:
-        return self._forward("get", kind, name, lambda api: api.get(kind, namespace, name))
-
-    def list(
-        self,
-        kind: Kind,
-        namespace: str,
-        labels: Mapping[str, str],
-        fields: Mapping[str, str] | None = None,
-    ) -> list[dict[str, Any]]:
-        return self._forward(
-            "list", kind, "", lambda api: api.list(kind, namespace, labels, fields)
-        )
-
-    def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
-        return self._forward("create", kind_of(obj), _name(obj), lambda api: api.create(obj))
-
-    def patch(
-        self,
-        kind: Kind,
-        namespace: str,
-        name: str,
-        body: Mapping[str, Any],
-        *,
-        subresource: str | None = None,
-    ) -> dict[str, Any]:
-        return self._forward(
-            "patch",
-            kind,
-            name,
-            lambda api: api.patch(kind, namespace, name, body, subresource=subresource),
-        )
-
-    def replace_status(
-        self,
-        kind: Kind,
-        namespace: str,
-        name: str,
-        status: Mapping[str, Any],
-        *,
-        expected: Mapping[str, Any] | None,
-        resource_version: str,
-    ) -> dict[str, Any]:
-        return self._forward(
-            "replace_status",
-            kind,
-            name,
-            lambda api: api.replace_status(
-                kind, namespace, name, status, expected=expected, resource_version=resource_version
-            ),
-        )
-
-    def apply(self, obj: Mapping[str, Any], *, force: bool = True) -> dict[str, Any]:
-        return self._forward(
-            "apply", kind_of(obj), _name(obj), lambda api: api.apply(obj, force=force)
-        )
-
-    def delete(self, kind: Kind, namespace: str, name: str, *, uid: str | None = None) -> bool:
-        return self._forward(
-            "delete", kind, name, lambda api: api.delete(kind, namespace, name, uid=uid)
-        )
+    get = _forwarding("get")
+    list = _forwarding("list")
+    create = _forwarding("create")
+    patch = _forwarding("patch")
+    replace_status = _forwarding("replace_status")
+    apply = _forwarding("apply")
+    delete = _forwarding("delete")

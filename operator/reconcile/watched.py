@@ -277,7 +277,8 @@ class WatchedReads(ForwardingApi):
             found = self._cached(kind, namespace, name)
             if found is not None:
                 return found
-        return super().get(kind, namespace, name)
+        read: dict[str, Any] | None = super().get(kind, namespace, name)
+        return read
 
     def list(
         self,
@@ -299,9 +300,11 @@ class WatchedReads(ForwardingApi):
             and dict(fields or {}) == FAILED_CREATE_FIELDS
         ):
             return self._events.events(namespace)
-        return super().list(kind, namespace, labels, fields)
+        items: list[dict[str, Any]] = super().list(kind, namespace, labels, fields)
+        return items
 
     def delete(self, kind: Kind, namespace: str, name: str, *, uid: str | None = None) -> bool:
         if self._latest is not None:
             self._latest.forget(kind, namespace, name)
-        return super().delete(kind, namespace, name, uid=uid)
+        deleted: bool = super().delete(kind, namespace, name, uid=uid)
+        return deleted

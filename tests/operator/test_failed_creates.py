@@ -84,19 +84,18 @@ def test_new_events_are_told_once_with_the_objects_they_are_about() -> None:
 
 def test_a_namespace_no_reconcile_wants_is_no_longer_listed() -> None:
     api = CountingApi()
-    now = [0.0]
-    lists = FailedCreates(api, keep=30.0, clock=lambda: now[0])
+    lists = FailedCreates(api)
     lists.refresh()
     assert api.reads == []  # nothing wanted
     lists.events(NS)
-    now[0] = 20.0
     lists.refresh()
     assert api.reads == [("list", "events")]
     put_event(api, "e1", "u1")
-    now[0] = 31.0
-    lists.refresh()  # wanted at 0, 31 s ago: forgotten
+    forgetful = FailedCreates(api, keep=0.0)
+    forgetful.events(NS)
+    forgetful.refresh()  # wanted a moment ago, more than keep: forgotten, not listed
     assert api.reads == [("list", "events")]
-    assert lists.events(NS) == []
+    assert forgetful.events(NS) == []
 
 
 def test_the_thread_lists_a_namespace_as_soon_as_it_is_wanted() -> None:
