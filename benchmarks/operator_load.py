@@ -16,6 +16,8 @@ restart are the references. Then it applies N jobs in one ``kubectl apply`` and 
 - whether each job's status at the end equals the job alone's (the failed ones: after its
   restart), with names and timestamps aside; the exit status is 1 when one differs;
 - the operator's resident memory (idle, peak, end) and the machine's load averages;
+- the reconciles over ``--slow`` seconds, from the operator's log of each with the API
+  requests it sent: how many, and what each waited on most (``operator_load_slow.py``);
 - with ``--profile``, where the operator's threads spent the load (py-spy).
 
 Usage::
@@ -48,6 +50,7 @@ sys.path.append(str(REPO))
 import urllib3  # noqa: E402
 from kubernetes.client import ApiClient  # noqa: E402
 from operator_load_metrics import histogram_quantile, per_reconcile, scrape  # noqa: E402
+from operator_load_slow import summarize as slow_reconciles  # noqa: E402
 from operator_load_status import compare, normalized, time_failures  # noqa: E402
 from operator_profile import summarize  # noqa: E402
 
@@ -242,6 +245,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "DISTGNN_OPERATOR_METRICS_PORT": str(metrics_port),
             "DISTGNN_OPERATOR_HEALTH_PORT": "0",
             "DISTGNN_OPERATOR_LOG_LEVEL": "WARNING",
+            "DISTGNN_OPERATOR_SLOW_RECONCILE_SECONDS": str(args.slow),
         }
         log_path = Path(tempfile.mkdtemp(prefix="distgnn-load-")) / "operator.log"
         log = log_path.open("w")
@@ -352,6 +356,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "load_average_at_end": loadavg(),
             "statefulsets": len(statefulsets),
             "partition_jobs": len(partition_jobs),
+            "slow_reconciles": slow_reconciles(log_path, args.slow),
             "operator_log": str(log_path),
             **({"profile": profile} if profile else {}),
         }
@@ -416,6 +421,12 @@ def main() -> int:
         type=Path,
         help="record the operator's stacks with py-spy from the apply until every trainer "
         "runs, into this file, and report where the time went (benchmarks/operator_profile.py)",
+    )
+    parser.add_argument(
+        "--slow",
+        type=float,
+        default=0.3,
+        help="log the reconciles over this many seconds with their API requests (default 0.3)",
     )
     parser.add_argument(
         "--failures",

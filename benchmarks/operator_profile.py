@@ -4,14 +4,15 @@ thread, idle ones included (``py-spy record --idle --format raw``).
 Reconcile threads (stacks through ``_reconcile_timed``) are split by what they were in: API
 requests (the wait for the server and the JSON both ways), the spec's parse, the capacity
 plan, the status computation, the builders, /progress, the wait for the writes a reconcile
-sends together, the rest. Those writes (the writers' pool) and the Events' POSTs (their own
-thread) are counted apart, each split into API requests and the rest. The event loop thread's
+sends together, the rest. Those writes (the writers' pool), the Events' POSTs (their own
+thread) and the FailedCreate Events' LISTs (their own thread) are counted apart, each split
+into API requests and the rest. The event loop thread's
 busy samples are kopf's own work (watch streams, per-object workers, handlers); its idle
 samples (in ``select``) and the idle reconcile workers are counted apart. The reconciles'
 API requests, the writers' included, are also split by the step of the reconcile that sent
 them (the innermost of the steps below on the stack): reading the children, the status
-write, the Events it records, the FailedCreate Events list, the children's writes; the
-Events' thread is a step of its own.
+write, the Events it records, the children's writes; the Events' thread and the
+FailedCreate Events' thread are steps of their own.
 
 Usage::
 
@@ -40,7 +41,6 @@ RECONCILE_PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
 API_STEPS: tuple[tuple[str, str], ...] = (
     ("job read", "reconcile_job ("),
     ("children read", "read_children"),
-    ("FailedCreate Events list", "SharedLists.list"),
     ("status write", "write_status"),
     ("Events recorded", "/reconcile/events.py"),
     ("Kueue Workload", "/reconcile/kueue_gate.py"),
@@ -67,6 +67,8 @@ WRITERS = ("reconcile/actions.py", "write_status")
 """Frames of the writes a reconcile sends together from the writers' pool."""
 EVENTS = "EventQueue._run"
 """The thread that posts the reconciles' Events."""
+FAILED_CREATES = "FailedCreates._run"
+"""The thread that lists the FailedCreate Events."""
 API = "RestKubeApi._call"
 
 
@@ -81,6 +83,10 @@ def category(stack: str) -> str:
         return "reconcile: other"
     if EVENTS in stack:
         return "events thread: api requests" if API in stack else "idle: events thread"
+    if FAILED_CREATES in stack:
+        return (
+            "failed-creates thread: api requests" if API in stack else "idle: failed-creates thread"
+        )
     if "_WorkItem.run" in stack and any(w in stack for w in WRITERS):
         return "writers: api requests" if API in stack else "writers: other"
     last = stack.rsplit(";", 1)[-1]
@@ -106,6 +112,8 @@ def summarize(path: Path, rate: float) -> dict[str, object]:
                 steps[api_step(stack)] += int(count) / rate
             elif kind == "events thread: api requests":
                 steps["Events posted (their own thread)"] += int(count) / rate
+            elif kind == "failed-creates thread: api requests":
+                steps["FailedCreate Events list (its own thread)"] += int(count) / rate
     reconcile = sum(v for k, v in seconds.items() if k.startswith("reconcile:"))
     return {
         "seconds": {k: round(v, 2) for k, v in seconds.most_common()},

@@ -1,6 +1,7 @@
-"""What the kopf handlers share (:mod:`distgnn_operator.handlers`): the indexes' keys and
-their slim entries, the per-job slots that serialise reconciles, and the :class:`Runtime`
-kept on kopf's memo (settings, API client, pools, indexes, the Events' queue)."""
+"""What the kopf handlers share (:mod:`distgnn_operator.handlers`): the reconciler's API
+client, the indexes' keys and their slim entries, the per-job slots that serialise
+reconciles, and the :class:`Runtime` kept on kopf's memo (settings, API client, pools,
+indexes, the Events' queue, the FailedCreate Events' thread)."""
 
 from __future__ import annotations
 
@@ -12,20 +13,38 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import kopf
+from kubernetes.client import ApiClient
 
-from distgnn_operator import naming
+from distgnn_operator import metrics, naming
+from distgnn_operator.connection import load_configuration
 from distgnn_operator.constants import LABEL_JOB
-from distgnn_operator.reconcile import KubeApi, ReconcileOptions
+from distgnn_operator.reconcile import KubeApi, ReconcileOptions, RestKubeApi
 from distgnn_operator.reconcile.event_queue import EventQueue
-from distgnn_operator.reconcile.kube_api import DISTGNNJOB, PVC, Kind
+from distgnn_operator.reconcile.failed_creates import FailedCreates
+from distgnn_operator.reconcile.kube_api import DISTGNNJOB, JOB, PVC, STATEFULSET, Kind
 from distgnn_operator.reconcile.slim import slim
 from distgnn_operator.reconcile.watched import (
     CACHED_KINDS,
     LatestSeen,
-    SharedLists,
     WatchedChildren,
 )
 from distgnn_operator.settings import OperatorSettings
+
+WRITES_PER_STAGE = 4
+"""Writes one reconcile sends together at most (a Service, two StatefulSets, the claim's
+partition marker; a gang restart's pod deletions may be more, and wait for a thread)."""
+
+
+def make_api(settings: OperatorSettings) -> KubeApi:
+    """The reconciler's API client, with a connection for every request that may be in
+    flight at once (each worker's stage of writes, the Events' thread and the FailedCreate
+    Events' thread)."""
+    cfg = load_configuration(settings)
+    cfg.connection_pool_maxsize = max(
+        cfg.connection_pool_maxsize, settings.workers * WRITES_PER_STAGE + 2
+    )
+    return RestKubeApi(ApiClient(cfg), observe=metrics.count_api_request)
+
 
 IndexKey = tuple[str, str]
 """(namespace, job name)."""
@@ -90,7 +109,11 @@ class Runtime:
     """Threads that send a reconcile's independent writes together (ReconcileOptions.fanout)."""
     indexes: Mapping[Kind, kopf.Index[IndexKey, dict[str, Any]]] = field(default_factory=dict)
     latest: LatestSeen = field(default_factory=LatestSeen)
-    events: SharedLists = field(default_factory=SharedLists)
+    events: FailedCreates | None = None
+    """The FailedCreate Events the reconciles read, listed by a thread of their own."""
+    tasks: set[asyncio.Future[None]] = field(default_factory=set)
+    """Reconciles started without a kopf handler (after new FailedCreate Events), kept until
+    they finish."""
     slots: dict[tuple[str, str], Slot] = field(default_factory=dict)
     closing: bool = False
     """The operator is stopping: its pools are shut down, so triggers reconcile nothing."""
@@ -115,6 +138,21 @@ class Runtime:
             claim = (namespace, claim_of(name, job))
             cached += [(PVC, obj) for obj in claims.get(claim, ())] if claims is not None else []
         return WatchedChildren.of(namespace, name, children, cached)
+
+    def jobs_owning(self, namespace: str, uids: set[str]) -> list[str]:
+        """The jobs in a namespace whose partition Job or a StatefulSet has one of the uids
+        (in the event loop, which is the only writer of the indexes)."""
+        found: set[str] = set()
+        for kind in (JOB, STATEFULSET):
+            index = self.indexes.get(kind)
+            if index is None:
+                continue
+            for (ns, job), objects in index.items():
+                if ns == namespace and any(
+                    (obj.get("metadata") or {}).get("uid") in uids for obj in objects
+                ):
+                    found.add(job)
+        return sorted(found)
 
     def poll_due(self, slot: Slot) -> bool:
         """Whether a timer tick of the slot's job reconciles it: each job's polls are

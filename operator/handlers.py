@@ -5,6 +5,9 @@
   /progress (deadlines and TTLs fall due without any event);
 - events of the job's Jobs, StatefulSets and Pods reconcile the owning job, and so do those
   of its Kueue Workload (with the ``kueue`` setting: admitted, evicted, requeued);
+- new FailedCreate Events of a job's partition Job or StatefulSets reconcile the job; a
+  thread of their own lists them (:mod:`distgnn_operator.reconcile.failed_creates`), and
+  the reconciles read its last LIST;
 - indexes of the objects labelled with a job, of the jobs and of the claims (kopf fills them
   from its watches before any handler runs) answer the reconcile's reads of the job and its
   children (:mod:`distgnn_operator.reconcile.watched`); they keep only the fields a
@@ -12,8 +15,10 @@
 
 Reconciles of one job never overlap, and triggers that arrive while one waits are merged
 into it. The timer's reconciles take half the workers at most, and are spread out to
-``poll_rate`` a second over all jobs (each job's interval grows with their number). The reconcile itself (``distgnn_operator.reconcile``) is synchronous and runs in a
-thread pool with its own API client.
+``poll_rate`` a second over all jobs (each job's interval grows with their number). The
+reconcile itself (``distgnn_operator.reconcile``) is synchronous and runs in a thread pool
+with its own API client; one over ``slow_reconcile_seconds`` is logged with the API requests
+it sent (:mod:`distgnn_operator.reconcile.call_trace`).
 """
 
 from __future__ import annotations
@@ -27,7 +32,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import kopf
-from kubernetes.client import ApiClient
 
 from distgnn_api.spec import GROUP, PLURAL, TERMINAL_PHASES, VERSION
 from distgnn_operator import metrics
@@ -40,17 +44,25 @@ from distgnn_operator.constants import (
     LABEL_MANAGED_BY,
     MANAGER,
 )
-from distgnn_operator.handler_state import Runtime, Slot, index_id, indexer, named_indexer
+from distgnn_operator.handler_state import (
+    WRITES_PER_STAGE,
+    Runtime,
+    Slot,
+    index_id,
+    indexer,
+    make_api,
+    named_indexer,
+)
 from distgnn_operator.reconcile import (
     ApiError,
     ChildRejected,
-    KubeApi,
     ReconcileOptions,
     ReconcileResult,
-    RestKubeApi,
     reconcile_job,
 )
+from distgnn_operator.reconcile.call_trace import CallTrace
 from distgnn_operator.reconcile.event_queue import EventQueue, QueuedEvents
+from distgnn_operator.reconcile.failed_creates import FailedCreates, NewEvents
 from distgnn_operator.reconcile.fanout import Concurrently
 from distgnn_operator.reconcile.kube_api import DISTGNNJOB
 from distgnn_operator.reconcile.watched import (
@@ -101,24 +113,10 @@ def login(*, settings: kopf.OperatorSettings, **_: Any) -> kopf.ConnectionInfo:
     )
 
 
-WRITES_PER_STAGE = 4
-"""Writes one reconcile sends together at most (a Service, two StatefulSets, the claim's
-partition marker; a gang restart's pod deletions may be more, and wait for a thread)."""
-
-
-def make_api(settings: OperatorSettings) -> KubeApi:
-    """The reconciler's API client, with a connection for every request that may be in
-    flight at once (each worker's stage of writes, and the Events' thread)."""
-    cfg = load_configuration(settings)
-    cfg.connection_pool_maxsize = max(
-        cfg.connection_pool_maxsize, settings.workers * WRITES_PER_STAGE + 1
-    )
-    return RestKubeApi(ApiClient(cfg), observe=metrics.count_api_request)
-
-
 @kopf.on.startup()
-def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **kwargs: Any) -> None:
-    """Store the operator settings and the indexes on memo, tune kopf, and serve the metrics."""
+async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **kwargs: Any) -> None:
+    """Store the operator settings and the indexes on memo, tune kopf, start listing the
+    FailedCreate Events, and serve the metrics."""
     ops = OperatorSettings()
     settings.persistence.finalizer = FINALIZER
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=KOPF_PREFIX)
@@ -158,7 +156,9 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **kwargs: Any) -
         ),
         indexes={kind: kwargs[index_id(kind)] for kind in (*WATCHED_KINDS, *CACHED_KINDS)},
         polls=asyncio.Semaphore(max(1, ops.workers // 2)),
+        events=FailedCreates(api, _on_failed_creates(memo, asyncio.get_running_loop())),
     )
+    memo.runtime.events.start()
     if ops.metrics_port:
         from prometheus_client import start_http_server
 
@@ -174,6 +174,8 @@ def shutdown(memo: kopf.Memo, **_: Any) -> None:
     runtime: Runtime | None = getattr(memo, "runtime", None)
     if runtime is not None:
         runtime.closing = True  # a timer or watch event from now on reconciles nothing
+        if runtime.events is not None:
+            runtime.events.close()
         runtime.executor.shutdown(wait=True, cancel_futures=True)
         runtime.writers.shutdown(wait=True)
         runtime.posting.close()
@@ -215,16 +217,26 @@ async def _reconcile_slot(
     options = dataclasses.replace(runtime.options, poll_progress=slot.poll)
     slot.poll = slot.changed = False
     watched = runtime.watched(namespace, name)
-    writes = QueuedEvents(runtime.api, runtime.posting)
+    trace = CallTrace(runtime.api)
+    writes = QueuedEvents(trace, runtime.posting)
     api = WatchedReads(writes, watched, runtime.latest, runtime.events)
-    return await _run(runtime, api, namespace, name, options)
+    return await _run(runtime, api, trace, namespace, name, options)
 
 
 def _reconcile_timed(
-    api: WatchedReads, namespace: str, name: str, options: ReconcileOptions
+    api: WatchedReads,
+    namespace: str,
+    name: str,
+    options: ReconcileOptions,
+    trace: CallTrace | None = None,
+    slow: float = 0.0,
 ) -> ReconcileResult:
-    """Reconcile in a worker thread, timing the reconcile itself (not the wait for a thread)."""
+    """Reconcile in a worker thread, timing the reconcile itself (not the wait for a thread).
+    A reconcile over ``slow`` seconds (when given) is logged with the requests ``trace``
+    (beneath ``api``) saw it send."""
     started = time.perf_counter()
+    if trace is not None:
+        trace.begin()
     try:
         for attempt in range(3):
             try:
@@ -236,17 +248,26 @@ def _reconcile_timed(
                 api.refresh()
         raise AssertionError("unreachable")
     finally:
-        metrics.RECONCILE_SECONDS.observe(time.perf_counter() - started)
+        seconds = time.perf_counter() - started
+        metrics.RECONCILE_SECONDS.observe(seconds)
+        if trace is not None and slow and seconds > slow:
+            log.warning("slow reconcile %s/%s: %s", namespace, name, trace.describe(seconds))
 
 
 async def _run(
-    runtime: Runtime, api: WatchedReads, namespace: str, name: str, options: ReconcileOptions
+    runtime: Runtime,
+    api: WatchedReads,
+    trace: CallTrace,
+    namespace: str,
+    name: str,
+    options: ReconcileOptions,
 ) -> ReconcileResult | None:
     """One reconcile in the pool; None when the operator is stopping (its pools are shut)."""
     loop = asyncio.get_running_loop()
+    slow = runtime.settings.slow_reconcile_seconds
     try:
         result = await loop.run_in_executor(
-            runtime.executor, _reconcile_timed, api, namespace, name, options
+            runtime.executor, _reconcile_timed, api, namespace, name, options, trace, slow
         )
     except RuntimeError:
         if runtime.closing:  # the shutdown shut the pool between the check and the submit
@@ -270,6 +291,34 @@ async def _run(
     for action in result.actions:
         log.info("%s/%s: %s", namespace, name, action)
     return result
+
+
+def _on_failed_creates(memo: kopf.Memo, loop: asyncio.AbstractEventLoop) -> NewEvents:
+    """What the FailedCreates thread tells of new Events: reconcile, in the event loop, the
+    jobs whose partition Job or StatefulSet they are about."""
+
+    def on_new(namespace: str, uids: set[str]) -> None:
+        loop.call_soon_threadsafe(_reconcile_owners, memo, namespace, uids)
+
+    return on_new
+
+
+def _reconcile_owners(memo: kopf.Memo, namespace: str, uids: set[str]) -> None:
+    runtime: Runtime = memo.runtime
+    for name in runtime.jobs_owning(namespace, uids):
+        task = asyncio.ensure_future(_trigger_logged(memo, namespace, name))
+        runtime.tasks.add(task)
+        task.add_done_callback(runtime.tasks.discard)
+
+
+async def _trigger_logged(memo: kopf.Memo, namespace: str, name: str) -> None:
+    """A reconcile no kopf handler awaits: a failure is logged (the next trigger retries)."""
+    try:
+        await trigger(memo, namespace, name, poll=False)
+    except Exception as err:
+        log.warning(
+            "reconcile of %s/%s after a FailedCreate Event failed: %s", namespace, name, err
+        )
 
 
 @kopf.on.create(GROUP, VERSION, PLURAL, backoff=2)

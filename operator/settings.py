@@ -90,6 +90,9 @@ class OperatorSettings(BaseSettings):
     kueue: bool = False
     """Queue jobs labelled kueue.x-k8s.io/queue-name in Kueue (each gets a Workload); the chart
     sets it with kueue.enabled, which also grants the RBAC on Kueue's objects."""
+    slow_reconcile_seconds: float = Field(default=2.0, ge=0)
+    """A reconcile that takes longer is logged (WARNING) with every API request it sent, when
+    each began and how long it took; 0 logs none."""
     retry_backoff_seconds: float = Field(default=2.0, gt=0)
     """First delay before a failed reconcile is retried; it doubles with each retry."""
     retry_backoff_max_seconds: float = Field(default=60.0, gt=0)

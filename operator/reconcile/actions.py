@@ -6,7 +6,8 @@ idempotent: an operator that restarts in between carries them out again from the
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -128,19 +129,22 @@ def _stages(
         case Phase.training:
             service = memo.render(build_headless_service, ctx)
             makers.append(lambda: _ensure(api, service, children.service, owner, result))
-            makers += [
-                _statefulset_call(api, ctx, role, ctx.replicas(role), children, owner, result, memo)
-                for role in STATEFUL_ROLES
-                if ctx.replicas(role) > 0 or role in children.statefulsets
-            ]
+            makers += _statefulset_calls(
+                _Writes(api, ctx, children, owner, result, memo),
+                {
+                    role: ctx.replicas(role)
+                    for role in STATEFUL_ROLES
+                    if ctx.replicas(role) > 0 or role in children.statefulsets
+                },
+            )
         case Phase.suspended | Phase.queued:
             partition = children.partition_job
             if partition is not None:
                 makers.append(lambda: _set_job_suspended(api, partition, True, result))
-            makers += [
-                _statefulset_call(api, ctx, role, 0, children, owner, result, memo)
-                for role in list(children.statefulsets)
-            ]
+            makers += _statefulset_calls(
+                _Writes(api, ctx, children, owner, result, memo),
+                dict.fromkeys(children.statefulsets, 0),
+            )
     fanout(makers)
     if status.phase is Phase.training:
         _delete_stale_pods(api, ctx, children, result, fanout)
@@ -163,23 +167,31 @@ def _finish(
     partition = children.partition_job
     if partition is not None and clean_pod_policy.stops_partition_job(ctx.spec):
         calls.append(lambda: _set_job_suspended(api, partition, True, result))
-    for role in list(children.statefulsets):
-        replicas = clean_pod_policy.replicas_after_finish(ctx.spec, role, status.phase)
-        calls.append(_statefulset_call(api, ctx, role, replicas, children, owner, result, memo))
+    calls += _statefulset_calls(
+        _Writes(api, ctx, children, owner, result, memo),
+        {
+            role: clean_pod_policy.replicas_after_finish(ctx.spec, role, status.phase)
+            for role in children.statefulsets
+        },
+    )
     fanout(calls)
 
 
-def _statefulset_call(
-    api: KubeApi,
-    ctx: JobContext,
-    role: Role,
-    replicas: int,
-    children: Children,
-    owner: dict[str, Any],
-    result: ReconcileResult,
-    memo: SpecMemo,
-) -> Callable[[], None]:
-    return lambda: _apply_statefulset(api, ctx, role, replicas, children, owner, result, memo)
+@dataclass(frozen=True)
+class _Writes:
+    """What the StatefulSet writes of one reconcile share."""
+
+    api: KubeApi
+    ctx: JobContext
+    children: Children
+    owner: dict[str, Any]
+    result: ReconcileResult
+    memo: SpecMemo
+
+
+def _statefulset_calls(writes: _Writes, replicas: Mapping[Role, int]) -> list[Callable[[], None]]:
+    """A stage's calls that apply each role's StatefulSet with its replicas."""
+    return [partial(_apply_statefulset, writes, role, count) for role, count in replicas.items()]
 
 
 def _ensure(
@@ -226,18 +238,10 @@ def _set_job_suspended(
     result.actions.append(f"{'suspend' if suspend else 'resume'} Job {meta['name']}")
 
 
-def _apply_statefulset(
-    api: KubeApi,
-    ctx: JobContext,
-    role: Role,
-    replicas: int,
-    children: Children,
-    owner: dict[str, Any],
-    result: ReconcileResult,
-    memo: SpecMemo,
-) -> None:
+def _apply_statefulset(writes: _Writes, role: Role, replicas: int) -> None:
     """Server-side apply a StatefulSet when it is absent or its replicas or template differ."""
-    rendered = memo.render(build_statefulset, ctx, role)
+    api, ctx, children, result = writes.api, writes.ctx, writes.children, writes.result
+    rendered = writes.memo.render(build_statefulset, ctx, role)
     desired = {**rendered, "spec": {**rendered["spec"], "replicas": replicas}}
     existing = children.statefulsets.get(role)
     if existing is not None:
@@ -249,7 +253,7 @@ def _apply_statefulset(
         )
         if same_replicas and same_template:
             return
-    children.statefulsets[role] = apply(api, desired, existing, owner)
+    children.statefulsets[role] = apply(api, desired, existing, writes.owner)
     verb = "create" if existing is None else "apply"
     result.actions.append(f"{verb} StatefulSet {desired['metadata']['name']} replicas={replicas}")
 

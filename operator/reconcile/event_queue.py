@@ -19,7 +19,8 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from distgnn_operator.reconcile.kube_api import EVENT, Kind, KubeApi, kind_of
+from distgnn_operator.reconcile.forwarding import ForwardingApi
+from distgnn_operator.reconcile.kube_api import EVENT, KubeApi, kind_of
 
 log = logging.getLogger(__name__)
 
@@ -74,58 +75,16 @@ class EventQueue:
             )
 
 
-class QueuedEvents:
+class QueuedEvents(ForwardingApi):
     """A KubeApi that queues the creates of Events and sends everything else."""
 
     def __init__(self, api: KubeApi, events: EventQueue) -> None:
-        self._api = api
+        super().__init__(api)
         self._events = events
-
-    def get(self, kind: Kind, namespace: str, name: str) -> dict[str, Any] | None:
-        return self._api.get(kind, namespace, name)
-
-    def list(
-        self,
-        kind: Kind,
-        namespace: str,
-        labels: Mapping[str, str],
-        fields: Mapping[str, str] | None = None,
-    ) -> list[dict[str, Any]]:
-        return self._api.list(kind, namespace, labels, fields)
 
     def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
         if kind_of(obj) != EVENT:
-            return self._api.create(obj)
+            created: dict[str, Any] = super().create(obj)
+            return created
         self._events.put(obj)
         return dict(obj)
-
-    def patch(
-        self,
-        kind: Kind,
-        namespace: str,
-        name: str,
-        body: Mapping[str, Any],
-        *,
-        subresource: str | None = None,
-    ) -> dict[str, Any]:
-        return self._api.patch(kind, namespace, name, body, subresource=subresource)
-
-    def replace_status(
-        self,
-        kind: Kind,
-        namespace: str,
-        name: str,
-        status: Mapping[str, Any],
-        *,
-        expected: Mapping[str, Any] | None,
-        resource_version: str,
-    ) -> dict[str, Any]:
-        return self._api.replace_status(
-            kind, namespace, name, status, expected=expected, resource_version=resource_version
-        )
-
-    def apply(self, obj: Mapping[str, Any], *, force: bool = True) -> dict[str, Any]:
-        return self._api.apply(obj, force=force)
-
-    def delete(self, kind: Kind, namespace: str, name: str, *, uid: str | None = None) -> bool:
-        return self._api.delete(kind, namespace, name, uid=uid)

@@ -14,6 +14,7 @@ from distgnn_operator.constants import (
     LABEL_JOB,
     PARTITION_COMPLETE,
 )
+from distgnn_operator.reconcile.failed_creates import FAILED_CREATE_FIELDS
 from distgnn_operator.reconcile.kube_api import (
     CONFIG_MAP,
     EVENT,
@@ -27,7 +28,6 @@ from distgnn_operator.reconcile.kube_api import (
 )
 from distgnn_operator.status import Observed, PartitionJobView, PodView, StatefulSetView
 from distgnn_operator.status.blockers import (
-    FAILED_CREATE,
     Blocker,
     claim_blockers,
     failed_create_blockers,
@@ -81,7 +81,7 @@ def read_children(api: KubeApi, ctx: JobContext, *, finished: bool = False) -> C
         children.pods = api.list(POD, ns, {LABEL_JOB: name})
         children.pods_read = True
         if any(still_short_of_pods(kind, obj) for kind, obj in _controllers(children)):
-            children.events = api.list(EVENT, ns, {}, fields={"reason": FAILED_CREATE})
+            children.events = api.list(EVENT, ns, {}, FAILED_CREATE_FIELDS)
     return children
 
 

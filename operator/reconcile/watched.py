@@ -38,9 +38,9 @@ compared as the etcd revisions they are; where one is not a number the API serve
 A write that conflicts anyway (someone else's change the watch has not shown yet) makes the
 retry read both from the API server (:meth:`WatchedReads.refresh`).
 
-The controllers' FailedCreate Events, listed while a controller is short of pods, are one
-LIST per namespace every two seconds at most, shared by the reconciles (:class:`SharedLists`);
-while one thread lists them, the others take the last LIST.
+The controllers' FailedCreate Events, listed while a controller is short of pods, are the
+last LIST of a background thread (:class:`~.failed_creates.FailedCreates`): no reconcile waits
+for it.
 """
 
 from __future__ import annotations
@@ -52,6 +52,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from distgnn_operator.constants import LABEL_JOB
+from distgnn_operator.reconcile.failed_creates import FAILED_CREATE_FIELDS, FailedCreates
+from distgnn_operator.reconcile.forwarding import ForwardingApi, T
 from distgnn_operator.reconcile.kube_api import (
     CONFIG_MAP,
     DISTGNNJOB,
@@ -65,12 +67,14 @@ from distgnn_operator.reconcile.kube_api import (
     ApiError,
     Kind,
     KubeApi,
-    kind_of,
 )
 from distgnn_operator.reconcile.slim import slim
 
 WATCHED_KINDS: tuple[Kind, ...] = (POD, STATEFULSET, JOB, CONFIG_MAP, SERVICE, NETWORK_POLICY)
 """The kinds whose objects labelled with a job the handlers index."""
+
+_KEPT_VERBS = frozenset({"get", "create", "patch", "replace_status", "apply"})
+"""The calls whose answer is the object as the API server holds it now."""
 
 CACHED_KINDS: tuple[Kind, ...] = (DISTGNNJOB, PVC)
 """The kinds the handlers index by name; a snapshot lacking one of their objects asks the API
@@ -177,47 +181,6 @@ class LatestSeen:
         self._written.pop(key, None)
 
 
-class SharedLists:
-    """LISTs of Events (the controllers' FailedCreate ones) shared by the reconciles of a
-    namespace for ``ttl`` seconds: while many jobs' controllers are short of pods at once,
-    each reconcile would list the same Events. One thread at a time lists a namespace's; the
-    others take the last LIST meanwhile (or, before the first, wait for it). A FailedCreate
-    shows in a job's status up to ``ttl`` seconds (and one LIST) later."""
-
-    def __init__(self, ttl: float = 2.0, clock: Callable[[], float] = time.monotonic) -> None:
-        self._ttl = ttl
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._lists: dict[Any, tuple[float, list[dict[str, Any]]]] = {}
-        """The last LIST of each (namespace, labels, fields), with the time it was sent."""
-        self._gates: dict[Any, threading.Lock] = {}
-        """Held while a thread lists that key."""
-
-    def list(
-        self,
-        api: KubeApi,
-        namespace: str,
-        labels: Mapping[str, str],
-        fields: Mapping[str, str] | None,
-    ) -> list[dict[str, Any]]:
-        key = (namespace, tuple(sorted(labels.items())), tuple(sorted((fields or {}).items())))
-        with self._lock:
-            found = self._lists.get(key)
-            gate = self._gates.setdefault(key, threading.Lock())
-        if found is not None and (self._clock() - found[0] < self._ttl or gate.locked()):
-            return list(found[1])
-        with gate:
-            with self._lock:
-                found = self._lists.get(key)
-            sent = self._clock()
-            if found is not None and sent - found[0] < self._ttl:
-                return list(found[1])
-            items = api.list(EVENT, namespace, labels, fields)
-            with self._lock:
-                self._lists[key] = (sent, items)
-        return list(items)
-
-
 @dataclass(frozen=True)
 class WatchedChildren:
     """The objects labelled with one job, as the watches last saw them."""
@@ -257,7 +220,7 @@ class WatchedChildren:
         ]
 
 
-class WatchedReads:
+class WatchedReads(ForwardingApi):
     """A KubeApi that answers the reads of one job's children from a watch snapshot."""
 
     def __init__(
@@ -265,14 +228,14 @@ class WatchedReads:
         api: KubeApi,
         watched: WatchedChildren,
         latest: LatestSeen | None = None,
-        events: SharedLists | None = None,
+        events: FailedCreates | None = None,
     ) -> None:
-        self._api = api
+        super().__init__(api)
         self._watched = watched
         self._latest = latest
         """Without it, the job and the claim are read from the API server."""
         self._events = events
-        """Without it, every LIST of Events goes to the API server."""
+        """Without it, every LIST of FailedCreate Events goes to the API server."""
         self._exist: set[tuple[str, str]] = set()
         """(plural, name) of objects the API server said exist when the snapshot lacked them."""
 
@@ -290,9 +253,18 @@ class WatchedReads:
         found = self._latest.pick(kind, namespace, name, watched)
         return dict(found) if found is not None else None
 
-    def _seen(self, kind: Kind, obj: Mapping[str, Any] | None) -> None:
-        if self._latest is not None:
-            self._latest.note(kind, obj)
+    def _forward(self, verb: str, kind: Kind, name: str, call: Callable[[KubeApi], T]) -> T:
+        """Send a call to the API server: keep what a GET or a write returns (LatestSeen),
+        and remember a name that AlreadyExists (a create) or conflicts (an unforced apply)."""
+        try:
+            answer = super()._forward(verb, kind, name, call)
+        except ApiError as err:
+            if (verb == "create" and err.already_exists) or (verb == "apply" and err.conflict):
+                self._exist.add((kind.plural, name))
+            raise
+        if self._latest is not None and verb in _KEPT_VERBS and isinstance(answer, Mapping):
+            self._latest.note(kind, answer)
+        return answer
 
     def get(self, kind: Kind, namespace: str, name: str) -> dict[str, Any] | None:
         if self._covers(kind, namespace) and (kind.plural, name) not in self._exist:
@@ -305,9 +277,8 @@ class WatchedReads:
             found = self._cached(kind, namespace, name)
             if found is not None:
                 return found
-        found = self._api.get(kind, namespace, name)
-        self._seen(kind, found)
-        return found
+        read: dict[str, Any] | None = super().get(kind, namespace, name)
+        return read
 
     def list(
         self,
@@ -322,60 +293,18 @@ class WatchedReads:
             and dict(labels) == {LABEL_JOB: self._watched.job}
         ):
             return self._watched.items(kind)
-        if kind == EVENT and self._events is not None:
-            return self._events.list(self._api, namespace, labels, fields)
-        return self._api.list(kind, namespace, labels, fields)
-
-    def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
-        try:
-            created = self._api.create(obj)
-        except ApiError as err:
-            if err.already_exists:
-                self._exist.add((kind_of(obj).plural, str(obj["metadata"]["name"])))
-            raise
-        self._seen(kind_of(obj), created)
-        return created
-
-    def patch(
-        self,
-        kind: Kind,
-        namespace: str,
-        name: str,
-        body: Mapping[str, Any],
-        *,
-        subresource: str | None = None,
-    ) -> dict[str, Any]:
-        patched = self._api.patch(kind, namespace, name, body, subresource=subresource)
-        self._seen(kind, patched)
-        return patched
-
-    def replace_status(
-        self,
-        kind: Kind,
-        namespace: str,
-        name: str,
-        status: Mapping[str, Any],
-        *,
-        expected: Mapping[str, Any] | None,
-        resource_version: str,
-    ) -> dict[str, Any]:
-        replaced = self._api.replace_status(
-            kind, namespace, name, status, expected=expected, resource_version=resource_version
-        )
-        self._seen(kind, replaced)
-        return replaced
-
-    def apply(self, obj: Mapping[str, Any], *, force: bool = True) -> dict[str, Any]:
-        try:
-            applied = self._api.apply(obj, force=force)
-        except ApiError as err:
-            if err.conflict:
-                self._exist.add((kind_of(obj).plural, str(obj["metadata"]["name"])))
-            raise
-        self._seen(kind_of(obj), applied)
-        return applied
+        if (
+            kind == EVENT
+            and self._events is not None
+            and not labels
+            and dict(fields or {}) == FAILED_CREATE_FIELDS
+        ):
+            return self._events.events(namespace)
+        items: list[dict[str, Any]] = super().list(kind, namespace, labels, fields)
+        return items
 
     def delete(self, kind: Kind, namespace: str, name: str, *, uid: str | None = None) -> bool:
         if self._latest is not None:
             self._latest.forget(kind, namespace, name)
-        return self._api.delete(kind, namespace, name, uid=uid)
+        deleted: bool = super().delete(kind, namespace, name, uid=uid)
+        return deleted

@@ -109,3 +109,41 @@ def test_the_profile_splits_the_api_time_by_the_innermost_step(tmp_path: Path) -
         "Events recorded": 0.5,
     }
     assert found["seconds"]["reconcile: status computation"] == 0.1
+
+
+slow = load_script(BENCHMARKS / "operator_load_slow.py", "operator_load_slow")
+
+
+def test_the_slow_reconciles_are_summed_by_what_each_waited_on_most(tmp_path: Path) -> None:
+    log = tmp_path / "operator.log"
+    prefix = "[2026-11-27 17:00:00,000] distgnn_operator.handlers [WARNING ] slow reconcile"
+    log.write_text(
+        f"{prefix} ns/a: 0.600s, 0.500s in requests, 0.100s in none; 2 requests: "
+        "replace_status distgnnjobs/a at +0.010 for 0.500s [reconcile_0]; "
+        "apply statefulsets/a-trainer at +0.020 for 0.400s [write_1]\n"
+        "an unrelated line\n"
+        f"{prefix} ns/b: 0.400s, 0.100s in requests, 0.300s in none; 1 requests: "
+        "create events/ at +0.300 for 0.100s [reconcile_1] failed\n"
+    )
+    assert slow.parse("an unrelated line") is None
+    found = slow.summarize(log, 0.3)
+    assert found["count"] == 2
+    assert found["seconds"] == 1.0
+    assert (found["share_in_requests"], found["share_in_none"]) == (0.6, 0.4)
+    assert found["waited_most_on"] == {"replace_status distgnnjobs": 1, "no request": 1}
+    assert found["longest_request_seconds_median"] == 0.3
+    (tmp_path / "quiet.log").write_text("nothing slow\n")
+    assert slow.summarize(tmp_path / "quiet.log", 0.3) == {"threshold_seconds": 0.3, "count": 0}
+
+
+def test_the_profile_counts_the_failed_creates_thread_apart(tmp_path: Path) -> None:
+    thread = (
+        "_bootstrap (threading.py:1);FailedCreates._run (operator/reconcile/failed_creates.py:1)"
+    )
+    call = "RestKubeApi._call (operator/reconcile/kube_api.py:90)"
+    raw = tmp_path / "operator.raw"
+    raw.write_text(f"{thread};refresh (x.py:1);{call} 50\n{thread};wait (threading.py:1) 100\n")
+    found = profile.summarize(raw, 50.0)
+    assert found["seconds"]["failed-creates thread: api requests"] == 1.0
+    assert found["seconds"]["idle: failed-creates thread"] == 2.0
+    assert found["api_requests_by_step"] == {"FailedCreate Events list (its own thread)": 1.0}

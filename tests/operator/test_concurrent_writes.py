@@ -17,7 +17,16 @@ import pytest
 from distgnn_operator.reconcile.event_queue import EventQueue, QueuedEvents
 from distgnn_operator.reconcile.events import event_manifest
 from distgnn_operator.reconcile.fanout import Concurrently, Fanout, in_turn
-from distgnn_operator.reconcile.kube_api import DISTGNNJOB, EVENT, POD, ApiError, Kind, kind_of
+from distgnn_operator.reconcile.forwarding import ForwardingApi, T
+from distgnn_operator.reconcile.kube_api import (
+    DISTGNNJOB,
+    EVENT,
+    POD,
+    ApiError,
+    Kind,
+    KubeApi,
+    kind_of,
+)
 from distgnn_operator.reconcile.state_machine import reconcile_job
 from tests.operator.factories import T0
 from tests.operator.fake_api import FakeKubeApi
@@ -30,61 +39,23 @@ def pool() -> Iterator[ThreadPoolExecutor]:
         yield executor
 
 
-class GatedApi(FakeKubeApi):
-    """A FakeKubeApi safe for threads, whose creates and applies of the gated kinds wait at
-    a barrier: they go through only when as many arrive together as the barrier counts."""
+class GatedApi(ForwardingApi):
+    """The fake API server (``fake``) made safe for threads, whose creates, applies and status
+    writes of the gated kinds wait at a barrier: they go through only when as many arrive
+    together as the barrier counts."""
 
     def __init__(self) -> None:
-        super().__init__()
+        self.fake = FakeKubeApi()
+        super().__init__(self.fake)
         self.lock = threading.RLock()
         self.gates: dict[str, threading.Barrier] = {}
 
-    def _gate(self, obj: Mapping[str, Any]) -> None:
-        gate = self.gates.get(str(obj["kind"]))
-        if gate is not None:
+    def _forward(self, verb: str, kind: Kind, name: str, call: Callable[[KubeApi], T]) -> T:
+        gate = self.gates.get(kind.kind)
+        if gate is not None and verb in ("create", "apply", "replace_status"):
             gate.wait(timeout=10)  # a broken barrier: the writes went one after another
-
-    def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
-        self._gate(obj)
         with self.lock:
-            return super().create(obj)
-
-    def apply(self, obj: Mapping[str, Any], *, force: bool = True) -> dict[str, Any]:
-        self._gate(obj)
-        with self.lock:
-            return super().apply(obj, force=force)
-
-    def replace_status(
-        self,
-        kind: Kind,
-        namespace: str,
-        name: str,
-        status: Mapping[str, Any],
-        *,
-        expected: Mapping[str, Any] | None,
-        resource_version: str,
-    ) -> dict[str, Any]:
-        self._gate({"kind": kind.kind})
-        with self.lock:
-            return super().replace_status(
-                kind, namespace, name, status, expected=expected, resource_version=resource_version
-            )
-
-    def delete(self, kind: Kind, namespace: str, name: str, *, uid: str | None = None) -> bool:
-        with self.lock:
-            return super().delete(kind, namespace, name, uid=uid)
-
-    def patch(
-        self,
-        kind: Kind,
-        namespace: str,
-        name: str,
-        body: Mapping[str, Any],
-        *,
-        subresource: str | None = None,
-    ) -> dict[str, Any]:
-        with self.lock:
-            return super().patch(kind, namespace, name, body, subresource=subresource)
+            return super()._forward(verb, kind, name, call)
 
     def gate(self, *kinds: str) -> None:
         barrier = threading.Barrier(len(kinds))
@@ -119,10 +90,10 @@ def test_a_new_job_writes_its_policy_config_and_claim_together_then_its_partitio
     pool: ThreadPoolExecutor,
 ) -> None:
     api = GatedApi()
-    new_job(api)
+    new_job(api.fake)
     api.gate("NetworkPolicy", "ConfigMap", "PersistentVolumeClaim")
     reconcile_job(api, NS, "demo", options(fanout=Concurrently(pool)))
-    created = [w for w in api.kinds_written("create") if not w.startswith("Event/")]
+    created = [w for w in api.fake.kinds_written("create") if not w.startswith("Event/")]
     assert sorted(created[:3]) == [
         "ConfigMap/demo-config",
         "NetworkPolicy/demo-isolation",
@@ -135,15 +106,15 @@ def test_the_training_status_the_service_and_the_statefulsets_go_together(
     pool: ThreadPoolExecutor,
 ) -> None:
     api = GatedApi()
-    new_job(api)
+    new_job(api.fake)
     reconcile_job(api, NS, "demo", options(fanout=Concurrently(pool)))
-    complete_partition_job(api)
+    complete_partition_job(api.fake)
     api.gate("DistGNNJob", "Service", "StatefulSet", "StatefulSet")
     at = options(T0 + timedelta(seconds=1), fanout=Concurrently(pool))
     result = reconcile_job(api, NS, "demo", at)
     assert result.phase is not None
     assert result.phase.value == "Training"
-    written = {f"{verb} {kind}/{name}" for verb, kind, name in api.writes}
+    written = {f"{verb} {kind}/{name}" for verb, kind, name in api.fake.writes}
     assert {
         "patch/status DistGNNJob/demo",
         "create Service/demo-peers",
@@ -156,18 +127,19 @@ def test_a_gang_restart_writes_its_status_before_any_pod_is_touched(
     pool: ThreadPoolExecutor,
 ) -> None:
     api = GatedApi()
-    new_job(api)
-    to_training(api)
-    trainer = api.find(POD, NS, "demo-trainer-1")
+    fake = api.fake
+    new_job(fake)
+    to_training(fake)
+    trainer = fake.find(POD, NS, "demo-trainer-1")
     trainer["status"]["containerStatuses"][0]["state"] = {
         "terminated": {"exitCode": 1, "reason": "Error"}
     }
-    api.put(trainer)
-    del api.writes[:]
+    fake.put(trainer)
+    del fake.writes[:]
     at = options(T0 + timedelta(seconds=3), fanout=Concurrently(pool))
     result = reconcile_job(api, NS, "demo", at)
     assert result.restarts == 1
-    written = [f"{verb} {kind}" for verb, kind, _ in api.writes if kind != "Event"]
+    written = [f"{verb} {kind}" for verb, kind, _ in fake.writes if kind != "Event"]
     assert written[0] == "patch/status DistGNNJob"
     assert sorted(written[1:3]) == ["apply StatefulSet", "apply StatefulSet"]
     assert set(written[3:]) == {"delete Pod"}

@@ -5,8 +5,6 @@ job again after a write conflicts; the indexes keep only what a reconcile reads.
 from __future__ import annotations
 
 import copy
-import threading
-from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -30,7 +28,6 @@ from distgnn_operator.reconcile.state_machine import reconcile_job
 from distgnn_operator.reconcile.watched import (
     WATCHED_KINDS,
     LatestSeen,
-    SharedLists,
     WatchedChildren,
     WatchedReads,
 )
@@ -254,60 +251,3 @@ def test_slim_drops_templates_data_and_managed_fields_and_keeps_what_is_read() -
     }
     assert slim(DISTGNNJOB, annotated)["metadata"]["annotations"] == kept
     assert slim(DISTGNNJOB, annotated)["spec"] == job["spec"]
-
-
-def test_event_lists_are_shared_for_their_ttl() -> None:
-    api = CountingApi()
-    now = [0.0]
-    lists = SharedLists(ttl=2.0, clock=lambda: now[0])
-    fields = {"reason": "FailedCreate"}
-    api.put(
-        {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": "e1", "namespace": NS},
-            "reason": "FailedCreate",
-        }
-    )
-    first = lists.list(api, NS, {}, fields)
-    assert [e["metadata"]["name"] for e in first] == ["e1"]
-    reads = WatchedReads(api, WatchedChildren(NS, "demo"), events=lists)
-    now[0] = 1.5
-    assert reads.list(EVENT, NS, {}, fields) == first
-    assert api.reads == [("list", "events")]
-    now[0] = 2.5
-    reads.list(EVENT, NS, {}, fields)
-    assert api.reads == [("list", "events"), ("list", "events")]
-
-
-def test_while_one_thread_lists_events_the_others_take_the_last_list() -> None:
-    started, release = threading.Event(), threading.Event()
-    now = [0.0]
-    lists = SharedLists(ttl=2.0, clock=lambda: now[0])
-    calls: list[int] = []
-
-    class SlowApi(FakeKubeApi):
-        def list(
-            self,
-            kind: Kind,
-            namespace: str,
-            labels: Mapping[str, str],
-            fields: Mapping[str, str] | None = None,
-        ) -> list[dict[str, Any]]:
-            calls.append(len(calls))
-            if len(calls) > 1:
-                started.set()
-                release.wait(10)
-            return [{"metadata": {"name": f"list-{len(calls)}"}}]
-
-    api = SlowApi()
-    assert lists.list(api, NS, {}, None) == [{"metadata": {"name": "list-1"}}]
-    now[0] = 3.0  # expired: one thread lists again, slowly
-    slow = threading.Thread(target=lists.list, args=(api, NS, {}, None))
-    slow.start()
-    assert started.wait(10)
-    assert lists.list(api, NS, {}, None) == [{"metadata": {"name": "list-1"}}]
-    release.set()
-    slow.join(10)
-    assert lists.list(api, NS, {}, None) == [{"metadata": {"name": "list-2"}}]
-    assert len(calls) == 2
