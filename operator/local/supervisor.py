@@ -71,6 +71,40 @@ PROCESS_TABLE = "processes.json"
 """The file in a run's directory that lists every process ``distgnn run`` started."""
 
 
+@dataclass(frozen=True)
+class TableEntry:
+    """One process of a run's process table (:data:`PROCESS_TABLE`)."""
+
+    name: str
+    pid: int
+    """Also its process group's id."""
+    env: dict[str, str]
+    """Its ``DISTGNN_*`` settings (role, rank, ports ...), not the rest of its environment."""
+    exit_code: int | None
+    """None while it runs (or until its exit was seen)."""
+
+
+def read_process_table(run_dir: Path) -> dict[str, TableEntry]:
+    """The process table of the run in ``run_dir``, by process name: empty until the run
+    wrote it. The supervisor replaces the file atomically, so it is never read half written."""
+    path = run_dir / PROCESS_TABLE
+    try:
+        raw = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except ValueError as err:
+        raise ValueError(f"{path}: not a process table ({err})") from err
+    return {
+        name: TableEntry(
+            name=name,
+            pid=int(entry["pid"]),
+            env={str(k): str(v) for k, v in entry["env"].items()},
+            exit_code=None if entry["exitCode"] is None else int(entry["exitCode"]),
+        )
+        for name, entry in raw.items()
+    }
+
+
 class Supervisor:
     """Starts processes and reports their exits and progress lines, in the order they happen.
 
@@ -78,8 +112,9 @@ class Supervisor:
     supervisor); ``zygote``: from that zygote instead, which the caller owns and stops.
     ``table``: a JSON file kept up to date with every process started: its name, pid (also its
     process group), its ``DISTGNN_*`` environment (role, rank, ports) and, once it ended, its
-    exit code. It tells tools (``py-spy``, a scraper) which process is which also where
-    ``/proc`` shows the zygote's environment for a forked one.
+    exit code (:func:`read_process_table` reads it). It tells tools (``py-spy``, a scraper)
+    which process is which also where ``/proc`` shows the zygote's environment for a forked
+    one.
     """
 
     def __init__(

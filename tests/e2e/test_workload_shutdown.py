@@ -13,7 +13,7 @@ trainer 0 wrote must be intact.
 from __future__ import annotations
 
 import signal
-import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -31,15 +31,11 @@ EXIT_BOUND_S = SHUTDOWN_TIMEOUT_S + 25.0
 VICTIM = (c.Role.sampler, 0)
 
 
-def _last_epoch_reported(job: LocalWorkload, epochs: int) -> bool:
-    lines = job.stdout_of(c.Role.trainer, 0).splitlines()
-    return any(
-        e is not None
-        and e.stage == c.STAGE_EPOCH
-        and e.metrics.get("epoch") == epochs
-        and "loss" in e.metrics
-        for e in map(c.parse_progress_line, lines)
-    )
+def _is_last_epoch(epochs: int) -> Callable[[c.ProgressEvent], bool]:
+    def matches(e: c.ProgressEvent) -> bool:
+        return e.stage == c.STAGE_EPOCH and e.metrics.get("epoch") == epochs and "loss" in e.metrics
+
+    return matches
 
 
 @pytest.mark.parametrize("sig", [signal.SIGSTOP, signal.SIGKILL], ids=["stuck", "gone"])
@@ -59,11 +55,9 @@ def test_a_peer_lost_at_shutdown_fails_the_others_in_bounded_time(
     job.write_partitions(generate(spec.dataset.synthetic))
     job.start_all()
     try:
-        deadline = time.monotonic() + 200
-        while not _last_epoch_reported(job, spec.training.epochs):
-            assert time.monotonic() < deadline, job.logs()
-            assert all(job.poll(*key) is None for key in job.procs), job.logs()
-            time.sleep(0.01)
+        # Every process still runs when trainer 0 reports its last epoch.
+        job.wait_for_progress(c.Role.trainer, 0, _is_last_epoch(spec.training.epochs), 200)
+        assert all(job.poll(*key) is None for key in job.procs), job.logs()
         job.signal(*VICTIM, sig)
         others = {key: name for key, name in job.procs.items() if key != VICTIM}
         job.procs.clear()

@@ -34,6 +34,11 @@ TRAINER_SERIES = (
     "distgnn_trainer_loss",
     "distgnn_trainer_accuracy",
 )
+SCRAPE_EVERY_S = 0.5
+"""How often a running job's processes are scraped. Each scrape is a request that a thread of
+the process answers, under the GIL of its training loop: half a second (Prometheus scrapes a
+pod every few seconds) sees every series of a job of a few seconds, at a fifth of the cost of
+a 0.1 s poll. An exit ends the wait at once."""
 SAMPLER_SERIES = (
     "distgnn_sampler_requests_total",
     "distgnn_sampler_request_seconds_count",
@@ -119,7 +124,7 @@ def watch(
         body = scrape(job.metrics_ports[(c.Role.trainer, 0)], c.PROGRESS_PATH)
         if body:
             progress.append(Progress.model_validate_json(body))
-        time.sleep(0.1)
+        job.wait_for_an_exit(SCRAPE_EVERY_S)
     return seen, progress
 
 
@@ -265,7 +270,7 @@ def test_partitioned_features_train_exactly_as_replicated_ones(tmp_path: Path, p
                 "samplers.cacheRatio": ratio,
                 "samplers.replicateTopology": "always",
                 "partition.algorithm": "random",
-                "training.epochs": 3,
+                "training.epochs": 2,
                 "training.evalEvery": 1,
                 **({"samplers.featureMemory": budget} if budget else {}),
             }
@@ -320,7 +325,7 @@ def test_a_pod_with_two_training_processes_serves_both_on_one_port(tmp_path: Pat
         body = scrape(port, c.PROGRESS_PATH)
         if body:
             progress.append(Progress.model_validate_json(body))
-        time.sleep(0.1)
+        job.wait_for_an_exit(SCRAPE_EVERY_S)
     finish(job)
     assert ranks_seen == {"0", "1"}
     assert progress

@@ -12,9 +12,11 @@ which imports torch and PyG once for them all instead of once per job.
 from __future__ import annotations
 
 import atexit
+import queue
 import signal
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +26,7 @@ from distgnn_api.spec import DistGNNJobSpec
 from distgnn_operator.local.devices import visible_gpus
 from distgnn_operator.local.job_plan import plan_job, render_job
 from distgnn_operator.local.launch_plan import LocalLayout, ProcessSpec
-from distgnn_operator.local.supervisor import Supervisor
+from distgnn_operator.local.supervisor import Exited, Progressed, Supervisor
 from distgnn_operator.local.zygote import Zygote
 from distgnn_workload.data.graph import GraphData
 from distgnn_workload.partition import write_partitions
@@ -124,6 +126,48 @@ class LocalWorkload:
     def running(self) -> bool:
         """Whether any process started since the last ``procs.clear()`` still runs."""
         return any(self.supervisor.poll(name) is None for name in self.procs.values())
+
+    def wait_for_an_exit(self, timeout_s: float) -> None:
+        """Return when a process of this job exits, or after ``timeout_s``: woken by the
+        supervisor's exit notice, not by polling (an exit seen before this call may return
+        it at once)."""
+        deadline = time.monotonic() + timeout_s
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                notice = self.supervisor.notices.get(timeout=left)
+            except queue.Empty:
+                return
+            if isinstance(notice, Exited):
+                return
+
+    def wait_for_progress(
+        self,
+        role: c.Role,
+        rank: int,
+        matches: Callable[[c.ProgressEvent], bool],
+        timeout_s: float,
+    ) -> c.ProgressEvent:
+        """The first progress line of process ``(role, rank)`` from now on that ``matches``,
+        as the supervisor's reader sees it (no poll of the log); fails when a process started
+        since the last ``procs.clear()`` exits first, or at the deadline."""
+        name = self.specs[(role, rank)].name
+        deadline = time.monotonic() + timeout_s
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                notice = self.supervisor.notices.get(timeout=left)
+            except queue.Empty:
+                break
+            if isinstance(notice, Exited) and notice.spec.name in self.procs.values():
+                raise AssertionError(
+                    f"{notice.spec.name} exited ({notice.returncode}) first\n{self.logs()}"
+                )
+            if (
+                isinstance(notice, Progressed)
+                and notice.spec.name == name
+                and matches(notice.event)
+            ):
+                return notice.event
+        raise AssertionError(f"{name} printed no such progress line in {timeout_s:.0f}s")
 
     def signal(self, role: c.Role, rank: int, sig: signal.Signals) -> None:
         self.supervisor.signal(self.specs[(role, rank)].name, sig)

@@ -10,7 +10,6 @@ their pods, taken from the operator's own pod templates.
 from __future__ import annotations
 
 import http.client
-import json
 import os
 import signal
 import subprocess
@@ -29,7 +28,7 @@ from distgnn_api.spec import parse_job
 from distgnn_operator.builders import JobContext, build_statefulset
 from distgnn_operator.local.job_plan import LOCAL_NAMESPACE
 from distgnn_operator.local.ports import LOOPBACK, free_ports
-from distgnn_operator.local.supervisor import PROCESS_TABLE
+from distgnn_operator.local.supervisor import read_process_table
 from distgnn_operator.reconcile.kube_api import PVC
 from tests.operator.harness import Cluster, install_crd, job_manifest, wait_for
 from tests.prometheus.monitors import endpoint_target, pod_target
@@ -44,7 +43,8 @@ QUICKSTART_HETERO = Path(__file__).parents[2] / "manifests" / "examples" / "quic
 
 
 def _job_doc(name: str, samplers: int) -> dict[str, Any]:
-    """A small job that trains long enough (tens of seconds) for 1 s scrapes to see it."""
+    """A small job that trains long enough (seconds, beside another job) for 1 s scrapes to
+    see it."""
     return {
         "apiVersion": "distgnn.io/v1alpha1",
         "kind": "DistGNNJob",
@@ -71,7 +71,7 @@ def _job_doc(name: str, samplers: int) -> dict[str, Any]:
             },
             "trainers": {"replicas": 2, "gpusPerPod": 0},
             "model": {"hiddenChannels": 32, "numLayers": 2, "fanout": [10, 5]},
-            "training": {"epochs": 8, "batchSize": 64},
+            "training": {"epochs": 5, "batchSize": 64},
         },
     }
 
@@ -83,7 +83,7 @@ def _hetero_doc(name: str, samplers: int) -> dict[str, Any]:
     spec = doc["spec"]
     spec["samplers"] = {"replicas": samplers}
     spec["dataset"]["syntheticMag"].update({"scale": 0.005, "numClasses": 8})
-    spec["training"].update({"epochs": 6, "batchSize": 128})
+    spec["training"].update({"epochs": 4, "batchSize": 128})
     return doc
 
 
@@ -116,13 +116,9 @@ class Scrapes:
         run's process table)."""
         groups = []
         for job, run_dir in runs.items():
-            try:
-                table = json.loads((run_dir / PROCESS_TABLE).read_text())
-            except (OSError, ValueError):
-                continue  # not written yet
-            for entry in table.values():
-                env = entry["env"]
-                if entry["exitCode"] is not None or c.ENV_METRICS_PORT not in env:
+            for entry in read_process_table(run_dir).values():  # empty until written
+                env = entry.env
+                if entry.exit_code is not None or c.ENV_METRICS_PORT not in env:
                     continue
                 role = c.Role(env[c.ENV_ROLE])
                 if role is c.Role.partitioner:
@@ -173,9 +169,17 @@ class TierRun:
     report: Path
 
 
-def run_local(
-    scrapes: Scrapes, work: Path, name: str, doc: dict[str, Any], runs: dict[str, Path]
-) -> c.Result:
+@dataclass
+class _LocalRun:
+    """One ``distgnn run`` of the tier, started."""
+
+    name: str
+    proc: subprocess.Popen[bytes]
+    run_dir: Path
+    log: Path
+
+
+def _start_local(scrapes: Scrapes, work: Path, name: str, doc: dict[str, Any]) -> _LocalRun:
     job_file = work / f"{name}.yaml"
     job_file.write_text(yaml.safe_dump(doc))
     job = parse_job(doc)
@@ -188,32 +192,46 @@ def run_local(
             "metadata"
         ]["labels"]
     run_dir = work / "runs" / name
-    log = open(work / f"{name}.log", "wb")  # noqa: SIM115 - closed below
+    log = work / f"{name}.log"
     argv = [*_cli(), "run", str(job_file), "--data-dir", str(work / "data"), "--uid", uid]
     argv.append("--preload")
-    proc = subprocess.Popen(
-        [*argv, "--run-dir", str(run_dir), "--gpus", "0"],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    runs[name] = run_dir
+    with open(log, "wb") as out:  # the child keeps its own descriptor
+        proc = subprocess.Popen(
+            [*argv, "--run-dir", str(run_dir), "--gpus", "0"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return _LocalRun(name, proc, run_dir, log)
+
+
+def run_local(scrapes: Scrapes, work: Path, docs: dict[str, dict[str, Any]]) -> dict[str, c.Result]:
+    """``distgnn run`` of each job at the same time, scraped until all have ended; their
+    results. (Jobs of one wave must not share a partition: each would write it.)"""
+    started: list[_LocalRun] = []
     try:
+        for name, doc in docs.items():
+            started.append(_start_local(scrapes, work, name, doc))
+        runs = {r.name: r.run_dir for r in started}
         deadline = time.monotonic() + RUN_TIMEOUT_S
-        while proc.poll() is None:
-            assert time.monotonic() < deadline, f"{name} ran past {RUN_TIMEOUT_S}s"
+        while any(r.proc.poll() is None for r in started):
+            assert time.monotonic() < deadline, f"{sorted(docs)} ran past {RUN_TIMEOUT_S}s"
             scrapes.refresh(runs)
             time.sleep(0.5)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=30)
-        log.close()
-        del runs[name]
-        scrapes.refresh(runs)
-    output = (work / f"{name}.log").read_text(errors="replace")
-    assert proc.returncode == 0, f"distgnn run {name} exited {proc.returncode}:\n{output[-4000:]}"
-    return c.Result.model_validate_json((run_dir / c.RESULT_FILE).read_text())
+        for r in started:
+            if r.proc.poll() is None:
+                os.killpg(r.proc.pid, signal.SIGTERM)
+                r.proc.wait(timeout=30)
+        scrapes.refresh({})
+    results = {}
+    for r in started:
+        output = r.log.read_text(errors="replace")
+        assert r.proc.returncode == 0, (
+            f"distgnn run {r.name} exited {r.proc.returncode}:\n{output[-4000:]}"
+        )
+        results[r.name] = c.Result.model_validate_json((r.run_dir / c.RESULT_FILE).read_text())
+    return results
 
 
 def _start_operator(plane: ControlPlane, namespace: str, work: Path) -> tuple[Any, int]:
@@ -307,20 +325,26 @@ def run_operator_jobs(
 def run_tier(
     prom: Prometheus, chart: list[Any], control_plane: ControlPlane, work: Path
 ) -> TierRun:
-    """Both local runs, then the operator's jobs, all scraped by ``prom``."""
+    """The local runs, then the operator's jobs, all scraped by ``prom``."""
     scrapes = Scrapes(prom)
     service = of_kind(chart, "Service")
     scrapes.service_labels = service["metadata"]["labels"]
     start = time.time()
-    runs: dict[str, Path] = {}
-    results = {
-        WORKER_JOB: run_local(scrapes, work, WORKER_JOB, _job_doc(WORKER_JOB, 0), runs),
-        SERVER_JOB: run_local(scrapes, work, SERVER_JOB, _job_doc(SERVER_JOB, 2), runs),
-        HETERO_JOB: run_local(scrapes, work, HETERO_JOB, _hetero_doc(HETERO_JOB, 0), runs),
-        HETERO_SERVER_JOB: run_local(
-            scrapes, work, HETERO_SERVER_JOB, _hetero_doc(HETERO_SERVER_JOB, 2), runs
-        ),
-    }
+    # Two waves of two jobs, each wave's at the same time: the first partitions the two
+    # graphs, the second reuses the partitions.
+    results = run_local(
+        scrapes,
+        work,
+        {WORKER_JOB: _job_doc(WORKER_JOB, 0), HETERO_JOB: _hetero_doc(HETERO_JOB, 0)},
+    )
+    results |= run_local(
+        scrapes,
+        work,
+        {
+            SERVER_JOB: _job_doc(SERVER_JOB, 2),
+            HETERO_SERVER_JOB: _hetero_doc(HETERO_SERVER_JOB, 2),
+        },
+    )
     figures_file = work / "runs" / WORKER_JOB / "logs" / "partition-0.termination"
     assert figures_file.exists(), "the local partition step left no termination message"
     namespace = control_plane.create_namespace("prometheus-tier")
