@@ -73,7 +73,7 @@ from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.hetero_data import HeteroTrainingData, from_store, open_typed_store
 from distgnn_workload.runtime.holder import device_feature_budget
 from distgnn_workload.runtime.link_batches import link_edge_types, link_sampler
-from distgnn_workload.runtime.transfers import to_host
+from distgnn_workload.pinned_copies import to_host
 from distgnn_workload.sampler.pool import SamplerPool
 from distgnn_workload.sampling.hetero_sampler import HeteroNeighborSampler
 

@@ -18,7 +18,7 @@ from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.rpc import RpcContext
 from distgnn_workload.runtime.rpc_targets import Target
 from distgnn_workload.runtime.shared_slots import SlotSpec
-from distgnn_workload.runtime.transfers import to_device, to_host
+from distgnn_workload.pinned_copies import to_device, to_host
 
 # --------------------------------------------------------------------------- serving
 
