@@ -21,7 +21,7 @@ from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig, genera
 from distgnn_workload.embeddings import RowExchange, RowOwnership, RowSparseAdam, ShardedEmbedding
 from distgnn_workload.models import build_hetero_model
 from distgnn_workload.models.relational import RelationalGNN
-from distgnn_workload.sampling.hetero_sampler import HeteroNeighborSampler
+from distgnn_workload.sampling.neighbor_sampler import HeteroNeighborSampler
 from distgnn_workload.sampling.static_sample import StaticCaps
 from distgnn_workload.trainer.hetero_graph_step import HeteroGraphStep
 from distgnn_workload.trainer.hetero_pipeline import HeteroMiniBatch

@@ -75,7 +75,7 @@ from distgnn_workload.runtime.holder import device_feature_budget
 from distgnn_workload.runtime.link_batches import link_edge_types, link_sampler
 from distgnn_workload.pinned_copies import to_host
 from distgnn_workload.sampler.pool import SamplerPool
-from distgnn_workload.sampling.hetero_sampler import HeteroNeighborSampler
+from distgnn_workload.sampling.neighbor_sampler import HeteroNeighborSampler
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from torch import Tensor
 
 from distgnn_api.edge_types import EdgeType
 from distgnn_workload.sampling.csr import Fanouts, TypedCSR
-from distgnn_workload.sampling.hetero_sampler import InCSR
+from distgnn_workload.sampling.neighbor_sampler import InCSR
 from distgnn_workload.sampling.hop_batch import HeteroHopBatch
 
 

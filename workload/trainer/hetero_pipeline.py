@@ -27,7 +27,7 @@ from distgnn_workload.loader import Prefetcher
 from distgnn_workload.runtime.hetero_data import HeteroTrainingData
 from distgnn_workload.runtime.seeds import Batch
 from distgnn_workload.sampling import StaticLayout
-from distgnn_workload.sampling.hetero_sampler import HeteroNeighborSampler
+from distgnn_workload.sampling.neighbor_sampler import HeteroNeighborSampler
 from distgnn_workload.sampling.hop_batch import HeteroHopBatch
 
 PREFETCH_DEPTH = 2

@@ -16,7 +16,7 @@ from distgnn_api.spec import DistGNNJobSpec
 from distgnn_workload.runtime.ddp import Collectives
 from distgnn_workload.runtime.hetero_data import HeteroTrainingData
 from distgnn_workload.runtime.status_server import ProgressTracker
-from distgnn_workload.sampling.hetero_sampler import HeteroNeighborSampler
+from distgnn_workload.sampling.neighbor_sampler import HeteroNeighborSampler
 from distgnn_workload.trainer.hetero_pipeline import HeteroBatches, HeteroPipeline, TypedFeatures
 
 B = TypeVar("B")
