@@ -19,7 +19,7 @@ from torch import Tensor
 from distgnn_api.hetero_load import resolve_edge_fanouts
 from distgnn_api.spec import DistGNNJobSpec, parse_spec
 from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig, generate_mag
-from distgnn_workload.runtime.batches import (
+from distgnn_workload.runtime.wire import (
     TypedWireBatch,
     feature_bytes,
     unpack_typed,
@@ -35,8 +35,10 @@ from distgnn_workload.runtime.lifecycle import BadInputError
 from distgnn_workload.runtime.rpc import RemoteError
 from distgnn_workload.sampler.hetero_server import HeteroSamplerServer
 from distgnn_workload.sampling.hop_batch import HeteroHopBatch
-from distgnn_workload.trainer.hetero_pipeline import HeteroMiniBatch, HeteroPipeline
-from distgnn_workload.trainer.pipelines import TypedRemotePipeline, batch_stream
+from distgnn_workload.loader import HeteroMiniBatch
+from distgnn_workload.runtime.batches import HeteroPipeline
+from distgnn_workload.runtime.remote_batches import TypedRemotePipeline
+from distgnn_workload.runtime.seeds import batch_stream
 
 CPU = torch.device("cpu")
 

@@ -20,7 +20,7 @@ from torch.futures import Future
 from distgnn_workload.data.graph import GraphData
 from distgnn_workload.partition import write_partitions
 from distgnn_workload.runtime import shared_slots
-from distgnn_workload.runtime.batches import (
+from distgnn_workload.runtime.wire import (
     batch_slot_spec,
     pack,
     pack_into,

@@ -50,7 +50,7 @@ from distgnn_workload.partition.store import HeteroPartitionStore
 from distgnn_workload.runtime import rpc as rpc_runtime
 from distgnn_workload.runtime import rpc_targets
 from distgnn_workload.runtime.batch_targets import TYPED_SAMPLER_SERVER
-from distgnn_workload.runtime.batches import (
+from distgnn_workload.runtime.wire import (
     TypedWireBatch,
     pack_typed,
     wire_bytes,

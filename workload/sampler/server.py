@@ -42,7 +42,7 @@ from distgnn_workload.runtime import holder as holders
 from distgnn_workload.runtime import link_batches, rpc_targets, shared_slots
 from distgnn_workload.runtime import rpc as rpc_runtime
 from distgnn_workload.runtime.batch_targets import SAMPLER_SERVER
-from distgnn_workload.runtime.batches import pack, pack_into, wire_bytes
+from distgnn_workload.runtime.wire import pack, pack_into, wire_bytes
 from distgnn_workload.runtime.bootstrap import RoleProcess
 from distgnn_workload.runtime.features import set_serve_observer
 from distgnn_workload.runtime.link_batches import BatchSampler

@@ -38,7 +38,7 @@ from distgnn_workload.models.relational import RelationalGNN
 from distgnn_workload.sampling.static_hops import HeteroStaticHops
 from distgnn_workload.sampling.static_sample import StaticCaps
 from distgnn_workload.trainer.graph_step import CapturedStep
-from distgnn_workload.trainer.hetero_pipeline import HeteroMiniBatch
+from distgnn_workload.loader import HeteroMiniBatch
 from distgnn_workload.trainer.step_policy import GRAPH_MEMORY_SHARE, cuda_graph_setting
 
 log = logging.getLogger(__name__)

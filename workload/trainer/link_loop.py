@@ -45,7 +45,8 @@ from distgnn_workload.partition.link_split import read_link_split
 from distgnn_workload.runtime.hetero_data import HeteroTrainingData
 from distgnn_workload.runtime.link_batches import link_sampler, seed_rows
 from distgnn_workload.trainer.hetero_loop import HeteroTrainer
-from distgnn_workload.trainer.hetero_pipeline import HeteroMiniBatch, stream_seed
+from distgnn_workload.loader import HeteroMiniBatch
+from distgnn_workload.runtime.seeds import stream_seed
 from distgnn_workload.trainer.link_graph_step import LinkGraphStep
 from distgnn_workload.trainer.link_report import LinkRanking
 from distgnn_workload.trainer.rank import TypedRank

@@ -17,7 +17,7 @@ from distgnn_workload.runtime.ddp import Collectives
 from distgnn_workload.runtime.hetero_data import HeteroTrainingData
 from distgnn_workload.runtime.status_server import ProgressTracker
 from distgnn_workload.sampling.neighbor_sampler import HeteroNeighborSampler
-from distgnn_workload.trainer.hetero_pipeline import HeteroBatches, HeteroPipeline, TypedFeatures
+from distgnn_workload.runtime.batches import HeteroBatches, HeteroPipeline, TypedFeatures
 
 B = TypeVar("B")
 
