@@ -23,7 +23,7 @@ from distgnn_workload.models import build_hetero_model
 from distgnn_workload.models.relational import RelationalGNN
 from distgnn_workload.sampling.neighbor_sampler import HeteroNeighborSampler
 from distgnn_workload.sampling.static_sample import StaticCaps
-from distgnn_workload.trainer.hetero_graph_step import HeteroGraphStep
+from distgnn_workload.trainer.graph_step import HeteroGraphStep
 from distgnn_workload.loader import HeteroMiniBatch
 
 FANOUTS = (4, 3)

@@ -21,8 +21,8 @@ from distgnn_workload.models.relational import RelationalGNN
 from distgnn_workload.runtime.host_syncs import HostSyncCounter
 from distgnn_workload.sampling.neighbor_sampler import HeteroNeighborSampler
 from distgnn_workload.sampling.static_sample import StaticCaps
-from distgnn_workload.trainer.graph_step import WARMUP_STEPS
-from distgnn_workload.trainer.hetero_graph_step import HeteroGraphStep
+from distgnn_workload.trainer.captured_step import WARMUP_STEPS
+from distgnn_workload.trainer.graph_step import HeteroGraphStep
 from distgnn_workload.loader import HeteroMiniBatch
 
 FANOUTS = (4, 3)

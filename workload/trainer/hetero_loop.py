@@ -63,7 +63,7 @@ from distgnn_workload.runtime.hetero_data import HeteroTrainingData
 from distgnn_workload.runtime.seeds import Batch
 from distgnn_workload.trainer.epoch_stats import EpochStats
 from distgnn_workload.trainer.evaluation import typed_inference, typed_splits
-from distgnn_workload.trainer.hetero_graph_step import HeteroGraphStep, typed_caps
+from distgnn_workload.trainer.graph_step import HeteroGraphStep, typed_caps
 from distgnn_workload.loader import HeteroMiniBatch
 from distgnn_workload.runtime.seeds import stream_seed
 from distgnn_workload.trainer.loop import Trainer

@@ -39,7 +39,8 @@ from distgnn_workload.runtime.transfers import wait_for_stream
 from distgnn_workload.sampling import StaticLayout
 from distgnn_workload.trainer.epoch_stats import EpochStats, RunState, announce_epoch
 from distgnn_workload.trainer.evaluation import store_inference
-from distgnn_workload.trainer.graph_step import WARMUP_STEPS, CapturedStep, GraphStep
+from distgnn_workload.trainer.captured_step import WARMUP_STEPS, CapturedStep
+from distgnn_workload.trainer.graph_step import GraphStep
 from distgnn_workload.trainer.profiler import StepProfiler
 from distgnn_workload.trainer.run_checkpoint import restore_run, save_run
 from distgnn_workload.trainer.step_policy import graph_layout
