@@ -41,6 +41,7 @@ from distgnn_workload.embeddings import RowSparseAdam, ShardedEmbedding, lookup_
 from distgnn_workload.loader import HeteroMiniBatch, MiniBatch
 from distgnn_workload.models.relational import RelationalGNN
 from distgnn_workload.models.sage import GraphSAGE
+from distgnn_workload.runtime.hetero_data import HeteroTrainingData
 from distgnn_workload.sampling import StaticHops, StaticLayout
 from distgnn_workload.sampling.static_hops import HeteroStaticHops
 from distgnn_workload.sampling.static_sample import StaticCaps
@@ -235,3 +236,53 @@ class HeteroGraphStep(CapturedStep):
         if self.sparse is not None:
             self.sparse.step()  # collective: the row gradients go to their owners
         return loss
+
+
+def typed_graph_step(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    data: HeteroTrainingData,
+    fanouts: Mapping[EdgeType, Sequence[int]],
+    *,
+    batch_size: int,
+    embedding_size: int,
+    input_dtype: torch.dtype,
+    tables: Sequence[ShardedEmbedding],
+    sparse: RowSparseAdam | None,
+    device: torch.device,
+    bf16: bool,
+    world_size: int,
+    all_agree: Callable[[bool], bool] | None,
+) -> HeteroGraphStep | None:
+    """The fixed-shape (CUDA-graph) step of a relational ``model`` over ``data``, where it
+    can run (see :func:`typed_caps`); None: the steps stay eager."""
+    if not isinstance(model, RelationalGNN):
+        return None
+    element = torch.tensor([], dtype=input_dtype).element_size()
+    widths = data.in_channels(embedding_size)
+    inputs = {t: (widths[t], element) for t in model.plan.input_types}
+    caps = typed_caps(
+        data.node_counts,
+        data.edge_types,
+        fanouts,
+        data.target_node_type,
+        batch_size,
+        inputs,
+        device,
+    )
+    if caps is None:
+        return None
+    featured = [t for t in model.plan.input_types if t in data.x]
+    return HeteroGraphStep(
+        model,
+        optimizer,
+        caps,
+        data.edge_types,
+        features={t: (widths[t], input_dtype) for t in featured},
+        tables=[t for t in tables if t.node_type in model.plan.input_types],
+        sparse=sparse,
+        device=device,
+        bf16=bf16,
+        world_size=world_size,
+        all_agree=all_agree,
+    )

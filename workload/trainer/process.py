@@ -52,9 +52,8 @@ from distgnn_workload.runtime.lifecycle import write_result
 from distgnn_workload.runtime.rendezvous import Group
 from distgnn_workload.runtime.seeds import holder_ranks
 from distgnn_workload.runtime.status_server import ProgressTracker
-from distgnn_workload.trainer.hetero_loop import HeteroTrainer
 from distgnn_workload.trainer.link_loop import HeteroLinkTrainer, LinkTrainer, read_eval_splits
-from distgnn_workload.trainer.loop import Pipeline, Trainer
+from distgnn_workload.trainer.loop import HeteroTrainer, Trainer
 from distgnn_workload.trainer.pipelines import (
     TrainerPipeline,
     TypedRemotePipeline,
@@ -65,6 +64,7 @@ from distgnn_workload.trainer.pipelines import (
     worker_pipeline,
 )
 from distgnn_workload.trainer.rank import TrainerRank, TypedRank, input_dtype
+from distgnn_workload.trainer.rank_loop import Pipeline
 from distgnn_workload.trainer.trainer_metrics import TrainerMetrics
 
 log = logging.getLogger(__name__)
