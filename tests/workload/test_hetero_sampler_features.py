@@ -35,7 +35,7 @@ from distgnn_workload.runtime.features.serving import (
 )
 from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.hetero_data import from_store
-from distgnn_workload.sampler.hetero_server import HeteroSamplerServer
+from distgnn_workload.sampler.server import HeteroSamplerServer
 
 CPU = torch.device("cpu")
 

@@ -33,7 +33,7 @@ from distgnn_workload.runtime.hetero_data import (
 )
 from distgnn_workload.runtime.lifecycle import BadInputError
 from distgnn_workload.runtime.rpc import RemoteError
-from distgnn_workload.sampler.hetero_server import HeteroSamplerServer
+from distgnn_workload.sampler.server import HeteroSamplerServer
 from distgnn_workload.sampling.hop_batch import HeteroHopBatch
 from distgnn_workload.loader import HeteroMiniBatch
 from distgnn_workload.runtime.batches import HeteroPipeline

@@ -34,7 +34,7 @@ class BatchServer(Protocol):
 
 class TypedBatchServer(Protocol):
     """A sampler server of a typed job
-    (:class:`~distgnn_workload.sampler.hetero_server.HeteroSamplerServer`)."""
+    (:class:`~distgnn_workload.sampler.server.HeteroSamplerServer`)."""
 
     @property
     def device(self) -> torch.device: ...

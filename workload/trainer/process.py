@@ -19,7 +19,7 @@ trainer reads the store's whole typed topology, so sampling is local; per featur
 type it holds its partition's rows plus a hot cache of ``samplers.cacheRatio`` of the
 others' rows, and fetches the rest of a batch's rows from their owners over RPC (none with
 a ratio of 1). In server-client mode sampler ``h`` serves partition ``h``
-(:mod:`distgnn_workload.sampler.hetero_server`); a trainer reads only the store's splits,
+(:mod:`distgnn_workload.sampler.serving`); a trainer reads only the store's splits,
 labels and partition book and draws typed batches from the samplers of its GPU, else of its
 node (:class:`~distgnn_workload.trainer.pipelines.TypedRemotePipeline`). The learnt
 embeddings stay with the trainers: the rows of partition ``h`` belong to the trainers that
