@@ -16,7 +16,7 @@ import torch
 
 from distgnn_api.hetero_load import resolve_edge_fanouts
 from distgnn_workload.partition import HeteroPartitionStore
-from distgnn_workload.runtime.hetero_data import from_store
+from distgnn_workload.runtime.training_data import from_store
 from distgnn_workload.sampling import SampledEdgesPerSeed
 from distgnn_workload.sampling.neighbor_sampler import HeteroNeighborSampler
 

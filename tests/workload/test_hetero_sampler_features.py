@@ -34,7 +34,7 @@ from distgnn_workload.runtime.features.serving import (
     set_type_serve_observer,
 )
 from distgnn_workload.runtime.features.table import FeatureTable
-from distgnn_workload.runtime.hetero_data import from_store
+from distgnn_workload.runtime.training_data import from_store
 from distgnn_workload.sampler.server import HeteroSamplerServer
 
 CPU = torch.device("cpu")

@@ -25,7 +25,7 @@ from distgnn_workload.runtime.wire import (
     unpack_typed,
     wire_bytes,
 )
-from distgnn_workload.runtime.hetero_data import (
+from distgnn_workload.runtime.training_data import (
     HeteroTrainingData,
     contiguous_book,
     from_graph,

@@ -21,7 +21,7 @@ from distgnn_workload.embeddings.optim import RowSparseAdam
 from distgnn_workload.embeddings.ownership import RowOwnership
 from distgnn_workload.embeddings.table import ShardedEmbedding
 from distgnn_workload.runtime.device_budget import device_budget
-from distgnn_workload.runtime.hetero_data import HeteroTrainingData
+from distgnn_workload.runtime.training_data import HeteroTrainingData
 
 __all__ = ["host_shards", "rank_tables", "shard_bytes"]
 

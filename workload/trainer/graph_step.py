@@ -41,7 +41,7 @@ from distgnn_workload.embeddings import RowSparseAdam, ShardedEmbedding, lookup_
 from distgnn_workload.loader import HeteroMiniBatch, MiniBatch
 from distgnn_workload.models.relational import RelationalGNN
 from distgnn_workload.models.sage import GraphSAGE
-from distgnn_workload.runtime.hetero_data import HeteroTrainingData
+from distgnn_workload.runtime.training_data import HeteroTrainingData
 from distgnn_workload.sampling import StaticHops, StaticLayout
 from distgnn_workload.sampling.static_hops import HeteroStaticHops
 from distgnn_workload.sampling.static_sample import StaticCaps

@@ -35,7 +35,7 @@ from distgnn_workload.evaluation.accuracy import SplitRows
 from distgnn_workload.loader import Prefetcher
 from distgnn_workload.models import build_hetero_model
 from distgnn_workload.runtime.ddp import DDP_TIMEOUT_S
-from distgnn_workload.runtime.hetero_data import HeteroTrainingData
+from distgnn_workload.runtime.training_data import HeteroTrainingData
 from distgnn_workload.runtime.seeds import Batch, stream_seed
 from distgnn_workload.trainer import run_report
 from distgnn_workload.trainer.epoch_stats import EpochStats

@@ -47,7 +47,12 @@ from distgnn_workload.runtime.features.cache_policy import load_typed_tables
 from distgnn_workload.runtime.features.remote import TypedFeatureSource
 from distgnn_workload.runtime.features.serving import serve_tables
 from distgnn_workload.runtime.features.table import FeatureTable
-from distgnn_workload.runtime.hetero_data import HeteroTrainingData, from_store, open_typed_store
+from distgnn_workload.runtime.training_data import (
+    HeteroTrainingData,
+    check_store,
+    from_store,
+    open_typed_store,
+)
 from distgnn_workload.runtime.lifecycle import write_result
 from distgnn_workload.runtime.rendezvous import Group
 from distgnn_workload.runtime.seeds import holder_ranks
@@ -182,7 +187,7 @@ class NodeStart:
     def load(self) -> None:
         proc, env = self.proc, self.proc.env
         store = proc.open_store()
-        holders.check_store(store, proc.spec, self.num_holders)
+        check_store(store, proc.spec, self.num_holders)
         self.store = store
         if env.worker_mode:
             # loaded before the rendezvous: a peer's first request finds its data
