@@ -5,7 +5,7 @@ the same loop over a typed graph with typed inputs.
 A typed rank's batches are target-type seeds sampled per edge type, with the featured
 types' rows (:class:`~distgnn_workload.runtime.batches.HeteroPipeline`, or the sampler
 servers). The featureless types' rows are learnt embeddings sharded over the ranks
-(:func:`~distgnn_workload.embeddings.placement.rank_tables`), looked up collectively every
+(:func:`~distgnn_workload.trainer.learnt_inputs.rank_tables`), looked up collectively every
 step, every table in the same order on every rank (ranks with fewer evaluation batches join
 the others' lookups with empty ones), trained by a row-sparse Adam after the dense optimizer
 and checkpointed beside the model. DDP allows unused parameters (a relation with no edge in a
@@ -29,7 +29,6 @@ from distgnn_api.hetero_load import resolve_edge_fanouts
 from distgnn_api.spec import DistGNNJobSpec, EvaluationKind, EvaluationSpec
 from distgnn_workload import evaluation
 from distgnn_workload.embeddings import load_shards, lookup_tables, save_shards
-from distgnn_workload.embeddings.placement import rank_tables
 from distgnn_workload.evaluation import LayerwiseInference
 from distgnn_workload.evaluation.accuracy import SplitRows
 from distgnn_workload.loader import Prefetcher
@@ -41,6 +40,7 @@ from distgnn_workload.trainer import run_report
 from distgnn_workload.trainer.epoch_stats import EpochStats
 from distgnn_workload.trainer.evaluation import store_inference, typed_inference, typed_splits
 from distgnn_workload.trainer.graph_step import typed_graph_step
+from distgnn_workload.trainer.learnt_inputs import rank_tables
 from distgnn_workload.trainer.rank import TypedRank
 from distgnn_workload.trainer.rank_loop import Pipeline, RankLoop
 
