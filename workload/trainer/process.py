@@ -21,7 +21,7 @@ others' rows, and fetches the rest of a batch's rows from their owners over RPC 
 a ratio of 1). In server-client mode sampler ``h`` serves partition ``h``
 (:mod:`distgnn_workload.sampler.serving`); a trainer reads only the store's splits,
 labels and partition book and draws typed batches from the samplers of its GPU, else of its
-node (:class:`~distgnn_workload.trainer.pipelines.TypedRemotePipeline`). The learnt
+node (:class:`~distgnn_workload.runtime.remote_batches.TypedRemotePipeline`). The learnt
 embeddings stay with the trainers: the rows of partition ``h`` belong to the trainers that
 draw from sampler ``h``.
 """
