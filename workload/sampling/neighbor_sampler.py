@@ -30,7 +30,7 @@ from distgnn_workload.sampling.csr import (
     csc_from_edge_index,
 )
 from distgnn_workload.sampling.dynamic_sample import SampledHop, sample_dynamic
-from distgnn_workload.sampling.graph_capture import CUDA_GRAPH_LOCK, CapturedRun, CapturedSampler
+from distgnn_workload.sampling.graph_capture import CUDA_GRAPH_LOCK, CapturedSampler
 from distgnn_workload.sampling.hop_batch import HeteroHopBatch, HopBatch
 from distgnn_workload.sampling.random_stream import reset_default_generator
 from distgnn_workload.sampling.static_sample import StaticOut, sample_static

@@ -54,6 +54,7 @@ from distgnn_workload.runtime.training_data import (
     open_typed_store,
 )
 from distgnn_workload.runtime.lifecycle import write_result
+from distgnn_workload.runtime.remote_batches import TypedRemotePipeline
 from distgnn_workload.runtime.rendezvous import Group
 from distgnn_workload.runtime.seeds import holder_ranks
 from distgnn_workload.runtime.status_server import ProgressTracker
@@ -61,7 +62,6 @@ from distgnn_workload.trainer.link_loop import HeteroLinkTrainer, LinkTrainer, r
 from distgnn_workload.trainer.loop import HeteroTrainer, Trainer
 from distgnn_workload.trainer.pipelines import (
     TrainerPipeline,
-    TypedRemotePipeline,
     place,
     server_pipeline,
     typed_server_pipeline,

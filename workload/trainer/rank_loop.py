@@ -58,8 +58,9 @@ class Pipeline(Protocol):
 
 
 class RankLoop:
-    """The training loop of one rank, whatever its task reports (:class:`~distgnn_workload.trainer.loop.Trainer`:
-    accuracy; :class:`~distgnn_workload.trainer.link_report.LinkRanking`: MRR)."""
+    """The training loop of one rank, whatever its task reports
+    (:class:`~distgnn_workload.trainer.loop.Trainer`: accuracy;
+    :class:`~distgnn_workload.trainer.link_report.LinkRanking`: MRR)."""
 
     VAL_FIGURE = "val_accuracy"
     """The progress figure an epoch's validation result is reported as."""
