@@ -7,6 +7,11 @@ holder) and dealt out to the ranks that draw from it: every rank in server-clien
 pod's own processes in worker mode. Every rank can compute every other rank's share without
 communication, so training epochs are padded (by repeating a rank's own seeds) to the same
 number of steps everywhere, which DDP needs to avoid a hang. Evaluation is not padded.
+
+A typed job's sampling streams are derived from the same figures (:func:`stream_seed`,
+:func:`epoch_stream`, :func:`batch_stream`): a rank's epoch, an evaluation and a server-side
+batch each restart from (job seed, epoch or evaluation key, rank[, batch]), so that a
+resumed run samples what an uninterrupted one did.
 """
 
 from __future__ import annotations
