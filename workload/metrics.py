@@ -47,6 +47,7 @@ def _typed_feature_cache(role: str, ratio_since: str) -> tuple[Counter, Counter,
         ),
     )
 
+
 # ---- trainer (label rank: the global training process rank)
 TRAINER_SEEDS = Counter("distgnn_trainer_seeds_total", "Seed nodes trained on.", ["rank"])
 TRAINER_SAMPLED_EDGES = Counter(

@@ -43,8 +43,8 @@ from torch.autograd import DeviceType
 from distgnn_api.spec import parse_spec
 from distgnn_workload.data.graph import HeteroGraphData
 from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig, generate_mag
-from distgnn_workload.runtime.training_data import contiguous_book, from_graph
 from distgnn_workload.runtime.seeds import train_batches
+from distgnn_workload.runtime.training_data import contiguous_book, from_graph
 from distgnn_workload.trainer.loop import HeteroTrainer
 
 SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize")

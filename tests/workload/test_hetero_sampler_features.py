@@ -18,7 +18,6 @@ from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig, genera
 from distgnn_workload.partition.store import HeteroPartitionStore
 from distgnn_workload.partition.writer import write_partitions
 from distgnn_workload.runtime import rpc_targets
-from distgnn_workload.runtime.wire import unpack_typed
 from distgnn_workload.runtime.features.cache_policy import (
     held_bytes,
     load_typed_tables,
@@ -35,6 +34,7 @@ from distgnn_workload.runtime.features.serving import (
 )
 from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.training_data import from_store
+from distgnn_workload.runtime.wire import unpack_typed
 from distgnn_workload.sampler.server import HeteroSamplerServer
 
 CPU = torch.device("cpu")

@@ -19,8 +19,8 @@ from torch import Tensor
 from torch.futures import Future
 
 from distgnn_workload.runtime import rpc_targets
-from distgnn_workload.runtime.wire import TypedWireBatch, WireBatch, WireMeta
 from distgnn_workload.runtime.rpc_targets import Target
+from distgnn_workload.runtime.wire import TypedWireBatch, WireBatch, WireMeta
 
 
 class BatchServer(Protocol):

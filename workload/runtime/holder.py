@@ -51,9 +51,9 @@ from distgnn_workload.runtime.features.remote import (
 )
 from distgnn_workload.runtime.features.serving import feature_slot_spec, serve_table
 from distgnn_workload.runtime.features.table import FeatureTable
-from distgnn_workload.runtime.training_data import check_store
 from distgnn_workload.runtime.rpc import RpcContext
 from distgnn_workload.runtime.shared_slots import SlotOwner, SlotReader, serve_slots, slot_bytes
+from distgnn_workload.runtime.training_data import check_store
 from distgnn_workload.sampling import StaticLayout
 
 log = logging.getLogger(__name__)

@@ -53,8 +53,8 @@ from distgnn_workload.runtime import rpc as rpc_runtime
 from distgnn_workload.runtime import shared_slots
 from distgnn_workload.runtime.features.cache_policy import whole_tables
 from distgnn_workload.runtime.features.remote import TypedFeatureSource
-from distgnn_workload.runtime.training_data import HeteroTrainingData
 from distgnn_workload.runtime.link_batches import BatchSampler, link_sampler
+from distgnn_workload.runtime.training_data import HeteroTrainingData
 from distgnn_workload.runtime.wire import TypedWireBatch, pack, pack_into, pack_typed, wire_bytes
 from distgnn_workload.sampler.pool import SamplerPool
 from distgnn_workload.sampling import HeteroNeighborSampler, NeighborSampler

@@ -36,9 +36,9 @@ from distgnn_workload.runtime.features.cache_policy import held_bytes, load_type
 from distgnn_workload.runtime.features.remote import TypedFeatureSource, rpc_typed_fetch
 from distgnn_workload.runtime.features.serving import serve_tables, set_type_serve_observer
 from distgnn_workload.runtime.features.table import FeatureTable
-from distgnn_workload.runtime.training_data import HeteroTrainingData, from_store, open_typed_store
 from distgnn_workload.runtime.holder import device_feature_budget
 from distgnn_workload.runtime.link_batches import link_edge_types
+from distgnn_workload.runtime.training_data import HeteroTrainingData, from_store, open_typed_store
 from distgnn_workload.sampler.server import HeteroSamplerServer, SamplerServer
 
 log = logging.getLogger(__name__)

@@ -73,8 +73,7 @@ def checked_csr(
         torch.int64,
     ):
         raise TypeError(
-            f"{name}: indptr/indices must be int32 or int64, got "
-            f"{indptr_t.dtype}/{indices_t.dtype}"
+            f"{name}: indptr/indices must be int32 or int64, got {indptr_t.dtype}/{indices_t.dtype}"
         )
     if indptr_t.dim() != 1 or indptr_t.numel() != num_dst + 1:
         nodes = "num_nodes" if dst_type is None else f"num_nodes[{dst_type!r}]"

@@ -109,8 +109,7 @@ class StaticOut:
             node_ids={t: self.node_ids[t][: sum(n)].clone() for t, n in nodes_per_hop.items()},
             num_nodes_per_hop=nodes_per_hop,
             edge_index={
-                et: torch.stack([self.src[et][:n], self.dst[et][:n]])
-                for et, n in num_edges.items()
+                et: torch.stack([self.src[et][:n], self.dst[et][:n]]) for et, n in num_edges.items()
             },
             num_edges_per_hop=edges_per_hop,
             target_ptr={

@@ -42,9 +42,9 @@ from distgnn_workload.evaluation.link_ranking import LinkSplit
 from distgnn_workload.models import build_hetero_model, build_model
 from distgnn_workload.models.link import LinkModel, build_decoder
 from distgnn_workload.partition.link_split import read_link_split
-from distgnn_workload.runtime.training_data import HeteroTrainingData
 from distgnn_workload.runtime.link_batches import link_sampler, seed_rows
 from distgnn_workload.runtime.seeds import stream_seed
+from distgnn_workload.runtime.training_data import HeteroTrainingData
 from distgnn_workload.trainer.link_graph_step import LinkGraphStep
 from distgnn_workload.trainer.link_report import LinkRanking
 from distgnn_workload.trainer.loop import HeteroTrainer

@@ -34,15 +34,15 @@ from distgnn_workload.evaluation.accuracy import SplitRows
 from distgnn_workload.loader import Prefetcher
 from distgnn_workload.models import build_hetero_model
 from distgnn_workload.runtime.ddp import DDP_TIMEOUT_S
-from distgnn_workload.runtime.training_data import HeteroTrainingData
 from distgnn_workload.runtime.seeds import Batch, stream_seed
+from distgnn_workload.runtime.training_data import HeteroTrainingData
 from distgnn_workload.trainer import run_report
 from distgnn_workload.trainer.epoch_stats import EpochStats
 from distgnn_workload.trainer.evaluation import store_inference, typed_inference, typed_splits
 from distgnn_workload.trainer.graph_step import typed_graph_step
 from distgnn_workload.trainer.learnt_inputs import rank_tables
 from distgnn_workload.trainer.rank import TypedRank
-from distgnn_workload.trainer.rank_loop import Pipeline, RankLoop
+from distgnn_workload.trainer.rank_loop import RankLoop
 
 log = logging.getLogger(__name__)
 

@@ -47,17 +47,17 @@ from distgnn_workload.runtime.features.cache_policy import load_typed_tables
 from distgnn_workload.runtime.features.remote import TypedFeatureSource
 from distgnn_workload.runtime.features.serving import serve_tables
 from distgnn_workload.runtime.features.table import FeatureTable
+from distgnn_workload.runtime.lifecycle import write_result
+from distgnn_workload.runtime.remote_batches import TypedRemotePipeline
+from distgnn_workload.runtime.rendezvous import Group
+from distgnn_workload.runtime.seeds import holder_ranks
+from distgnn_workload.runtime.status_server import ProgressTracker
 from distgnn_workload.runtime.training_data import (
     HeteroTrainingData,
     check_store,
     from_store,
     open_typed_store,
 )
-from distgnn_workload.runtime.lifecycle import write_result
-from distgnn_workload.runtime.remote_batches import TypedRemotePipeline
-from distgnn_workload.runtime.rendezvous import Group
-from distgnn_workload.runtime.seeds import holder_ranks
-from distgnn_workload.runtime.status_server import ProgressTracker
 from distgnn_workload.trainer.link_loop import HeteroLinkTrainer, LinkTrainer, read_eval_splits
 from distgnn_workload.trainer.loop import HeteroTrainer, Trainer
 from distgnn_workload.trainer.pipelines import (

@@ -57,9 +57,7 @@ def accuracy_result(t: Trainer, epochs: int, last_val: float | None) -> Result:
     # the final figures, full-neighbourhood or sampled as training.evaluation says
     final = evaluation.final_accuracies(
         t._evaluation_spec,
-        sampled=lambda split: t.evaluate(
-            t.val_ids if split == "val" else t.test_ids, split
-        ),
+        sampled=lambda split: t.evaluate(t.val_ids if split == "val" else t.test_ids, split),
         full=t._full_evaluation(),
         has_val=t._has_val(),
         last_val=last_val,
