@@ -133,12 +133,13 @@ class TypedFeatures(Protocol):
     def gather(self, node_type: str, ids: Tensor) -> Tensor: ...
 
 
-class HeteroBatches(Protocol):
+class HeteroBatches:
     """Where a heterogeneous trainer's batches come from: sampled here (worker mode,
     :class:`HeteroPipeline`) or by sampler servers (server-client mode,
     :class:`~distgnn_workload.runtime.remote_batches.TypedRemotePipeline`)."""
 
-    def prepare(self, batch_size: int) -> None: ...
+    def prepare(self, batch_size: int) -> None:
+        """Get ready for batches of up to ``batch_size`` seeds (nothing by default)."""
 
     def epoch(
         self,
@@ -147,10 +148,23 @@ class HeteroBatches(Protocol):
         *,
         epoch: int | None = None,
         evaluation: int = 0,
-    ) -> Prefetcher[HeteroMiniBatch]: ...
+    ) -> Prefetcher[HeteroMiniBatch]:
+        """The batches of training epoch ``epoch``, or (None) of the evaluation numbered
+        ``evaluation`` (any number that the same evaluation gets again after a resume).
+
+        ``static`` must be None: typed batches have no fixed-shape layout (yet).
+        """
+        if static is not None:
+            raise ValueError("typed batches have no fixed-shape layout")
+        return self._epoch(batches, epoch, evaluation)
+
+    def _epoch(
+        self, batches: Sequence[Batch], epoch: int | None, evaluation: int
+    ) -> Prefetcher[HeteroMiniBatch]:
+        raise NotImplementedError
 
 
-class HeteroPipeline:
+class HeteroPipeline(HeteroBatches):
     """Samples and gathers a rank's batches, :data:`PREFETCH_DEPTH` ahead of the step."""
 
     def __init__(
@@ -195,21 +209,9 @@ class HeteroPipeline:
         """Capture the sampler's CUDA graph now (a no-op on CPU)."""
         self.sampler.prepare(batch_size)
 
-    def epoch(
-        self,
-        batches: Sequence[Batch],
-        static: StaticLayout | None = None,
-        *,
-        epoch: int | None = None,
-        evaluation: int = 0,
+    def _epoch(
+        self, batches: Sequence[Batch], epoch: int | None, evaluation: int
     ) -> Prefetcher[HeteroMiniBatch]:
-        """The batches of training epoch ``epoch``, or (None) of the evaluation numbered
-        ``evaluation`` (any number that the same evaluation gets again after a resume).
-
-        ``static`` must be None: typed batches have no fixed-shape layout (yet).
-        """
-        if static is not None:
-            raise ValueError("typed batches have no fixed-shape layout")
         self.sampler.reseed(epoch_stream(self.seed, epoch, evaluation, self.rank))
 
         def produce(i: int) -> HeteroMiniBatch:

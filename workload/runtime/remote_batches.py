@@ -21,6 +21,7 @@ from torch import Tensor
 from torch.futures import Future
 
 from distgnn_workload.loader import HeteroMiniBatch, MiniBatch, Prefetcher
+from distgnn_workload.runtime.batches import HeteroBatches
 from distgnn_workload.runtime.rpc import wait_remote
 from distgnn_workload.runtime.seeds import Batch, batch_stream
 from distgnn_workload.runtime.shared_slots import SlotReader
@@ -89,7 +90,35 @@ def remote_epoch(
     )
 
 
-class RemotePipeline:
+class RemoteBatches:
+    """What the remote pipelines share: their device, the batches kept finished ahead
+    (``prefetch``) and the requests kept in flight (``concurrency``)."""
+
+    def __init__(self, *, device: torch.device, prefetch: int, concurrency: int) -> None:
+        self.device = device
+        self.prefetch = prefetch
+        self.concurrency = max(1, concurrency)
+
+    def _remote_epoch(
+        self,
+        batches: Sequence[Batch],
+        submit: Callable[[int, int, Tensor], T],
+        receive: Callable[[int, T], B],
+        record: Callable[[B, torch.cuda.Stream], None],
+    ) -> Prefetcher[B]:
+        """:func:`remote_epoch` with this pipeline's settings."""
+        return remote_epoch(
+            batches,
+            submit,
+            receive,
+            concurrency=self.concurrency,
+            prefetch=self.prefetch,
+            device=self.device,
+            record=record,
+        )
+
+
+class RemotePipeline(RemoteBatches):
     """Server-client mode: mini-batches come from the sampler servers over RPC.
 
     A server on this host writes them into shared slots of its own that this process mapped
@@ -108,10 +137,8 @@ class RemotePipeline:
         request_into: RequestInto | None = None,
         on_slot_batch: Callable[[MiniBatch], None] | None = None,
     ) -> None:
+        super().__init__(device=device, prefetch=prefetch, concurrency=concurrency)
         self.request = request
-        self.device = device
-        self.prefetch = prefetch
-        self.concurrency = max(1, concurrency)
         self.on_batch = on_batch
         self.readers = readers or {}
         self.request_into = request_into
@@ -147,22 +174,14 @@ class RemotePipeline:
                 batch.static = pad_hops(batch.hop, static)
             return batch
 
-        return remote_epoch(
-            batches,
-            submit,
-            receive,
-            concurrency=self.concurrency,
-            prefetch=self.prefetch,
-            device=self.device,
-            record=MiniBatch.record_stream,
-        )
+        return self._remote_epoch(batches, submit, receive, MiniBatch.record_stream)
 
 
 TypedRequest = Callable[[int, Tensor, int], Future[TypedWireBatch]]
 """Ask sampler ``h`` for the typed batch of ``seeds`` on the random stream ``stream``."""
 
 
-class TypedRemotePipeline:
+class TypedRemotePipeline(RemoteBatches, HeteroBatches):
     """Typed batches from the sampler servers (see the module docstring); a sampler's
     failure is raised with its name and traceback."""
 
@@ -177,12 +196,10 @@ class TypedRemotePipeline:
         concurrency: int,
         on_batch: Callable[[TypedWireBatch], None] | None = None,
     ) -> None:
+        super().__init__(device=device, prefetch=prefetch, concurrency=concurrency)
         self.request = request
         self.rank = rank
         self.seed = seed
-        self.device = device
-        self.prefetch = prefetch
-        self.concurrency = max(1, concurrency)
         self.on_batch = on_batch
         self._lock = threading.Lock()
         self.received = 0
@@ -190,21 +207,9 @@ class TypedRemotePipeline:
         self.bytes_received = 0
         """Bytes of featured rows received so far."""
 
-    def prepare(self, batch_size: int) -> None:
-        """Nothing to capture here: the samplers sample."""
-
-    def epoch(
-        self,
-        batches: Sequence[Batch],
-        static: StaticLayout | None = None,
-        *,
-        epoch: int | None = None,
-        evaluation: int = 0,
+    def _epoch(
+        self, batches: Sequence[Batch], epoch: int | None, evaluation: int
     ) -> Prefetcher[HeteroMiniBatch]:
-        """The batches of training epoch ``epoch``, or (None) of evaluation ``evaluation``."""
-        if static is not None:
-            raise ValueError("typed batches have no fixed-shape layout")
-
         def submit(index: int, holder: int, seeds: Tensor) -> Future[TypedWireBatch]:
             stream = batch_stream(self.seed, epoch, evaluation, self.rank, index)
             return self.request(holder, seeds.cpu(), stream)
@@ -219,12 +224,4 @@ class TypedRemotePipeline:
             hop, x, y = unpack_typed(value, self.device)
             return HeteroMiniBatch(hop=hop, x=x, y=y)
 
-        return remote_epoch(
-            batches,
-            submit,
-            receive,
-            concurrency=self.concurrency,
-            prefetch=self.prefetch,
-            device=self.device,
-            record=HeteroMiniBatch.record_stream,
-        )
+        return self._remote_epoch(batches, submit, receive, HeteroMiniBatch.record_stream)
