@@ -5,7 +5,7 @@ the tracker after a resume, and the node task's final result (the link task's is
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from distgnn_api.contract import Result, rfc3339_now
 from distgnn_workload import evaluation
@@ -62,16 +62,13 @@ def accuracy_result(t: Trainer, epochs: int, last_val: float | None) -> Result:
         has_val=t._has_val(),
         last_val=last_val,
     )
-    result = Result(
-        job_uid=t.job_uid,
-        epochs=epochs,
+    result = run_result(
+        t,
+        epochs,
         test_accuracy=final.test,
         test_accuracy_kind=final.test_kind,
         val_accuracy=final.val,
         val_accuracy_kind=final.val_kind,
-        seeds_per_second=t._job_seeds_per_second(),
-        elapsed_seconds=time.time() - t.state.started_at,
-        finished_at=rfc3339_now(),
     )
     if t.tracker is not None:
         t.tracker.update(
@@ -84,3 +81,15 @@ def accuracy_result(t: Trainer, epochs: int, last_val: float | None) -> Result:
             test_accuracy_kind=final.test_kind,
         )
     return result
+
+
+def run_result(t: RankLoop, epochs: int, **figures: Any) -> Result:
+    """The job's result: the task's final ``figures``, the job's training rate and times."""
+    return Result(
+        job_uid=t.job_uid,
+        epochs=epochs,
+        seeds_per_second=t._job_seeds_per_second(),
+        elapsed_seconds=time.time() - t.state.started_at,
+        finished_at=rfc3339_now(),
+        **figures,
+    )
