@@ -39,7 +39,7 @@ from torch import Tensor
 
 from distgnn_api.edge_types import EdgeType
 from distgnn_api.spec import DistGNNJobSpec
-from distgnn_workload.data.graph import HeteroGraphData
+from distgnn_workload.data.graph import GraphTypes, HeteroGraphData
 from distgnn_workload.partition.meta import StoreError
 from distgnn_workload.partition.store import HeteroPartitionStore, PartitionStore
 from distgnn_workload.runtime.lifecycle import BadInputError
@@ -49,7 +49,7 @@ Book = Mapping[str, npt.ArrayLike | Tensor]
 
 
 @dataclass
-class HeteroTrainingData:
+class HeteroTrainingData(GraphTypes):
     """A typed graph as the training loop uses it (see the module docstring)."""
 
     node_counts: dict[str, int]
@@ -62,18 +62,6 @@ class HeteroTrainingData:
     val_ids: list[Tensor]
     test_ids: list[Tensor]
     book: dict[str, Tensor]
-
-    @property
-    def node_types(self) -> list[str]:
-        return list(self.node_counts)
-
-    @property
-    def edge_types(self) -> list[EdgeType]:
-        return list(self.in_csr)
-
-    @property
-    def featureless_types(self) -> list[str]:
-        return [t for t in self.node_counts if t not in self.x]
 
     @property
     def num_partitions(self) -> int:
