@@ -15,6 +15,39 @@ from prometheus_client import Counter, Gauge, Histogram
 # Latency buckets from 1 ms to 10 s: a mini-batch step on a GPU is a few ms.
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
+
+def _gpu_tier_hit_ratio(role: str) -> Gauge:
+    """A role's share of a tiered feature table's gathered rows that its GPU tier held."""
+    return Gauge(
+        f"distgnn_{role}_feature_gpu_tier_hit_ratio",
+        "Share of a tiered table's gathered rows that its GPU tier held, since the start.",
+        ["rank"],
+    )
+
+
+def _typed_feature_cache(role: str, ratio_since: str) -> tuple[Counter, Counter, Gauge]:
+    """A role's look-ups of other partitions' featured rows per node type (heterogeneous
+    jobs), those its hot cache served, and the hit ratio ``ratio_since``."""
+    labels = ["rank", "node_type"]
+    return (
+        Counter(
+            f"distgnn_{role}_typed_feature_lookups_total",
+            "Look-ups of featured rows that other partitions own, per node type.",
+            labels,
+        ),
+        Counter(
+            f"distgnn_{role}_typed_feature_cache_hits_total",
+            "Look-ups of other partitions' featured rows served by the hot cache, per node type.",
+            labels,
+        ),
+        Gauge(
+            f"distgnn_{role}_typed_feature_cache_hit_ratio",
+            f"Hit ratio of the hot-feature cache {ratio_since}, per node type.",
+            labels,
+        ),
+    )
+
+
 # ---- trainer (label rank: the global training process rank)
 TRAINER_SEEDS = Counter("distgnn_trainer_seeds_total", "Seed nodes trained on.", ["rank"])
 TRAINER_SAMPLED_EDGES = Counter(
@@ -79,27 +112,13 @@ TRAINER_FEATURE_TIER_ROWS = Counter(
     "Feature rows gathered from a tiered table, by tier (gpu, host: pinned, read in place).",
     ["rank", "tier"],
 )
-TRAINER_FEATURE_GPU_TIER_HIT_RATIO = Gauge(
-    "distgnn_trainer_feature_gpu_tier_hit_ratio",
-    "Share of a tiered table's gathered rows that its GPU tier held, since the start.",
-    ["rank"],
-)
+TRAINER_FEATURE_GPU_TIER_HIT_RATIO = _gpu_tier_hit_ratio("trainer")
 # heterogeneous jobs in worker mode: other partitions' featured rows (label node_type)
-TRAINER_TYPED_FEATURE_LOOKUPS = Counter(
-    "distgnn_trainer_typed_feature_lookups_total",
-    "Look-ups of featured rows that other partitions own, per node type.",
-    ["rank", "node_type"],
-)
-TRAINER_TYPED_FEATURE_CACHE_HITS = Counter(
-    "distgnn_trainer_typed_feature_cache_hits_total",
-    "Look-ups of other partitions' featured rows served by the hot cache, per node type.",
-    ["rank", "node_type"],
-)
-TRAINER_TYPED_FEATURE_CACHE_HIT_RATIO = Gauge(
-    "distgnn_trainer_typed_feature_cache_hit_ratio",
-    "Hit ratio of the hot-feature cache in the last epoch, per node type.",
-    ["rank", "node_type"],
-)
+(
+    TRAINER_TYPED_FEATURE_LOOKUPS,
+    TRAINER_TYPED_FEATURE_CACHE_HITS,
+    TRAINER_TYPED_FEATURE_CACHE_HIT_RATIO,
+) = _typed_feature_cache("trainer", "in the last epoch")
 # heterogeneous jobs: the learnt embeddings of featureless node types (label node_type)
 TRAINER_EMBEDDING_ROWS = Counter(
     "distgnn_trainer_embedding_rows_total",
@@ -128,24 +147,10 @@ SAMPLER_BYTES_SENT = Counter(
 SAMPLER_CACHE_HIT_RATIO = Gauge(
     "distgnn_sampler_cache_hit_ratio", "Hit ratio of the hot-feature cache.", ["rank"]
 )
-SAMPLER_FEATURE_GPU_TIER_HIT_RATIO = Gauge(
-    "distgnn_sampler_feature_gpu_tier_hit_ratio",
-    "Share of a tiered table's gathered rows that its GPU tier held, since the start.",
-    ["rank"],
-)
+SAMPLER_FEATURE_GPU_TIER_HIT_RATIO = _gpu_tier_hit_ratio("sampler")
 # heterogeneous jobs in server-client mode: other partitions' featured rows (label node_type)
-SAMPLER_TYPED_FEATURE_LOOKUPS = Counter(
-    "distgnn_sampler_typed_feature_lookups_total",
-    "Look-ups of featured rows that other partitions own, per node type.",
-    ["rank", "node_type"],
-)
-SAMPLER_TYPED_FEATURE_CACHE_HITS = Counter(
-    "distgnn_sampler_typed_feature_cache_hits_total",
-    "Look-ups of other partitions' featured rows served by the hot cache, per node type.",
-    ["rank", "node_type"],
-)
-SAMPLER_TYPED_FEATURE_CACHE_HIT_RATIO = Gauge(
-    "distgnn_sampler_typed_feature_cache_hit_ratio",
-    "Hit ratio of the hot-feature cache since the start, per node type.",
-    ["rank", "node_type"],
-)
+(
+    SAMPLER_TYPED_FEATURE_LOOKUPS,
+    SAMPLER_TYPED_FEATURE_CACHE_HITS,
+    SAMPLER_TYPED_FEATURE_CACHE_HIT_RATIO,
+) = _typed_feature_cache("sampler", "since the start")

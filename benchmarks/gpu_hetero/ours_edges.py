@@ -16,9 +16,9 @@ import torch
 
 from distgnn_api.hetero_load import resolve_edge_fanouts
 from distgnn_workload.partition import HeteroPartitionStore
-from distgnn_workload.runtime.hetero_data import from_store
+from distgnn_workload.runtime.training_data import from_store
 from distgnn_workload.sampling import SampledEdgesPerSeed
-from distgnn_workload.sampling.hetero_sampler import HeteroNeighborSampler
+from distgnn_workload.sampling.neighbor_sampler import HeteroNeighborSampler
 
 
 def sampled_edges_per_seed(

@@ -48,9 +48,9 @@ from spec_sections import model_section, training_section
 from distgnn_api.spec import parse_spec
 from distgnn_workload.data.graph import HeteroGraphData
 from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig, generate_mag
-from distgnn_workload.runtime.hetero_data import contiguous_book, from_graph
 from distgnn_workload.runtime.seeds import train_batches
-from distgnn_workload.trainer.hetero_loop import HeteroTrainer
+from distgnn_workload.runtime.training_data import contiguous_book, from_graph
+from distgnn_workload.trainer.loop import HeteroTrainer
 
 SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize")
 

@@ -171,7 +171,7 @@ class Sweep(WorkerSweep):
         batches: the pair that the 2% target compares, with no seed-set noise between them."""
         if self.ours is None:
             from distgnn_api.hetero_load import resolve_edge_fanouts
-            from distgnn_workload.sampling.hetero_sampler import HeteroNeighborSampler
+            from distgnn_workload.sampling.neighbor_sampler import HeteroNeighborSampler
             from distgnn_workload.sampling.pyg_adapter import hetero_csr
 
             csr, _ = hetero_csr(self.g.data)

@@ -24,7 +24,7 @@ def sampler_and_trainer(rank: int, port: int, out: str) -> None:
     """Rank 0: a sampler server whose sampler fails. Rank 1: a trainer asking it for batches."""
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     from distgnn_workload.runtime import batch_targets, rpc_targets
-    from distgnn_workload.runtime.batches import RemotePipeline
+    from distgnn_workload.runtime.remote_batches import RemotePipeline
     from distgnn_workload.runtime.rpc import RemoteError, RpcContext, wait_remote
     from distgnn_workload.sampler import server as sampler_server
 

@@ -33,7 +33,7 @@ from distgnn_workload.data.graph import HeteroGraphData
 from distgnn_workload.data.pyg_hetero import to_pyg_hetero
 from distgnn_workload.embeddings import RowExchange, RowOwnership, RowSparseAdam, ShardedEmbedding
 from distgnn_workload.models import build_hetero_model
-from distgnn_workload.sampling.hetero_sampler import HeteroNeighborSampler
+from distgnn_workload.sampling.neighbor_sampler import HeteroNeighborSampler
 
 
 @dataclass(frozen=True)

@@ -19,12 +19,12 @@ from distgnn_api.spec import Arch, ModelSpec
 from distgnn_workload.data.graph import HeteroGraphData
 from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig, generate_mag
 from distgnn_workload.embeddings import RowExchange, RowOwnership, RowSparseAdam, ShardedEmbedding
+from distgnn_workload.loader import HeteroMiniBatch
 from distgnn_workload.models import build_hetero_model
 from distgnn_workload.models.relational import RelationalGNN
-from distgnn_workload.sampling.hetero_sampler import HeteroNeighborSampler
+from distgnn_workload.sampling.neighbor_sampler import HeteroNeighborSampler
 from distgnn_workload.sampling.static_sample import StaticCaps
-from distgnn_workload.trainer.hetero_graph_step import HeteroGraphStep
-from distgnn_workload.trainer.hetero_pipeline import HeteroMiniBatch
+from distgnn_workload.trainer.graph_step import HeteroGraphStep
 
 FANOUTS = (4, 3)
 BATCH = 64

@@ -17,8 +17,8 @@ import torch
 from distgnn_workload.partition import HeteroPartitionStore
 from distgnn_workload.partition.link_split import read_link_split
 from distgnn_workload.runtime.ddp import single_process
-from distgnn_workload.runtime.hetero_data import from_store
 from distgnn_workload.runtime.link_batches import link_edge_types, typed_train_pairs
+from distgnn_workload.runtime.training_data import from_store
 from distgnn_workload.trainer.link_loop import HeteroLinkTrainer, read_eval_splits
 from distgnn_workload.trainer.rank import TypedRank
 from tests.support.hetero_link_reference import train_reference

@@ -18,7 +18,6 @@ from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig, genera
 from distgnn_workload.partition.store import HeteroPartitionStore
 from distgnn_workload.partition.writer import write_partitions
 from distgnn_workload.runtime import rpc_targets
-from distgnn_workload.runtime.batches import unpack_typed
 from distgnn_workload.runtime.features.cache_policy import (
     held_bytes,
     load_typed_tables,
@@ -34,8 +33,9 @@ from distgnn_workload.runtime.features.serving import (
     set_type_serve_observer,
 )
 from distgnn_workload.runtime.features.table import FeatureTable
-from distgnn_workload.runtime.hetero_data import from_store
-from distgnn_workload.sampler.hetero_server import HeteroSamplerServer
+from distgnn_workload.runtime.training_data import from_store
+from distgnn_workload.runtime.wire import unpack_typed
+from distgnn_workload.sampler.server import HeteroSamplerServer
 
 CPU = torch.device("cpu")
 

@@ -19,24 +19,26 @@ from torch import Tensor
 from distgnn_api.hetero_load import resolve_edge_fanouts
 from distgnn_api.spec import DistGNNJobSpec, parse_spec
 from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig, generate_mag
-from distgnn_workload.runtime.batches import (
-    TypedWireBatch,
-    feature_bytes,
-    unpack_typed,
-    wire_bytes,
-)
-from distgnn_workload.runtime.hetero_data import (
+from distgnn_workload.loader import HeteroMiniBatch
+from distgnn_workload.runtime.batches import HeteroPipeline
+from distgnn_workload.runtime.lifecycle import BadInputError
+from distgnn_workload.runtime.remote_batches import TypedRemotePipeline
+from distgnn_workload.runtime.rpc import RemoteError
+from distgnn_workload.runtime.seeds import batch_stream
+from distgnn_workload.runtime.training_data import (
     HeteroTrainingData,
     contiguous_book,
     from_graph,
     open_typed_store,
 )
-from distgnn_workload.runtime.lifecycle import BadInputError
-from distgnn_workload.runtime.rpc import RemoteError
-from distgnn_workload.sampler.hetero_server import HeteroSamplerServer
+from distgnn_workload.runtime.wire import (
+    TypedWireBatch,
+    feature_bytes,
+    unpack_typed,
+    wire_bytes,
+)
+from distgnn_workload.sampler.server import HeteroSamplerServer
 from distgnn_workload.sampling.hop_batch import HeteroHopBatch
-from distgnn_workload.trainer.hetero_pipeline import HeteroMiniBatch, HeteroPipeline
-from distgnn_workload.trainer.pipelines import TypedRemotePipeline, batch_stream
 
 CPU = torch.device("cpu")
 

@@ -16,14 +16,14 @@ import torch
 from distgnn_api.spec import Arch, ModelSpec
 from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig, generate_mag
 from distgnn_workload.embeddings import RowExchange, RowOwnership, RowSparseAdam, ShardedEmbedding
+from distgnn_workload.loader import HeteroMiniBatch
 from distgnn_workload.models import build_hetero_model
 from distgnn_workload.models.relational import RelationalGNN
 from distgnn_workload.runtime.host_syncs import HostSyncCounter
-from distgnn_workload.sampling.hetero_sampler import HeteroNeighborSampler
+from distgnn_workload.sampling.neighbor_sampler import HeteroNeighborSampler
 from distgnn_workload.sampling.static_sample import StaticCaps
-from distgnn_workload.trainer.graph_step import WARMUP_STEPS
-from distgnn_workload.trainer.hetero_graph_step import HeteroGraphStep
-from distgnn_workload.trainer.hetero_pipeline import HeteroMiniBatch
+from distgnn_workload.trainer.captured_step import WARMUP_STEPS
+from distgnn_workload.trainer.graph_step import HeteroGraphStep
 
 FANOUTS = (4, 3)
 BATCH = 64
@@ -128,7 +128,7 @@ def test_the_typed_sampler_reads_its_sizes_back_once_per_batch_cpu() -> None:
     # the seeds' range check runs on the host seeds; the sizes are the one read-back
     assert sites == {
         ("__bool__", "sampling/csr.py"),
-        ("tolist", "sampling/hetero_sampler.py"),
+        ("tolist", "sampling/neighbor_sampler.py"),
     }, syncs.summary()
     assert syncs.count == 2 * 3
 

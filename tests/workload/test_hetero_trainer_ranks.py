@@ -23,9 +23,9 @@ from distgnn_api.spec import parse_spec
 from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig, generate_mag
 from distgnn_workload.embeddings import initial_rows
 from distgnn_workload.runtime.ddp import Collectives
-from distgnn_workload.runtime.hetero_data import contiguous_book, from_graph
 from distgnn_workload.runtime.seeds import Batch
-from distgnn_workload.trainer.hetero_loop import HeteroTrainer
+from distgnn_workload.runtime.training_data import contiguous_book, from_graph
+from distgnn_workload.trainer.loop import HeteroTrainer
 from distgnn_workload.trainer.rank import TypedRank
 from tests.support.ranks import leave_group, spawn_ranks
 

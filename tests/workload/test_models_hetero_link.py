@@ -9,7 +9,7 @@ import torch
 
 from distgnn_workload.models.link import DotDecoder, LinkModel
 from distgnn_workload.models.rsage import RSAGE
-from distgnn_workload.sampling.hetero_sampler import HeteroNeighborSampler
+from distgnn_workload.sampling.neighbor_sampler import HeteroNeighborSampler
 from distgnn_workload.sampling.seed_edges import LinkLayout
 from tests.support.hetero_layerwise import EDGE_TYPES, NODE_TYPES, graph, inputs, widths
 from tests.workload.hetero_graphs import NUM_NODES

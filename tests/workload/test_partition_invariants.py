@@ -264,7 +264,7 @@ def test_a_homogeneous_store_reads_as_the_one_type_case_of_a_typed_store(
     tmp_path: Path,
 ) -> None:
     from distgnn_workload.data.graph import EDGE_TYPE
-    from distgnn_workload.runtime.hetero_data import from_store
+    from distgnn_workload.runtime.training_data import from_store
 
     g = generate(SyntheticDataset(num_nodes=600, num_edges=4000, num_classes=4, seed=9))
     store = write_partitions(

@@ -22,10 +22,10 @@ from distgnn_api.spec import DistGNNJobSpec, parse_spec
 from distgnn_workload.data.graph import GraphData
 from distgnn_workload.partition import PartitionStore, write_partitions
 from distgnn_workload.runtime import holder as holders
-from distgnn_workload.runtime.batches import RemotePipeline, WireBatch, unpack
 from distgnn_workload.runtime.distributed_sampler import replicated_factory
 from distgnn_workload.runtime.features.layout import HolderLayout
 from distgnn_workload.runtime.features.remote import DistributedFeatureSource
+from distgnn_workload.runtime.remote_batches import RemotePipeline
 from distgnn_workload.runtime.rpc import (
     RemoteError,
     RpcContext,
@@ -33,6 +33,7 @@ from distgnn_workload.runtime.rpc import (
     device_maps,
     wait_remote,
 )
+from distgnn_workload.runtime.wire import WireBatch, unpack
 from distgnn_workload.sampler.server import SamplerServer
 from distgnn_workload.sampling import NeighborSampler
 

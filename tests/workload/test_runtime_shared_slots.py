@@ -20,13 +20,6 @@ from torch.futures import Future
 from distgnn_workload.data.graph import GraphData
 from distgnn_workload.partition import write_partitions
 from distgnn_workload.runtime import shared_slots
-from distgnn_workload.runtime.batches import (
-    batch_slot_spec,
-    pack,
-    pack_into,
-    unpack,
-    unpack_from,
-)
 from distgnn_workload.runtime.features.layout import HolderLayout, load_holder
 from distgnn_workload.runtime.features.remote import DistributedFeatureSource
 from distgnn_workload.runtime.features.serving import (
@@ -37,6 +30,13 @@ from distgnn_workload.runtime.features.serving import (
 from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.rpc import RpcContext
 from distgnn_workload.runtime.shared_slots import SlotOwner, SlotReader, host_id
+from distgnn_workload.runtime.wire import (
+    batch_slot_spec,
+    pack,
+    pack_into,
+    unpack,
+    unpack_from,
+)
 from distgnn_workload.sampling import NeighborSampler, StaticLayout, csc_from_edge_index
 
 CPU = torch.device("cpu")

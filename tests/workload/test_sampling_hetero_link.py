@@ -10,8 +10,8 @@ import torch
 
 from distgnn_api.edge_types import EdgeType
 from distgnn_workload.data.csr import typed_csr_from_edges
-from distgnn_workload.sampling.hetero_sampler import HeteroNeighborSampler
 from distgnn_workload.sampling.link_sampler import HeteroLinkSampler
+from distgnn_workload.sampling.neighbor_sampler import HeteroNeighborSampler
 from distgnn_workload.sampling.seed_edges import LinkLayout, pack_pairs
 
 WRITES: EdgeType = ("author", "writes", "paper")

@@ -16,7 +16,7 @@ import torch.distributed as dist
 
 from distgnn_workload.models.sage import GraphSAGE
 from distgnn_workload.sampling import NeighborSampler, StaticLayout, csc_from_edge_index, pad_hops
-from distgnn_workload.trainer import grad_buckets, graph_step
+from distgnn_workload.trainer import captured_step, grad_buckets
 from distgnn_workload.trainer.graph_step import GraphStep
 from tests.support.ranks import leave_group, spawn_ranks
 
@@ -26,7 +26,7 @@ FANOUTS = [4, 3]
 
 
 def _train(rank: int, overlap: bool) -> list[torch.Tensor]:
-    os.environ[graph_step.ENV_OVERLAP] = "hooks" if overlap else "0"
+    os.environ[captured_step.ENV_OVERLAP] = "hooks" if overlap else "0"
     grad_buckets.BUCKET_BYTES = 256  # several buckets even for this small model
     g = torch.Generator().manual_seed(0)
     n = 300

@@ -101,7 +101,7 @@ def test_the_captured_step_follows_the_eager_steps_on_gpu() -> None:
 def test_overlap_mode_is_read_from_the_env(
     monkeypatch: pytest.MonkeyPatch, raw: str, mode: str
 ) -> None:
-    from distgnn_workload.trainer.graph_step import ENV_OVERLAP, overlap_mode
+    from distgnn_workload.trainer.captured_step import ENV_OVERLAP, overlap_mode
 
     if raw:
         monkeypatch.setenv(ENV_OVERLAP, raw)
@@ -111,7 +111,7 @@ def test_overlap_mode_is_read_from_the_env(
 
 
 def test_an_unknown_overlap_mode_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
-    from distgnn_workload.trainer.graph_step import ENV_OVERLAP, overlap_mode
+    from distgnn_workload.trainer.captured_step import ENV_OVERLAP, overlap_mode
 
     monkeypatch.setenv(ENV_OVERLAP, "sometimes")
     with pytest.raises(ValueError, match=ENV_OVERLAP):

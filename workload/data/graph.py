@@ -184,8 +184,30 @@ class GraphData:
                 fail("the CSR is not symmetric: some edge lacks its reverse")
 
 
+class GraphTypes:
+    """The node and edge types of a typed graph, from its ``node_counts``, ``in_csr`` and ``x``
+    (the types that have features): shared by the dataset's graph and the trainer's view of
+    it (:class:`~distgnn_workload.runtime.training_data.HeteroTrainingData`)."""
+
+    node_counts: Mapping[str, int]
+    in_csr: Mapping[EdgeType, Any]
+    x: Mapping[str, Any]
+
+    @property
+    def node_types(self) -> list[str]:
+        return list(self.node_counts)
+
+    @property
+    def edge_types(self) -> list[EdgeType]:
+        return list(self.in_csr)
+
+    @property
+    def featureless_types(self) -> list[str]:
+        return [t for t in self.node_counts if t not in self.x]
+
+
 @dataclass
-class HeteroGraphData:
+class HeteroGraphData(GraphTypes):
     """A heterogeneous graph with typed features, and labels and splits on one node type.
 
     ``y`` holds one class per node of ``target_node_type``, -1 where a node has none; the
@@ -243,14 +265,6 @@ class HeteroGraphData:
         return graph
 
     @property
-    def node_types(self) -> list[str]:
-        return list(self.node_counts)
-
-    @property
-    def edge_types(self) -> list[EdgeType]:
-        return list(self.in_csr)
-
-    @property
     def num_target_nodes(self) -> int:
         return self.node_counts[self.target_node_type]
 
@@ -264,10 +278,6 @@ class HeteroGraphData:
         """Feature width of ``node_type``; 0 for a featureless type."""
         feats = self.x.get(node_type)
         return 0 if feats is None else int(feats.shape[1])
-
-    @property
-    def featureless_types(self) -> list[str]:
-        return [t for t in self.node_counts if t not in self.x]
 
     def in_degrees(self, edge_type: EdgeType) -> npt.NDArray[np.int64]:
         return np.diff(self.in_csr[edge_type][0])

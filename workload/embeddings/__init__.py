@@ -59,7 +59,7 @@ row, so that no row other than the touched ones changes (``optim``). So:
 device; the CPU tests run the same code with gloo for both groups. A multi-rank lookup reads
 counts on the host, so it runs eagerly, outside any CUDA graph capture; the captured
 fixed-shape step takes the looked-up rows as an input and hands their gradient back before
-``sparse.step()`` (``trainer.hetero_graph_step``).
+``sparse.step()`` (``trainer.graph_step.HeteroGraphStep``).
 """
 
 from distgnn_workload.embeddings.checkpoint import load_shards, save_shards, shard_path

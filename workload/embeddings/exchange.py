@@ -24,7 +24,8 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
-from distgnn_workload.runtime.transfers import to_host, wait_for_stream
+from distgnn_workload.pinned_copies import to_host
+from distgnn_workload.runtime.transfers import wait_for_stream
 
 EXCHANGE_TIMEOUT_S = 600.0
 """How long a rank waits for its GPU stream (queued collectives) before reading counts."""

@@ -44,8 +44,8 @@ from distgnn_workload.embeddings.exchange import (
 )
 from distgnn_workload.embeddings.ownership import RowOwnership
 from distgnn_workload.embeddings.routes import LookupRows, PendingLookup, Route, Touched
+from distgnn_workload.pinned_copies import to_device
 from distgnn_workload.runtime.features.tiers import pinned_rows
-from distgnn_workload.runtime.transfers import to_device
 
 INIT_CHUNK_ROWS = 65536
 """Initial rows are drawn in chunks of this many ids, each from its own generator, so that a

@@ -5,12 +5,19 @@ distributed runtime supplies one that fetches remote rows) and yields ``MiniBatc
 ``Prefetcher`` is the background-thread/side-stream machinery, reusable for other producers.
 """
 
-from distgnn_workload.loader.batch_loader import BatchLoader, MiniBatch, Prefetcher, Sampler
+from distgnn_workload.loader.batch_loader import (
+    BatchLoader,
+    HeteroMiniBatch,
+    MiniBatch,
+    Prefetcher,
+    Sampler,
+)
 from distgnn_workload.loader.features import FeatureSource, LocalFeatureSource
 
 __all__ = [
     "BatchLoader",
     "FeatureSource",
+    "HeteroMiniBatch",
     "LocalFeatureSource",
     "MiniBatch",
     "Prefetcher",

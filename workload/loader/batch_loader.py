@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from distgnn_workload.loader.features import FeatureSource
-from distgnn_workload.sampling.hop_batch import HopBatch
+from distgnn_workload.sampling.hop_batch import HeteroHopBatch, HopBatch
 from distgnn_workload.sampling.static_hops import StaticHops
 
 T = TypeVar("T")
@@ -57,6 +57,30 @@ class MiniBatch:
         self.y.record_stream(stream)
         if self.static is not None:
             self.static.record_stream(stream)
+
+
+@dataclass
+class HeteroMiniBatch:
+    """One step's input: the sampled typed subgraph, featured types' inputs, seed labels."""
+
+    hop: HeteroHopBatch
+    x: dict[str, Tensor]
+    y: Tensor
+
+    @property
+    def num_seeds(self) -> int:
+        """Seed rows of every type (a link batch seeds both ends and the negatives)."""
+        return self.hop.num_seed_rows
+
+    @property
+    def num_nodes(self) -> int:
+        return sum(self.hop.num_nodes.values())
+
+    def record_stream(self, stream: torch.cuda.Stream) -> None:
+        """Mark every tensor as used by ``stream`` (made on the prefetcher's side stream)."""
+        self.hop.record_stream(stream)
+        for t in (*self.x.values(), self.y):
+            t.record_stream(stream)
 
 
 class Sampler(Protocol):

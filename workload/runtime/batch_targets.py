@@ -19,8 +19,8 @@ from torch import Tensor
 from torch.futures import Future
 
 from distgnn_workload.runtime import rpc_targets
-from distgnn_workload.runtime.batches import TypedWireBatch, WireBatch, WireMeta
 from distgnn_workload.runtime.rpc_targets import Target
+from distgnn_workload.runtime.wire import TypedWireBatch, WireBatch, WireMeta
 
 
 class BatchServer(Protocol):
@@ -34,7 +34,7 @@ class BatchServer(Protocol):
 
 class TypedBatchServer(Protocol):
     """A sampler server of a typed job
-    (:class:`~distgnn_workload.sampler.hetero_server.HeteroSamplerServer`)."""
+    (:class:`~distgnn_workload.sampler.server.HeteroSamplerServer`)."""
 
     @property
     def device(self) -> torch.device: ...

@@ -24,11 +24,11 @@ from torch.futures import Future
 
 from distgnn_api.spec import ReplicateTopology
 from distgnn_workload.partition.store import PartitionStore
+from distgnn_workload.pinned_copies import to_device
 from distgnn_workload.runtime import rpc_targets
 from distgnn_workload.runtime.features.layout import HolderData, HolderLayout, group_by_key
 from distgnn_workload.runtime.rpc import RpcContext
 from distgnn_workload.runtime.rpc_targets import Target
-from distgnn_workload.runtime.transfers import to_device
 from distgnn_workload.sampling import NeighborSampler
 
 log = logging.getLogger(__name__)

@@ -51,28 +51,15 @@ from distgnn_workload.runtime.features.remote import (
 )
 from distgnn_workload.runtime.features.serving import feature_slot_spec, serve_table
 from distgnn_workload.runtime.features.table import FeatureTable
-from distgnn_workload.runtime.lifecycle import BadInputError
 from distgnn_workload.runtime.rpc import RpcContext
 from distgnn_workload.runtime.shared_slots import SlotOwner, SlotReader, serve_slots, slot_bytes
+from distgnn_workload.runtime.training_data import check_store
 from distgnn_workload.sampling import StaticLayout
 
 log = logging.getLogger(__name__)
 
 PRESAMPLE_BATCHES = 64
 """Mini-batches sampled at start-up to rank remote nodes by hotness."""
-
-
-def check_store(store: PartitionStore, spec: DistGNNJobSpec, num_holders: int) -> None:
-    """The partition store must match the job: a clear error otherwise."""
-    parts = store.meta.num_partitions
-    if parts % num_holders:
-        raise BadInputError(
-            f"partition store {store.path} has {parts} partitions, not a multiple of the "
-            f"{num_holders} holders; set partition.numPartitions to a multiple of "
-            "samplers.replicas (trainers.replicas in worker mode)"
-        )
-    if store.meta.num_nodes < 1 or (store.meta.num_classes < 2 and not spec.is_link_prediction):
-        raise BadInputError(f"partition store {store.path} holds no usable graph")
 
 
 def device_feature_budget(spec: DistGNNJobSpec, device: torch.device, other: int) -> int | None:

@@ -24,7 +24,7 @@ from distgnn_api.spec import DistGNNJobSpec
 from distgnn_workload.partition.link_split import link_meta, read_link_split
 from distgnn_workload.partition.store import PartitionStore
 from distgnn_workload.runtime.features.layout import HolderLayout
-from distgnn_workload.runtime.hetero_data import HeteroTrainingData
+from distgnn_workload.runtime.training_data import HeteroTrainingData
 from distgnn_workload.sampling import NeighborSampler
 from distgnn_workload.sampling.link_sampler import HeteroLinkSampler, LinkNeighborSampler
 from distgnn_workload.sampling.seed_edges import LinkLayout, pack_pairs

@@ -35,8 +35,8 @@ from torch.futures import Future
 
 from distgnn_api.contract import ENV_RPC_CUDA as ENV_RPC_CUDA
 from distgnn_api.contract import WorkloadEnv
+from distgnn_workload.pinned_copies import to_host
 from distgnn_workload.runtime.rendezvous import Group
-from distgnn_workload.runtime.transfers import to_host
 
 log = logging.getLogger(__name__)
 

@@ -7,6 +7,11 @@ holder) and dealt out to the ranks that draw from it: every rank in server-clien
 pod's own processes in worker mode. Every rank can compute every other rank's share without
 communication, so training epochs are padded (by repeating a rank's own seeds) to the same
 number of steps everywhere, which DDP needs to avoid a hang. Evaluation is not padded.
+
+A typed job's sampling streams are derived from the same figures (:func:`stream_seed`,
+:func:`epoch_stream`, :func:`batch_stream`): a rank's epoch, an evaluation and a server-side
+batch each restart from (job seed, epoch or evaluation key, rank[, batch]), so that a
+resumed run samples what an uninterrupted one did.
 """
 
 from __future__ import annotations
@@ -202,3 +207,27 @@ def eval_batches(
 ) -> list[Batch]:
     """This rank's share of evaluation seeds, each seed exactly once across all ranks."""
     return _batches(seeds_by_holder, ranks_of_holder, rank, batch_size, epoch=0, seed=0, pad=False)
+
+
+# --------------------------------------------------------------------------- random streams
+
+EVAL_STREAM = 1_000_000_007
+"""Offset of the evaluation's random streams from the training epochs'."""
+
+
+def stream_seed(seed: int, epoch: int, rank: int) -> int:
+    """The sampler's seed for one rank's epoch (``epoch`` < 0: evaluations)."""
+    return (seed * 1_000_003 + epoch * 7_919 + rank * 104_729) % (2**63 - 1)
+
+
+def epoch_stream(seed: int, epoch: int | None, evaluation: int, rank: int) -> int:
+    """The random stream of a rank's training epoch ``epoch``, or (None) of its evaluation
+    numbered ``evaluation``."""
+    if epoch is None:
+        return stream_seed(seed + EVAL_STREAM, evaluation, rank)
+    return stream_seed(seed, epoch, rank)
+
+
+def batch_stream(seed: int, epoch: int | None, evaluation: int, rank: int, index: int) -> int:
+    """The random stream of batch ``index`` of a rank's epoch (None: of an evaluation)."""
+    return stream_seed(epoch_stream(seed, epoch, evaluation, rank), index, 0)

@@ -7,7 +7,8 @@ pageable copy of the process, including the RPC thread that serves that very pee
 remote feature rows. Peer and process then wait for each other for ever: the hang after
 evaluation and at the end of training with a partial feature cache. Two rules avoid it:
 
-- RPC threads copy host tensors to the device from pinned memory only (:func:`to_device`);
+- RPC threads copy host tensors to the device from pinned memory only
+  (:func:`distgnn_workload.pinned_copies.to_device`);
 - a thread that waits for GPU work that depends on other processes polls an event with a
   deadline (:func:`wait_for_stream`) before it reads anything back, so the read-back copy
   itself never waits.
@@ -18,7 +19,6 @@ from __future__ import annotations
 import time
 
 import torch
-from torch import Tensor
 
 POLL_S = 0.0002
 """Sleep between polls of a pending CUDA event."""
@@ -26,31 +26,6 @@ POLL_S = 0.0002
 
 class GpuWaitTimeout(TimeoutError):
     """GPU work did not finish in time; the message names what was awaited."""
-
-
-def to_device(tensor: Tensor, device: torch.device) -> Tensor:
-    """``tensor`` on ``device``; a host tensor goes through pinned memory, asynchronously.
-
-    The copy is ordered on the current stream of ``device``, as ``Tensor.to`` orders it.
-    """
-    if device.type != "cuda" or tensor.device.type == "cuda":
-        return tensor.to(device)
-    pinned = tensor if tensor.is_pinned() else tensor.pin_memory()
-    return pinned.to(device, non_blocking=True)
-
-
-def to_host(tensor: Tensor) -> Tensor:
-    """A host copy of ``tensor`` in pinned memory, complete when this returns.
-
-    The copy runs on the current stream of the tensor's device, and only that stream is
-    awaited (no pageable copy that could queue behind another thread's).
-    """
-    if tensor.device.type != "cuda":
-        return tensor
-    out = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True)
-    out.copy_(tensor, non_blocking=True)
-    torch.cuda.current_stream(tensor.device).synchronize()
-    return out
 
 
 def wait_for_event(event: torch.cuda.Event, *, timeout_s: float | None, what: str) -> None:

@@ -6,7 +6,7 @@ request metrics (count, seconds, bytes sent) and how often the feature-cache fig
 updated: every :data:`CACHE_RATIO_EVERY` requests, and at least each second, so a short
 job's ratio shows too, from its first look-ups. The servers
 (:class:`~distgnn_workload.sampler.server.SamplerServer`,
-:class:`~distgnn_workload.sampler.hetero_server.HeteroSamplerServer`) add what they sample
+:class:`~distgnn_workload.sampler.server.HeteroSamplerServer`) add what they sample
 and how they pack it.
 """
 

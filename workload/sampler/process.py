@@ -2,9 +2,9 @@
 kind deciding only what it loads and serves.
 
 The graph kind is decided once, in :func:`serving_of`: a homogeneous job's sampler holds
-its partitions (:class:`~distgnn_workload.sampler.server.NodeServing`), a typed job's holds
+its partitions (:class:`~distgnn_workload.sampler.serving.NodeServing`), a typed job's holds
 its typed rows and the whole typed topology
-(:class:`~distgnn_workload.sampler.hetero_server.TypedServing`). Either loads before the
+(:class:`~distgnn_workload.sampler.serving.TypedServing`). Either loads before the
 rendezvous, so that a peer's first request finds its rows, then serves until every trainer
 finished (:meth:`~distgnn_workload.runtime.bootstrap.RoleProcess.serve_until_trainers_finish`).
 """
@@ -24,8 +24,7 @@ from distgnn_workload.runtime.bootstrap import RoleProcess
 from distgnn_workload.runtime.cuda_memory import CudaMemoryPhases, log_record
 from distgnn_workload.runtime.lifecycle import BadInputError
 from distgnn_workload.runtime.rpc import RpcContext
-from distgnn_workload.sampler.hetero_server import TypedServing
-from distgnn_workload.sampler.server import NodeServing
+from distgnn_workload.sampler.serving import NodeServing, TypedServing
 
 log = logging.getLogger(__name__)
 

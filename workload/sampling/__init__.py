@@ -1,10 +1,10 @@
 """Neighbour sampling: hop-wise subgraphs for per-layer trimming, on CPU or GPU.
 
 Every graph is typed (:mod:`~distgnn_workload.sampling.csr`); a homogeneous graph is the
-one-type case. ``NeighborSampler`` samples a homogeneous graph into a ``HopBatch``
-(``HopBatch.typed()`` is its one-type view); ``HeteroNeighborSampler`` samples per edge type
-into a ``HeteroHopBatch``; both run one dynamic execution, one static execution and one
-CUDA-graph capture.
+one-type case. One module, :mod:`~distgnn_workload.sampling.neighbor_sampler`, samples both:
+``HeteroNeighborSampler`` per edge type into a ``HeteroHopBatch``, ``NeighborSampler`` (its
+one-type case) into a ``HopBatch`` (``HopBatch.typed()`` is its one-type view), with one
+dynamic execution, one static execution and one CUDA-graph capture.
 ``PyGNeighborSampler`` and ``PyGHeteroNeighborSampler`` plug them into
 ``torch_geometric.loader.NodeLoader`` (imported lazily: PyG is slow to import);
 ``ReferenceHeteroSampler`` is a slow plain-PyTorch reference for tests.
@@ -13,9 +13,12 @@ CUDA-graph capture.
 from typing import Any
 
 from distgnn_workload.sampling.edges_per_seed import SampledEdgesPerSeed
-from distgnn_workload.sampling.hetero_sampler import HeteroNeighborSampler
 from distgnn_workload.sampling.hop_batch import HeteroHopBatch, HopBatch
-from distgnn_workload.sampling.neighbor_sampler import NeighborSampler, csc_from_edge_index
+from distgnn_workload.sampling.neighbor_sampler import (
+    HeteroNeighborSampler,
+    NeighborSampler,
+    csc_from_edge_index,
+)
 from distgnn_workload.sampling.reference_hetero_sampler import ReferenceHeteroSampler
 from distgnn_workload.sampling.static_hops import StaticHops, StaticLayout, pad_hops
 from distgnn_workload.sampling.uniform_subset import uniform_subset_positions

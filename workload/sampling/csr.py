@@ -51,6 +51,50 @@ def as_tensor(array: Tensor | np.ndarray, name: str) -> Tensor:
     raise TypeError(f"{name} must be a torch.Tensor or numpy.ndarray, got {type(array).__name__}")
 
 
+def checked_csr(
+    indptr: Tensor | np.ndarray,
+    indices: Tensor | np.ndarray,
+    num_src: int,
+    num_dst: int,
+    *,
+    name: str,
+    device: torch.device | str | None,
+    dst_type: str | None = None,
+) -> tuple[Tensor, Tensor]:
+    """One destination-indexed CSR, checked, on ``device`` (None: where ``indptr`` is):
+    ``indptr`` as int64, ``indices`` as int32 where ``num_src`` ids fit, else int64. The
+    indices' range is the caller's to check (a partition's CSR holds global ids)."""
+    indptr_t = as_tensor(indptr, f"{name} indptr")
+    indices_t = as_tensor(indices, f"{name} indices")
+    if device is None:
+        device = indptr_t.device
+    if indptr_t.dtype not in (torch.int32, torch.int64) or indices_t.dtype not in (
+        torch.int32,
+        torch.int64,
+    ):
+        raise TypeError(
+            f"{name}: indptr/indices must be int32 or int64, got {indptr_t.dtype}/{indices_t.dtype}"
+        )
+    if indptr_t.dim() != 1 or indptr_t.numel() != num_dst + 1:
+        nodes = "num_nodes" if dst_type is None else f"num_nodes[{dst_type!r}]"
+        raise ValueError(
+            f"{name}: indptr must be 1-D of length {nodes} + 1 = {num_dst + 1} (the CSR is "
+            f"indexed by destination), got shape {list(indptr_t.shape)}"
+        )
+    if indices_t.dim() != 1:
+        raise ValueError(f"{name}: indices must be a 1-D array of source ids")
+    indptr_t = indptr_t.to(device, torch.int64)
+    if int(indptr_t[0]) != 0 or int(indptr_t[-1]) != indices_t.numel():
+        raise ValueError(
+            f"{name}: indptr must start at 0 and end at len(indices)="
+            f"{indices_t.numel()}, got {int(indptr_t[0])}..{int(indptr_t[-1])}"
+        )
+    if bool((indptr_t[1:] < indptr_t[:-1]).any()):
+        raise ValueError(f"{name}: indptr must be non-decreasing")
+    index_dtype = torch.int32 if num_src <= INT32_MAX else torch.int64
+    return indptr_t, indices_t.to(device, index_dtype)
+
+
 @dataclass
 class TypedCSR:
     """Per edge type, the destination-indexed CSR on one device, checked.
@@ -90,36 +134,16 @@ class TypedCSR:
             for node_type in (src, dst):
                 if node_type not in counts:
                     raise ValueError(f"{name}: node type {node_type!r} is missing in num_nodes")
-            indptr_t = as_tensor(indptr_a, f"{name} indptr")
-            indices_t = as_tensor(indices_a, f"{name} indices")
-            if device is None:
-                device = indptr_t.device
-            if indptr_t.dtype not in (torch.int32, torch.int64) or indices_t.dtype not in (
-                torch.int32,
-                torch.int64,
-            ):
-                raise TypeError(
-                    f"{name}: indptr/indices must be int32 or int64, got "
-                    f"{indptr_t.dtype}/{indices_t.dtype}"
-                )
-            if indptr_t.dim() != 1 or indptr_t.numel() != counts[dst] + 1:
-                raise ValueError(
-                    f"{name}: indptr must be 1-D of length num_nodes[{dst!r}] + 1 = "
-                    f"{counts[dst] + 1} (the CSR is indexed by destination), got "
-                    f"shape {list(indptr_t.shape)}"
-                )
-            if indices_t.dim() != 1:
-                raise ValueError(f"{name}: indices must be a 1-D array of source ids")
-            indptr_t = indptr_t.to(device, torch.int64)
-            if int(indptr_t[0]) != 0 or int(indptr_t[-1]) != indices_t.numel():
-                raise ValueError(
-                    f"{name}: indptr must start at 0 and end at len(indices)="
-                    f"{indices_t.numel()}, got {int(indptr_t[0])}..{int(indptr_t[-1])}"
-                )
-            if bool((indptr_t[1:] < indptr_t[:-1]).any()):
-                raise ValueError(f"{name}: indptr must be non-decreasing")
-            index_dtype = torch.int32 if counts[src] <= INT32_MAX else torch.int64
-            indices_t = indices_t.to(device, index_dtype)
+            indptr_t, indices_t = checked_csr(
+                indptr_a,
+                indices_a,
+                counts[src],
+                counts[dst],
+                name=name,
+                device=device,
+                dst_type=dst,
+            )
+            device = indptr_t.device
             if indices_t.numel() and (
                 int(indices_t.min()) < 0 or int(indices_t.max()) >= counts[src]
             ):

@@ -1,6 +1,6 @@
 """The CUDA-graph capture and replay of a sampler's fixed-shape run, one for every sampler
-(the homogeneous :class:`~distgnn_workload.sampling.NeighborSampler` and the typed
-:class:`~distgnn_workload.sampling.hetero_sampler.HeteroNeighborSampler`): captured once per
+(the one-type :class:`~distgnn_workload.sampling.NeighborSampler` and the typed
+:class:`~distgnn_workload.sampling.HeteroNeighborSampler`): captured once per
 key (a batch capacity, and what else changes the run's shape), replayed for every batch that
 fits, and given up for the dynamic execution when a capture fails."""
 
@@ -69,13 +69,26 @@ class CapturedSampler(RandomStream, Generic[K, Out]):
     """Mixed into the samplers: their fixed-shape run, captured per key and replayed.
 
     A sampler provides :meth:`_run_static` (the run, with no host sync) and
-    :meth:`_reset_tables` (clears its relabel tables after a failed run), and sets
-    ``cuda_graph`` and ``static_shapes``; ``_graphs`` holds the captured runs.
+    :meth:`_reset_tables` (clears its relabel tables after a failed run), and picks its
+    execution with :meth:`_pick_execution`; ``_graphs`` holds the captured runs.
     """
 
     cuda_graph: bool
     static_shapes: bool
     _graphs: dict[Any, Any]
+
+    def _pick_execution(
+        self, static_shapes: bool | None, cuda_graph: bool, *, bounded: bool
+    ) -> None:
+        """Static shapes (None: on CUDA where every fanout is bounded), captured in CUDA
+        graphs where asked for and possible; no run captured yet."""
+        if static_shapes is None:
+            static_shapes = self.device.type == "cuda" and bounded
+        if static_shapes and not bounded:
+            raise ValueError("static_shapes needs bounded fanouts: -1 (all neighbours) has none")
+        self.static_shapes = static_shapes
+        self.cuda_graph = cuda_graph and static_shapes and self.device.type == "cuda"
+        self._graphs = {}
 
     def _run_static(self, key: K, seeds: Tensor, num_seeds: Tensor, extra: Tensor | None) -> Out:
         raise NotImplementedError

@@ -38,9 +38,12 @@ from distgnn_api.edge_types import EdgeType
 from distgnn_workload.data.graph import EDGE_TYPE, NODE_TYPE
 from distgnn_workload.sampling.csr import Fanouts, type_key
 from distgnn_workload.sampling.edge_exclusion import excluded_keys
-from distgnn_workload.sampling.hetero_sampler import HeteroNeighborSampler, InCSR
 from distgnn_workload.sampling.hop_batch import HeteroHopBatch, HopBatch
-from distgnn_workload.sampling.neighbor_sampler import NeighborSampler
+from distgnn_workload.sampling.neighbor_sampler import (
+    HeteroNeighborSampler,
+    InCSR,
+    NeighborSampler,
+)
 from distgnn_workload.sampling.seed_edges import UNIFORM, LinkLayout, unpack_pairs
 
 

@@ -1,8 +1,18 @@
-"""Vectorised uniform neighbour sampling over a CSR graph, on CPU or GPU with the same code."""
+"""Vectorised uniform neighbour sampling, on CPU or GPU with the same code: one sampler
+path for every graph.
+
+Every graph is typed (:mod:`~distgnn_workload.sampling.csr`); a homogeneous graph is the
+case of one node type and one edge type. :class:`HeteroNeighborSampler` samples a typed
+graph per edge type into a :class:`HeteroHopBatch`; :class:`NeighborSampler` is its
+one-type case, with the homogeneous API (one CSR, one fanout list, a :class:`HopBatch`),
+running the same dynamic execution (:mod:`dynamic_sample`), the same static one
+(:mod:`static_sample`) over its graph as a one-type :class:`TypedCSR`, and the same CUDA
+graph capture (:mod:`graph_capture`).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import torch
@@ -10,45 +20,244 @@ from torch import Tensor
 
 from distgnn_api.edge_types import EdgeType
 from distgnn_workload.data.graph import EDGE_TYPE, NODE_TYPE
+from distgnn_workload.pinned_copies import to_device, to_host
 from distgnn_workload.sampling import edge_exclusion, relabel
-from distgnn_workload.sampling.csr import INT32_MAX, TypedCSR, as_tensor, csc_from_edge_index
+from distgnn_workload.sampling.csr import (
+    Fanouts,
+    TypedCSR,
+    as_tensor,
+    checked_csr,
+    csc_from_edge_index,
+)
 from distgnn_workload.sampling.dynamic_sample import SampledHop, sample_dynamic
-from distgnn_workload.sampling.graph_capture import CUDA_GRAPH_LOCK, CapturedRun, CapturedSampler
-from distgnn_workload.sampling.hop_batch import HopBatch
+from distgnn_workload.sampling.graph_capture import CUDA_GRAPH_LOCK, CapturedSampler
+from distgnn_workload.sampling.hop_batch import HeteroHopBatch, HopBatch
 from distgnn_workload.sampling.random_stream import reset_default_generator
 from distgnn_workload.sampling.static_sample import StaticOut, sample_static
 from distgnn_workload.sampling.uniform_subset import sample_neighbours
 
-__all__ = ["CUDA_GRAPH_LOCK", "NeighborSampler", "csc_from_edge_index", "reset_default_generator"]
+__all__ = [
+    "CUDA_GRAPH_LOCK",
+    "HeteroNeighborSampler",
+    "InCSR",
+    "NeighborSampler",
+    "csc_from_edge_index",
+    "reset_default_generator",
+]
 
+InCSR = Mapping[EdgeType, tuple[Tensor | np.ndarray, Tensor | np.ndarray]]
+
+Excluded = Mapping[EdgeType, Tensor] | None
+"""Per edge type, the sorted keys of the edges a batch leaves out (none: None)."""
+
+TypedKey = tuple[str, int]
+"""A typed sampler's captured run: the seed type and the batch capacity."""
 
 Key = tuple[int, bool]
-"""A captured run's key: the batch capacity, and whether its batches exclude edges."""
+"""A one-type sampler's captured run: the batch capacity, and whether its batches exclude
+edges."""
+
+
+class HeteroNeighborSampler(CapturedSampler[TypedKey, StaticOut]):
+    """Samples L-hop neighbourhoods of a typed graph around seeds of one node type.
+
+    Per hop ``h`` and edge type ``(s, r, d)``, every node of type ``d`` first reached at hop
+    ``h - 1`` (the seeds at hop 1) gets ``min(fanout, degree)`` distinct in-neighbours of that
+    edge type, a uniformly random subset (without replacement); fanout -1 takes all, 0 none.
+    Nodes are de-duplicated per type; the result is a :class:`HeteroHopBatch`.
+
+    Two executions: the *dynamic* one sizes every tensor exactly (two host syncs per hop
+    and edge type); the *static* one pads every hop to its bound (:mod:`static_sample`),
+    compacts by scatter and syncs once; on CUDA it is captured in a CUDA graph per (seed
+    type, batch capacity) and replayed, which removes hundreds of kernel launches per
+    batch. ``static_shapes=None`` picks static on CUDA, dynamic on CPU. Relabelling uses a
+    global -> local id table per node type: an instance is not safe for concurrent
+    ``sample`` calls.
+    """
+
+    def __init__(
+        self,
+        in_csr: InCSR,
+        num_nodes: Mapping[str, int],
+        fanouts: Fanouts,
+        *,
+        seed_type: str | None = None,
+        device: torch.device | str | None = None,
+        seed: int = 0,
+        static_shapes: bool | None = None,
+        cuda_graph: bool = True,
+        return_edge_ids: bool = False,
+    ) -> None:
+        self.graph = TypedCSR.build(in_csr, num_nodes, device)
+        self.device = self.graph.device
+        self.fanouts = self.graph.fanouts(fanouts)
+        self.num_hops = len(next(iter(self.fanouts.values())))
+        if seed_type is not None and seed_type not in self.graph.num_nodes:
+            raise ValueError(f"seed_type {seed_type!r} is not a node type of the graph")
+        self.seed_type = seed_type
+        self.return_edge_ids = return_edge_ids
+        bounded = all(k >= 0 for ks in self.fanouts.values() for k in ks)
+        self._pick_execution(static_shapes, cuda_graph, bounded=bounded)
+        dtype = relabel.table_dtype(self.device)
+        # per node type: global id -> local id of the batch being sampled; -1 = not in it
+        self._local = {
+            t: torch.full((n + 1,), -1, dtype=dtype, device=self.device)
+            for t, n in self.graph.num_nodes.items()
+        }
+        self._start_stream(seed)
+        self._capacity: dict[str, int] = {}
+
+    @property
+    def num_nodes(self) -> dict[str, int]:
+        return self.graph.num_nodes
+
+    @property
+    def edge_types(self) -> list[EdgeType]:
+        return self.graph.edge_types
+
+    def _resolve(self, seed_type: str | None) -> str:
+        seed_type = seed_type or self.seed_type
+        if seed_type is None:
+            raise ValueError("no seed type: pass seed_type to sample() or to the sampler")
+        return seed_type
+
+    def prepare(self, batch_size: int, seed_type: str | None = None) -> None:
+        """On CUDA, capture the graph for batches of up to ``batch_size`` seeds now."""
+        seed_type = self._resolve(seed_type)
+        if not (self.static_shapes and batch_size > 0):
+            return
+        capacity = max(self._capacity.get(seed_type, 0), batch_size)
+        self._capacity[seed_type] = capacity
+        if not self.cuda_graph or (seed_type, capacity) in self._graphs:
+            return
+        pad = self.graph.num_nodes[seed_type]
+        padded = torch.full((capacity,), pad, dtype=torch.int64, device=self.device)
+        try:
+            self._replay((seed_type, capacity), padded, 0)
+        except RuntimeError as error:
+            self._give_up_graphs(error, "the typed sampler")
+
+    def sample(self, seeds: Tensor, seed_type: str | None = None) -> HeteroHopBatch:
+        """Sample around ``seeds`` (global ids of ``seed_type``; each occurrence is a row).
+
+        Seeds on the host are checked there and copied to the device through pinned
+        memory, so that the static execution waits for the device once (its sizes)."""
+        seed_type = self._resolve(seed_type)
+        seeds = seeds.reshape(-1).to(torch.int64)
+        self.graph.check_seeds(seeds, seed_type)
+        if self.static_shapes and seeds.numel():
+            return self._sample_padded(seeds, seed_type)
+        return self._sample_dynamic({seed_type: seeds.to(self.device)}, seed_type)
+
+    def sample_typed(
+        self,
+        seeds: Mapping[str, Tensor],
+        seed_type: str,
+        exclude: Mapping[EdgeType, Tensor] | None = None,
+    ) -> HeteroHopBatch:
+        """Sample around seeds of several node types at once (the dynamic execution): hop 0
+        of type ``t`` is ``seeds[t]`` (each occurrence a row). The batch's ``seed_type`` and
+        ``num_seeds`` describe ``seeds[seed_type]``; the other types' seed rows are the first
+        ``num_nodes_per_hop[t][0]`` of their ``node_ids`` (link prediction's two ends).
+
+        ``exclude[et]``: sorted keys of edges of ``et`` to leave out, in the key space of
+        :meth:`TypedCSR.key_nodes` (:mod:`~distgnn_workload.sampling.edge_exclusion`)."""
+        if seed_type not in seeds:
+            raise ValueError(f"seed_type {seed_type!r} has no seeds in {sorted(seeds)}")
+        typed = {}
+        for t, ids in seeds.items():
+            ids = ids.reshape(-1).to(torch.int64)
+            self.graph.check_seeds(ids, t)
+            typed[t] = ids.to(self.device)
+        return self._sample_dynamic(typed, seed_type, exclude)
+
+    def _sample_dynamic(
+        self, seeds: Mapping[str, Tensor], seed_type: str, exclude: Excluded = None
+    ) -> HeteroHopBatch:
+        try:
+            return sample_dynamic(
+                self.graph,
+                self._local,
+                self.fanouts,
+                self._sample_hop,
+                seeds,
+                seed_type,
+                exclude=exclude,
+                with_edge_ids=self.return_edge_ids,
+            )
+        except BaseException:
+            self._reset_tables()
+            raise
+
+    def _sample_hop(self, edge_type: EdgeType, frontier: Tensor, fanout: int) -> SampledHop:
+        """One edge type's hop of the dynamic execution, rows in frontier order.
+
+        Subclasses that sample some hops elsewhere (e.g. over RPC from the partition that
+        owns the nodes) override this, leave ``edge_pos`` out and pass
+        ``static_shapes=False``; relabelling and the hop layout stay here.
+        """
+        indptr, indices = self.graph.indptr[edge_type], self.graph.indices[edge_type]
+        if fanout == 0 or frontier.numel() == 0:
+            none = torch.zeros(0, dtype=torch.int64, device=self.device)
+            counts = torch.zeros(frontier.numel(), dtype=torch.int64, device=self.device)
+            return SampledHop(none, none, counts, none)
+        return SampledHop(*sample_neighbours(indptr, indices, frontier, fanout, self.generator))
+
+    def _sample_padded(self, seeds: Tensor, seed_type: str) -> HeteroHopBatch:
+        """The static-shape execution: pad the seeds, run (or replay) it, cut to the sizes."""
+        num_seeds = seeds.numel()
+        # pad to the largest batch so far: a short last batch reuses the captured graph
+        capacity = max(self._capacity.get(seed_type, 0), num_seeds)
+        self._capacity[seed_type] = capacity
+        pad = self.graph.num_nodes[seed_type]
+        padded = torch.full((capacity,), pad, dtype=torch.int64, device=seeds.device)
+        padded[:num_seeds] = seeds
+        padded = to_device(padded, self.device)
+        if self.cuda_graph:
+            try:
+                out = self._replay((seed_type, capacity), padded, num_seeds)
+            except RuntimeError as error:
+                self._give_up_graphs(error, "the typed sampler")
+                return self.sample(seeds, seed_type)
+        else:
+            count = torch.full((), num_seeds, dtype=torch.int64, device=self.device)
+            out = self._run_static((seed_type, capacity), padded, count, None)
+        sizes = to_host(out.counts).tolist()  # the one host sync
+        return out.typed_batch(
+            sizes, self.graph, seed_type, num_seeds, self.num_hops, self.return_edge_ids
+        )
+
+    def _run_static(
+        self, key: TypedKey, seeds: Tensor, num_seeds: Tensor, extra: Tensor | None
+    ) -> StaticOut:
+        return sample_static(
+            self.graph,
+            self._local,
+            self.fanouts,
+            self.generator,
+            key[0],
+            seeds,
+            num_seeds,
+            with_edge_ids=self.return_edge_ids,
+        )
+
+    def _reset_tables(self) -> None:
+        for table in self._local.values():
+            table.fill_(-1)
 
 
 class NeighborSampler(CapturedSampler[Key, StaticOut]):
-    """Samples L-hop neighbourhoods: per hop, ``fanout`` neighbours of every frontier node.
+    """The one-type case: per hop, ``fanout`` neighbours of every frontier node.
 
-    A node of degree > fanout gets a uniformly random subset of ``fanout`` distinct neighbour
-    positions (without replacement); a node of degree <= fanout gets all of its neighbours.
-    A fanout of -1 takes all neighbours. ``indices[indptr[v]:indptr[v + 1]]`` are the nodes
-    whose messages flow into ``v`` (for PyG's ``edge_index``, that is the CSC of the graph).
+    ``indices[indptr[v]:indptr[v + 1]]`` are the nodes whose messages flow into ``v`` (for
+    PyG's ``edge_index``, the CSC of the graph). A node of degree > fanout gets a uniformly
+    random subset of ``fanout`` distinct neighbour positions; -1 takes all. New nodes of a
+    hop are numbered in order of first appearance, through a global -> local id table on
+    the device (no sort), so an instance is not safe for concurrent ``sample`` calls.
 
-    Relabelling uses a preallocated global-id -> local-id table on the sampler's device, so
-    no sort is needed; an instance is therefore not safe for concurrent ``sample`` calls
-    (use one per thread, or a pool that hands each instance to one thread at a time). New
-    nodes of a hop are numbered in order of first appearance.
-
-    Two executions of the same algorithm: the *dynamic* one sizes every tensor exactly (two
-    host syncs per hop); the *static* one pads every hop to its bound (batch capacity times
-    the product of the fanouts so far) and compacts by scatter, so it has no host sync until
-    the final sizes are read. On CUDA the static one is captured once per batch capacity in
-    a CUDA graph and replayed, which removes the per-kernel launch cost (hundreds of small
-    kernels per batch). ``static_shapes=None`` picks static on CUDA, dynamic on CPU.
-    Graphs are captured one at a time per process; :meth:`prepare` captures the graph of a
-    batch size ahead of time (before a server takes requests from several threads).
-
-    ``sample(seeds, exclude)`` leaves out of the subgraph the edges whose keys
+    The executions and their capture are the typed sampler's (above); :meth:`prepare`
+    captures a batch size's graph ahead of time (before a server takes requests from
+    several threads). ``sample(seeds, exclude)`` leaves out the edges whose keys
     (:mod:`~distgnn_workload.sampling.edge_exclusion`) are in ``exclude``: a link
     prediction batch's supervision edges.
     """
@@ -65,18 +274,8 @@ class NeighborSampler(CapturedSampler[Key, StaticOut]):
         cuda_graph: bool = True,
     ) -> None:
         indptr_t = as_tensor(indptr, "indptr")
-        indices_t = as_tensor(indices, "indices")
         if indptr_t.dim() != 1 or indptr_t.numel() < 1:
             raise ValueError("indptr must be a 1-D array of length num_nodes + 1")
-        if indices_t.dim() != 1:
-            raise ValueError("indices must be a 1-D array of neighbour ids")
-        if indptr_t.dtype not in (torch.int32, torch.int64) or indices_t.dtype not in (
-            torch.int32,
-            torch.int64,
-        ):
-            raise TypeError(
-                f"indptr/indices must be int32 or int64, got {indptr_t.dtype}/{indices_t.dtype}"
-            )
         fanouts = [int(k) for k in fanouts]
         if not fanouts or any(k == 0 or k < -1 for k in fanouts):
             raise ValueError(
@@ -85,20 +284,12 @@ class NeighborSampler(CapturedSampler[Key, StaticOut]):
         self.device = torch.device(device) if device is not None else indptr_t.device
         self.num_nodes = indptr_t.numel() - 1
         self.fanouts = fanouts
-
-        indptr_t = indptr_t.to(self.device, torch.int64)
-        if int(indptr_t[0]) != 0 or int(indptr_t[-1]) != indices_t.numel():
-            raise ValueError(
-                f"indptr must start at 0 and end at len(indices)={indices_t.numel()}, "
-                f"got {int(indptr_t[0])}..{int(indptr_t[-1])}"
-            )
-        if bool((indptr_t[1:] < indptr_t[:-1]).any()):
-            raise ValueError("indptr must be non-decreasing")
-        index_dtype = torch.int32 if self.num_nodes <= INT32_MAX else torch.int64
+        indptr_t, self.indices = checked_csr(
+            indptr_t, indices, self.num_nodes, self.num_nodes, name="the CSR", device=self.device
+        )
         # one extra node id, num_nodes, of degree 0: the padding of static-shape batches
         self._indptr_ext = torch.cat([indptr_t, indptr_t[-1:]])
         self.indptr = self._indptr_ext[:-1]
-        self.indices = indices_t.to(self.device, index_dtype)
         # the static execution is the typed one's, over this graph as its one-type case
         self._typed = TypedCSR(
             {NODE_TYPE: self.num_nodes},
@@ -111,13 +302,7 @@ class NeighborSampler(CapturedSampler[Key, StaticOut]):
             (self.num_nodes + 1,), -1, dtype=relabel.table_dtype(self.device), device=self.device
         )
         self._start_stream(seed)
-        if static_shapes is None:
-            static_shapes = self.device.type == "cuda" and all(k > 0 for k in fanouts)
-        if static_shapes and any(k < 0 for k in fanouts):
-            raise ValueError("static_shapes needs a bounded fanout: -1 (all neighbours) has none")
-        self.static_shapes = static_shapes
-        self.cuda_graph = cuda_graph and static_shapes and self.device.type == "cuda"
-        self._graphs: dict[Key, CapturedRun[StaticOut]] = {}
+        self._pick_execution(static_shapes, cuda_graph, bounded=all(k > 0 for k in fanouts))
         self._capacity = 0
 
     def prepare(self, batch_size: int, *, excluding: bool = False) -> None:

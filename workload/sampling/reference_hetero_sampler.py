@@ -15,8 +15,8 @@ from torch import Tensor
 
 from distgnn_api.edge_types import EdgeType
 from distgnn_workload.sampling.csr import Fanouts, TypedCSR
-from distgnn_workload.sampling.hetero_sampler import InCSR
 from distgnn_workload.sampling.hop_batch import HeteroHopBatch
+from distgnn_workload.sampling.neighbor_sampler import InCSR
 
 
 class ReferenceHeteroSampler:

@@ -24,6 +24,7 @@ from torch import Tensor
 from distgnn_api.edge_types import EdgeType
 from distgnn_workload.sampling import edge_exclusion
 from distgnn_workload.sampling.csr import TypedCSR
+from distgnn_workload.sampling.hop_batch import HeteroHopBatch
 from distgnn_workload.sampling.relabel import relabel_static
 from distgnn_workload.sampling.uniform_subset import uniform_subset_positions
 
@@ -83,6 +84,42 @@ class StaticOut:
     edge_ids: dict[EdgeType, Tensor]  # empty unless asked for
     target_ptr: dict[EdgeType, Tensor]
     counts: Tensor  # per node type its L + 1 hop sizes, then per edge type its L hop sizes
+
+    def typed_batch(
+        self,
+        sizes: list[int],
+        graph: TypedCSR,
+        seed_type: str,
+        num_seeds: int,
+        hops: int,
+        with_edge_ids: bool,
+    ) -> HeteroHopBatch:
+        """The batch these outputs hold, cut to ``sizes`` (``counts`` read back)."""
+        at = 0
+        nodes_per_hop: dict[str, list[int]] = {}
+        for t in graph.num_nodes:
+            nodes_per_hop[t], at = sizes[at : at + hops + 1], at + hops + 1
+        edges_per_hop: dict[EdgeType, list[int]] = {}
+        for et in graph.edge_types:
+            edges_per_hop[et], at = sizes[at : at + hops], at + hops
+        num_edges = {et: sum(e) for et, e in edges_per_hop.items()}
+        return HeteroHopBatch(
+            seed_type=seed_type,
+            num_seeds=num_seeds,
+            node_ids={t: self.node_ids[t][: sum(n)].clone() for t, n in nodes_per_hop.items()},
+            num_nodes_per_hop=nodes_per_hop,
+            edge_index={
+                et: torch.stack([self.src[et][:n], self.dst[et][:n]]) for et, n in num_edges.items()
+            },
+            num_edges_per_hop=edges_per_hop,
+            target_ptr={
+                et: self.target_ptr[et][: sum(nodes_per_hop[et[2]][:-1]) + 1].clone()
+                for et in graph.edge_types
+            },
+            edge_ids={et: self.edge_ids[et][:n].clone() for et, n in num_edges.items()}
+            if with_edge_ids
+            else None,
+        )
 
 
 def sample_static(

@@ -31,7 +31,7 @@ from distgnn_workload.evaluation.accuracy import HeldSplits, SplitRows, ids_of
 from distgnn_workload.evaluation.inference import LayerwiseInference, TypedCSR
 from distgnn_workload.evaluation.store_rows import StoreRows, typed_feature_range
 from distgnn_workload.partition.store import HeteroPartitionStore, PartitionStore
-from distgnn_workload.runtime.hetero_data import HeteroTrainingData
+from distgnn_workload.runtime.training_data import HeteroTrainingData
 
 
 def store_dir(partition_dir: Path | None) -> Path:

@@ -8,7 +8,7 @@ nodes. The rows of the pairs to score depend on ``P`` only through offsets (``ds
 start at ``P``, negatives at ``2P``), so they are computed inside the graph from ``P`` as a
 device scalar: encoder, decoder over ``B`` positive and ``B*K`` negative pairs, the binary
 cross-entropy over the real ones (padding pairs masked out) and the backward are captured
-once and replayed (:class:`~distgnn_workload.trainer.graph_step.CapturedStep`: warm-up,
+once and replayed (:class:`~distgnn_workload.trainer.captured_step.CapturedStep`: warm-up,
 capture, the ranks' agreement, one flat all-reduce). The negatives themselves are drawn by
 the sampler on the device of its graph, before the subgraph is sampled around them.
 """
@@ -26,7 +26,7 @@ from distgnn_workload.models.link import LinkModel
 from distgnn_workload.models.sage import GraphSAGE
 from distgnn_workload.sampling import StaticHops, StaticLayout
 from distgnn_workload.sampling.seed_edges import LinkLayout
-from distgnn_workload.trainer.graph_step import CapturedStep
+from distgnn_workload.trainer.captured_step import CapturedStep
 
 
 class LinkGraphStep(CapturedStep):

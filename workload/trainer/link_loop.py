@@ -15,7 +15,7 @@ across ranks.
   :class:`~distgnn_workload.sampling.link_sampler.LinkNeighborSampler`; GraphSAGE may take
   the fixed-shape (CUDA-graph) step.
 - :class:`HeteroLinkTrainer`, one supervised edge type of a typed graph: the typed loop
-  (:class:`~distgnn_workload.trainer.hetero_loop.HeteroTrainer`: typed batches, learnt
+  (:class:`~distgnn_workload.trainer.loop.HeteroTrainer`: typed batches, learnt
   embeddings of featureless types), R-SAGE or R-GCN embedding both end types. The training
   seeds are the partition Job's split of the edge type, by the partition owning their
   source; a batch's typed subgraph is sampled around both ends and the negatives, without
@@ -40,14 +40,14 @@ from distgnn_api.spec import DistGNNJobSpec
 from distgnn_workload.data.graph import EDGE_TYPE
 from distgnn_workload.evaluation.link_ranking import LinkSplit
 from distgnn_workload.models import build_hetero_model, build_model
-from distgnn_workload.models.link import LinkModel, build_decoder, link_loss
+from distgnn_workload.models.link import LinkModel, build_decoder
 from distgnn_workload.partition.link_split import read_link_split
-from distgnn_workload.runtime.hetero_data import HeteroTrainingData
 from distgnn_workload.runtime.link_batches import link_sampler, seed_rows
-from distgnn_workload.trainer.hetero_loop import HeteroTrainer
-from distgnn_workload.trainer.hetero_pipeline import HeteroMiniBatch, stream_seed
+from distgnn_workload.runtime.seeds import stream_seed
+from distgnn_workload.runtime.training_data import HeteroTrainingData
 from distgnn_workload.trainer.link_graph_step import LinkGraphStep
 from distgnn_workload.trainer.link_report import LinkRanking
+from distgnn_workload.trainer.loop import HeteroTrainer
 from distgnn_workload.trainer.rank import TypedRank
 from distgnn_workload.trainer.step_policy import graph_layout
 
@@ -124,17 +124,6 @@ class LinkTrainer(LinkRanking):
             all_agree=self.collectives.all_agree,
         )
 
-    def _train_step(self, batch: Any) -> Tensor:
-        if self.graph_step is not None:
-            return self.graph_step.step(batch)
-        with self.autocast():
-            pos, neg = self.ddp(self._input(batch), batch.hop)
-        loss = link_loss(pos, neg)
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()  # type: ignore[no-untyped-call]
-        self.optimizer.step()
-        return loss
-
 
 class HeteroLinkTrainer(LinkRanking, HeteroTrainer):
     """The training loop of one link-prediction rank over a typed graph.
@@ -171,11 +160,6 @@ class HeteroLinkTrainer(LinkRanking, HeteroTrainer):
             at = replace(at, batches=at.worker_pipeline(spec, data, {}, sampler))
         super().__init__(spec, data, at, model=model, train_ids=train_ids)
         self.link_to(model, splits)
-
-    def _loss(self, x: dict[str, Tensor], batch: HeteroMiniBatch) -> Tensor:
-        with self.autocast():
-            pos, neg = self.ddp(x, batch.hop)
-        return link_loss(pos, neg)
 
 
 def read_eval_splits(store_dir: Path) -> dict[str, LinkSplit]:

@@ -1,9 +1,9 @@
-"""How a link-prediction rank validates and reports: MRR instead of accuracy, the metrics,
-the progress event, the log line, the result and the tracker (:class:`LinkRanking`).
-Shared by the homogeneous (:class:`~distgnn_workload.trainer.link_loop.LinkTrainer`) and
-the typed (:class:`~distgnn_workload.trainer.link_loop.HeteroLinkTrainer`) loops, which
-only differ in their step and their inference (``Trainer._inference``); both draw an
-epoch's positives as ``positivesPerEpoch`` says.
+"""How a link-prediction rank trains, validates and reports (:class:`LinkRanking`): its
+loss, MRR instead of accuracy, the metrics, the progress event, the log line, the result and
+the tracker. Shared by the homogeneous (:class:`~distgnn_workload.trainer.link_loop.LinkTrainer`)
+and the typed (:class:`~distgnn_workload.trainer.link_loop.HeteroLinkTrainer`) loops, which
+only differ in their inputs, their fixed-shape step and their inference
+(``Trainer._inference``); both draw an epoch's positives as ``positivesPerEpoch`` says.
 """
 
 from __future__ import annotations
@@ -15,12 +15,13 @@ from typing import Any
 
 from torch import Tensor
 
-from distgnn_api.contract import STAGE_EVAL, LinkFigures, Result, emit_progress, rfc3339_now
+from distgnn_api.contract import STAGE_EVAL, LinkFigures, Result, emit_progress
 from distgnn_api.link import LinkPrediction
 from distgnn_workload.evaluation.link_ranking import LinkMetrics, LinkSplit, evaluate_splits
-from distgnn_workload.models.link import LinkModel
+from distgnn_workload.models.link import LinkModel, link_loss
 from distgnn_workload.runtime.seeds import epoch_subset
 from distgnn_workload.trainer.loop import Trainer
+from distgnn_workload.trainer.run_report import run_result
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,12 @@ class LinkRanking(Trainer):
     splits: dict[str, LinkSplit]
     link: LinkPrediction
     link_model: LinkModel
+
+    def _loss(self, x: Any, batch: Any) -> Tensor:
+        """The step's loss: binary cross-entropy of the positives' and negatives' scores."""
+        with self.autocast():
+            pos, neg = self.ddp(x, batch.hop)
+        return link_loss(pos, neg)
 
     def _epoch_train_ids(self, epoch: int) -> Sequence[Tensor]:
         """``positivesPerEpoch``: a fresh random subset of the training positives each epoch."""
@@ -110,15 +117,7 @@ def link_result(
     """The job's result from the final figures, reported to the tracker as well."""
     test = link_figures(figures["test"]) if "test" in figures else None
     val = link_figures(figures["val"]) if "val" in figures else None
-    result = Result(
-        job_uid=trainer.job_uid,
-        epochs=epochs,
-        test_link=test,
-        val_link=val,
-        seeds_per_second=trainer._job_seeds_per_second(),
-        elapsed_seconds=time.time() - trainer.state.started_at,
-        finished_at=rfc3339_now(),
-    )
+    result = run_result(trainer, epochs, test_link=test, val_link=val)
     if trainer.tracker is not None:
         trainer.tracker.update(
             epoch=epochs,

@@ -9,17 +9,16 @@ this process mapped, so only sizes cross RPC. Slots are mapped only in the sampl
 rank draws from: mapping another GPU's memory would open a CUDA context on that GPU.
 
 A typed job's server-client trainer asks the same samplers for typed batches
-(:class:`TypedRemotePipeline`), each on a random stream of its own, derived from the job
-seed, the epoch (or the evaluation's key), this rank and the batch's index: a resumed run
-asks for what an uninterrupted one did, and the batch does not depend on which sampler
-thread serves it.
+(:class:`~distgnn_workload.runtime.remote_batches.TypedRemotePipeline`). This module wires
+the pipelines of :mod:`~distgnn_workload.runtime.batches` and
+:mod:`~distgnn_workload.runtime.remote_batches` to this job's holders, RPC targets and
+metrics.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -29,33 +28,28 @@ from torch import Tensor
 from torch.futures import Future
 
 from distgnn_api.spec import DistGNNJobSpec
-from distgnn_workload.loader import MiniBatch, Prefetcher
+from distgnn_workload.loader import MiniBatch
 from distgnn_workload.partition.store import PartitionStore
 from distgnn_workload.runtime import holder as holders
 from distgnn_workload.runtime import link_batches
 from distgnn_workload.runtime.batch_targets import serve_batch, serve_batch_into, serve_typed_batch
-from distgnn_workload.runtime.batches import (
-    LocalPipeline,
-    RemotePipeline,
-    RequestInto,
+from distgnn_workload.runtime.batches import LocalPipeline
+from distgnn_workload.runtime.ddp import DDP_TIMEOUT_S
+from distgnn_workload.runtime.features.exchange import FeatureExchange, new_exchange_group
+from distgnn_workload.runtime.features.remote import TypedFeatureSource, rpc_typed_fetch
+from distgnn_workload.runtime.features.table import FeatureTable
+from distgnn_workload.runtime.remote_batches import RemotePipeline, RequestInto, TypedRemotePipeline
+from distgnn_workload.runtime.rendezvous import Group
+from distgnn_workload.runtime.rpc import RpcContext
+from distgnn_workload.runtime.shared_slots import SlotReader
+from distgnn_workload.runtime.wire import (
     TypedWireBatch,
     WireBatch,
     WireMeta,
     batch_slot_spec,
     feature_bytes,
-    remote_epoch,
-    unpack_typed,
 )
-from distgnn_workload.runtime.ddp import DDP_TIMEOUT_S
-from distgnn_workload.runtime.features.exchange import FeatureExchange, new_exchange_group
-from distgnn_workload.runtime.features.remote import TypedFeatureSource, rpc_typed_fetch
-from distgnn_workload.runtime.features.table import FeatureTable
-from distgnn_workload.runtime.rendezvous import Group
-from distgnn_workload.runtime.rpc import RpcContext, wait_remote
-from distgnn_workload.runtime.seeds import Batch
-from distgnn_workload.runtime.shared_slots import SlotReader
 from distgnn_workload.sampling import StaticLayout
-from distgnn_workload.trainer.hetero_pipeline import HeteroMiniBatch, epoch_stream, stream_seed
 from distgnn_workload.trainer.trainer_metrics import TrainerMetrics
 
 log = logging.getLogger(__name__)
@@ -253,85 +247,9 @@ def typed_server_pipeline(
     )
 
 
-TypedRequest = Callable[[int, Tensor, int], Future[TypedWireBatch]]
-"""Ask sampler ``h`` for the typed batch of ``seeds`` on the random stream ``stream``."""
-
-
-def batch_stream(seed: int, epoch: int | None, evaluation: int, rank: int, index: int) -> int:
-    """The random stream of batch ``index`` of a rank's epoch (None: of an evaluation)."""
-    return stream_seed(epoch_stream(seed, epoch, evaluation, rank), index, 0)
-
-
 def typed_request(holder: int, seeds: Tensor, stream: int) -> Future[TypedWireBatch]:
+    """Ask sampler ``holder`` for the typed batch of ``seeds`` on the random stream ``stream``."""
     fut: Future[TypedWireBatch] = rpc.rpc_async(
         f"sampler-{holder}", serve_typed_batch, args=(seeds, stream)
     )
     return fut
-
-
-class TypedRemotePipeline:
-    """Typed batches from the sampler servers (see the module docstring); a sampler's
-    failure is raised with its name and traceback."""
-
-    def __init__(
-        self,
-        request: TypedRequest,
-        *,
-        rank: int,
-        seed: int,
-        device: torch.device,
-        prefetch: int,
-        concurrency: int,
-        on_batch: Callable[[TypedWireBatch], None] | None = None,
-    ) -> None:
-        self.request = request
-        self.rank = rank
-        self.seed = seed
-        self.device = device
-        self.prefetch = prefetch
-        self.concurrency = max(1, concurrency)
-        self.on_batch = on_batch
-        self._lock = threading.Lock()
-        self.received = 0
-        """Batches received from the sampler servers so far."""
-        self.bytes_received = 0
-        """Bytes of featured rows received so far."""
-
-    def prepare(self, batch_size: int) -> None:
-        """Nothing to capture here: the samplers sample."""
-
-    def epoch(
-        self,
-        batches: Sequence[Batch],
-        static: StaticLayout | None = None,
-        *,
-        epoch: int | None = None,
-        evaluation: int = 0,
-    ) -> Prefetcher[HeteroMiniBatch]:
-        """The batches of training epoch ``epoch``, or (None) of evaluation ``evaluation``."""
-        if static is not None:
-            raise ValueError("typed batches have no fixed-shape layout")
-
-        def submit(index: int, holder: int, seeds: Tensor) -> Future[TypedWireBatch]:
-            stream = batch_stream(self.seed, epoch, evaluation, self.rank, index)
-            return self.request(holder, seeds.cpu(), stream)
-
-        def receive(i: int, fut: Future[TypedWireBatch]) -> HeteroMiniBatch:
-            value = wait_remote(fut, f"sampler-{batches[i][0]}")
-            with self._lock:
-                self.received += 1
-                self.bytes_received += feature_bytes(value)
-            if self.on_batch is not None:
-                self.on_batch(value)
-            hop, x, y = unpack_typed(value, self.device)
-            return HeteroMiniBatch(hop=hop, x=x, y=y)
-
-        return remote_epoch(
-            batches,
-            submit,
-            receive,
-            concurrency=self.concurrency,
-            prefetch=self.prefetch,
-            device=self.device,
-            record=HeteroMiniBatch.record_stream,
-        )

@@ -19,9 +19,9 @@ trainer reads the store's whole typed topology, so sampling is local; per featur
 type it holds its partition's rows plus a hot cache of ``samplers.cacheRatio`` of the
 others' rows, and fetches the rest of a batch's rows from their owners over RPC (none with
 a ratio of 1). In server-client mode sampler ``h`` serves partition ``h``
-(:mod:`distgnn_workload.sampler.hetero_server`); a trainer reads only the store's splits,
+(:mod:`distgnn_workload.sampler.serving`); a trainer reads only the store's splits,
 labels and partition book and draws typed batches from the samplers of its GPU, else of its
-node (:class:`~distgnn_workload.trainer.pipelines.TypedRemotePipeline`). The learnt
+node (:class:`~distgnn_workload.runtime.remote_batches.TypedRemotePipeline`). The learnt
 embeddings stay with the trainers: the rows of partition ``h`` belong to the trainers that
 draw from sampler ``h``.
 """
@@ -47,17 +47,21 @@ from distgnn_workload.runtime.features.cache_policy import load_typed_tables
 from distgnn_workload.runtime.features.remote import TypedFeatureSource
 from distgnn_workload.runtime.features.serving import serve_tables
 from distgnn_workload.runtime.features.table import FeatureTable
-from distgnn_workload.runtime.hetero_data import HeteroTrainingData, from_store, open_typed_store
 from distgnn_workload.runtime.lifecycle import write_result
+from distgnn_workload.runtime.remote_batches import TypedRemotePipeline
 from distgnn_workload.runtime.rendezvous import Group
 from distgnn_workload.runtime.seeds import holder_ranks
 from distgnn_workload.runtime.status_server import ProgressTracker
-from distgnn_workload.trainer.hetero_loop import HeteroTrainer
+from distgnn_workload.runtime.training_data import (
+    HeteroTrainingData,
+    check_store,
+    from_store,
+    open_typed_store,
+)
 from distgnn_workload.trainer.link_loop import HeteroLinkTrainer, LinkTrainer, read_eval_splits
-from distgnn_workload.trainer.loop import Pipeline, Trainer
+from distgnn_workload.trainer.loop import HeteroTrainer, Trainer
 from distgnn_workload.trainer.pipelines import (
     TrainerPipeline,
-    TypedRemotePipeline,
     place,
     server_pipeline,
     typed_server_pipeline,
@@ -65,6 +69,7 @@ from distgnn_workload.trainer.pipelines import (
     worker_pipeline,
 )
 from distgnn_workload.trainer.rank import TrainerRank, TypedRank, input_dtype
+from distgnn_workload.trainer.rank_loop import Pipeline
 from distgnn_workload.trainer.trainer_metrics import TrainerMetrics
 
 log = logging.getLogger(__name__)
@@ -182,7 +187,7 @@ class NodeStart:
     def load(self) -> None:
         proc, env = self.proc, self.proc.env
         store = proc.open_store()
-        holders.check_store(store, proc.spec, self.num_holders)
+        check_store(store, proc.spec, self.num_holders)
         self.store = store
         if env.worker_mode:
             # loaded before the rendezvous: a peer's first request finds its data

@@ -13,11 +13,11 @@ import torch
 
 from distgnn_api.edge_types import EdgeType
 from distgnn_api.spec import DistGNNJobSpec
+from distgnn_workload.runtime.batches import HeteroBatches, HeteroPipeline, TypedFeatures
 from distgnn_workload.runtime.ddp import Collectives
-from distgnn_workload.runtime.hetero_data import HeteroTrainingData
 from distgnn_workload.runtime.status_server import ProgressTracker
-from distgnn_workload.sampling.hetero_sampler import HeteroNeighborSampler
-from distgnn_workload.trainer.hetero_pipeline import HeteroBatches, HeteroPipeline, TypedFeatures
+from distgnn_workload.runtime.training_data import HeteroTrainingData
+from distgnn_workload.sampling.neighbor_sampler import HeteroNeighborSampler
 
 B = TypeVar("B")
 

@@ -13,12 +13,12 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
+from distgnn_workload.pinned_copies import to_device, to_host
 from distgnn_workload.runtime import rpc_targets, shared_slots
 from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.rpc import RpcContext
 from distgnn_workload.runtime.rpc_targets import Target
 from distgnn_workload.runtime.shared_slots import SlotSpec
-from distgnn_workload.runtime.transfers import to_device, to_host
 
 # --------------------------------------------------------------------------- serving
 

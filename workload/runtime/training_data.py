@@ -1,6 +1,11 @@
-"""What a trainer of a heterogeneous job trains on: typed topology, inputs, labels, seeds.
+"""What a trainer trains on, from the partition store of either graph kind, and the checks of
+that store against the job (:func:`check_store` for a one-type graph's store,
+:func:`open_typed_store` for a typed one's: a clear error naming the fields to fix).
 
-:class:`HeteroTrainingData` is the trainer's view of a typed graph, whatever wrote it:
+A one-type graph's holders read their partitions' topology, rows and labels themselves
+(:mod:`~distgnn_workload.runtime.holder`), and a trainer's seeds of each split are
+:func:`~distgnn_workload.runtime.features.split_ids`. :class:`HeteroTrainingData` is the
+trainer's view of a typed graph, whatever wrote it:
 
 - the typed in-CSR the sampler draws from (``in_csr``, global typed ids);
 - the features of the node types that have them (``x``, rows by global typed id);
@@ -33,9 +38,10 @@ import torch
 from torch import Tensor
 
 from distgnn_api.edge_types import EdgeType
-from distgnn_workload.data.graph import HeteroGraphData
+from distgnn_api.spec import DistGNNJobSpec
+from distgnn_workload.data.graph import GraphTypes, HeteroGraphData
 from distgnn_workload.partition.meta import StoreError
-from distgnn_workload.partition.store import HeteroPartitionStore
+from distgnn_workload.partition.store import HeteroPartitionStore, PartitionStore
 from distgnn_workload.runtime.lifecycle import BadInputError
 
 Book = Mapping[str, npt.ArrayLike | Tensor]
@@ -43,7 +49,7 @@ Book = Mapping[str, npt.ArrayLike | Tensor]
 
 
 @dataclass
-class HeteroTrainingData:
+class HeteroTrainingData(GraphTypes):
     """A typed graph as the training loop uses it (see the module docstring)."""
 
     node_counts: dict[str, int]
@@ -56,18 +62,6 @@ class HeteroTrainingData:
     val_ids: list[Tensor]
     test_ids: list[Tensor]
     book: dict[str, Tensor]
-
-    @property
-    def node_types(self) -> list[str]:
-        return list(self.node_counts)
-
-    @property
-    def edge_types(self) -> list[EdgeType]:
-        return list(self.in_csr)
-
-    @property
-    def featureless_types(self) -> list[str]:
-        return [t for t in self.node_counts if t not in self.x]
 
     @property
     def num_partitions(self) -> int:
@@ -193,6 +187,19 @@ def from_store(
         test_ids=[_ids(p.split_ids("test")) for p in parts],
         book={t: _ids(store.owner(t)) for t in m.node_types},
     )
+
+
+def check_store(store: PartitionStore, spec: DistGNNJobSpec, num_holders: int) -> None:
+    """The partition store must match the job: a clear error otherwise."""
+    parts = store.meta.num_partitions
+    if parts % num_holders:
+        raise BadInputError(
+            f"partition store {store.path} has {parts} partitions, not a multiple of the "
+            f"{num_holders} holders; set partition.numPartitions to a multiple of "
+            "samplers.replicas (trainers.replicas in worker mode)"
+        )
+    if store.meta.num_nodes < 1 or (store.meta.num_classes < 2 and not spec.is_link_prediction):
+        raise BadInputError(f"partition store {store.path} holds no usable graph")
 
 
 def open_typed_store(path: Path, num_holders: int, *, worker_mode: bool) -> HeteroPartitionStore:

@@ -1,0 +1,37 @@
+"""Host-device copies through pinned memory: a leaf of the workload (torch only), shared by
+the samplers and the runtime.
+
+A pageable copy blocks inside the CUDA driver, behind every other pageable copy of the
+process (see :mod:`distgnn_workload.runtime.transfers` for the hang that causes); these two
+never make one.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+def to_device(tensor: Tensor, device: torch.device) -> Tensor:
+    """``tensor`` on ``device``; a host tensor goes through pinned memory, asynchronously.
+
+    The copy is ordered on the current stream of ``device``, as ``Tensor.to`` orders it.
+    """
+    if device.type != "cuda" or tensor.device.type == "cuda":
+        return tensor.to(device)
+    pinned = tensor if tensor.is_pinned() else tensor.pin_memory()
+    return pinned.to(device, non_blocking=True)
+
+
+def to_host(tensor: Tensor) -> Tensor:
+    """A host copy of ``tensor`` in pinned memory, complete when this returns.
+
+    The copy runs on the current stream of the tensor's device, and only that stream is
+    awaited (no pageable copy that could queue behind another thread's).
+    """
+    if tensor.device.type != "cuda":
+        return tensor
+    out = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True)
+    out.copy_(tensor, non_blocking=True)
+    torch.cuda.current_stream(tensor.device).synchronize()
+    return out
