@@ -35,7 +35,12 @@ from distgnn_api.edge_types import EdgeType, is_type_name
 from distgnn_workload.data.csr import typed_csr_from_edges
 from distgnn_workload.data.csv_files import find_csv, read_csv
 from distgnn_workload.data.errors import DatasetError
-from distgnn_workload.data.graph import HeteroGraphData, choose_target_type
+from distgnn_workload.data.graph import (
+    HeteroGraphData,
+    choose_target_type,
+    class_count,
+    mask_fields,
+)
 from distgnn_workload.data.ogb import MAX_CLASSES, SPLIT_FILES, _split_masks
 from distgnn_workload.data.ogb_files import RAW_DIR, first_bad_row, required, split_scheme_dir
 
@@ -303,10 +308,8 @@ def load_ogb_hetero(
         x=x,
         target_node_type=target,
         y=y,
-        train_mask=masks["train"],
-        val_mask=masks["val"],
-        test_mask=masks["test"],
-        num_classes=num_classes if num_classes is not None else int(y.max(initial=-1)) + 1,
+        **mask_fields(masks),
+        num_classes=class_count(y, num_classes),
         name=root.name,
         info={**info, "split_scheme": split_dir.name},
     )

@@ -37,13 +37,14 @@ def stream_synthetic(spec: SyntheticDataset, *, chunk: int = EDGE_CHUNK) -> Stre
     n, m, f, c = spec.num_nodes, spec.num_edges, spec.num_features, spec.num_classes
     check_edge_count(n, m)
     r_label, r_degree, _, _, r_split = _streams(spec.seed)
-    y, stubs, comm_start, comm_stubs = communities(n, c, r_label, r_degree)
+    table = communities(n, c, r_label, r_degree)
+    y = table.y
     train_mask, val_mask, test_mask = _splits(n, spec.train_fraction, spec.val_fraction, r_split)
 
     def edges() -> EdgeChunks:
         rng = _streams(spec.seed)[2]
         for a, b in chunks(m, chunk):
-            u, v = _endpoints(b - a, spec.homophily, y, stubs, comm_start, comm_stubs, rng)
+            u, v = _endpoints(b - a, spec.homophily, table, rng)
             yield u.astype(np.int64), v.astype(np.int64)
 
     def features() -> FeatureChunks:
