@@ -18,7 +18,6 @@ import numpy as np
 import numpy.typing as npt
 
 from distgnn_api.edge_types import EdgeType, edge_type_key
-from distgnn_workload.data.csr import typed_csr_from_edges
 from distgnn_workload.data.errors import DatasetError
 from distgnn_workload.data.graph import (
     HeteroGraphData,
@@ -134,20 +133,17 @@ def load_pyg_hetero(
                 f"data[{target!r}].{name} selects node {node}, whose label is negative (none)",
                 source=path,
             )
-    in_csr, info = typed_csr_from_edges(edges, counts, add_reverse=add_reverse)
-    graph = HeteroGraphData(
-        node_counts=counts,
-        in_csr=in_csr,
-        x=x,
-        target_node_type=target,
-        y=y,
+    return HeteroGraphData.from_edges(
+        counts,
+        edges,
+        x,
+        target,
+        y,
         **mask_fields(masks),
         num_classes=num_classes,
+        add_reverse=add_reverse,
         name=path.stem,
-        info=info,
     )
-    graph.validate()
-    return graph
 
 
 def _features(value: Any, node_type: str, path: Path) -> npt.NDArray[np.float32]:

@@ -36,7 +36,7 @@ import numpy.typing as npt
 from distgnn_api.spec import SyntheticDataset
 from distgnn_workload.data.csr import EDGE_CHUNK, chunks, csr_from_edge_keys, sort_unique_keys
 from distgnn_workload.data.errors import DatasetError
-from distgnn_workload.data.graph import GraphData
+from distgnn_workload.data.graph import GraphData, mask_fields
 
 log = logging.getLogger(__name__)
 
@@ -58,12 +58,9 @@ ProgressFn = Callable[[float], None]
 def generate(spec: SyntheticDataset, *, progress: ProgressFn | None = None) -> GraphData:
     """Generate the graph of ``spec``; deterministic by ``spec.seed``."""
     n, m, f, c = spec.num_nodes, spec.num_edges, spec.num_features, spec.num_classes
-    check_edge_count(n, m)
     report = progress or (lambda _: None)
-    streams = [np.random.default_rng(s) for s in np.random.SeedSequence(spec.seed).spawn(5)]
-    r_label, r_degree, r_edge, r_feature, r_split = streams
-
-    table = communities(n, c, r_label, r_degree)
+    _, _, r_edge, r_feature, _ = streams(spec.seed)
+    table, masks = nodes(spec)
     y = table.y
     report(0.05)
 
@@ -74,21 +71,33 @@ def generate(spec: SyntheticDataset, *, progress: ProgressFn | None = None) -> G
     report(0.8)
 
     x = _features(y, f, c, spec.feature_noise, r_feature)
-    report(0.95)
-    train_mask, val_mask, test_mask = _splits(n, spec.train_fraction, spec.val_fraction, r_split)
     report(1.0)
     return GraphData(
         indptr=indptr,
         indices=indices,
         x=x,
         y=y,
-        train_mask=train_mask,
-        val_mask=val_mask,
-        test_mask=test_mask,
+        **mask_fields(masks),
         num_classes=c,
         name="synthetic",
         info={"generator": "degree-corrected SBM", "homophily": spec.homophily},
     )
+
+
+def streams(seed: int) -> list[np.random.Generator]:
+    """The generator's five independent streams: label, degree, edge, feature, split."""
+    return [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(5)]
+
+
+def nodes(spec: SyntheticDataset) -> tuple[StubTable, dict[str, npt.NDArray[np.bool_]]]:
+    """The graph's classes and stub table, and its train/val/test masks (from the label,
+    degree and split streams: the same whether the edges are drawn at once or streamed)."""
+    n, c = spec.num_nodes, spec.num_classes
+    check_edge_count(n, spec.num_edges)
+    r_label, r_degree, _, _, r_split = streams(spec.seed)
+    table = communities(n, c, r_label, r_degree)
+    masks = _splits(n, spec.train_fraction, spec.val_fraction, r_split)
+    return table, dict(zip(("train", "val", "test"), masks, strict=True))
 
 
 def check_edge_count(n: int, m: int) -> None:
