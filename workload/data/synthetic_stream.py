@@ -24,9 +24,8 @@ from distgnn_workload.data.synthetic import _endpoints, feature_blocks, nodes, s
 
 def stream_synthetic(spec: SyntheticDataset, *, chunk: int = EDGE_CHUNK) -> StreamedGraph:
     """The graph of ``spec``, with edges and features generated on each pass."""
-    m, f, c = spec.num_edges, spec.num_features, spec.num_classes
+    m = spec.num_edges
     table, masks = nodes(spec)
-    y = table.y
 
     def edges() -> EdgeChunks:
         rng = streams(spec.seed)[2]
@@ -35,13 +34,15 @@ def stream_synthetic(spec: SyntheticDataset, *, chunk: int = EDGE_CHUNK) -> Stre
             yield u.astype(np.int64), v.astype(np.int64)
 
     def features() -> FeatureChunks:
-        yield from feature_blocks(y, f, c, spec.feature_noise, streams(spec.seed)[3])
+        yield from feature_blocks(
+            table.y, spec.num_features, spec.num_classes, spec.feature_noise, streams(spec.seed)[3]
+        )
 
     return StreamedGraph(
         name="synthetic",
-        num_features=f,
-        num_classes=c,
-        y=y,
+        num_features=spec.num_features,
+        num_classes=spec.num_classes,
+        y=table.y,
         **mask_fields(masks),
         edges=edges,
         features=features,
