@@ -3,6 +3,7 @@ homogeneous (:class:`GraphData`) or heterogeneous (:class:`HeteroGraphData`)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -153,40 +154,26 @@ def load_hetero_spec(
             "the dataset is homogeneous: set syntheticMag, or hetero beside ogb or pyg",
             source="spec.dataset",
         )
+    load = functools.partial(
+        load_hetero_dataset,
+        data_dir=data_dir,
+        target_node_type=hetero.target_node_type,
+        add_reverse=hetero.add_reverse_edges,
+        progress=progress,
+    )
     if spec.synthetic_mag is not None:
         mag = spec.synthetic_mag
-        graph = load_hetero_dataset(
-            "synthetic_mag",
-            data_dir,
-            target_node_type=hetero.target_node_type,
-            add_reverse=hetero.add_reverse_edges,
-            synthetic=SyntheticHeteroConfig(
-                scale=mag.scale,
-                seed=mag.seed,
-                num_classes=mag.num_classes,
-                num_features=mag.num_features,
-            ),
-            progress=progress,
+        synthetic = SyntheticHeteroConfig(
+            scale=mag.scale,
+            seed=mag.seed,
+            num_classes=mag.num_classes,
+            num_features=mag.num_features,
         )
+        graph = load("synthetic_mag", synthetic=synthetic)
     elif spec.ogb is not None:
-        graph = load_hetero_dataset(
-            "ogb",
-            data_dir,
-            path=spec.ogb.path,
-            split_scheme=spec.ogb.split_scheme,
-            target_node_type=hetero.target_node_type,
-            add_reverse=hetero.add_reverse_edges,
-            progress=progress,
-        )
+        graph = load("ogb", path=spec.ogb.path, split_scheme=spec.ogb.split_scheme)
     elif spec.pyg is not None:
-        graph = load_hetero_dataset(
-            "pyg",
-            data_dir,
-            path=spec.pyg.path,
-            target_node_type=hetero.target_node_type,
-            add_reverse=hetero.add_reverse_edges,
-            progress=progress,
-        )
+        graph = load("pyg", path=spec.pyg.path)
     else:
         raise DatasetError(
             "hetero needs its files: set ogb or pyg beside it, or use syntheticMag",

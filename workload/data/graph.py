@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, NoReturn
+from typing import Any, Final, NoReturn, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -42,6 +42,24 @@ NODE_TYPE: Final = "node"
 """The node type of a homogeneous graph seen as a typed one."""
 EDGE_TYPE: Final[EdgeType] = (NODE_TYPE, "to", NODE_TYPE)
 """Its one edge type: within one type, so it is its own reverse (undirected)."""
+
+
+class MaskFields(TypedDict):
+    """The three split masks, as a graph's keyword arguments."""
+
+    train_mask: npt.NDArray[np.bool_]
+    val_mask: npt.NDArray[np.bool_]
+    test_mask: npt.NDArray[np.bool_]
+
+
+def mask_fields(masks: Mapping[str, npt.NDArray[np.bool_]]) -> MaskFields:
+    """``{"train": .., "val": .., "test": ..}`` as ``train_mask``, ``val_mask``, ``test_mask``."""
+    return MaskFields(train_mask=masks["train"], val_mask=masks["val"], test_mask=masks["test"])
+
+
+def class_count(y: npt.NDArray[np.int64], declared: int | None) -> int:
+    """``declared`` where given, else one more than the largest label (0 with none)."""
+    return int(declared) if declared is not None else int(y.max(initial=-1)) + 1
 
 
 @dataclass

@@ -29,7 +29,7 @@ import numpy.typing as npt
 from distgnn_workload.data.csr import csr_from_edges
 from distgnn_workload.data.csv_files import read_csv
 from distgnn_workload.data.errors import DatasetError
-from distgnn_workload.data.graph import GraphData
+from distgnn_workload.data.graph import GraphData, class_count, mask_fields
 from distgnn_workload.data.ogb_files import (
     DOWNLOAD_HINT,
     first_bad_row,
@@ -39,6 +39,7 @@ from distgnn_workload.data.ogb_files import (
     required,
     single_count,
     write_csv_gz,
+    write_raw_graph,
 )
 from distgnn_workload.data.ogb_files import RAW_DIR as RAW_DIR
 from distgnn_workload.data.ogb_files import SPLIT_DIR as SPLIT_DIR
@@ -86,10 +87,8 @@ def load_ogb(
         indices=indices,
         x=x,
         y=y,
-        train_mask=masks["train"],
-        val_mask=masks["val"],
-        test_mask=masks["test"],
-        num_classes=num_classes if num_classes is not None else int(y.max(initial=-1)) + 1,
+        **mask_fields(masks),
+        num_classes=class_count(y, num_classes),
         name=root.name,
         info={**info, "split_scheme": split_dir.name},
     )
@@ -175,16 +174,8 @@ def write_ogb(
 ) -> Path:
     """Write a dataset in OGB's raw format (for tests and examples); returns ``root``."""
     root = Path(root)
-    raw = root / RAW_DIR
-    split_dir = root / SPLIT_DIR / scheme
-    raw.mkdir(parents=True, exist_ok=True)
-    split_dir.mkdir(parents=True, exist_ok=True)
-
-    write_csv_gz(raw / "edge.csv.gz", np.asarray(edges).reshape(-1, 2), "%d")
-    write_csv_gz(raw / "node-feat.csv.gz", np.asarray(x).reshape(len(x), -1), "%.9g")
+    raw, split_dir = write_raw_graph(root, edges, x, scheme)
     write_csv_gz(raw / "node-label.csv.gz", np.asarray(y).reshape(-1, 1), "%d")
-    write_csv_gz(raw / "num-node-list.csv.gz", np.array([[len(x)]]), "%d")
-    write_csv_gz(raw / "num-edge-list.csv.gz", np.array([[len(edges)]]), "%d")
     for name, stem in SPLIT_FILES.items():
         write_csv_gz(split_dir / f"{stem}.csv.gz", np.asarray(splits[name]).reshape(-1, 1), "%d")
     return root

@@ -157,3 +157,19 @@ def write_csv_gz(path: Path, rows: npt.NDArray[Any], fmt: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with gzip.open(path, "wt") as f:
         np.savetxt(f, rows, fmt=fmt, delimiter=",")
+
+
+def write_raw_graph(
+    root: Path, edges: npt.NDArray[Any], x: npt.NDArray[Any], scheme: str
+) -> tuple[Path, Path]:
+    """Write the edge, feature and count tables of a homogeneous OGB dataset under ``root``
+    (for the writers of tests and examples); returns its raw and split-scheme folders."""
+    raw = root / RAW_DIR
+    split_dir = root / SPLIT_DIR / scheme
+    raw.mkdir(parents=True, exist_ok=True)
+    split_dir.mkdir(parents=True, exist_ok=True)
+    write_csv_gz(raw / "edge.csv.gz", np.asarray(edges).reshape(-1, 2), "%d")
+    write_csv_gz(raw / "node-feat.csv.gz", np.asarray(x).reshape(len(x), -1), "%.9g")
+    write_csv_gz(raw / "num-node-list.csv.gz", np.array([[len(x)]]), "%d")
+    write_csv_gz(raw / "num-edge-list.csv.gz", np.array([[len(edges)]]), "%d")
+    return raw, split_dir

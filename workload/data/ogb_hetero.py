@@ -32,10 +32,13 @@ import numpy as np
 import numpy.typing as npt
 
 from distgnn_api.edge_types import EdgeType, is_type_name
-from distgnn_workload.data.csr import typed_csr_from_edges
 from distgnn_workload.data.csv_files import find_csv, read_csv
 from distgnn_workload.data.errors import DatasetError
-from distgnn_workload.data.graph import HeteroGraphData, choose_target_type
+from distgnn_workload.data.graph import (
+    HeteroGraphData,
+    choose_target_type,
+    mask_fields,
+)
 from distgnn_workload.data.ogb import MAX_CLASSES, SPLIT_FILES, _split_masks
 from distgnn_workload.data.ogb_files import RAW_DIR, first_bad_row, required, split_scheme_dir
 
@@ -295,22 +298,19 @@ def load_ogb_hetero(
     for i, et in enumerate(edge_types):
         edges[et] = _relation_edges(raw, et, counts)
         report(0.4 + 0.4 * (i + 1) / len(edge_types))
-    in_csr, info = typed_csr_from_edges(edges, counts, add_reverse=add_reverse)
-    del edges
-    graph = HeteroGraphData(
-        node_counts=counts,
-        in_csr=in_csr,
-        x=x,
-        target_node_type=target,
-        y=y,
-        train_mask=masks["train"],
-        val_mask=masks["val"],
-        test_mask=masks["test"],
-        num_classes=num_classes if num_classes is not None else int(y.max(initial=-1)) + 1,
+    graph = HeteroGraphData.from_edges(
+        counts,
+        edges,
+        x,
+        target,
+        y,
+        **mask_fields(masks),
+        num_classes=num_classes,
+        add_reverse=add_reverse,
         name=root.name,
-        info={**info, "split_scheme": split_dir.name},
     )
-    graph.validate()
+    del edges
+    graph.info["split_scheme"] = split_dir.name
     report(1.0)
     return graph
 

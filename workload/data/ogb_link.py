@@ -39,13 +39,11 @@ from distgnn_workload.data.errors import DatasetError
 from distgnn_workload.data.link_data import GivenEdges, LinkData
 from distgnn_workload.data.ogb import ProgressFn
 from distgnn_workload.data.ogb_files import (
-    RAW_DIR,
-    SPLIT_DIR,
     raw_tables,
     read_edges,
     read_features,
     split_scheme_dir,
-    write_csv_gz,
+    write_raw_graph,
 )
 
 log = logging.getLogger(__name__)
@@ -231,15 +229,7 @@ def write_ogb_link(
     import torch
 
     root = Path(root)
-    raw = root / RAW_DIR
-    split_dir = root / SPLIT_DIR / scheme
-    raw.mkdir(parents=True, exist_ok=True)
-    split_dir.mkdir(parents=True, exist_ok=True)
-
-    write_csv_gz(raw / "edge.csv.gz", np.asarray(edges).reshape(-1, 2), "%d")
-    write_csv_gz(raw / "node-feat.csv.gz", np.asarray(x).reshape(len(x), -1), "%.9g")
-    write_csv_gz(raw / "num-node-list.csv.gz", np.array([[len(x)]]), "%d")
-    write_csv_gz(raw / "num-edge-list.csv.gz", np.array([[len(edges)]]), "%d")
+    _, split_dir = write_raw_graph(root, edges, x, scheme)
     for name, d in splits.items():
         torch.save(d, split_dir / f"{name}.pt")
     return root

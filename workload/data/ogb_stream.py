@@ -12,6 +12,7 @@ import numpy as np
 
 from distgnn_workload.data.csv_files import _open, iter_csv
 from distgnn_workload.data.errors import DatasetError
+from distgnn_workload.data.graph import class_count, mask_fields
 from distgnn_workload.data.ogb import _labels, _split_masks, node_property_files
 from distgnn_workload.data.ogb_files import raw_tables
 from distgnn_workload.data.stream import EdgeChunks, FeatureChunks, StreamedGraph
@@ -95,11 +96,9 @@ def stream_ogb(
     graph = StreamedGraph(
         name=root.name,
         num_features=num_features,
-        num_classes=num_classes if num_classes is not None else int(y.max(initial=-1)) + 1,
+        num_classes=class_count(y, num_classes),
         y=y,
-        train_mask=masks["train"],
-        val_mask=masks["val"],
-        test_mask=masks["test"],
+        **mask_fields(masks),
         edges=edges,
         features=features,
         edge_pairs_hint=declared_edges if declared_edges is not None else count_lines(edge_file),

@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from distgnn_workload.data.csr import csr_from_edges
 from distgnn_workload.data.errors import DatasetError
-from distgnn_workload.data.graph import GraphData
+from distgnn_workload.data.graph import GraphData, class_count
 
 REQUIRED = ("x", "y", "edge_index", "train_mask", "val_mask", "test_mask")
 ALIASES = {"val_mask": ("val_mask", "valid_mask")}
@@ -33,14 +33,21 @@ def _load(path: Path) -> Any:
         safe = [Data, DataEdgeAttr, DataTensorAttr, GlobalStorage]
     except ImportError:
         pass
-    return load_safely(path, safe, "a torch_geometric.data.Data (or a dict of tensors)")
+    what = "a torch_geometric.data.Data (or a dict of tensors)"
+    return load_safely(path, safe, what, "dataset.pyg.path")
 
 
-def load_safely(path: Path, safe: list[Any], what: str) -> Any:
-    """``torch.load(weights_only=True)`` allowing the ``safe`` classes; a file it cannot load
-    is a DatasetError that says to save ``what`` with torch.save."""
+def load_safely(path: Path, safe: list[Any], what: str, setting: str) -> Any:
+    """``torch.load(weights_only=True)`` allowing the ``safe`` classes; a missing file, or one
+    it cannot load, is a DatasetError that says to point ``setting`` at ``what`` saved with
+    torch.save."""
     import torch
 
+    if not path.is_file():
+        raise DatasetError(
+            f"not found; {setting} must name a file saved with torch.save(data, path)",
+            source=path,
+        )
     try:
         with torch.serialization.safe_globals(safe):
             return torch.load(path, map_location="cpu", weights_only=True)
@@ -73,11 +80,6 @@ def _numpy(value: Any, name: str, path: Path) -> npt.NDArray[Any]:
 def load_pyg(path: str | Path) -> GraphData:
     """Load and validate a saved PyG graph."""
     path = Path(path)
-    if not path.is_file():
-        raise DatasetError(
-            "not found; dataset.pyg.path must name a file saved with torch.save(data, path)",
-            source=path,
-        )
     obj = _load(path)
     missing = [name for name in REQUIRED if _field(obj, name) is None]
     if missing:
@@ -108,7 +110,7 @@ def load_pyg(path: str | Path) -> GraphData:
             f"y[{row}] = {y[row]} is negative; classes are numbered from 0", source=path
         )
     declared = _field(obj, "num_classes")
-    num_classes = int(declared) if declared is not None else int(y.max(initial=-1)) + 1
+    num_classes = class_count(y, declared)
     if n and y.max() >= num_classes:
         row = int(np.flatnonzero(y >= num_classes)[0])
         raise DatasetError(

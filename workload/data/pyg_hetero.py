@@ -18,9 +18,13 @@ import numpy as np
 import numpy.typing as npt
 
 from distgnn_api.edge_types import EdgeType, edge_type_key
-from distgnn_workload.data.csr import typed_csr_from_edges
 from distgnn_workload.data.errors import DatasetError
-from distgnn_workload.data.graph import HeteroGraphData, choose_target_type
+from distgnn_workload.data.graph import (
+    HeteroGraphData,
+    choose_target_type,
+    class_count,
+    mask_fields,
+)
 from distgnn_workload.data.pyg import ALIASES, _mask, _numpy, load_safely
 
 MASKS = {"train": "train_mask", "val": "val_mask", "test": "test_mask"}
@@ -42,7 +46,7 @@ def _load(path: Path) -> Any:
         safe += [Data, DataEdgeAttr, DataTensorAttr]  # to say that a Data is not hetero
     except ImportError:
         pass
-    return load_safely(path, safe, "a torch_geometric.data.HeteroData")
+    return load_safely(path, safe, "a torch_geometric.data.HeteroData", "the dataset path")
 
 
 def _get(store: Any, name: str) -> Any:
@@ -58,11 +62,6 @@ def load_pyg_hetero(
     """Load and validate a saved PyG ``HeteroData``; ``target_node_type`` None takes the only
     node type with labels ``y``."""
     path = Path(path)
-    if not path.is_file():
-        raise DatasetError(
-            "not found; the dataset path must name a file saved with torch.save(data, path)",
-            source=path,
-        )
     obj = _load(path)
     if not (hasattr(obj, "node_types") and hasattr(obj, "edge_types")):
         raise DatasetError(
@@ -111,7 +110,7 @@ def load_pyg_hetero(
         )
     y = np.where(y < 0, -1, y).astype(np.int64)
     declared = getattr(obj, "num_classes", None)
-    num_classes = int(declared) if declared is not None else int(y.max(initial=-1)) + 1
+    num_classes = class_count(y, declared)
     if n and y.max() >= num_classes:
         row = int(np.flatnonzero(y >= num_classes)[0])
         raise DatasetError(
@@ -134,22 +133,17 @@ def load_pyg_hetero(
                 f"data[{target!r}].{name} selects node {node}, whose label is negative (none)",
                 source=path,
             )
-    in_csr, info = typed_csr_from_edges(edges, counts, add_reverse=add_reverse)
-    graph = HeteroGraphData(
-        node_counts=counts,
-        in_csr=in_csr,
-        x=x,
-        target_node_type=target,
-        y=y,
-        train_mask=masks["train"],
-        val_mask=masks["val"],
-        test_mask=masks["test"],
+    return HeteroGraphData.from_edges(
+        counts,
+        edges,
+        x,
+        target,
+        y,
+        **mask_fields(masks),
         num_classes=num_classes,
+        add_reverse=add_reverse,
         name=path.stem,
-        info=info,
     )
-    graph.validate()
-    return graph
 
 
 def _features(value: Any, node_type: str, path: Path) -> npt.NDArray[np.float32]:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -36,7 +36,7 @@ import numpy.typing as npt
 from distgnn_api.spec import SyntheticDataset
 from distgnn_workload.data.csr import EDGE_CHUNK, chunks, csr_from_edge_keys, sort_unique_keys
 from distgnn_workload.data.errors import DatasetError
-from distgnn_workload.data.graph import GraphData
+from distgnn_workload.data.graph import GraphData, mask_fields
 
 log = logging.getLogger(__name__)
 
@@ -58,38 +58,46 @@ ProgressFn = Callable[[float], None]
 def generate(spec: SyntheticDataset, *, progress: ProgressFn | None = None) -> GraphData:
     """Generate the graph of ``spec``; deterministic by ``spec.seed``."""
     n, m, f, c = spec.num_nodes, spec.num_edges, spec.num_features, spec.num_classes
-    check_edge_count(n, m)
     report = progress or (lambda _: None)
-    streams = [np.random.default_rng(s) for s in np.random.SeedSequence(spec.seed).spawn(5)]
-    r_label, r_degree, r_edge, r_feature, r_split = streams
-
-    y, stub_index, comm_start, comm_stubs = communities(n, c, r_label, r_degree)
+    _, _, r_edge, r_feature, _ = streams(spec.seed)
+    table, masks = nodes(spec)
+    y = table.y
     report(0.05)
 
-    keys = _sample_edges(
-        n, m, spec.homophily, y, stub_index, comm_start, comm_stubs, r_edge, report
-    )
-    del stub_index
+    keys = _sample_edges(n, m, spec.homophily, table, r_edge, report)
+    del table
     indptr, indices = csr_from_edge_keys(keys, n)
     del keys
     report(0.8)
 
     x = _features(y, f, c, spec.feature_noise, r_feature)
-    report(0.95)
-    train_mask, val_mask, test_mask = _splits(n, spec.train_fraction, spec.val_fraction, r_split)
     report(1.0)
     return GraphData(
         indptr=indptr,
         indices=indices,
         x=x,
         y=y,
-        train_mask=train_mask,
-        val_mask=val_mask,
-        test_mask=test_mask,
+        **mask_fields(masks),
         num_classes=c,
         name="synthetic",
         info={"generator": "degree-corrected SBM", "homophily": spec.homophily},
     )
+
+
+def streams(seed: int) -> list[np.random.Generator]:
+    """The generator's five independent streams: label, degree, edge, feature, split."""
+    return [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(5)]
+
+
+def nodes(spec: SyntheticDataset) -> tuple[StubTable, dict[str, npt.NDArray[np.bool_]]]:
+    """The graph's classes and stub table, and its train/val/test masks (from the label,
+    degree and split streams: the same whether the edges are drawn at once or streamed)."""
+    n, c = spec.num_nodes, spec.num_classes
+    check_edge_count(n, spec.num_edges)
+    r_label, r_degree, _, _, r_split = streams(spec.seed)
+    table = communities(n, c, r_label, r_degree)
+    masks = _splits(n, spec.train_fraction, spec.val_fraction, r_split)
+    return table, dict(zip(("train", "val", "test"), masks, strict=True))
 
 
 def check_edge_count(n: int, m: int) -> None:
@@ -103,9 +111,20 @@ def check_edge_count(n: int, m: int) -> None:
         )
 
 
+class StubTable(NamedTuple):
+    """Each node's class, and the degree-proportional stub table grouped by community."""
+
+    y: npt.NDArray[np.int64]
+    stubs: npt.NDArray[Any]
+    comm_start: npt.NDArray[np.int64]
+    """Each community's first stub."""
+    comm_stubs: npt.NDArray[np.int64]
+    """Each community's stub count."""
+
+
 def communities(
     n: int, c: int, r_label: np.random.Generator, r_degree: np.random.Generator
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[Any], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+) -> StubTable:
     """Each node's class, and the degree-proportional stub table grouped by community with
     each community's first stub and stub count."""
     class_p = 1.0 / np.arange(1, c + 1, dtype=np.float64) ** CLASS_SKEW
@@ -119,17 +138,14 @@ def communities(
     del copies, order
     comm_stubs = np.bincount(y[stub_index], minlength=c).astype(np.int64)
     comm_start = np.concatenate([[0], np.cumsum(comm_stubs)[:-1]])
-    return y, stub_index, comm_start, comm_stubs
+    return StubTable(y, stub_index, comm_start, comm_stubs)
 
 
 def _sample_edges(
     n: int,
     m: int,
     homophily: float,
-    y: npt.NDArray[np.int64],
-    stubs: npt.NDArray[Any],
-    comm_start: npt.NDArray[np.int64],
-    comm_stubs: npt.NDArray[np.int64],
+    table: StubTable,
     rng: np.random.Generator,
     report: ProgressFn,
 ) -> npt.NDArray[np.int64]:
@@ -154,10 +170,10 @@ def _sample_edges(
         for a, b in chunks(want, EDGE_CHUNK):
             size = b - a
             if uniform:
-                u = rng.integers(0, n, size).astype(stubs.dtype)
-                v = rng.integers(0, n, size).astype(stubs.dtype)
+                u = rng.integers(0, n, size).astype(table.stubs.dtype)
+                v = rng.integers(0, n, size).astype(table.stubs.dtype)
             else:
-                u, v = _endpoints(size, homophily, y, stubs, comm_start, comm_stubs, rng)
+                u, v = _endpoints(size, homophily, table, rng)
             lo = np.minimum(u, v).astype(np.int64)
             hi = np.maximum(u, v).astype(np.int64)
             keys[have + a : have + b] = lo * nn + hi
@@ -173,15 +189,10 @@ def _sample_edges(
 
 
 def _endpoints(
-    size: int,
-    homophily: float,
-    y: npt.NDArray[np.int64],
-    stubs: npt.NDArray[Any],
-    comm_start: npt.NDArray[np.int64],
-    comm_stubs: npt.NDArray[np.int64],
-    rng: np.random.Generator,
+    size: int, homophily: float, table: StubTable, rng: np.random.Generator
 ) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
     """Endpoints of ``size`` edges: degree-proportional, same community with ``homophily``."""
+    y, stubs, comm_start, comm_stubs = table
     u = stubs[rng.integers(0, len(stubs), size)]
     v = np.empty(size, dtype=stubs.dtype)
     intra = rng.random(size) < homophily

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -61,6 +61,16 @@ Communities = tuple[npt.NDArray[np.int32], npt.NDArray[np.int64], npt.NDArray[np
 """Nodes grouped by community, and each community's start and size in that order."""
 
 
+class _Latent(NamedTuple):
+    """What an edge draw reads: each node's community, unit latent direction and
+    popularity stubs, and the nodes grouped by community."""
+
+    comm: npt.NDArray[np.int32]
+    direction: npt.NDArray[np.float32]
+    stubs: npt.NDArray[np.int32]
+    communities: Communities
+
+
 def num_communities(num_nodes: int) -> int:
     return max(1, min(NUM_COMMUNITIES, num_nodes // NODES_PER_COMMUNITY))
 
@@ -95,9 +105,9 @@ def generate_link(spec: SyntheticLinkDataset, *, progress: ProgressFn | None = N
     comm_start = np.concatenate([[0], np.cumsum(comm_size)[:-1]]).astype(np.int64)
     report(0.05)
 
-    src, dst = _edges(
-        n, m, comm, direction, stubs, (members, comm_start, comm_size), s_edge, report, threads
-    )
+    latent = _Latent(comm, direction, stubs, (members, comm_start, comm_size))
+    src, dst = _edges(n, m, latent, s_edge, report, threads)
+    del latent
     del stubs, direction, members
     report(0.75)
     x = _features(z, f, s_feat, threads)
@@ -119,10 +129,7 @@ def generate_link(spec: SyntheticLinkDataset, *, progress: ProgressFn | None = N
 def _edges(
     n: int,
     m: int,
-    comm: npt.NDArray[np.int32],
-    direction: npt.NDArray[np.float32],
-    stubs: npt.NDArray[np.int32],
-    communities: Communities,
+    latent: _Latent,
     seq: np.random.SeedSequence,
     report: ProgressFn,
     threads: int,
@@ -146,7 +153,7 @@ def _edges(
             r: int = rounds,
             out: tuple[Any, Any] = (new_src, new_dst),
         ) -> None:
-            u, v = _draw(b - a, k, comm, direction, stubs, communities, _stream(seq, r, c))
+            u, v = _draw(b - a, k, latent, _stream(seq, r, c))
             out[0][a:b] = u
             out[1][a:b] = v
 
@@ -167,17 +174,11 @@ def _edges(
 
 
 def _draw(
-    size: int,
-    k: int,
-    comm: npt.NDArray[np.int32],
-    direction: npt.NDArray[np.float32],
-    stubs: npt.NDArray[np.int32],
-    communities: Communities,
-    rng: np.random.Generator,
+    size: int, k: int, latent: _Latent, rng: np.random.Generator
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """``size`` edges: popular sources; of ``k`` uniform destinations (of the source's
     community with probability HOMOPHILY) the one nearest in direction to the source."""
-    members, comm_start, comm_size = communities
+    comm, direction, stubs, (members, comm_start, comm_size) = latent
     n = len(comm)
     u = stubs[rng.integers(0, len(stubs), size)].astype(np.int64)
     cu = comm[u].astype(np.int64)

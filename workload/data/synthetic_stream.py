@@ -17,46 +17,33 @@ import numpy as np
 
 from distgnn_api.spec import SyntheticDataset
 from distgnn_workload.data.csr import EDGE_CHUNK, chunks
+from distgnn_workload.data.graph import mask_fields
 from distgnn_workload.data.stream import EdgeChunks, FeatureChunks, StreamedGraph
-from distgnn_workload.data.synthetic import (
-    _endpoints,
-    _splits,
-    check_edge_count,
-    communities,
-    feature_blocks,
-)
-
-
-def _streams(seed: int) -> list[np.random.Generator]:
-    """generate()'s five streams: label, degree, edge, feature, split."""
-    return [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(5)]
+from distgnn_workload.data.synthetic import _endpoints, feature_blocks, nodes, streams
 
 
 def stream_synthetic(spec: SyntheticDataset, *, chunk: int = EDGE_CHUNK) -> StreamedGraph:
     """The graph of ``spec``, with edges and features generated on each pass."""
-    n, m, f, c = spec.num_nodes, spec.num_edges, spec.num_features, spec.num_classes
-    check_edge_count(n, m)
-    r_label, r_degree, _, _, r_split = _streams(spec.seed)
-    y, stubs, comm_start, comm_stubs = communities(n, c, r_label, r_degree)
-    train_mask, val_mask, test_mask = _splits(n, spec.train_fraction, spec.val_fraction, r_split)
+    m = spec.num_edges
+    table, masks = nodes(spec)
 
     def edges() -> EdgeChunks:
-        rng = _streams(spec.seed)[2]
+        rng = streams(spec.seed)[2]
         for a, b in chunks(m, chunk):
-            u, v = _endpoints(b - a, spec.homophily, y, stubs, comm_start, comm_stubs, rng)
+            u, v = _endpoints(b - a, spec.homophily, table, rng)
             yield u.astype(np.int64), v.astype(np.int64)
 
     def features() -> FeatureChunks:
-        yield from feature_blocks(y, f, c, spec.feature_noise, _streams(spec.seed)[3])
+        yield from feature_blocks(
+            table.y, spec.num_features, spec.num_classes, spec.feature_noise, streams(spec.seed)[3]
+        )
 
     return StreamedGraph(
         name="synthetic",
-        num_features=f,
-        num_classes=c,
-        y=y,
-        train_mask=train_mask,
-        val_mask=val_mask,
-        test_mask=test_mask,
+        num_features=spec.num_features,
+        num_classes=spec.num_classes,
+        y=table.y,
+        **mask_fields(masks),
         edges=edges,
         features=features,
         edge_pairs_hint=m,

@@ -9,12 +9,11 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.nn import GATConv, GCNConv
 
+from distgnn_workload.models.hop_convs import TrimmedConvs
 from distgnn_workload.models.layerwise import NeighbourhoodBlock
-from distgnn_workload.models.sage import check_hops
-from distgnn_workload.sampling.hop_batch import HopBatch
 
 
-class GCN(nn.Module):
+class GCN(TrimmedConvs):
     """GCN (symmetric normalisation with self-loops on the sampled graph), trimmed per layer."""
 
     def __init__(
@@ -25,22 +24,18 @@ class GCN(nn.Module):
         num_layers: int,
         dropout: float = 0.5,
     ) -> None:
-        super().__init__()
         dims = [in_channels] + [hidden_channels] * (num_layers - 1) + [out_channels]
-        self.convs = nn.ModuleList(GCNConv(a, b) for a, b in itertools.pairwise(dims))
-        self.num_layers = num_layers
-        self.dropout = dropout
+        super().__init__((GCNConv(a, b) for a, b in itertools.pairwise(dims)), num_layers, dropout)
 
-    def forward(self, x: Tensor, hop: HopBatch) -> Tensor:
-        check_hops(hop, self.num_layers, x)
-        h = x
-        for layer, conv in enumerate(self.convs):
-            num_src, num_dst, num_edges = hop.layer_sizes(layer)
-            # GCN normalises over the layer's whole node set, so it runs on the sources
-            h = conv(h[:num_src], hop.edge_index[:, :num_edges])[:num_dst]
-            if layer < self.num_layers - 1:
-                h = F.dropout(F.relu(h), p=self.dropout, training=self.training)
-        return h
+    def _conv(
+        self, conv: nn.Module, h: Tensor, num_src: int, num_dst: int, edges: Tensor
+    ) -> Tensor:
+        # GCN normalises over the layer's whole node set, so it runs on the sources
+        out: Tensor = conv(h[:num_src], edges)
+        return out[:num_dst]
+
+    def _activation(self, h: Tensor) -> Tensor:
+        return F.relu(h)
 
     def inference_layer(self, layer: int, x: Tensor, block: NeighbourhoodBlock) -> Tensor:
         """Layer ``layer`` over a block of whole neighbourhoods, in eval semantics.
@@ -63,10 +58,10 @@ class GCN(nn.Module):
         h = conv.lin(agg)
         if conv.bias is not None:
             h = h + conv.bias
-        return F.relu(h) if layer < self.num_layers - 1 else h
+        return self._activation(h) if layer < self.num_layers - 1 else h
 
 
-class GAT(nn.Module):
+class GAT(TrimmedConvs):
     """GAT with ``heads`` concatenated heads in hidden layers and one head at the output."""
 
     def __init__(
@@ -78,7 +73,6 @@ class GAT(nn.Module):
         heads: int = 4,
         dropout: float = 0.5,
     ) -> None:
-        super().__init__()
         per_head = max(1, hidden_channels // heads)
         convs: list[nn.Module] = []
         dim = in_channels
@@ -86,19 +80,16 @@ class GAT(nn.Module):
             convs.append(GATConv(dim, per_head, heads=heads, concat=True))
             dim = per_head * heads
         convs.append(GATConv(dim, out_channels, heads=1, concat=False))
-        self.convs = nn.ModuleList(convs)
-        self.num_layers = num_layers
-        self.dropout = dropout
+        super().__init__(convs, num_layers, dropout)
 
-    def forward(self, x: Tensor, hop: HopBatch) -> Tensor:
-        check_hops(hop, self.num_layers, x)
-        h = x
-        for layer, conv in enumerate(self.convs):
-            num_src, num_dst, num_edges = hop.layer_sizes(layer)
-            h = conv((h[:num_src], h[:num_dst]), hop.edge_index[:, :num_edges])
-            if layer < self.num_layers - 1:
-                h = F.dropout(F.elu(h), p=self.dropout, training=self.training)
-        return h
+    def _conv(
+        self, conv: nn.Module, h: Tensor, num_src: int, num_dst: int, edges: Tensor
+    ) -> Tensor:
+        out: Tensor = conv((h[:num_src], h[:num_dst]), edges)
+        return out
+
+    def _activation(self, h: Tensor) -> Tensor:
+        return F.elu(h)
 
     def inference_layer(self, layer: int, x: Tensor, block: NeighbourhoodBlock) -> Tensor:
         """Layer ``layer`` over a block of whole neighbourhoods, in eval semantics.
@@ -109,4 +100,4 @@ class GAT(nn.Module):
         """
         conv = self.convs[layer]
         h: Tensor = conv((x, x[: block.num_dst]), block.edge_index())
-        return F.elu(h) if layer < self.num_layers - 1 else h
+        return self._activation(h) if layer < self.num_layers - 1 else h

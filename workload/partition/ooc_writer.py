@@ -32,19 +32,14 @@ from distgnn_workload.partition.meta import (
     FEATURES_FILE,
     INDICES_FILE,
     INDPTR_FILE,
-    LABELS_FILE,
-    MASK_FILES,
-    NEW_IDS_FILE,
-    ORIG_IDS_FILE,
-    PARTITION_BOOK_FILE,
     TOPOLOGY_DIR,
-    PartitionStats,
     is_complete,
     part_dir_name,
 )
 from distgnn_workload.partition.npy_append import GrowingNpyWriter, NpyWriter, save_array
+from distgnn_workload.partition.part_files import save_id_maps, save_part_nodes
 from distgnn_workload.partition.publish import stage_store
-from distgnn_workload.partition.relabel import meta_record
+from distgnn_workload.partition.relabel import meta_record, part_order
 from distgnn_workload.partition.store import PartitionStore
 
 log = logging.getLogger(__name__)
@@ -106,15 +101,8 @@ def _write(
     n = graph.num_nodes
     idx = index_dtype(n)
     t = time.perf_counter()
-    counts = np.bincount(assignment, minlength=k).astype(np.int64)
-    offsets = np.zeros(k + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    old_of_new = np.argsort(assignment, kind="stable").astype(idx)
-    new_of_old = np.empty(n, dtype=idx)
-    new_of_old[old_of_new] = np.arange(n, dtype=idx)
-    save_array(root / ORIG_IDS_FILE, old_of_new)
-    save_array(root / NEW_IDS_FILE, new_of_old)
-    save_array(root / PARTITION_BOOK_FILE, assignment)
+    counts, offsets, old_of_new, new_of_old = part_order(assignment, k, idx)
+    save_id_maps(root, old_of_new, new_of_old, assignment)
     steps["relabel"] = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -147,21 +135,15 @@ def _write(
         start, end = int(offsets[p]), int(offsets[p + 1])
         olds = old_of_new[start:end]
         pdir = root / part_dir_name(p)
-        save_array(pdir / LABELS_FILE, graph.y[olds])
-        for split, file in MASK_FILES.items():
-            save_array(pdir / file, getattr(graph, f"{split}_mask")[olds])
-        save_array(pdir / ORIG_IDS_FILE, olds)
         cut, halo = stats_edges[p]
         stats.append(
-            PartitionStats(
-                id=p,
-                start=start,
-                end=end,
-                num_nodes=end - start,
+            save_part_nodes(
+                pdir,
+                p,
+                start,
+                graph,
+                olds,
                 num_edges=int(degrees[start:end].sum()),
-                num_train=int(np.count_nonzero(graph.train_mask[olds])),
-                num_val=int(np.count_nonzero(graph.val_mask[olds])),
-                num_test=int(np.count_nonzero(graph.test_mask[olds])),
                 num_cut_edges=cut,
                 num_halo_nodes=halo,
             )

@@ -6,7 +6,7 @@ writer (:mod:`.writer`) and the out-of-core one (:mod:`.ooc_writer`).
 from __future__ import annotations
 
 import itertools
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -37,13 +37,47 @@ def _ranges(starts: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]) -> np
     return np.repeat(starts - (ends - lengths), lengths) + np.arange(total, dtype=np.int64)
 
 
+class PartOrder(NamedTuple):
+    """New ids numbering the nodes part by part (each part's nodes in original order)."""
+
+    counts: npt.NDArray[np.int64]
+    """Nodes of each part."""
+    offsets: npt.NDArray[np.int64]
+    """Part p holds new ids ``offsets[p]`` to ``offsets[p + 1]``."""
+    old_of_new: npt.NDArray[Any]
+    new_of_old: npt.NDArray[Any]
+
+
+def part_order(assignment: npt.NDArray[Any], k: int, idx: np.dtype[Any]) -> PartOrder:
+    """The new ids of ``assignment``'s nodes over ``k`` parts, as ``idx`` integers."""
+    n = len(assignment)
+    counts = np.bincount(assignment, minlength=k).astype(np.int64)
+    offsets = np.zeros(k + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    old_of_new = np.argsort(assignment, kind="stable").astype(idx)
+    new_of_old = np.empty(n, dtype=idx)
+    new_of_old[old_of_new] = np.arange(n, dtype=idx)
+    return PartOrder(counts, offsets, old_of_new, new_of_old)
+
+
 def balance(values: npt.NDArray[Any]) -> float:
     """Largest over mean; 1.0 is perfect balance."""
     mean = float(values.mean()) if len(values) else 0.0
     return float(values.max()) / mean if mean > 0 else 1.0
 
 
-class MetaSource(Protocol):
+class SplitMasks(Protocol):
+    """A graph's split masks (of its target type, on a heterogeneous graph)."""
+
+    @property
+    def train_mask(self) -> npt.NDArray[np.bool_]: ...
+    @property
+    def val_mask(self) -> npt.NDArray[np.bool_]: ...
+    @property
+    def test_mask(self) -> npt.NDArray[np.bool_]: ...
+
+
+class MetaSource(SplitMasks, Protocol):
     """What a store's META.json record reads of the graph it partitioned."""
 
     @property
@@ -52,12 +86,6 @@ class MetaSource(Protocol):
     def num_features(self) -> int: ...
     @property
     def num_classes(self) -> int: ...
-    @property
-    def train_mask(self) -> npt.NDArray[np.bool_]: ...
-    @property
-    def val_mask(self) -> npt.NDArray[np.bool_]: ...
-    @property
-    def test_mask(self) -> npt.NDArray[np.bool_]: ...
 
 
 def meta_record(

@@ -39,13 +39,8 @@ from distgnn_workload.partition.meta import (
     GRAPH_KIND_KEY,
     INDICES_FILE,
     INDPTR_FILE,
-    LABELS_FILE,
-    MASK_FILES,
-    NEW_IDS_FILE,
     NODES_DIR,
-    ORIG_IDS_FILE,
     OWNER_DIR,
-    PARTITION_BOOK_FILE,
     TOPOLOGY_DIR,
     HeteroPartitionStats,
     PartitionStats,
@@ -54,8 +49,15 @@ from distgnn_workload.partition.meta import (
     part_dir_name,
 )
 from distgnn_workload.partition.npy_append import NpyWriter, save_array
+from distgnn_workload.partition.part_files import save_id_maps, save_labels, save_part_nodes
 from distgnn_workload.partition.publish import stage_store
-from distgnn_workload.partition.relabel import balance, meta_record, row_chunks, rows_in_new_ids
+from distgnn_workload.partition.relabel import (
+    balance,
+    meta_record,
+    part_order,
+    row_chunks,
+    rows_in_new_ids,
+)
 from distgnn_workload.partition.store import HeteroPartitionStore, PartitionStore
 
 log = logging.getLogger(__name__)
@@ -190,12 +192,7 @@ def _write_store(
     idx = index_dtype(n)
     t = time.perf_counter()
 
-    counts = np.bincount(assignment, minlength=k).astype(np.int64)
-    offsets = np.zeros(k + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    old_of_new = np.argsort(assignment, kind="stable").astype(idx)
-    new_of_old = np.empty(n, dtype=idx)
-    new_of_old[old_of_new] = np.arange(n, dtype=idx)
+    counts, offsets, old_of_new, new_of_old = part_order(assignment, k, idx)
     part_of_new = np.repeat(np.arange(k, dtype=np.int32), counts)
     deg = graph.degrees()
     new_indptr = np.zeros(n + 1, dtype=np.int64)
@@ -204,9 +201,7 @@ def _write_store(
 
     (root / TOPOLOGY_DIR).mkdir()
     save_array(root / TOPOLOGY_DIR / INDPTR_FILE, new_indptr)
-    save_array(root / ORIG_IDS_FILE, old_of_new)
-    save_array(root / NEW_IDS_FILE, new_of_old)
-    save_array(root / PARTITION_BOOK_FILE, assignment)
+    save_id_maps(root, old_of_new, new_of_old, assignment)
 
     feat_bytes = max(1, graph.num_features * 4)
     work_total = float(e + n) or 1.0
@@ -248,20 +243,14 @@ def _write_store(
                     if progress:
                         progress(work_done / work_total)
             t_feat += time.perf_counter() - tf
-            save_array(pdir / LABELS_FILE, graph.y[olds])
-            for split, file in MASK_FILES.items():
-                save_array(pdir / file, getattr(graph, f"{split}_mask")[olds])
-            save_array(pdir / ORIG_IDS_FILE, olds)
             stats.append(
-                PartitionStats(
-                    id=p,
-                    start=start,
-                    end=end,
-                    num_nodes=end - start,
+                save_part_nodes(
+                    pdir,
+                    p,
+                    start,
+                    graph,
+                    olds,
                     num_edges=int(p_indptr[-1]),
-                    num_train=int(np.count_nonzero(graph.train_mask[olds])),
-                    num_val=int(np.count_nonzero(graph.val_mask[olds])),
-                    num_test=int(np.count_nonzero(graph.test_mask[olds])),
                     num_cut_edges=cut,
                     num_halo_nodes=int(np.count_nonzero(halo)),
                 )
@@ -376,9 +365,7 @@ def _write_typed_store(
                     for a in range(0, len(ids), rows):
                         fw.append(x[ids[a : a + rows]])
         tids = owned[target][p]
-        save_array(pdir / LABELS_FILE, graph.y[tids])
-        for split, file in MASK_FILES.items():
-            save_array(pdir / file, getattr(graph, f"{split}_mask")[tids])
+        save_labels(pdir, graph, tids)
         stats.append(
             HeteroPartitionStats(
                 id=p,
