@@ -58,7 +58,9 @@ def snapshot(api: FakeKubeApi, job: str = "demo") -> WatchedChildren:
     return WatchedChildren.of(NS, job, objects, cached)
 
 
-def fail_trainer(api: FakeKubeApi, name: str = "demo-trainer-1") -> None:
+def training_with_a_failed_trainer(api: FakeKubeApi, name: str = "demo-trainer-1") -> None:
+    """A training job (as :func:`training` makes it) whose trainer ``name`` has just failed."""
+    training(api)
     pod = api.find(POD, NS, name)
     pod["status"]["containerStatuses"][0]["state"] = {
         "terminated": {"exitCode": 1, "reason": "Error"}
@@ -77,8 +79,7 @@ def training(api: FakeKubeApi) -> None:
 def test_a_reconcile_with_the_job_and_claim_watched_reads_nothing_and_writes_the_same() -> None:
     direct, watched = FakeKubeApi(), FakeKubeApi()
     for api in (direct, watched):
-        training(api)
-        fail_trainer(api)
+        training_with_a_failed_trainer(api)
     at = options(T0 + timedelta(seconds=3))
     reconcile_job(direct, NS, "demo", at)
     reconcile_job(WatchedReads(watched, snapshot(watched), LatestSeen()), NS, "demo", at)
@@ -92,8 +93,7 @@ def test_the_status_a_reconcile_wrote_is_the_previous_one_of_the_next_though_the
     None
 ):
     api = FakeKubeApi()
-    training(api)
-    fail_trainer(api)
+    training_with_a_failed_trainer(api)
     lagging = snapshot(api)  # the watch shows neither the status write nor the deletions
     latest = LatestSeen()
     at = options(T0 + timedelta(seconds=3))
@@ -114,8 +114,7 @@ def test_the_status_a_reconcile_wrote_is_the_previous_one_of_the_next_though_the
 
 def test_kopfs_own_patches_of_the_job_do_not_conflict_with_the_status_write() -> None:
     api = FakeKubeApi()
-    training(api)
-    fail_trainer(api)
+    training_with_a_failed_trainer(api)
     stale = snapshot(api)
     # kopf adds its finalizer and annotations after the snapshot: the job's version moves,
     # its status does not, and the status write goes through without reading the job again.
@@ -142,8 +141,7 @@ def test_kopfs_own_patches_of_the_job_do_not_conflict_with_the_status_write() ->
 
 def test_a_write_that_conflicts_reads_the_job_again() -> None:
     api = FakeKubeApi()
-    training(api)
-    fail_trainer(api)
+    training_with_a_failed_trainer(api)
     stale = snapshot(api)
     # Someone else writes the job's status after the snapshot: the status write conflicts,
     # so a stale status never overwrites a newer one.
