@@ -170,6 +170,16 @@ def test_a_flavor_that_contradicts_the_jobs_node_selector_is_an_error() -> None:
         place({}, {"nodeSelector": {"pool": "a"}}, Placement(node_selector={"pool": "b"}))
 
 
+ADMITTED_TO_CQ = AdmissionView(
+    workload="w", queue="user", admitted=True, reserved=True, cluster_queue="cq",
+    reason="Admitted",
+)  # fmt: skip
+PREEMPTED = AdmissionView(
+    workload="w", queue="user", evicted=True, reserved=True, reason="Preempted",
+    message="Preempted to accommodate a workload",
+)  # fmt: skip
+
+
 def status_with(
     spec: DistGNNJobSpec, admission: AdmissionView, previous: DistGNNJobStatus | None, day: int
 ) -> DistGNNJobStatus:
@@ -191,21 +201,13 @@ def test_a_queued_job_is_queued_with_kueues_reason_then_admitted() -> None:
     assert s0.kueue is not None
     assert (s0.kueue.admitted, s0.kueue.reason) == (False, "Pending")
 
-    admitted = AdmissionView(
-        workload="w", queue="user", admitted=True, reserved=True, cluster_queue="cq",
-        reason="Admitted",
-    )  # fmt: skip
-    s1 = status_with(spec, admitted, s0, 1)
+    s1 = status_with(spec, ADMITTED_TO_CQ, s0, 1)
     assert s1.phase is Phase.training
     cond = condition(s1, "Queued")
     assert (cond.status, cond.reason) == ("False", "Admitted")
     assert "cq" in cond.message
 
-    evicted = AdmissionView(
-        workload="w", queue="user", evicted=True, reserved=True, reason="Preempted",
-        message="Preempted to accommodate a workload",
-    )  # fmt: skip
-    s2 = status_with(spec, evicted, s1, 2)
+    s2 = status_with(spec, PREEMPTED, s1, 2)
     assert s2.phase is Phase.queued
     cond = condition(s2, "Queued")
     assert (cond.status, cond.reason) == ("True", "Preempted")
