@@ -207,7 +207,11 @@ def _reconcile(api: KubeApi, job: dict[str, Any], options: ReconcileOptions) -> 
                 restarted=restarted,
             )
     except ChildConflict as conflict:
-        _report_conflict(api, written[0], status, conflict, now, result)
+        # A child's name is taken by someone else's object: say so and keep retrying.
+        reason, message = CHILD_CONFLICT.format(kind=conflict.kind, name=conflict.name)
+        events.record(api, written[0], "Warning", reason, message, now)
+        result.actions.append(f"conflict {conflict.kind} {conflict.name}")
+        raise
     except ChildRejected as rejected:
         job = written[0]
         report_rejection(api, job, status, rejected, now, result, options.child_rejection_limit)
@@ -259,18 +263,3 @@ def _invalid(
     result.phase = Phase.failed
     write_status(api, job, previous, status, now, result)
     return result
-
-
-def _report_conflict(
-    api: KubeApi,
-    job: dict[str, Any],
-    status: DistGNNJobStatus,
-    conflict: ChildConflict,
-    now: datetime,
-    result: ReconcileResult,
-) -> None:
-    """A child's name is taken by someone else's object: say so and keep retrying."""
-    reason, message = CHILD_CONFLICT.format(kind=conflict.kind, name=conflict.name)
-    events.record(api, job, "Warning", reason, message, now)
-    result.actions.append(f"conflict {conflict.kind} {conflict.name}")
-    raise conflict
