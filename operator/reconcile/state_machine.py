@@ -53,7 +53,7 @@ from distgnn_operator.reconcile.progress import fetch_progress
 from distgnn_operator.reconcile.spec_memo import SpecMemo
 from distgnn_operator.reconcile.status_writes import (
     ReconcileResult,
-    clear_rejections,
+    rejections_cleared,
     report_rejection,
     write_status,
 )
@@ -220,7 +220,7 @@ def _reconcile(api: KubeApi, job: dict[str, Any], options: ReconcileOptions) -> 
     if gate is not None:
         kueue_gate.after_act(api, gate, status, children, format_time(now), result)
     if status.child_rejections:
-        clear_rejections(api, job, status, now, result)
+        write_status(api, job, status, rejections_cleared(status, now), now, result)
     result.partition_figures = observe_figures(api, ctx, children)
     result.requeue_after = _requeue_after(spec, status, now)
     return result
