@@ -14,22 +14,12 @@ import pytest
 
 from tests.support.controlplane import ControlPlane
 from tests.support.controlplane_binaries import binaries_built, ensure_binaries
+from tests.terminal import report
 
 pytest_plugins = ["tests.support.cpu_time"]
 
 CONTROL_PLANE = pytest.StashKey[ControlPlane]()
 CONTROL_PLANE_SUMMARY = pytest.StashKey[str]()
-
-
-def _announce(config: pytest.Config, message: str) -> None:
-    """Print past pytest's output capture (a cold build takes minutes; say so)."""
-    capture = config.pluginmanager.getplugin("capturemanager")
-    reporter = config.pluginmanager.getplugin("terminalreporter")
-    if capture is None or reporter is None:
-        print(message)
-        return
-    with capture.global_and_fixture_disabled():
-        reporter.write_line(message, bold=True)
 
 
 def _cuda_available() -> bool:
@@ -55,15 +45,16 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         return
     wanted = any("control_plane" in getattr(i, "fixturenames", ()) for i in session.items)
     if wanted and not binaries_built():
-        ensure_binaries(lambda message: _announce(session.config, message))
+        ensure_binaries(lambda message: report(session.config, message, bold=True))
     if any("kueue_manager" in getattr(i, "fixturenames", ()) for i in session.items):
         from tests.support import kueue
 
         if not kueue.built():
-            _announce(
+            report(
                 session.config,
                 f"Kueue is not built yet: building it now with {kueue.BUILD_SCRIPT} (minutes "
                 "cold; cached under ~/.cache/distgnn afterwards)",
+                bold=True,
             )
             kueue.build()
 
@@ -72,7 +63,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def control_plane(request: pytest.FixtureRequest) -> Iterator[ControlPlane]:
     """A real Kubernetes control plane with four kwok nodes, shared by the session."""
     config = request.config
-    bin_dir = ensure_binaries(lambda message: _announce(config, message))
+    bin_dir = ensure_binaries(lambda message: report(config, message, bold=True))
     plane = ControlPlane.start(bin_dir)
     config.stash[CONTROL_PLANE] = plane
     timings = ", ".join(f"{c.name} {c.ready_after or 0:.1f}s" for c in plane.components)

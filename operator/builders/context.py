@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from distgnn_api.contract import Role, partition_key
+from distgnn_api.roles import SamplersSpec, TrainersSpec
 from distgnn_api.spec import DistGNNJobSpec
 from distgnn_operator import naming
 from distgnn_operator.builders.placement import Placement
@@ -47,18 +48,20 @@ class JobContext:
         """The claim every pod mounts."""
         return naming.claim_name(self.name, self.spec)
 
+    def _pods(self, role: Role) -> SamplersSpec | TrainersSpec | None:
+        """The spec's section of a role that runs as a StatefulSet (None: the partitioner)."""
+        pods: dict[Role, SamplersSpec | TrainersSpec] = {
+            Role.sampler: self.spec.samplers,
+            Role.trainer: self.spec.trainers,
+        }
+        return pods.get(role)
+
     def replicas(self, role: Role) -> int:
         """Pods of a role as the spec asks (the partition Job runs one)."""
-        if role is Role.sampler:
-            return self.spec.samplers.replicas
-        if role is Role.trainer:
-            return self.spec.trainers.replicas
-        return 1
+        pods = self._pods(role)
+        return pods.replicas if pods is not None else 1
 
     def gpus(self, role: Role) -> int:
         """GPUs per pod of a role."""
-        if role is Role.sampler:
-            return self.spec.samplers.gpus_per_pod
-        if role is Role.trainer:
-            return self.spec.trainers.gpus_per_pod
-        return 0
+        pods = self._pods(role)
+        return pods.gpus_per_pod if pods is not None else 0

@@ -7,19 +7,13 @@ from typing import Any
 from distgnn_api.contract import EXIT_BAD_INPUT, Role
 from distgnn_operator import naming
 from distgnn_operator.builders.context import JobContext
-from distgnn_operator.builders.placement import place
-from distgnn_operator.builders.pod_template import build_pod_metadata, build_pod_spec
+from distgnn_operator.builders.pod_template import build_pod_template
 
 
 def build_partition_job(ctx: JobContext) -> dict[str, Any]:
     """Job <job>-partition. Bad input (exit 2) fails it at once instead of retrying."""
     role = Role.partitioner
     labels = naming.role_labels(ctx.name, role, ctx.spec.scheduling.labels)
-    template = {
-        "metadata": build_pod_metadata(ctx, role, labels),
-        "spec": build_pod_spec(ctx, role, restart_policy="Never"),
-    }
-    place(template["metadata"], template["spec"], ctx.placements.get(role))
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -47,6 +41,6 @@ def build_partition_job(ctx: JobContext) -> dict[str, Any]:
                     {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
                 ]
             },
-            "template": template,
+            "template": build_pod_template(ctx, role, labels, restart_policy="Never"),
         },
     }

@@ -20,6 +20,7 @@ from distgnn_operator import naming
 from distgnn_operator.builders.context import JobContext
 from distgnn_operator.builders.env import build_env
 from distgnn_operator.builders.locality import with_locality
+from distgnn_operator.builders.placement import place
 from distgnn_operator.constants import (
     GPU_RESOURCE,
     PORT_DDP,
@@ -141,3 +142,15 @@ def build_pod_metadata(ctx: JobContext, role: Role, labels: dict[str, str]) -> d
     if ctx.spec.scheduling.annotations:
         meta["annotations"] = dict(ctx.spec.scheduling.annotations)
     return meta
+
+
+def build_pod_template(
+    ctx: JobContext, role: Role, labels: dict[str, str], *, restart_policy: str
+) -> dict[str, Any]:
+    """A role's pod template: its metadata and spec, placed as Kueue admitted the role."""
+    template = {
+        "metadata": build_pod_metadata(ctx, role, labels),
+        "spec": build_pod_spec(ctx, role, restart_policy=restart_policy),
+    }
+    place(template["metadata"], template["spec"], ctx.placements.get(role))
+    return template

@@ -10,8 +10,7 @@ from typing import Any
 from distgnn_api.contract import Role
 from distgnn_operator import naming
 from distgnn_operator.builders.context import JobContext
-from distgnn_operator.builders.placement import place
-from distgnn_operator.builders.pod_template import build_pod_metadata, build_pod_spec
+from distgnn_operator.builders.pod_template import build_pod_template
 from distgnn_operator.constants import (
     ANNOTATION_TEMPLATE_HASH,
     LABEL_PEER,
@@ -40,11 +39,7 @@ def build_statefulset(ctx: JobContext, role: Role) -> dict[str, Any]:
         LABEL_PEER: PEER_TRUE,
         LABEL_RESTART_GENERATION: str(ctx.restart_generation),
     }
-    template = {
-        "metadata": build_pod_metadata(ctx, role, pod_labels),
-        "spec": build_pod_spec(ctx, role, restart_policy="Always"),
-    }
-    place(template["metadata"], template["spec"], ctx.placements.get(role))
+    template = build_pod_template(ctx, role, pod_labels, restart_policy="Always")
     return {
         "apiVersion": "apps/v1",
         "kind": "StatefulSet",

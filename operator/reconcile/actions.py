@@ -67,35 +67,31 @@ def act(
     the actions then do follows from the spec and the children alone, and a reconcile
     after a failed status write decides and does the same again.
     """
+    writes = _Writes(api, ctx, children, owner_reference(job), result, memo)
     if status.phase in TERMINAL_PHASES:
         if status_write is not None:
             status_write()
-        _finish(api, ctx, status, children, owner_reference(job), result, memo, fanout)
+        _finish(writes, status, fanout)
         return
     if status_write is None or restarted:
-        _stages(api, job, ctx, status, children, result, memo, fanout, status_write)
+        _stages(writes, status, fanout, status_write)
         return
 
     def stages() -> None:
-        _stages(api, job, ctx, status, children, result, memo, fanout, None)
+        _stages(writes, status, fanout, None)
 
     fanout([status_write, stages])
 
 
 def _stages(
-    api: KubeApi,
-    job: dict[str, Any],
-    ctx: JobContext,
+    writes: _Writes,
     status: DistGNNJobStatus,
-    children: Children,
-    result: ReconcileResult,
-    memo: SpecMemo,
     fanout: Fanout,
     status_write: Callable[[], object] | None,
 ) -> None:
     """The stages of :func:`act` for a job on its way (``status_write`` goes with stage 1)."""
-    spec = ctx.spec
-    owner = owner_reference(job)
+    api, ctx, children, result = writes.api, writes.ctx, writes.children, writes.result
+    owner, memo, spec = writes.owner, writes.memo, writes.ctx.spec
     inputs: list[Callable[[], object]] = [status_write] if status_write is not None else []
     policy = memo.render(build_network_policy, ctx)
     if policy is not None:
@@ -130,7 +126,7 @@ def _stages(
             service = memo.render(build_headless_service, ctx)
             makers.append(lambda: _ensure(api, service, children.service, owner, result))
             makers += _statefulset_calls(
-                _Writes(api, ctx, children, owner, result, memo),
+                writes,
                 {
                     role: ctx.replicas(role)
                     for role in STATEFUL_ROLES
@@ -142,7 +138,7 @@ def _stages(
             if partition is not None:
                 makers.append(lambda: _set_job_suspended(api, partition, True, result))
             makers += _statefulset_calls(
-                _Writes(api, ctx, children, owner, result, memo),
+                writes,
                 dict.fromkeys(children.statefulsets, 0),
             )
     fanout(makers)
@@ -150,17 +146,9 @@ def _stages(
         _delete_stale_pods(api, ctx, children, result, fanout)
 
 
-def _finish(
-    api: KubeApi,
-    ctx: JobContext,
-    status: DistGNNJobStatus,
-    children: Children,
-    owner: dict[str, Any],
-    result: ReconcileResult,
-    memo: SpecMemo,
-    fanout: Fanout,
-) -> None:
+def _finish(writes: _Writes, status: DistGNNJobStatus, fanout: Fanout) -> None:
     """Stop pods of a Succeeded or Failed job as the clean-pod policy says."""
+    api, ctx, children, result = writes.api, writes.ctx, writes.children, writes.result
     calls: list[Callable[[], object]] = [
         lambda: _mark_partition_complete(api, ctx, children, result)
     ]
@@ -168,7 +156,7 @@ def _finish(
     if partition is not None and clean_pod_policy.stops_partition_job(ctx.spec):
         calls.append(lambda: _set_job_suspended(api, partition, True, result))
     calls += _statefulset_calls(
-        _Writes(api, ctx, children, owner, result, memo),
+        writes,
         {
             role: clean_pod_policy.replicas_after_finish(ctx.spec, role, status.phase)
             for role in children.statefulsets
@@ -179,7 +167,7 @@ def _finish(
 
 @dataclass(frozen=True)
 class _Writes:
-    """What the StatefulSet writes of one reconcile share."""
+    """What the writes of one reconcile's actions share."""
 
     api: KubeApi
     ctx: JobContext

@@ -124,37 +124,34 @@ class ApiError(Exception):
 
 PatchType = Literal["merge", "apply"]
 
+Selector = Mapping[str, str]
+"""Labels (or fields, e.g. an Event's reason) that listed objects must have."""
+Body = Mapping[str, Any]
+"""A JSON object sent to the API server: a manifest or a patch."""
+Object = dict[str, Any]
+"""An object as the API server answers it."""
+
 
 class KubeApi(Protocol):
     """What the reconciler needs from the API server."""
 
-    def get(self, kind: Kind, namespace: str, name: str) -> dict[str, Any] | None:
+    def get(self, kind: Kind, namespace: str, name: str) -> Object | None:
         """The object, or None when it does not exist."""
         ...
 
     def list(
-        self,
-        kind: Kind,
-        namespace: str,
-        labels: Mapping[str, str],
-        fields: Mapping[str, str] | None = None,
-    ) -> list[dict[str, Any]]:
+        self, kind: Kind, namespace: str, labels: Selector, fields: Selector | None = None
+    ) -> list[Object]:
         """Objects in a namespace whose labels (and fields, e.g. an Event's reason) match."""
         ...
 
-    def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+    def create(self, obj: Body) -> Object:
         """Create an object; ApiError.already_exists when it does."""
         ...
 
     def patch(
-        self,
-        kind: Kind,
-        namespace: str,
-        name: str,
-        body: Mapping[str, Any],
-        *,
-        subresource: str | None = None,
-    ) -> dict[str, Any]:
+        self, kind: Kind, namespace: str, name: str, body: Body, *, subresource: str | None = None
+    ) -> Object:
         """JSON merge patch of an object (or of its subresource)."""
         ...
 
@@ -163,18 +160,18 @@ class KubeApi(Protocol):
         kind: Kind,
         namespace: str,
         name: str,
-        status: Mapping[str, Any],
+        status: Body,
         *,
-        expected: Mapping[str, Any] | None,
+        expected: Body | None,
         resource_version: str,
-    ) -> dict[str, Any]:
+    ) -> Object:
         """Replace the object's status if it still holds ``expected`` (None: none yet),
         whatever else changed in the object meanwhile; a status that changed is a conflict
         (409). Where the status cannot be compared exactly, the object's resourceVersion
         guards the write instead (any change of the object conflicts). Returns the object."""
         ...
 
-    def apply(self, obj: Mapping[str, Any], *, force: bool = True) -> dict[str, Any]:
+    def apply(self, obj: Body, *, force: bool = True) -> Object:
         """Server-side apply of a whole manifest with the operator's field manager; unforced,
         a field another manager owns with another value is a conflict (409)."""
         ...
@@ -251,7 +248,7 @@ class RestKubeApi:
             raise ApiError(response.status, str(response.reason), parsed)
         return parsed
 
-    def get(self, kind: Kind, namespace: str, name: str) -> dict[str, Any] | None:
+    def get(self, kind: Kind, namespace: str, name: str) -> Object | None:
         try:
             return self._call("GET", kind.path(namespace, name), verb=("get", kind, None))
         except ApiError as err:
@@ -260,12 +257,8 @@ class RestKubeApi:
             raise
 
     def list(
-        self,
-        kind: Kind,
-        namespace: str,
-        labels: Mapping[str, str],
-        fields: Mapping[str, str] | None = None,
-    ) -> list[dict[str, Any]]:
+        self, kind: Kind, namespace: str, labels: Selector, fields: Selector | None = None
+    ) -> list[Object]:
         query = [("labelSelector", ",".join(f"{k}={v}" for k, v in sorted(labels.items())))]
         if fields:
             query.append(("fieldSelector", ",".join(f"{k}={v}" for k, v in sorted(fields.items()))))
@@ -273,7 +266,7 @@ class RestKubeApi:
         items: list[dict[str, Any]] = result.get("items") or []
         return items
 
-    def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+    def create(self, obj: Body) -> Object:
         kind = kind_of(obj)
         return self._call(
             "POST",
@@ -284,14 +277,8 @@ class RestKubeApi:
         )
 
     def patch(
-        self,
-        kind: Kind,
-        namespace: str,
-        name: str,
-        body: Mapping[str, Any],
-        *,
-        subresource: str | None = None,
-    ) -> dict[str, Any]:
+        self, kind: Kind, namespace: str, name: str, body: Body, *, subresource: str | None = None
+    ) -> Object:
         return self._call(
             "PATCH",
             kind.path(namespace, name, subresource),
@@ -306,11 +293,11 @@ class RestKubeApi:
         kind: Kind,
         namespace: str,
         name: str,
-        status: Mapping[str, Any],
+        status: Body,
         *,
-        expected: Mapping[str, Any] | None,
+        expected: Body | None,
         resource_version: str,
-    ) -> dict[str, Any]:
+    ) -> Object:
         """A JSON Patch (RFC 6902) of the status subresource: a ``test`` that the stored
         status is ``expected``, then the new status (its nulls are pruned by the CRD's
         schema); a merge patch with the resourceVersion where the test could not compare
@@ -338,7 +325,7 @@ class RestKubeApi:
                 raise ApiError(409, "Conflict", {**err.body, "reason": "Conflict"}) from err
             raise
 
-    def apply(self, obj: Mapping[str, Any], *, force: bool = True) -> dict[str, Any]:
+    def apply(self, obj: Body, *, force: bool = True) -> Object:
         kind = kind_of(obj)
         meta = obj["metadata"]
         return self._call(

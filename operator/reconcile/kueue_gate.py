@@ -134,11 +134,24 @@ def sync_workload(
     if queue is None:
         return None
     name = naming.workload_name(ctx.name, ctx.uid)
+
+    def sync() -> Gate | None:
+        workload = api.get(WORKLOAD, ctx.namespace, name)
+        finished = previous is not None and previous.phase in (Phase.succeeded, Phase.failed)
+        if workload is None:
+            if finished:
+                return None
+            priority_class = (job["metadata"].get("labels") or {}).get(LABEL_PRIORITY_CLASS)
+            priority = _priority(api, priority_class) if priority_class else None
+            desired = build_workload(ctx, queue, priority_class, priority)
+            workload, _ = ensure(api, desired, None, owner)
+            result.actions.append(f"create Workload {name} in LocalQueue {queue}")
+        else:
+            workload = _sync_spec(api, workload, ctx, queue, result)
+        return Gate(workload, AdmissionView.from_workload(workload, queue))
+
     try:
-        gate = _lasting(
-            f"Workload {name}",
-            lambda: _sync_workload(api, job, ctx, owner, previous, result, queue, name),
-        )
+        gate = _lasting(f"Workload {name}", sync)
     except KueueError as err:
         result.actions.append(f"Kueue: {err}")
         return Gate.failed(name, queue, err)
@@ -164,31 +177,6 @@ def _lasting(what: str, call: Callable[[], T]) -> T:
         if err.status not in _LASTING:
             raise
         raise _explain(err, what) from None
-
-
-def _sync_workload(
-    api: KubeApi,
-    job: Mapping[str, Any],
-    ctx: JobContext,
-    owner: Mapping[str, Any],
-    previous: DistGNNJobStatus | None,
-    result: ReconcileResult,
-    queue: str,
-    name: str,
-) -> Gate | None:
-    workload = api.get(WORKLOAD, ctx.namespace, name)
-    finished = previous is not None and previous.phase in (Phase.succeeded, Phase.failed)
-    if workload is None:
-        if finished:
-            return None
-        priority_class = (job["metadata"].get("labels") or {}).get(LABEL_PRIORITY_CLASS)
-        priority = _priority(api, priority_class) if priority_class else None
-        desired = build_workload(ctx, queue, priority_class, priority)
-        workload, _ = ensure(api, desired, None, owner)
-        result.actions.append(f"create Workload {name} in LocalQueue {queue}")
-    else:
-        workload = _sync_spec(api, workload, ctx, queue, result)
-    return Gate(workload, AdmissionView.from_workload(workload, queue))
 
 
 def _priority(api: KubeApi, priority_class: str) -> int:

@@ -53,7 +53,7 @@ from distgnn_operator.reconcile.progress import fetch_progress
 from distgnn_operator.reconcile.spec_memo import SpecMemo
 from distgnn_operator.reconcile.status_writes import (
     ReconcileResult,
-    clear_rejections,
+    rejections_cleared,
     report_rejection,
     write_status,
 )
@@ -207,7 +207,11 @@ def _reconcile(api: KubeApi, job: dict[str, Any], options: ReconcileOptions) -> 
                 restarted=restarted,
             )
     except ChildConflict as conflict:
-        _report_conflict(api, written[0], status, conflict, now, result)
+        # A child's name is taken by someone else's object: say so and keep retrying.
+        reason, message = CHILD_CONFLICT.format(kind=conflict.kind, name=conflict.name)
+        events.record(api, written[0], "Warning", reason, message, now)
+        result.actions.append(f"conflict {conflict.kind} {conflict.name}")
+        raise
     except ChildRejected as rejected:
         job = written[0]
         report_rejection(api, job, status, rejected, now, result, options.child_rejection_limit)
@@ -216,7 +220,7 @@ def _reconcile(api: KubeApi, job: dict[str, Any], options: ReconcileOptions) -> 
     if gate is not None:
         kueue_gate.after_act(api, gate, status, children, format_time(now), result)
     if status.child_rejections:
-        clear_rejections(api, job, status, now, result)
+        write_status(api, job, status, rejections_cleared(status, now), now, result)
     result.partition_figures = observe_figures(api, ctx, children)
     result.requeue_after = _requeue_after(spec, status, now)
     return result
@@ -259,18 +263,3 @@ def _invalid(
     result.phase = Phase.failed
     write_status(api, job, previous, status, now, result)
     return result
-
-
-def _report_conflict(
-    api: KubeApi,
-    job: dict[str, Any],
-    status: DistGNNJobStatus,
-    conflict: ChildConflict,
-    now: datetime,
-    result: ReconcileResult,
-) -> None:
-    """A child's name is taken by someone else's object: say so and keep retrying."""
-    reason, message = CHILD_CONFLICT.format(kind=conflict.kind, name=conflict.name)
-    events.record(api, job, "Warning", reason, message, now)
-    result.actions.append(f"conflict {conflict.kind} {conflict.name}")
-    raise conflict

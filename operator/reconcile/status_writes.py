@@ -125,15 +125,9 @@ def report_rejection(
         raise rejected
 
 
-def clear_rejections(
-    api: KubeApi,
-    job: dict[str, Any],
-    status: DistGNNJobStatus,
-    now: datetime,
-    result: ReconcileResult,
-) -> None:
-    """Every child was accepted again: reset the count of refusals and clear Blocked."""
-    cleared = status.model_copy(
+def rejections_cleared(status: DistGNNJobStatus, now: datetime) -> DistGNNJobStatus:
+    """The status once every child was accepted again: no refusals counted, Blocked false."""
+    return status.model_copy(
         update={
             "child_rejections": 0,
             "conditions": set_condition(
@@ -141,4 +135,3 @@ def clear_rejections(
             ),
         }
     )
-    write_status(api, job, status, cleared, now, result)

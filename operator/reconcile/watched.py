@@ -67,6 +67,8 @@ from distgnn_operator.reconcile.kube_api import (
     ApiError,
     Kind,
     KubeApi,
+    Object,
+    Selector,
 )
 from distgnn_operator.reconcile.slim import slim
 
@@ -266,7 +268,7 @@ class WatchedReads(ForwardingApi):
             self._latest.note(kind, answer)
         return answer
 
-    def get(self, kind: Kind, namespace: str, name: str) -> dict[str, Any] | None:
+    def get(self, kind: Kind, namespace: str, name: str) -> Object | None:
         if self._covers(kind, namespace) and (kind.plural, name) not in self._exist:
             watched = self._watched.get(kind, name)
             if self._latest is None:
@@ -281,12 +283,8 @@ class WatchedReads(ForwardingApi):
         return read
 
     def list(
-        self,
-        kind: Kind,
-        namespace: str,
-        labels: Mapping[str, str],
-        fields: Mapping[str, str] | None = None,
-    ) -> list[dict[str, Any]]:
+        self, kind: Kind, namespace: str, labels: Selector, fields: Selector | None = None
+    ) -> list[Object]:
         if (
             self._covers(kind, namespace)
             and not fields

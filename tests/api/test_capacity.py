@@ -30,6 +30,7 @@ from distgnn_api.partition_cost import (
 from distgnn_api.pod_memory import CUDA_HOST_BYTES
 from distgnn_api.spec import DistGNNJobSpec, parse_spec
 from distgnn_api.traffic import seeds_per_second, traffic
+from tests.api.specs import spec_from
 
 # 1000 nodes, 5000 undirected edges (10000 stored), 16 features, 4 classes, 100 train nodes;
 # 2 CPU samplers holding one random partition each, 2 CPU trainers, batch 10, fanout [3, 2].
@@ -52,10 +53,7 @@ SMALL: dict[str, Any] = {
 
 
 def small(**changes: Any) -> DistGNNJobSpec:
-    data = {k: dict(v) for k, v in SMALL.items()}
-    for key, value in changes.items():
-        data[key] = {**data.get(key, {}), **value}
-    return parse_spec(data)
+    return spec_from(SMALL, **changes)
 
 
 # One mini-batch as expected on the host: 10 seeds, 30 then 60 sampled edges (fanout 3 and 2,

@@ -9,8 +9,9 @@ from distgnn_api.capacity import GIB, build_plan
 from distgnn_api.capacity_check import Shortfall, check
 from distgnn_api.graph_size import from_spec
 from distgnn_api.pod_memory import edge_caps, hop_caps
-from distgnn_api.spec import DistGNNJobSpec, parse_spec
+from distgnn_api.spec import DistGNNJobSpec
 from distgnn_operator.status.capacity_policy import message
+from tests.api.specs import spec_from
 
 # A small graph (10,000 nodes, 50,000 undirected edges) with a fanout whose product is far
 # larger than the graph: 1024 seeds x 50 x 50 x 50 = 128 million nodes at the last hop.
@@ -24,10 +25,7 @@ WIDE: dict[str, Any] = {
 
 
 def _spec(**changes: Any) -> DistGNNJobSpec:
-    data = {k: dict(v) for k, v in WIDE.items()}
-    for key, value in changes.items():
-        data[key] = {**data.get(key, {}), **value}
-    return parse_spec(data)
+    return spec_from(WIDE, **changes)
 
 
 def _found(spec: DistGNNJobSpec, gpu_memory: int = 80 * GIB) -> dict[tuple[str, str], Shortfall]:

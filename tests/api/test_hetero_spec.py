@@ -36,6 +36,11 @@ OGB_MAG: dict[str, Any] = {
 RSAGE: dict[str, Any] = {"arch": "rsage", "numLayers": 2, "fanout": [10, 5]}
 
 
+def _no_reverse(dataset: dict[str, Any]) -> dict[str, Any]:
+    """The dataset with addReverseEdges off."""
+    return {**dataset, "hetero": {**dataset.get("hetero", {}), "addReverseEdges": False}}
+
+
 def _hetero(dataset: dict[str, Any] | None = None, **model: Any) -> dict[str, Any]:
     return {"dataset": dataset if dataset is not None else MAG, "model": {**RSAGE, **model}}
 
@@ -214,10 +219,7 @@ def test_files_with_undeclared_types_are_checked_at_load_time_only() -> None:
             "syntheticMag does not have",
         ),
         (
-            _hetero(
-                {**MAG, "hetero": {"addReverseEdges": False}},
-                edgeFanouts={"paper__rev_writes__author": [5, 5]},
-            ),
+            _hetero(_no_reverse(MAG), edgeFanouts={"paper__rev_writes__author": [5, 5]}),
             "spec.model.edgeFanouts",
             "unless dataset.hetero.addReverseEdges is false",
         ),
@@ -237,10 +239,7 @@ def test_files_with_undeclared_types_are_checked_at_load_time_only() -> None:
             "neither in dataset.hetero.edgeTypes",
         ),
         (
-            _hetero(
-                {**OGB_MAG, "hetero": {**OGB_MAG["hetero"], "addReverseEdges": False}},
-                edgeFanouts={"paper__rev_writes__author": [5, 5]},
-            ),
+            _hetero(_no_reverse(OGB_MAG), edgeFanouts={"paper__rev_writes__author": [5, 5]}),
             "spec.model.edgeFanouts",
             "neither in dataset.hetero.edgeTypes",
         ),
@@ -305,9 +304,7 @@ def test_hetero_fields_reach_the_job_config_and_read_back() -> None:
 
 def test_the_partition_key_follows_the_typed_dataset() -> None:
     base = parse_spec(_hetero())
-    assert partition_key(base) != partition_key(
-        parse_spec(_hetero({**MAG, "hetero": {"addReverseEdges": False}}))
-    )
+    assert partition_key(base) != partition_key(parse_spec(_hetero(_no_reverse(MAG))))
     assert partition_key(base) != partition_key(parse_spec(_hetero({"syntheticMag": {}})))
     # The defaults written out are the same graph.
     for hetero in ({}, {"addReverseEdges": True, "targetNodeType": "paper"}):

@@ -30,6 +30,7 @@ from distgnn_api.feature_memory import (
 from distgnn_api.graph_size import GraphSize, NodeTypeSize, from_spec, resolve
 from distgnn_api.pod_memory import CUDA_CONTEXT_BYTES, Item
 from distgnn_api.spec import DistGNNJobSpec, SpecError, parse_spec
+from tests.api.specs import spec_from
 
 NODES, OWNED = 19_397, 9_699
 DIM = 16
@@ -43,10 +44,7 @@ TYPED: dict[str, Any] = {
 
 
 def typed(**changes: Any) -> DistGNNJobSpec:
-    data = {k: dict(v) for k, v in TYPED.items()}
-    for key, value in changes.items():
-        data[key] = {**data.get(key, {}), **value}
-    return parse_spec(data)
+    return spec_from(TYPED, **changes)
 
 
 def owned(n: int) -> int:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from distgnn_api.contract import Role
-from distgnn_api.spec import DistGNNJobSpec, parse_spec
+from distgnn_api.contract import PartitionFigures, Role
+from distgnn_api.spec import Condition, DistGNNJobSpec, DistGNNJobStatus, parse_spec
 from distgnn_operator.constants import (
     LABEL_JOB,
     LABEL_POD_INDEX,
@@ -14,8 +14,19 @@ from distgnn_operator.constants import (
     LABEL_ROLE,
 )
 from distgnn_operator.status import Observed, PartitionJobView, PodView
+from distgnn_operator.status.conditions import find
 
 T0 = datetime(2026, 11, 26, 12, 0, 0, tzinfo=UTC)
+
+FIGURES = PartitionFigures(
+    num_partitions=2,
+    algorithm="metis",
+    step_seconds={"generate": 1.5, "partition": 0.25, "write": 0.5},
+    edge_cut=161_601,
+    edge_cut_fraction=0.08,
+    balance={"nodes": 1.01, "train": 1.0, "edges": 1.04},
+)
+"""A partition's figures, as its pod reports them."""
 
 
 def make_spec(**overrides: Any) -> DistGNNJobSpec:
@@ -23,6 +34,13 @@ def make_spec(**overrides: Any) -> DistGNNJobSpec:
     data: dict[str, Any] = {"dataset": {"synthetic": {"numNodes": 1000, "numEdges": 4000}}}
     data.update(overrides)
     return parse_spec(data)
+
+
+def condition(status: DistGNNJobStatus, type_: str) -> Condition:
+    """The status's condition of that type; the test fails when it has none."""
+    cond = find(status.conditions, type_)
+    assert cond is not None, f"no {type_} condition in {status.conditions}"
+    return cond
 
 
 def raw_pod(

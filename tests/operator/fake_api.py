@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from distgnn_operator.reconcile.kube_api import ApiError, Kind, kind_of
+from distgnn_operator.reconcile.kube_api import ApiError, Body, Kind, Object, Selector, kind_of
 
 Key = tuple[str, str, str]  # plural, namespace, name
 
@@ -40,11 +40,13 @@ def _owners(obj: Mapping[str, Any]) -> list[Any]:
 
 
 class FakeKubeApi:
-    """Objects by (plural, namespace, name); every write is recorded in ``writes``."""
+    """Objects by (plural, namespace, name); every write is recorded in ``writes``, every
+    read as (verb, plural) in ``reads``."""
 
     def __init__(self) -> None:
         self.objects: dict[Key, dict[str, Any]] = {}
         self.writes: list[tuple[str, str, str]] = []
+        self.reads: list[tuple[str, str]] = []
         self.refuse: dict[tuple[str, str], ApiError] = {}
         """(kind, name) -> the error a create or apply of that object raises."""
         self._versions = itertools.count(1)
@@ -72,17 +74,15 @@ class FakeKubeApi:
 
     # -- KubeApi
 
-    def get(self, kind: Kind, namespace: str, name: str) -> dict[str, Any] | None:
+    def get(self, kind: Kind, namespace: str, name: str) -> Object | None:
+        self.reads.append(("get", kind.plural))
         obj = self.objects.get((kind.plural, namespace, name))
         return copy.deepcopy(obj) if obj is not None else None
 
     def list(
-        self,
-        kind: Kind,
-        namespace: str,
-        labels: Mapping[str, str],
-        fields: Mapping[str, str] | None = None,
-    ) -> list[dict[str, Any]]:
+        self, kind: Kind, namespace: str, labels: Selector, fields: Selector | None = None
+    ) -> list[Object]:
+        self.reads.append(("list", kind.plural))
         out = []
         for (plural, ns, _), obj in sorted(self.objects.items()):
             have = obj["metadata"].get("labels") or {}
@@ -95,7 +95,7 @@ class FakeKubeApi:
                 out.append(copy.deepcopy(obj))
         return out
 
-    def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+    def create(self, obj: Body) -> Object:
         kind = kind_of(obj)
         meta = obj["metadata"]
         name = meta.get("name") or f"{meta['generateName']}{next(self._versions)}"
@@ -107,14 +107,8 @@ class FakeKubeApi:
         return self.put({**obj, "metadata": {**meta, "name": name}})
 
     def patch(
-        self,
-        kind: Kind,
-        namespace: str,
-        name: str,
-        body: Mapping[str, Any],
-        *,
-        subresource: str | None = None,
-    ) -> dict[str, Any]:
+        self, kind: Kind, namespace: str, name: str, body: Body, *, subresource: str | None = None
+    ) -> Object:
         current = self.objects.get((kind.plural, namespace, name))
         if current is None:
             raise ApiError(404, "Not Found", {"reason": "NotFound"})
@@ -137,11 +131,11 @@ class FakeKubeApi:
         kind: Kind,
         namespace: str,
         name: str,
-        status: Mapping[str, Any],
+        status: Body,
         *,
-        expected: Mapping[str, Any] | None,
+        expected: Body | None,
         resource_version: str,
-    ) -> dict[str, Any]:
+    ) -> Object:
         """As the API server's JSON Patch: a test of the stored status, then the new one
         (without its nulls, which the CRD's schema prunes)."""
         current = self.objects.get((kind.plural, namespace, name))
@@ -152,7 +146,7 @@ class FakeKubeApi:
         self.writes.append(("patch/status", kind.kind, name))
         return self.put({**current, "status": merge_patch({}, dict(status))})
 
-    def apply(self, obj: Mapping[str, Any], *, force: bool = True) -> dict[str, Any]:
+    def apply(self, obj: Body, *, force: bool = True) -> Object:
         kind = kind_of(obj)
         meta = obj["metadata"]
         current = self.objects.get((kind.plural, meta["namespace"], meta["name"]))

@@ -13,7 +13,6 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any, TypeVar
 
-import pytest
 import yaml
 from kopf.testing import KopfRunner
 
@@ -32,6 +31,7 @@ from distgnn_operator.reconcile.kube_api import (
 )
 from tests.support.controlplane import ControlPlane
 from tests.support.controlplane_cluster import EXIT_CODE_ANNOTATION, TEST_STORAGE_CLASS
+from tests.terminal import report as report  # the integration tests import it from here
 
 REPO = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
@@ -351,14 +351,3 @@ def env_of(obj: dict[str, Any]) -> dict[str, Any]:
 
 def to_yaml(obj: Any) -> str:
     return yaml.safe_dump(obj, sort_keys=False)
-
-
-def report(config: pytest.Config, line: str) -> None:
-    """A line on pytest's terminal, past output capture (numbers a test run should show)."""
-    capture = config.pluginmanager.getplugin("capturemanager")
-    reporter = config.pluginmanager.getplugin("terminalreporter")
-    if capture is None or reporter is None:
-        print(line)
-        return
-    with capture.global_and_fixture_disabled():
-        reporter.write_line(line)

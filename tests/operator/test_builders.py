@@ -41,6 +41,7 @@ from distgnn_operator.constants import (
     LABEL_ROLE,
 )
 from tests.operator.factories import make_spec
+from tests.operator.harness import container_of, env_of
 
 GOLDEN = Path(__file__).parent / "golden" / "children.yaml"
 # Set by the builders for one role only, or by `distgnn run` only (pods bind every interface).
@@ -60,60 +61,36 @@ def ctx_of(**spec: Any) -> JobContext:
     return JobContext(name="demo", namespace="ns1", uid="uid-1", spec=make_spec(**spec))
 
 
-def container(obj: dict[str, Any]) -> dict[str, Any]:
-    containers: list[dict[str, Any]] = obj["spec"]["template"]["spec"]["containers"]
-    assert len(containers) == 1
-    return containers[0]
-
-
-def env_of(obj: dict[str, Any]) -> dict[str, Any]:
-    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container(obj)["env"]}
-
-
 def kinds(children: list[dict[str, Any]]) -> list[str]:
     return [f"{c['kind']}/{c['metadata']['name']}" for c in children]
 
 
+ALL_CHILDREN = [
+    "NetworkPolicy/demo-isolation",
+    "ConfigMap/demo-config",
+    "PersistentVolumeClaim/demo-data",
+    "Job/demo-partition",
+    "Service/demo-peers",
+    "StatefulSet/demo-sampler",
+    "StatefulSet/demo-trainer",
+]
+"""A default job's children, in the order they are created."""
+
+
 @pytest.mark.parametrize(
-    ("spec", "expected"),
+    ("spec", "absent"),
     [
-        (
-            {},
-            [
-                "NetworkPolicy/demo-isolation",
-                "ConfigMap/demo-config",
-                "PersistentVolumeClaim/demo-data",
-                "Job/demo-partition",
-                "Service/demo-peers",
-                "StatefulSet/demo-sampler",
-                "StatefulSet/demo-trainer",
-            ],
-        ),
+        ({}, []),
         (
             {"samplers": {"replicas": 0}, "storage": {"claimName": "shared"}},
-            [
-                "NetworkPolicy/demo-isolation",
-                "ConfigMap/demo-config",
-                "Job/demo-partition",
-                "Service/demo-peers",
-                "StatefulSet/demo-trainer",
-            ],
+            ["PersistentVolumeClaim/demo-data", "StatefulSet/demo-sampler"],
         ),
-        (
-            {"networkPolicy": {"enabled": False}},
-            [
-                "ConfigMap/demo-config",
-                "PersistentVolumeClaim/demo-data",
-                "Job/demo-partition",
-                "Service/demo-peers",
-                "StatefulSet/demo-sampler",
-                "StatefulSet/demo-trainer",
-            ],
-        ),
+        ({"networkPolicy": {"enabled": False}}, ["NetworkPolicy/demo-isolation"]),
     ],
     ids=["default", "worker-mode-named-claim", "no-network-policy"],
 )
-def test_children_in_creation_order(spec: dict[str, Any], expected: list[str]) -> None:
+def test_children_in_creation_order(spec: dict[str, Any], absent: list[str]) -> None:
+    expected = [child for child in ALL_CHILDREN if child not in absent]
     assert kinds(build_children(ctx_of(**spec))) == expected
 
 
@@ -157,12 +134,12 @@ def test_every_pod_gets_the_whole_env_contract(role: Role, builder: Any) -> None
     ]
     if role is Role.partitioner:
         assert env[contract.ENV_RANK] == "0"
-        assert env[contract.ENV_TERMINATION_LOG] == container(obj)["terminationMessagePath"]
+        assert env[contract.ENV_TERMINATION_LOG] == container_of(obj)["terminationMessagePath"]
     else:
         assert env[contract.ENV_RANK] == {
             "fieldRef": {"fieldPath": f"metadata.labels['{LABEL_POD_INDEX}']"}
         }
-    assert container(obj)["command"] == ["python", "-m", contract.role_module(role)]
+    assert container_of(obj)["command"] == ["python", "-m", contract.role_module(role)]
 
 
 AFFINITY = {
@@ -189,7 +166,7 @@ def test_gpu_requests_and_limits(
         samplers={"gpusPerPod": sampler_gpus, "resources": {"limits": {"memory": "8Gi"}}},
     )
     for role, expected in ((Role.trainer, expect_trainer), (Role.sampler, expect_sampler)):
-        c = container(build_statefulset(ctx, role))
+        c = container_of(build_statefulset(ctx, role))
         res = c["resources"]
         assert res.get("requests", {}).get(GPU_RESOURCE) == expected
         assert res.get("limits", {}).get(GPU_RESOURCE) == expected
@@ -197,10 +174,14 @@ def test_gpu_requests_and_limits(
         assert next(e["value"] for e in c["env"] if e["name"] == contract.ENV_DEVICE) == (
             "cuda" if expected else "cpu"
         )
-    trainer_res = container(build_statefulset(ctx, Role.trainer))["resources"]
+    trainer_res = container_of(build_statefulset(ctx, Role.trainer))["resources"]
     assert trainer_res["requests"]["cpu"] == "4"
-    assert container(build_statefulset(ctx, Role.sampler))["resources"]["limits"]["memory"] == "8Gi"
-    assert GPU_RESOURCE not in container(build_partition_job(ctx))["resources"].get("requests", {})
+    assert (
+        container_of(build_statefulset(ctx, Role.sampler))["resources"]["limits"]["memory"] == "8Gi"
+    )
+    assert GPU_RESOURCE not in container_of(build_partition_job(ctx))["resources"].get(
+        "requests", {}
+    )
 
 
 @pytest.mark.parametrize(
@@ -214,7 +195,7 @@ def test_gpu_requests_and_limits(
 def test_named_ports(role: Role, ports: dict[str, int]) -> None:
     ctx = ctx_of()
     obj = build_partition_job(ctx) if role is Role.partitioner else build_statefulset(ctx, role)
-    assert {p["name"]: p["containerPort"] for p in container(obj)["ports"]} == ports
+    assert {p["name"]: p["containerPort"] for p in container_of(obj)["ports"]} == ports
 
 
 @pytest.mark.parametrize("claim", [None, "shared-data"])
@@ -226,7 +207,7 @@ def test_volumes_config_and_shm(claim: str | None) -> None:
         assert volumes["data"]["persistentVolumeClaim"]["claimName"] == (claim or "demo-data")
         assert volumes["config"]["configMap"]["name"] == naming.config_map_name("demo")
         assert volumes["shm"]["emptyDir"] == {"medium": "Memory"}
-        mounts = {m["name"]: m["mountPath"] for m in container(obj)["volumeMounts"]}
+        mounts = {m["name"]: m["mountPath"] for m in container_of(obj)["volumeMounts"]}
         assert mounts == {
             "data": DATA_MOUNT_PATH,
             "config": CONFIG_MOUNT_DIR,
@@ -279,7 +260,7 @@ def test_scheduling_fields_reach_every_pod() -> None:
         assert pod["serviceAccountName"] == "trainer-sa"
         assert "automountServiceAccountToken" not in pod
         assert pod["imagePullSecrets"] == [{"name": "regcred"}]
-        assert container(obj)["imagePullPolicy"] == "Always"
+        assert container_of(obj)["imagePullPolicy"] == "Always"
         assert tpl["metadata"]["labels"]["team.example.com/queue"] == "q"
         assert tpl["metadata"]["labels"][LABEL_JOB] == "demo"  # the operator's key wins
         assert tpl["metadata"]["annotations"] == {"a": "b"}

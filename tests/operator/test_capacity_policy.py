@@ -11,7 +11,7 @@ from distgnn_operator.reconcile.events import transitions
 from distgnn_operator.status import Observed, compute_status
 from distgnn_operator.status.capacity_policy import CapacityPolicy
 from distgnn_operator.status.conditions import find
-from tests.operator.factories import T0, make_spec, partition_done
+from tests.operator.factories import T0, condition, make_spec, partition_done
 
 SHORT: dict[str, Any] = {"resources": {"limits": {"memory": "256Mi"}}}
 
@@ -23,8 +23,7 @@ def short_spec() -> DistGNNJobSpec:
 def test_warn_sets_the_condition_and_a_warning_then_clears() -> None:
     spec = short_spec()
     s0 = compute_status(spec, Observed(partition_job_name="demo-partition"), None, T0)
-    cond = find(s0.conditions, "CapacityFits")
-    assert cond is not None
+    cond = condition(s0, "CapacityFits")
     assert (cond.status, cond.reason) == ("False", "InsufficientCapacity")
     assert "spec.trainers.resources.limits.memory" in cond.message
     assert s0.phase is Phase.pending
@@ -32,8 +31,7 @@ def test_warn_sets_the_condition_and_a_warning_then_clears() -> None:
 
     fixed = make_spec(trainers={"replicas": 2, "gpusPerPod": 0})
     s1 = compute_status(fixed, Observed(partition_job_name="demo-partition"), s0, T0)
-    cond = find(s1.conditions, "CapacityFits")
-    assert cond is not None
+    cond = condition(s1, "CapacityFits")
     assert (cond.status, cond.reason) == ("True", "CapacityFits")
 
 
@@ -49,8 +47,7 @@ def test_fail_before_training_only() -> None:
         spec, Observed(partition_job_name="p"), None, T0, capacity=CapacityPolicy.fail
     )
     assert s0.phase is Phase.failed
-    failed = find(s0.conditions, "Failed")
-    assert failed is not None
+    failed = condition(s0, "Failed")
     assert failed.reason == "InsufficientCapacity"
 
     # a job already training (the policy changed, or the spec) is flagged, not failed
@@ -60,8 +57,7 @@ def test_fail_before_training_only() -> None:
         spec, partition_done(), training, T0 + timedelta(seconds=1), capacity=CapacityPolicy.fail
     )
     assert s1.phase is Phase.training
-    cond = find(s1.conditions, "CapacityFits")
-    assert cond is not None
+    cond = condition(s1, "CapacityFits")
     assert cond.status == "False"
 
 
@@ -78,7 +74,6 @@ def test_gpu_memory_setting() -> None:
     roomy = compute_status(spec, Observed(partition_job_name="p"), None, T0)
     assert find(roomy.conditions, "CapacityFits") is None
     tiny = compute_status(spec, Observed(partition_job_name="p"), None, T0, gpu_memory=1 << 20)
-    cond = find(tiny.conditions, "CapacityFits")
-    assert cond is not None
+    cond = condition(tiny, "CapacityFits")
     assert "GPU memory per card" in cond.message
     assert "gpuMemoryGiB" in cond.message

@@ -20,7 +20,7 @@ from distgnn_operator.settings import OperatorSettings
 from tests.operator.factories import T0
 from tests.operator.fake_api import FakeKubeApi
 from tests.operator.test_reconcile import NS, new_job, options, status, to_training
-from tests.operator.test_watched_reads import CountingApi, controllers_made_their_pods, watch
+from tests.operator.test_watched_reads import controllers_made_their_pods, watch
 
 
 def put_event(api: FakeKubeApi, name: str, uid: str, message: str = "exceeded quota") -> None:
@@ -42,7 +42,7 @@ def blocked(api: FakeKubeApi) -> dict[str, Any] | None:
 
 
 def test_a_reconcile_takes_the_last_list_and_never_lists_events_itself() -> None:
-    api = CountingApi()
+    api = FakeKubeApi()
     new_job(api)
     to_training(api)
     controllers_made_their_pods(api)
@@ -83,7 +83,7 @@ def test_new_events_are_told_once_with_the_objects_they_are_about() -> None:
 
 
 def test_a_namespace_no_reconcile_wants_is_no_longer_listed() -> None:
-    api = CountingApi()
+    api = FakeKubeApi()
     lists = FailedCreates(api)
     lists.refresh()
     assert api.reads == []  # nothing wanted

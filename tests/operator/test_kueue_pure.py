@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from distgnn_api.contract import Role
-from distgnn_api.spec import Phase
+from distgnn_api.spec import DistGNNJobSpec, DistGNNJobStatus, Phase
 from distgnn_operator import naming
 from distgnn_operator.builders import (
     JobContext,
@@ -23,7 +23,7 @@ from distgnn_operator.builders.placement import place
 from distgnn_operator.status import compute_status
 from distgnn_operator.status.admission import AdmissionView
 from distgnn_operator.status.conditions import find
-from tests.operator.factories import T0, make_spec, partition_done
+from tests.operator.factories import T0, condition, make_spec, partition_done
 
 GPU = "nvidia.com/gpu"
 
@@ -170,56 +170,55 @@ def test_a_flavor_that_contradicts_the_jobs_node_selector_is_an_error() -> None:
         place({}, {"nodeSelector": {"pool": "a"}}, Placement(node_selector={"pool": "b"}))
 
 
+ADMITTED_TO_CQ = AdmissionView(
+    workload="w", queue="user", admitted=True, reserved=True, cluster_queue="cq",
+    reason="Admitted",
+)  # fmt: skip
+PREEMPTED = AdmissionView(
+    workload="w", queue="user", evicted=True, reserved=True, reason="Preempted",
+    message="Preempted to accommodate a workload",
+)  # fmt: skip
+
+
+def status_with(
+    spec: DistGNNJobSpec, admission: AdmissionView, previous: DistGNNJobStatus | None, day: int
+) -> DistGNNJobStatus:
+    """The status of a partitioned job whose Workload is ``admission``, ``day`` days after T0."""
+    observed = dataclasses.replace(partition_done(), admission=admission)
+    return compute_status(spec, observed, previous, T0 + timedelta(day))
+
+
 def test_a_queued_job_is_queued_with_kueues_reason_then_admitted() -> None:
     spec = make_spec()
     waiting = AdmissionView(
         workload="w", queue="user", reason="Pending", message="insufficient quota"
     )
-    s0 = compute_status(spec, dataclasses.replace(partition_done(), admission=waiting), None, T0)
+    s0 = status_with(spec, waiting, None, 0)
     assert s0.phase is Phase.queued
     assert s0.start_time is None
-    cond = find(s0.conditions, "Queued")
-    assert cond is not None
+    cond = condition(s0, "Queued")
     assert (cond.status, cond.reason, cond.message) == ("True", "Pending", "insufficient quota")
     assert s0.kueue is not None
     assert (s0.kueue.admitted, s0.kueue.reason) == (False, "Pending")
 
-    admitted = AdmissionView(
-        workload="w", queue="user", admitted=True, reserved=True, cluster_queue="cq",
-        reason="Admitted",
-    )  # fmt: skip
-    s1 = compute_status(
-        spec, dataclasses.replace(partition_done(), admission=admitted), s0, T0 + timedelta(1)
-    )
+    s1 = status_with(spec, ADMITTED_TO_CQ, s0, 1)
     assert s1.phase is Phase.training
-    cond = find(s1.conditions, "Queued")
-    assert cond is not None
+    cond = condition(s1, "Queued")
     assert (cond.status, cond.reason) == ("False", "Admitted")
     assert "cq" in cond.message
 
-    evicted = AdmissionView(
-        workload="w", queue="user", evicted=True, reserved=True, reason="Preempted",
-        message="Preempted to accommodate a workload",
-    )  # fmt: skip
-    s2 = compute_status(
-        spec, dataclasses.replace(partition_done(), admission=evicted), s1, T0 + timedelta(2)
-    )
+    s2 = status_with(spec, PREEMPTED, s1, 2)
     assert s2.phase is Phase.queued
-    cond = find(s2.conditions, "Queued")
-    assert cond is not None
+    cond = condition(s2, "Queued")
     assert (cond.status, cond.reason) == ("True", "Preempted")
-    training = find(s2.conditions, "Training")
-    assert training is not None
+    training = condition(s2, "Training")
     assert training.status == "False"
 
 
 def test_a_users_suspend_wins_over_kueue() -> None:
     spec = make_spec(runPolicy={"suspend": True})
     admitted = AdmissionView(workload="w", queue="user", admitted=True, reason="Admitted")
-    status = compute_status(
-        spec, dataclasses.replace(partition_done(), admission=admitted), None, T0
-    )
-    assert status.phase is Phase.suspended
+    assert status_with(spec, admitted, None, 0).phase is Phase.suspended
 
 
 def test_a_job_without_the_label_has_no_kueue_status() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from prometheus_client import REGISTRY
 
-from distgnn_api.contract import PartitionFigures
 from distgnn_operator import metrics
+from tests.operator.factories import FIGURES
 
 
 def sample(name: str, **labels: str) -> float:
@@ -46,16 +46,6 @@ def test_transitions_and_outcomes_count() -> None:
         sample("distgnn_operator_jobs_succeeded_total"),
     )
     assert [b - a for a, b in zip(before, after, strict=True)] == [1, 1, 1]
-
-
-FIGURES = PartitionFigures(
-    num_partitions=2,
-    algorithm="metis",
-    step_seconds={"generate": 1.5, "partition": 0.25, "write": 0.5},
-    edge_cut=161_601,
-    edge_cut_fraction=0.08,
-    balance={"nodes": 1.01, "train": 1.0, "edges": 1.04},
-)
 
 
 def test_job_series_follow_the_job_and_its_partition() -> None:

@@ -12,18 +12,10 @@ from distgnn_operator.constants import PARTITION_COMPLETE
 from distgnn_operator.reconcile.kube_api import PVC
 from distgnn_operator.reconcile.observe import Children
 from distgnn_operator.reconcile.partition_figures import observe_figures
-from tests.operator.factories import make_spec, raw_job
+from tests.operator.factories import FIGURES, make_spec, raw_job
 from tests.operator.fake_api import FakeKubeApi
 
 NS = "ns1"
-FIGURES = PartitionFigures(
-    num_partitions=2,
-    algorithm="metis",
-    step_seconds={"generate": 0.064, "partition": 0.155, "write": 0.079},
-    edge_cut=8745,
-    edge_cut_fraction=0.29,
-    balance={"nodes": 1.029, "train_nodes": 1.024, "edges": 1.062},
-)
 SELECTOR = {"batch.kubernetes.io/controller-uid": "u-1"}
 
 

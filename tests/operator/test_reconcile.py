@@ -62,12 +62,17 @@ def complete_partition_job(api: FakeKubeApi, name: str = "demo") -> None:
     api.put({**job, "status": raw_job(job["metadata"]["name"], complete=True)["status"]})
 
 
+def put_pod(api: FakeKubeApi, job: str, role: Role, rank: int, **kwargs: Any) -> None:
+    """Store a pod of the job's role, as its StatefulSet would."""
+    pod = raw_pod(job, role, rank, **kwargs)
+    pod["metadata"].update(namespace=NS)
+    api.put({"apiVersion": "v1", "kind": "Pod", **pod})
+
+
 def put_pods(api: FakeKubeApi, generation: int = 0, **kwargs: Any) -> None:
     for role in (Role.sampler, Role.trainer):
         for rank in range(2):
-            pod = raw_pod("demo", role, rank, generation=generation, **kwargs)
-            pod["metadata"].update(namespace=NS, name=f"demo-{role.value}-{rank}")
-            api.put({"apiVersion": "v1", "kind": "Pod", **pod})
+            put_pod(api, "demo", role, rank, generation=generation, **kwargs)
 
 
 def to_training(api: FakeKubeApi) -> None:
@@ -162,9 +167,7 @@ def test_gang_restart_bumps_generation_and_deletes_old_pods() -> None:
     api = FakeKubeApi()
     new_job(api)
     to_training(api)
-    failing = raw_pod("demo", Role.trainer, 1, exit_code=1)
-    failing["metadata"].update(namespace=NS)
-    api.put({"apiVersion": "v1", "kind": "Pod", **failing})
+    put_pod(api, "demo", Role.trainer, 1, exit_code=1)
     api.writes.clear()
     reconcile(api, T0 + timedelta(seconds=3))
     assert status(api)["restarts"] == 1
@@ -272,9 +275,7 @@ def test_pods_of_another_job_are_not_read() -> None:
     api = FakeKubeApi()
     new_job(api)
     to_training(api)
-    stranger = raw_pod("other", Role.trainer, 0, exit_code=1)
-    stranger["metadata"].update(namespace=NS)
-    api.put({"apiVersion": "v1", "kind": "Pod", **stranger})
+    put_pod(api, "other", Role.trainer, 0, exit_code=1)  # a stranger
     reconcile(api, T0 + timedelta(seconds=3))
     assert status(api)["restarts"] == 0
     assert api.get(POD, NS, "other-trainer-0") is not None

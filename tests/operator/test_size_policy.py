@@ -7,7 +7,7 @@ from distgnn_api.size_rules import size_errors
 from distgnn_api.spec import Phase
 from distgnn_operator.status import Observed, compute_status
 from distgnn_operator.status.conditions import find
-from tests.operator.factories import T0, make_spec
+from tests.operator.factories import T0, condition, make_spec
 
 
 def test_more_partitions_than_nodes_fails_before_the_partition_job() -> None:
@@ -18,8 +18,7 @@ def test_more_partitions_than_nodes_fails_before_the_partition_job() -> None:
     )
     status = compute_status(spec, Observed(partition_job_name="demo-partition"), None, T0)
     assert status.phase is Phase.failed
-    failed = find(status.conditions, "Failed")
-    assert failed is not None
+    failed = condition(status, "Failed")
     assert failed.reason == "SpecDoesNotFitGraph"
     assert failed.message.startswith(
         "spec.partition.numPartitions: 16 partitions exceed the graph's 8 nodes"
@@ -52,8 +51,7 @@ def test_all_negatives_on_a_public_ogb_link_dataset_of_known_size_fails() -> Non
     assert "2,927,963" in error.message
     status = compute_status(spec, Observed(), None, T0)
     assert status.phase is Phase.failed
-    failed = find(status.conditions, "Failed")
-    assert failed is not None
+    failed = condition(status, "Failed")
     assert "spec.linkPrediction.evaluation.negatives" in failed.message
 
 

@@ -8,7 +8,15 @@ from distgnn_api.contract import Role, partition_key
 from distgnn_api.spec import DistGNNJobStatus, Phase, Progress
 from distgnn_operator.status import Observed, PartitionJobView, PodView, compute_status
 from distgnn_operator.status.conditions import find
-from tests.operator.factories import T0, make_spec, partition_done, pods, raw_job, raw_pod
+from tests.operator.factories import (
+    T0,
+    condition,
+    make_spec,
+    partition_done,
+    pods,
+    raw_job,
+    raw_pod,
+)
 
 
 def cond(status: DistGNNJobStatus, type_: str) -> tuple[str, str]:
@@ -45,8 +53,7 @@ def test_happy_path_phases() -> None:
     s3 = compute_status(spec, live, s2, T0 + timedelta(seconds=3))
     assert cond(s3, "Training") == ("True", "TrainersRunning")
     assert s3.progress == progress
-    training = find(s3.conditions, "Training")
-    assert training is not None
+    training = condition(s3, "Training")
     assert training.last_transition_time == "2026-11-26T12:00:02Z"
 
     done = Observed(pods=pods("demo", spec, exit_code=0))

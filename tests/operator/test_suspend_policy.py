@@ -6,9 +6,8 @@ from datetime import timedelta
 
 from distgnn_api.spec import Phase
 from distgnn_operator.status import Observed, compute_status
-from distgnn_operator.status.conditions import find
 from distgnn_operator.status.suspend_policy import is_suspended
-from tests.operator.factories import T0, make_spec, partition_done, pods
+from tests.operator.factories import T0, condition, make_spec, partition_done, pods
 
 
 def test_is_suspended_reads_the_run_policy() -> None:
@@ -27,20 +26,16 @@ def test_suspend_while_training_then_resume() -> None:
     )
     assert suspended.phase is Phase.suspended
     assert suspended.start_time is None
-    cond = find(suspended.conditions, "Suspended")
-    assert cond is not None
+    cond = condition(suspended, "Suspended")
     assert (cond.status, cond.reason) == ("True", "JobSuspended")
-    train_cond = find(suspended.conditions, "Training")
-    assert train_cond is not None
+    train_cond = condition(suspended, "Training")
     assert train_cond.status == "False"
     resumed = compute_status(spec, partition_done(), suspended, T0 + timedelta(seconds=9))
     assert resumed.phase is Phase.training
     assert resumed.start_time == "2026-11-26T12:00:09Z"
-    cond = find(resumed.conditions, "Suspended")
-    assert cond is not None
+    cond = condition(resumed, "Suspended")
     assert (cond.status, cond.reason) == ("False", "JobResumed")
-    train_cond = find(resumed.conditions, "Training")
-    assert train_cond is not None
+    train_cond = condition(resumed, "Training")
     assert train_cond.status == "True"
 
 

@@ -34,7 +34,7 @@ from distgnn_operator.reconcile.watched import (
 from tests.operator.factories import T0
 from tests.operator.fake_api import FakeKubeApi
 from tests.operator.test_reconcile import NS, new_job, options, to_training
-from tests.operator.test_watched_reads import CountingApi, controllers_made_their_pods
+from tests.operator.test_watched_reads import controllers_made_their_pods
 
 CLAIM = "demo-data"
 
@@ -58,7 +58,9 @@ def snapshot(api: FakeKubeApi, job: str = "demo") -> WatchedChildren:
     return WatchedChildren.of(NS, job, objects, cached)
 
 
-def fail_trainer(api: FakeKubeApi, name: str = "demo-trainer-1") -> None:
+def training_with_a_failed_trainer(api: FakeKubeApi, name: str = "demo-trainer-1") -> None:
+    """A training job (as :func:`training` makes it) whose trainer ``name`` has just failed."""
+    training(api)
     pod = api.find(POD, NS, name)
     pod["status"]["containerStatuses"][0]["state"] = {
         "terminated": {"exitCode": 1, "reason": "Error"}
@@ -66,7 +68,7 @@ def fail_trainer(api: FakeKubeApi, name: str = "demo-trainer-1") -> None:
     api.put(pod)
 
 
-def training(api: CountingApi) -> None:
+def training(api: FakeKubeApi) -> None:
     new_job(api)
     to_training(api)
     controllers_made_their_pods(api)
@@ -75,10 +77,9 @@ def training(api: CountingApi) -> None:
 
 
 def test_a_reconcile_with_the_job_and_claim_watched_reads_nothing_and_writes_the_same() -> None:
-    direct, watched = CountingApi(), CountingApi()
+    direct, watched = FakeKubeApi(), FakeKubeApi()
     for api in (direct, watched):
-        training(api)
-        fail_trainer(api)
+        training_with_a_failed_trainer(api)
     at = options(T0 + timedelta(seconds=3))
     reconcile_job(direct, NS, "demo", at)
     reconcile_job(WatchedReads(watched, snapshot(watched), LatestSeen()), NS, "demo", at)
@@ -91,9 +92,8 @@ def test_a_reconcile_with_the_job_and_claim_watched_reads_nothing_and_writes_the
 def test_the_status_a_reconcile_wrote_is_the_previous_one_of_the_next_though_the_watch_lags() -> (
     None
 ):
-    api = CountingApi()
-    training(api)
-    fail_trainer(api)
+    api = FakeKubeApi()
+    training_with_a_failed_trainer(api)
     lagging = snapshot(api)  # the watch shows neither the status write nor the deletions
     latest = LatestSeen()
     at = options(T0 + timedelta(seconds=3))
@@ -113,9 +113,8 @@ def test_the_status_a_reconcile_wrote_is_the_previous_one_of_the_next_though_the
 
 
 def test_kopfs_own_patches_of_the_job_do_not_conflict_with_the_status_write() -> None:
-    api = CountingApi()
-    training(api)
-    fail_trainer(api)
+    api = FakeKubeApi()
+    training_with_a_failed_trainer(api)
     stale = snapshot(api)
     # kopf adds its finalizer and annotations after the snapshot: the job's version moves,
     # its status does not, and the status write goes through without reading the job again.
@@ -141,9 +140,8 @@ def test_kopfs_own_patches_of_the_job_do_not_conflict_with_the_status_write() ->
 
 
 def test_a_write_that_conflicts_reads_the_job_again() -> None:
-    api = CountingApi()
-    training(api)
-    fail_trainer(api)
+    api = FakeKubeApi()
+    training_with_a_failed_trainer(api)
     stale = snapshot(api)
     # Someone else writes the job's status after the snapshot: the status write conflicts,
     # so a stale status never overwrites a newer one.
@@ -161,7 +159,7 @@ def test_a_write_that_conflicts_reads_the_job_again() -> None:
 
 
 def test_a_claim_the_watch_lacks_is_read_from_the_api_server() -> None:
-    api = CountingApi()
+    api = FakeKubeApi()
     training(api)
     watched = snapshot(api)
     without_claim = WatchedChildren(
@@ -193,7 +191,7 @@ def test_latest_seen_takes_the_newer_and_leaves_incomparable_versions_to_the_api
 
 
 def test_a_child_a_reconcile_wrote_counts_until_the_watch_shows_it_or_it_is_too_old() -> None:
-    api = CountingApi()
+    api = FakeKubeApi()
     new_job(api)
     now = [0.0]
     latest = LatestSeen(child_ttl=15.0, clock=lambda: now[0])

@@ -5,7 +5,6 @@ alone; and the FailedCreate Events read only while a controller is short of pods
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -21,7 +20,6 @@ from distgnn_operator.reconcile.kube_api import (
     POD,
     PVC,
     STATEFULSET,
-    Kind,
 )
 from distgnn_operator.reconcile.spec_memo import SpecMemo
 from distgnn_operator.reconcile.state_machine import reconcile_job
@@ -36,28 +34,6 @@ from tests.operator.test_reconcile import (
     reconcile,
     to_training,
 )
-
-
-class CountingApi(FakeKubeApi):
-    """The fake API server, counting reads by verb and resource."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.reads: list[tuple[str, str]] = []
-
-    def get(self, kind: Kind, namespace: str, name: str) -> dict[str, Any] | None:
-        self.reads.append(("get", kind.plural))
-        return super().get(kind, namespace, name)
-
-    def list(
-        self,
-        kind: Kind,
-        namespace: str,
-        labels: Mapping[str, str],
-        fields: Mapping[str, str] | None = None,
-    ) -> list[dict[str, Any]]:
-        self.reads.append(("list", kind.plural))
-        return super().list(kind, namespace, labels, fields)
 
 
 def watch(api: FakeKubeApi, job: str = "demo") -> WatchedChildren:
@@ -80,7 +56,7 @@ def controllers_made_their_pods(api: FakeKubeApi) -> None:
 
 
 def test_a_watched_reconcile_writes_the_same_and_reads_only_the_job_and_the_claim() -> None:
-    direct, watched = CountingApi(), CountingApi()
+    direct, watched = FakeKubeApi(), FakeKubeApi()
     for api in (direct, watched):
         new_job(api)
         to_training(api)
@@ -105,7 +81,7 @@ def test_a_watched_reconcile_writes_the_same_and_reads_only_the_job_and_the_clai
 
 
 def test_a_child_the_watch_has_not_seen_is_read_from_the_api_server() -> None:
-    api = CountingApi()
+    api = FakeKubeApi()
     new_job(api)
     reconcile(api)
     # An empty snapshot (the watch lags): the reconcile finds the children by GET and
@@ -119,7 +95,7 @@ def test_a_child_the_watch_has_not_seen_is_read_from_the_api_server() -> None:
 
 
 def test_reads_outside_the_snapshot_go_to_the_api_server() -> None:
-    api = CountingApi()
+    api = FakeKubeApi()
     new_job(api)
     to_training(api)
     reads = WatchedReads(api, watch(api))
@@ -135,7 +111,7 @@ def test_reads_outside_the_snapshot_go_to_the_api_server() -> None:
 
 
 def test_failed_create_events_are_read_only_while_a_controller_is_short_of_pods() -> None:
-    api = CountingApi()
+    api = FakeKubeApi()
     new_job(api)
     to_training(api)
     controllers_made_their_pods(api)
@@ -184,7 +160,7 @@ def test_spec_memo_renders_once_per_spec_and_context() -> None:
 
 
 def test_a_statefulset_the_watch_lacks_is_created_unforced_and_someone_elses_is_reported() -> None:
-    api = CountingApi()
+    api = FakeKubeApi()
     new_job(api)
     to_training(api)
     # Someone else's StatefulSet under the trainers' name, without the job's label: the
