@@ -21,7 +21,6 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
-from distgnn_workload.data.graph import GraphData
 from distgnn_workload.partition import PartitionStore, write_partitions
 from distgnn_workload.runtime.batches import LocalPipeline
 from distgnn_workload.runtime.distributed_sampler import replicated_factory
@@ -31,6 +30,7 @@ from distgnn_workload.runtime.features.layout import HolderLayout, load_holder, 
 from distgnn_workload.runtime.features.remote import DistributedFeatureSource
 from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.seeds import Batch
+from tests.support.random_graph import random_graph
 from tests.support.ranks import leave_group, rank_process
 
 CPU = torch.device("cpu")
@@ -43,26 +43,14 @@ JOIN_S = 180.0
 """Longer than any healthy run; a rank still alive past it hangs (the test fails)."""
 
 
-def _graph() -> GraphData:
-    rng = np.random.default_rng(3)
-    src, dst = rng.integers(0, NODES, 4000), rng.integers(0, NODES, 4000)
-    keep = src != dst
-    split = rng.random(NODES)
-    return GraphData.from_edges(
-        src[keep],
-        dst[keep],
-        rng.standard_normal((NODES, 7)).astype(np.float32),
-        rng.integers(0, 3, NODES),
-        split < 0.5,
-        (split >= 0.5) & (split < 0.7),
-        split >= 0.7,
-        num_classes=3,
-    )
-
-
 def write_store(path: Path) -> PartitionStore:
     """The graph in ``PARTITIONS`` partitions of interleaved ids."""
-    return write_partitions(path, _graph(), PARTITIONS, assignment=np.arange(NODES) % PARTITIONS)
+    return write_partitions(
+        path,
+        random_graph(NODES, 4000, 7, seed=3),
+        PARTITIONS,
+        assignment=np.arange(NODES) % PARTITIONS,
+    )
 
 
 def _phase(

@@ -14,7 +14,6 @@ import torch
 from torch import Tensor
 from torch.futures import Future
 
-from distgnn_workload.data.graph import GraphData
 from distgnn_workload.partition import PartitionStore, write_partitions
 from distgnn_workload.runtime.distributed_sampler import HopByHopSampler
 from distgnn_workload.runtime.features.cache_policy import fill_cache, presample_counts, select_hot
@@ -28,32 +27,17 @@ from distgnn_workload.runtime.features.remote import DistributedFeatureSource, F
 from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.rpc import RemoteError
 from distgnn_workload.sampling import NeighborSampler
+from tests.support.random_graph import random_graph
 
 CPU = torch.device("cpu")
-
-
-def _graph(n: int = 300, m: int = 1500, f: int = 5, seed: int = 0) -> GraphData:
-    rng = np.random.default_rng(seed)
-    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
-    keep = src != dst
-    y = rng.integers(0, 3, n)
-    split = rng.random(n)
-    return GraphData.from_edges(
-        src[keep],
-        dst[keep],
-        rng.standard_normal((n, f)).astype(np.float32),
-        y,
-        split < 0.5,
-        (split >= 0.5) & (split < 0.7),
-        split >= 0.7,
-        num_classes=3,
-    )
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> PartitionStore:
     path: Path = tmp_path_factory.mktemp("store") / "p"
-    return write_partitions(path, _graph(), 4, assignment=np.arange(300) % 4)
+    return write_partitions(
+        path, random_graph(300, 1500, 5, seed=0), 4, assignment=np.arange(300) % 4
+    )
 
 
 @pytest.fixture(scope="module")
