@@ -27,6 +27,7 @@ from distgnn_workload.runtime.features.layout import HolderLayout, load_holder
 from distgnn_workload.runtime.features.remote import DistributedFeatureSource
 from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.features.tiers import new_host_rows
+from tests.support.futures import done
 from tests.support.random_graph import random_graph
 
 CPU = torch.device("cpu")
@@ -49,9 +50,7 @@ def reference(store: PartitionStore) -> Tensor:
 
 def _fetch(reference: Tensor) -> object:
     def fetch(holder: int, ids: Tensor) -> Future[Tensor]:
-        fut: Future[Tensor] = Future()
-        fut.set_result(reference[ids.cpu()].clone())
-        return fut
+        return done(reference[ids.cpu()].clone())
 
     return fetch
 

@@ -27,6 +27,7 @@ from distgnn_workload.runtime.features.remote import DistributedFeatureSource, F
 from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.rpc import RemoteError
 from distgnn_workload.sampling import NeighborSampler
+from tests.support.futures import done
 from tests.support.random_graph import random_graph
 
 CPU = torch.device("cpu")
@@ -49,9 +50,7 @@ def reference(store: PartitionStore) -> Tensor:
 def _fetcher(reference: Tensor, calls: list[int]) -> FetchFn:
     def fetch(holder: int, ids: Tensor) -> Future[Tensor]:
         calls.append(int(ids.numel()))
-        fut: Future[Tensor] = Future()
-        fut.set_result(reference[ids].clone())
-        return fut
+        return done(reference[ids].clone())
 
     return fetch
 
@@ -155,9 +154,7 @@ def test_hop_by_hop_sampling_is_valid_against_the_full_graph(store: PartitionSto
 
     def hop_fetch(holder: int, nodes: Tensor, fanout: int) -> Future[tuple[Tensor, Tensor]]:
         _, nbrs, counts = parts[holder]._sample_hop(nodes - owners[holder].start, fanout)
-        fut: Future[tuple[Tensor, Tensor]] = Future()
-        fut.set_result((counts, nbrs))
-        return fut
+        return done((counts, nbrs))
 
     sampler = HopByHopSampler(owners[0], layout, [4, 3], hop_fetch, device=CPU, seed=1)
     indptr_np, indices_np = store.topology()
@@ -194,9 +191,7 @@ def test_filling_the_cache_never_asks_this_holder_or_sends_empty_requests(
         assert bool(
             ((ids >= layout.range_of(holder)[0]) & (ids < layout.range_of(holder)[1])).all()
         )
-        fut: Future[Tensor] = Future()
-        fut.set_result(reference[ids].clone())
-        return fut
+        return done(reference[ids].clone())
 
     # hot ids from holders 0 and 3 only, plus (wrongly) some of this holder's own nodes
     lo0, _ = layout.range_of(0)
