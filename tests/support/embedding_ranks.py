@@ -31,7 +31,7 @@ from distgnn_workload.embeddings import (
     save_shards,
 )
 from distgnn_workload.runtime.checkpoint import load_latest, save_checkpoint
-from tests.support.ranks import leave_group, spawn_ranks
+from tests.support.ranks import join_group, leave_group, spawn_ranks
 
 WORLD = 2
 DIM = 6
@@ -126,17 +126,8 @@ def _snapshot(tables: list[ShardedEmbedding], opt: RowSparseOptimizer) -> Saved:
 
 def _worker(rank: int, tmp: str, device_type: str) -> None:
     timeout = timedelta(seconds=60)
-    device = torch.device("cpu")
-    if device_type == "cuda":
-        device = torch.device("cuda", rank)
-        torch.cuda.set_device(device)
-    dist.init_process_group(
-        "nccl" if device.type == "cuda" else "gloo",
-        init_method=f"file://{tmp}/store",
-        rank=rank,
-        world_size=WORLD,
-        timeout=timeout,
-        device_id=device if device.type == "cuda" else None,
+    device = join_group(
+        rank, WORLD, f"file://{tmp}/store", cuda=device_type == "cuda", timeout=timeout
     )
     host = dist.new_group(backend="gloo", timeout=timeout)
     assert isinstance(host, dist.ProcessGroup)

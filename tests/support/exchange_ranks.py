@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.distributed as dist
 from torch import Tensor
 
 from distgnn_workload.partition import PartitionStore, write_partitions
@@ -31,7 +30,7 @@ from distgnn_workload.runtime.features.remote import DistributedFeatureSource
 from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.seeds import Batch
 from tests.support.random_graph import random_graph
-from tests.support.ranks import leave_group, rank_process
+from tests.support.ranks import join_group, leave_group, rank_process
 
 CPU = torch.device("cpu")
 NODES = 600
@@ -74,17 +73,8 @@ def _rank(
     one evaluation batch of the last phase; ``tiered``: a GPU budget of :data:`TIER_ROWS`
     rows, the others in pinned host memory (rows served to peers come from both tiers)."""
     torch.set_num_threads(1)
-    device = CPU
-    if cuda:
-        device = torch.device("cuda", rank)
-        torch.cuda.set_device(device)
-    dist.init_process_group(
-        "nccl" if cuda else "gloo",
-        init_method=f"file://{out}/store",
-        rank=rank,
-        world_size=world,
-        timeout=timedelta(seconds=120),
-        device_id=device if cuda else None,
+    device = join_group(
+        rank, world, f"file://{out}/store", cuda=cuda, timeout=timedelta(seconds=120)
     )
     store = PartitionStore.open(Path(store_path))
     layout = HolderLayout.from_store(store, world)
