@@ -110,15 +110,8 @@ def check_worker_run(job: LocalWorkload, seen: Seen, progress: list[Progress]) -
     assert {int(e.metrics["epoch"]) for e in events if e.stage == c.STAGE_EPOCH} == {1, 2, 3, 4}
     assert any(e.stage == c.STAGE_EVAL and "test_accuracy" in e.metrics for e in events)
 
-    # every training seed once per epoch (each rank pads its share to the longest one)
-    stats = json.loads((job.run_dir / "training_stats.json").read_text())
+    stats = check_seeds_and_shards(job)
     assert [e["epoch"] for e in stats["epochs"]] == [1, 2, 3, 4]
-    graph = generate_mag(SyntheticHeteroConfig(scale=SCALE, num_classes=CLASSES, seed=3))
-    num_train = int(graph.train_mask.sum())
-    for epoch in stats["epochs"]:
-        assert num_train <= epoch["seeds"] < 1.25 * num_train, epoch
-    shards = job.run_dir / "checkpoints" / "embeddings" / "epoch-4"
-    assert sorted(p.name for p in shards.iterdir()) == ["rank-0-of-2.pt", "rank-1-of-2.pt"]
 
 
 @pytest.mark.timeout(800)
@@ -205,6 +198,19 @@ def _check_cache_ratio_runs(
     assert abs(accuracy[0.2] - accuracy[1.0]) <= 0.02, accuracy
 
 
+def check_seeds_and_shards(job: LocalWorkload) -> dict[str, Any]:
+    """Every training seed once per epoch (each rank pads its share to the longest one), and
+    one embedding shard per trainer rank after the last epoch. Returns the training stats."""
+    stats: dict[str, Any] = json.loads((job.run_dir / "training_stats.json").read_text())
+    graph = generate_mag(SyntheticHeteroConfig(scale=SCALE, num_classes=CLASSES, seed=3))
+    num_train = int(graph.train_mask.sum())
+    for epoch in stats["epochs"]:
+        assert num_train <= epoch["seeds"] < 1.25 * num_train, epoch
+    shards = job.run_dir / "checkpoints" / "embeddings" / "epoch-4"
+    assert sorted(p.name for p in shards.iterdir()) == ["rank-0-of-2.pt", "rank-1-of-2.pt"]
+    return stats
+
+
 def check_server_client_run(job: LocalWorkload, seen: Seen, progress: list[Progress]) -> None:
     """What a server-client run must show: two typed samplers and two trainers, 4 epochs, a
     test figure well above the majority class, featured rows and samples from the samplers,
@@ -231,14 +237,7 @@ def check_server_client_run(job: LocalWorkload, seen: Seen, progress: list[Progr
             assert series.get(name, 0) > 0, f"sampler {rank}: {name} {series}"
     assert progress, "trainer 0 never answered /progress"
     assert {p.epochs for p in progress} == {4}
-    stats = json.loads((job.run_dir / "training_stats.json").read_text())
-    graph = generate_mag(SyntheticHeteroConfig(scale=SCALE, num_classes=CLASSES, seed=3))
-    num_train = int(graph.train_mask.sum())
-    for epoch in stats["epochs"]:
-        assert num_train <= epoch["seeds"] < 1.25 * num_train, epoch
-    # the embeddings stay with the trainers: one shard per trainer rank, none on a sampler
-    shards = job.run_dir / "checkpoints" / "embeddings" / "epoch-4"
-    assert sorted(p.name for p in shards.iterdir()) == ["rank-0-of-2.pt", "rank-1-of-2.pt"]
+    check_seeds_and_shards(job)  # the embeddings stay with the trainers, none on a sampler
     for rank in range(2):
         assert "typed sampler" in job.stdout_of(c.Role.sampler, rank)
         assert "received" in job.stdout_of(c.Role.trainer, rank)
