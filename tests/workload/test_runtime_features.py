@@ -18,6 +18,7 @@ from distgnn_workload.partition import PartitionStore, write_partitions
 from distgnn_workload.runtime.distributed_sampler import HopByHopSampler
 from distgnn_workload.runtime.features.cache_policy import fill_cache, presample_counts, select_hot
 from distgnn_workload.runtime.features.layout import (
+    HolderData,
     HolderLayout,
     load_holder,
     load_labels,
@@ -45,6 +46,15 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> PartitionStore:
 def reference(store: PartitionStore) -> Tensor:
     """Every node's features in new ids."""
     return torch.from_numpy(np.concatenate([store.partition(p).features for p in range(4)]))
+
+
+def _holder_table(
+    store: PartitionStore, holder: int, holders: int
+) -> tuple[HolderLayout, HolderData, FeatureTable]:
+    """The layout of ``holders``, ``holder``'s rows, and its table (room for every row)."""
+    layout = HolderLayout.from_store(store, holders)
+    data = load_holder(store, holder, holders, CPU)
+    return layout, data, FeatureTable.for_holder(data, 300, CPU)
 
 
 def _fetcher(reference: Tensor, calls: list[int]) -> FetchFn:
@@ -85,9 +95,7 @@ def test_gather_matches_the_reference_with_remote_fetches(
 def test_a_partial_cache_serves_hits_and_fetches_the_rest(
     store: PartitionStore, reference: Tensor
 ) -> None:
-    layout = HolderLayout.from_store(store, 2)
-    data = load_holder(store, 1, 2, CPU)
-    table = FeatureTable.for_holder(data, 300, CPU)
+    layout, data, table = _holder_table(store, 1, 2)
     calls: list[int] = []
     fetch = _fetcher(reference, calls)
     hot = torch.arange(0, 60)  # remote for holder 1
@@ -106,9 +114,7 @@ def test_a_partial_cache_serves_hits_and_fetches_the_rest(
 
 
 def test_a_full_cache_needs_no_fetch(store: PartitionStore, reference: Tensor) -> None:
-    layout = HolderLayout.from_store(store, 2)
-    data = load_holder(store, 0, 2, CPU)
-    table = FeatureTable.for_holder(data, 300, CPU)
+    layout, data, table = _holder_table(store, 0, 2)
     calls: list[int] = []
     fetch = _fetcher(reference, calls)
     hot = select_hot(torch.zeros(300, dtype=torch.int64), None, data.start, data.end, 10**6)
@@ -181,9 +187,7 @@ def test_filling_the_cache_never_asks_this_holder_or_sends_empty_requests(
     store: PartitionStore, reference: Tensor
 ) -> None:
     """A request to itself needs a device map to itself, which CUDA RPC cannot have."""
-    layout = HolderLayout.from_store(store, 4)
-    data = load_holder(store, 2, 4, CPU)
-    table = FeatureTable.for_holder(data, 300, CPU)
+    layout, data, table = _holder_table(store, 2, 4)
     asked: list[tuple[int, int]] = []
 
     def fetch(holder: int, ids: Tensor) -> Future[Tensor]:
@@ -210,9 +214,7 @@ def test_filling_the_cache_never_asks_this_holder_or_sends_empty_requests(
 def test_a_started_gather_sends_only_missing_ids_at_once_and_fills_them_on_wait(
     store: PartitionStore, reference: Tensor
 ) -> None:
-    layout = HolderLayout.from_store(store, 4)
-    data = load_holder(store, 1, 4, CPU)
-    table = FeatureTable.for_holder(data, 300, CPU)
+    layout, _, table = _holder_table(store, 1, 4)
     hot = torch.arange(*layout.range_of(0))[:10]
     fill_cache(table, layout, _fetcher(reference, []), hot)
     sent: dict[int, tuple[Tensor, Future[Tensor]]] = {}
