@@ -6,14 +6,13 @@ the bytes moved per step and that the runs finished; no timing."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from distgnn_api.spec import SyntheticDataset
-from tests.support.scripts import load_script
+from tests.support.scripts import load_script, run_script
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.timeout(480)]
 
@@ -43,34 +42,26 @@ def test_run_tokens_name_the_socket_only_transport() -> None:
 
 def test_partitioned_features_report_their_bytes_per_step(tmp_path: Path) -> None:
     out = tmp_path / "dist.jsonl"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-P",
-            str(DIST_BENCH / "bench.py"),
-            "--device=cpu",
-            "--preload",
-            "--nodes=4000",
-            "--epochs=2",
-            "--batch-size=256",
-            "--fanout",
-            "5",
-            "3",
-            "--hidden=32",
-            "--runs",
-            "worker-2-fp32-0.2",
-            "worker-2-fp32",
-            f"--work-dir={tmp_path / 'work'}",
-            f"--out={out}",
-            "--run-timeout=200",
-            "--budget=400",
-        ],
-        capture_output=True,
-        text=True,
+    proc = run_script(
+        DIST_BENCH / "bench.py",
+        "--device=cpu",
+        "--preload",
+        "--nodes=4000",
+        "--epochs=2",
+        "--batch-size=256",
+        "--fanout",
+        "5",
+        "3",
+        "--hidden=32",
+        "--runs",
+        "worker-2-fp32-0.2",
+        "worker-2-fp32",
+        f"--work-dir={tmp_path / 'work'}",
+        f"--out={out}",
+        "--run-timeout=200",
+        "--budget=400",
         timeout=450,
-        check=False,
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
     records = [json.loads(line) for line in out.read_text().splitlines()]
     runs = {(r["cache_ratio"], r["transport"]): r for r in records if r["bench"] == "dist_run"}
     assert {r["status"] for r in runs.values()} == {"ok"}, runs

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
-from tests.support.scripts import load_script
+from tests.support.scripts import load_script, run_script
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.timeout(480)]
 
@@ -36,11 +34,6 @@ EDGE_TYPES = {
 }
 
 
-def _run(cmd: list[str], timeout: float) -> None:
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-
-
 def _read(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
@@ -49,51 +42,43 @@ def _read(path: Path) -> list[dict[str, Any]]:
 def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     tmp = tmp_path_factory.mktemp("hetero")
     work, ours, pyg = tmp / "work", tmp / "hetero.jsonl", tmp / "pyg-hetero.jsonl"
-    _run(
-        [
-            sys.executable,
-            "-P",
-            str(HETERO_BENCH / "bench.py"),
-            "--device=cpu",
-            "--preload",
-            "--scale=0.002",
-            "--runs",
-            "worker-1-fp32",
-            "server-1-fp32",
-            "--epochs=2",
-            "--fanout",
-            *FANOUT,
-            "--hidden=16",
-            "--embedding-dim=8",
-            f"--batch-size={BATCH}",
-            "--keep",
-            f"--work-dir={work}",
-            f"--out={ours}",
-        ],
+    run_script(
+        HETERO_BENCH / "bench.py",
+        "--device=cpu",
+        "--preload",
+        "--scale=0.002",
+        "--runs",
+        "worker-1-fp32",
+        "server-1-fp32",
+        "--epochs=2",
+        "--fanout",
+        *FANOUT,
+        "--hidden=16",
+        "--embedding-dim=8",
+        f"--batch-size={BATCH}",
+        "--keep",
+        f"--work-dir={work}",
+        f"--out={ours}",
         timeout=200,
     )
     store = next((work / "data" / "partitions").iterdir())
-    _run(
-        [
-            sys.executable,
-            "-P",
-            str(HETERO_BENCH / "pyg_hetero.py"),
-            "--device=cpu",
-            "--sampler=distgnn",
-            "--setup=best",
-            f"--store={store}",
-            "--workers=0",
-            "--precision=fp32",
-            "--fanout",
-            *FANOUT,
-            "--hidden=16",
-            "--embedding-dim=8",
-            f"--batch-size={BATCH}",
-            "--warmup=1",
-            "--batches=3",
-            "--repeats=2",
-            f"--out={pyg}",
-        ],
+    run_script(
+        HETERO_BENCH / "pyg_hetero.py",
+        "--device=cpu",
+        "--sampler=distgnn",
+        "--setup=best",
+        f"--store={store}",
+        "--workers=0",
+        "--precision=fp32",
+        "--fanout",
+        *FANOUT,
+        "--hidden=16",
+        "--embedding-dim=8",
+        f"--batch-size={BATCH}",
+        "--warmup=1",
+        "--batches=3",
+        "--repeats=2",
+        f"--out={pyg}",
         timeout=150,
     )
     return {"ours": _read(ours), "pyg": _read(pyg)}

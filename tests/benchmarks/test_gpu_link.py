@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.scripts import load_script
+from tests.support.scripts import load_script, run_script
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.timeout(480)]
 
@@ -24,35 +24,28 @@ LINK_BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_link"
 
 def test_link_bench_runs_on_cpu(tmp_path: Path) -> None:
     out = tmp_path / "link.jsonl"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-P",
-            str(LINK_BENCH / "bench.py"),
-            "--device=cpu",
-            "--preload",
-            "--scale=0.001",
-            "--runs",
-            "worker-1-fp32",
-            "server-1-fp32",
-            "--fanout",
-            "5",
-            "3",
-            "--hidden=32",
-            "--batch-size=128",
-            "--eval-negatives=50",
-            "--eval-positives=200",
-            "--positives-per-gpu=300",
-            "--epochs=2",
-            f"--work-dir={tmp_path / 'work'}",
-            f"--out={out}",
-            "--keep",
-        ],
-        capture_output=True,
-        text=True,
+    run_script(
+        LINK_BENCH / "bench.py",
+        "--device=cpu",
+        "--preload",
+        "--scale=0.001",
+        "--runs",
+        "worker-1-fp32",
+        "server-1-fp32",
+        "--fanout",
+        "5",
+        "3",
+        "--hidden=32",
+        "--batch-size=128",
+        "--eval-negatives=50",
+        "--eval-positives=200",
+        "--positives-per-gpu=300",
+        "--epochs=2",
+        f"--work-dir={tmp_path / 'work'}",
+        f"--out={out}",
+        "--keep",
         timeout=420,
     )
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     records: list[dict[str, Any]] = [json.loads(line) for line in out.read_text().splitlines()]
     (env,) = [r for r in records if r["bench"] == "link_env"]
     assert env["positives_per_gpu"] == 300
@@ -77,31 +70,24 @@ def test_link_bench_runs_on_cpu(tmp_path: Path) -> None:
     (store,) = (tmp_path / "work" / "data" / "partitions").iterdir()
     pyg_out = tmp_path / "pyg-link.jsonl"
     for setup in ("stock", "best"):
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-P",
-                str(LINK_BENCH / "pyg_link.py"),
-                f"--store={store}",
-                f"--setup={setup}",
-                "--sampler=distgnn",
-                "--device=cpu",
-                "--workers=0",
-                "--fanout",
-                "5",
-                "3",
-                "--hidden=32",
-                "--batch-size=128",
-                "--warmup=1",
-                "--batches=3",
-                "--max-seconds=600",
-                f"--out={pyg_out}",
-            ],
-            capture_output=True,
-            text=True,
+        run_script(
+            LINK_BENCH / "pyg_link.py",
+            f"--store={store}",
+            f"--setup={setup}",
+            "--sampler=distgnn",
+            "--device=cpu",
+            "--workers=0",
+            "--fanout",
+            "5",
+            "3",
+            "--hidden=32",
+            "--batch-size=128",
+            "--warmup=1",
+            "--batches=3",
+            "--max-seconds=600",
+            f"--out={pyg_out}",
             timeout=300,
         )
-        assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     pyg = [json.loads(line) for line in pyg_out.read_text().splitlines()]
     assert [r["setup"] for r in pyg] == ["stock", "best"]
     for r in pyg:

@@ -11,6 +11,7 @@ shards) and checks that the resumed run ends where the uninterrupted one did, in
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,12 @@ from distgnn_api import contract as c
 from distgnn_api.spec import DistGNNJobSpec, EvaluationKind, Progress, parse_spec
 from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig, generate_mag
 from distgnn_workload.partition.writer import write_partitions
-from tests.e2e.test_workload_training import TRAINER_SERIES, finish, progress_events, result_of
+from tests.e2e.test_workload_training import (
+    finish,
+    progress_events,
+    result_of,
+    trainer_series,
+)
 from tests.e2e.workload_launcher import LocalWorkload
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(400)]
@@ -96,10 +102,7 @@ def check_worker_run(job: LocalWorkload, seen: Seen, progress: list[Progress]) -
     assert result.seeds_per_second > 0
 
     for rank in range(2):
-        series = seen[(c.Role.trainer, rank)]
-        missing = [n for n in TRAINER_SERIES if n not in series]
-        assert not missing, f"trainer {rank} never served {missing}"
-        assert series["distgnn_trainer_seeds_total"] > 0
+        trainer_series(seen, rank)
     assert progress, "trainer 0 never answered /progress"
     assert {p.epochs for p in progress} == {4}
 
@@ -107,15 +110,8 @@ def check_worker_run(job: LocalWorkload, seen: Seen, progress: list[Progress]) -
     assert {int(e.metrics["epoch"]) for e in events if e.stage == c.STAGE_EPOCH} == {1, 2, 3, 4}
     assert any(e.stage == c.STAGE_EVAL and "test_accuracy" in e.metrics for e in events)
 
-    # every training seed once per epoch (each rank pads its share to the longest one)
-    stats = json.loads((job.run_dir / "training_stats.json").read_text())
+    stats = check_seeds_and_shards(job)
     assert [e["epoch"] for e in stats["epochs"]] == [1, 2, 3, 4]
-    graph = generate_mag(SyntheticHeteroConfig(scale=SCALE, num_classes=CLASSES, seed=3))
-    num_train = int(graph.train_mask.sum())
-    for epoch in stats["epochs"]:
-        assert num_train <= epoch["seeds"] < 1.25 * num_train, epoch
-    shards = job.run_dir / "checkpoints" / "embeddings" / "epoch-4"
-    assert sorted(p.name for p in shards.iterdir()) == ["rank-0-of-2.pt", "rank-1-of-2.pt"]
 
 
 @pytest.mark.timeout(800)
@@ -126,38 +122,21 @@ def test_hetero_worker_mode_trains_and_a_partial_cache_fetches_rows_as_with_all_
     (:func:`check_worker_run`); both runs read one partition. The all-cached run also keeps
     every embedding shard in host memory (``trainers.embeddingMemory: 0``), which changes
     where the rows live, not the run."""
-    accuracy: dict[float, float] = {}
-    for ratio in (0.2, 1.0):
+
+    def spec_of(ratio: float) -> DistGNNJobSpec:
         spec = hetero_spec(cache_ratio=ratio, embedding_memory=0 if ratio == 1 else None)
         assert spec.samplers.cache_ratio == ratio
-        job = start(tmp_path, spec)
-        seen, progress = finish(job, timeout_s=360)
+        return spec
+
+    def check_rank(ratio: float, series: dict[str, float], log: str) -> None:
         if ratio < 1:
-            check_worker_run(job, seen, progress)
-        figure = result_of(job).test_accuracy
-        assert figure is not None
-        accuracy[ratio] = figure
-        for rank in range(2):
-            series = seen[(c.Role.trainer, rank)]
-            lookups = series["distgnn_trainer_typed_feature_lookups_total"]
-            hits = series["distgnn_trainer_typed_feature_cache_hits_total"]
-            log = job.stdout_of(c.Role.trainer, rank)
-            if ratio < 1:
-                # other partitions' rows were fetched from their owners, not all cached
-                assert 0 < hits < lookups, (ratio, rank, series)
-                assert series["distgnn_trainer_remote_feature_bytes_total"] > 0
-                assert "fetched featured rows from their owners: {'paper': 0}" not in log
-            else:
-                assert hits == lookups > 0, (ratio, rank, series)
-                assert "fetched featured rows from their owners: {'paper': 0}" in log
-            tables = [line for line in log.splitlines() if "embedding tables:" in line]
-            assert tables, log[-2000:]
-            in_host = tables[-1].count("host memory")
-            assert in_host == (3 if ratio == 1 else 0), tables  # author, institution, field
-    baseline = majority_share()
-    assert accuracy[0.2] > 2 * baseline, (accuracy, baseline)
-    # the same rows, the same samples: the cache changes where rows come from, not the run
-    assert abs(accuracy[0.2] - accuracy[1.0]) <= 0.02, accuracy
+            assert series["distgnn_trainer_remote_feature_bytes_total"] > 0
+        tables = [line for line in log.splitlines() if "embedding tables:" in line]
+        assert tables, log[-2000:]
+        in_host = tables[-1].count("host memory")
+        assert in_host == (3 if ratio == 1 else 0), tables  # author, institution, field
+
+    _check_cache_ratio_runs(tmp_path, c.Role.trainer, spec_of, check_worker_run, check_rank)
 
 
 @pytest.mark.timeout(800)
@@ -166,33 +145,70 @@ def test_hetero_server_client_mode_trains_and_a_partial_cache_fetches_rows_betwe
 ) -> None:
     """The run with a partial cache is also checked as any server-client run
     (:func:`check_server_client_run`); both runs read one partition."""
+
+    def check_rank(ratio: float, series: dict[str, float], log: str) -> None:
+        if ratio < 1:
+            assert 0 < series["distgnn_sampler_typed_feature_cache_hit_ratio"] < 1
+
+    _check_cache_ratio_runs(
+        tmp_path,
+        c.Role.sampler,
+        lambda ratio: hetero_spec(samplers=2, cache_ratio=ratio),
+        check_server_client_run,
+        check_rank,
+    )
+
+
+def _check_cache_ratio_runs(
+    tmp_path: Path,
+    role: c.Role,
+    spec_of: Callable[[float], DistGNNJobSpec],
+    check_run: Callable[[LocalWorkload, Seen, list[Progress]], None],
+    check_rank: Callable[[float, dict[str, float], str], None],
+) -> None:
+    """A run with a partial cache (checked with ``check_run``) and one with every row
+    cached: the processes of ``role`` fetch other partitions' rows from their owners only
+    in the first (``check_rank`` checks the rest of a rank's series and log), and both
+    runs reach the same test figure, well above the majority class."""
     accuracy: dict[float, float] = {}
     for ratio in (0.2, 1.0):
-        spec = hetero_spec(samplers=2, cache_ratio=ratio)
-        job = start(tmp_path, spec)
+        job = start(tmp_path, spec_of(ratio))
         seen, progress = finish(job, timeout_s=360)
         if ratio < 1:
-            check_server_client_run(job, seen, progress)
+            check_run(job, seen, progress)
         figure = result_of(job).test_accuracy
         assert figure is not None
         accuracy[ratio] = figure
         for rank in range(2):
-            series = seen[(c.Role.sampler, rank)]
-            lookups = series["distgnn_sampler_typed_feature_lookups_total"]
-            hits = series["distgnn_sampler_typed_feature_cache_hits_total"]
-            log = job.stdout_of(c.Role.sampler, rank)
+            series = seen[(role, rank)]
+            lookups = series[f"distgnn_{role}_typed_feature_lookups_total"]
+            hits = series[f"distgnn_{role}_typed_feature_cache_hits_total"]
+            log = job.stdout_of(role, rank)
             if ratio < 1:
-                # other partitions' rows were fetched from their owning samplers
+                # other partitions' rows were fetched from their owners, not all cached
                 assert 0 < hits < lookups, (ratio, rank, series)
-                assert 0 < series["distgnn_sampler_typed_feature_cache_hit_ratio"] < 1
                 assert "fetched featured rows from their owners: {'paper': 0}" not in log
             else:
                 assert hits == lookups > 0, (ratio, rank, series)
                 assert "fetched featured rows from their owners: {'paper': 0}" in log
+            check_rank(ratio, series, log)
     baseline = majority_share()
     assert accuracy[0.2] > 2 * baseline, (accuracy, baseline)
     # the same rows, the same samples: the cache changes where rows come from, not the run
     assert abs(accuracy[0.2] - accuracy[1.0]) <= 0.02, accuracy
+
+
+def check_seeds_and_shards(job: LocalWorkload) -> dict[str, Any]:
+    """Every training seed once per epoch (each rank pads its share to the longest one), and
+    one embedding shard per trainer rank after the last epoch. Returns the training stats."""
+    stats: dict[str, Any] = json.loads((job.run_dir / "training_stats.json").read_text())
+    graph = generate_mag(SyntheticHeteroConfig(scale=SCALE, num_classes=CLASSES, seed=3))
+    num_train = int(graph.train_mask.sum())
+    for epoch in stats["epochs"]:
+        assert num_train <= epoch["seeds"] < 1.25 * num_train, epoch
+    shards = job.run_dir / "checkpoints" / "embeddings" / "epoch-4"
+    assert sorted(p.name for p in shards.iterdir()) == ["rank-0-of-2.pt", "rank-1-of-2.pt"]
+    return stats
 
 
 def check_server_client_run(job: LocalWorkload, seen: Seen, progress: list[Progress]) -> None:
@@ -213,10 +229,7 @@ def check_server_client_run(job: LocalWorkload, seen: Seen, progress: list[Progr
     assert result.test_accuracy is not None
     assert result.test_accuracy > 2 * baseline, (result.test_accuracy, baseline, job.logs())
     for rank in range(2):
-        series = seen[(c.Role.trainer, rank)]
-        missing = [n for n in TRAINER_SERIES if n not in series]
-        assert not missing, f"trainer {rank} never served {missing}"
-        assert series["distgnn_trainer_seeds_total"] > 0
+        series = trainer_series(seen, rank)
         # the featured rows came from the samplers
         assert series["distgnn_trainer_remote_feature_bytes_total"] > 0
         series = seen[(c.Role.sampler, rank)]
@@ -224,14 +237,7 @@ def check_server_client_run(job: LocalWorkload, seen: Seen, progress: list[Progr
             assert series.get(name, 0) > 0, f"sampler {rank}: {name} {series}"
     assert progress, "trainer 0 never answered /progress"
     assert {p.epochs for p in progress} == {4}
-    stats = json.loads((job.run_dir / "training_stats.json").read_text())
-    graph = generate_mag(SyntheticHeteroConfig(scale=SCALE, num_classes=CLASSES, seed=3))
-    num_train = int(graph.train_mask.sum())
-    for epoch in stats["epochs"]:
-        assert num_train <= epoch["seeds"] < 1.25 * num_train, epoch
-    # the embeddings stay with the trainers: one shard per trainer rank, none on a sampler
-    shards = job.run_dir / "checkpoints" / "embeddings" / "epoch-4"
-    assert sorted(p.name for p in shards.iterdir()) == ["rank-0-of-2.pt", "rank-1-of-2.pt"]
+    check_seeds_and_shards(job)  # the embeddings stay with the trainers, none on a sampler
     for rank in range(2):
         assert "typed sampler" in job.stdout_of(c.Role.sampler, rank)
         assert "received" in job.stdout_of(c.Role.trainer, rank)

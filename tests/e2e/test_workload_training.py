@@ -152,6 +152,15 @@ def progress_events(job: LocalWorkload) -> list[c.ProgressEvent]:
     return [e for e in map(c.parse_progress_line, lines) if e is not None]
 
 
+def trainer_series(seen: dict[tuple[c.Role, int], dict[str, float]], rank: int) -> dict[str, float]:
+    """Trainer ``rank``'s series: every one of :data:`TRAINER_SERIES`, with seeds trained."""
+    series = seen[(c.Role.trainer, rank)]
+    missing = [n for n in TRAINER_SERIES if n not in series]
+    assert not missing, f"trainer {rank} never served {missing}"
+    assert series["distgnn_trainer_seeds_total"] > 0
+    return series
+
+
 def test_server_client_trains_to_accuracy_and_serves_metrics(tmp_path: Path) -> None:
     spec = job_spec()
     job = start_job(tmp_path, spec)
@@ -165,10 +174,7 @@ def test_server_client_trains_to_accuracy_and_serves_metrics(tmp_path: Path) -> 
     assert result.seeds_per_second > 0
 
     for rank in range(2):
-        series = seen[(c.Role.trainer, rank)]
-        missing = [n for n in TRAINER_SERIES if n not in series]
-        assert not missing, f"trainer {rank} never served {missing}"
-        assert series["distgnn_trainer_seeds_total"] > 0
+        trainer_series(seen, rank)
         series = seen[(c.Role.sampler, rank)]
         missing = [n for n in SAMPLER_SERIES if n not in series]
         assert not missing, f"sampler {rank} never served {missing}"

@@ -16,7 +16,7 @@ import queue
 import signal
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ from distgnn_api.spec import DistGNNJobSpec
 from distgnn_operator.local.devices import visible_gpus
 from distgnn_operator.local.job_plan import plan_job, render_job
 from distgnn_operator.local.launch_plan import LocalLayout, ProcessSpec
-from distgnn_operator.local.supervisor import Exited, Progressed, Supervisor
+from distgnn_operator.local.supervisor import Exited, Notice, Progressed, Supervisor
 from distgnn_operator.local.zygote import Zygote
 from distgnn_workload.data.graph import GraphData
 from distgnn_workload.partition import write_partitions
@@ -127,16 +127,20 @@ class LocalWorkload:
         """Whether any process started since the last ``procs.clear()`` still runs."""
         return any(self.supervisor.poll(name) is None for name in self.procs.values())
 
+    def _notices(self, timeout_s: float) -> Iterator[Notice]:
+        """The supervisor's notices as they come, for ``timeout_s`` at the most."""
+        deadline = time.monotonic() + timeout_s
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                yield self.supervisor.notices.get(timeout=left)
+            except queue.Empty:
+                return
+
     def wait_for_an_exit(self, timeout_s: float) -> None:
         """Return when a process of this job exits, or after ``timeout_s``: woken by the
         supervisor's exit notice, not by polling (an exit seen before this call may return
         it at once)."""
-        deadline = time.monotonic() + timeout_s
-        while (left := deadline - time.monotonic()) > 0:
-            try:
-                notice = self.supervisor.notices.get(timeout=left)
-            except queue.Empty:
-                return
+        for notice in self._notices(timeout_s):
             if isinstance(notice, Exited):
                 return
 
@@ -151,12 +155,7 @@ class LocalWorkload:
         as the supervisor's reader sees it (no poll of the log); fails when a process started
         since the last ``procs.clear()`` exits first, or at the deadline."""
         name = self.specs[(role, rank)].name
-        deadline = time.monotonic() + timeout_s
-        while (left := deadline - time.monotonic()) > 0:
-            try:
-                notice = self.supervisor.notices.get(timeout=left)
-            except queue.Empty:
-                break
+        for notice in self._notices(timeout_s):
             if isinstance(notice, Exited) and notice.spec.name in self.procs.values():
                 raise AssertionError(
                     f"{notice.spec.name} exited ({notice.returncode}) first\n{self.logs()}"

@@ -14,6 +14,17 @@ from distgnn_operator.local.job_plan import check_supported
 from tests.local.cli_jobs import EXAMPLES, VALID, write_job
 
 
+def _refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], job: str, change: tuple[str, str]
+) -> str:
+    """What ``distgnn validate`` prints on stderr for ``job`` with ``change`` made; it must
+    exit 2."""
+    text = job.replace(*change)
+    assert text != job
+    assert main(["validate", str(write_job(tmp_path, text))]) == 2
+    return capsys.readouterr().err
+
+
 def test_valid_job_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["validate", str(write_job(tmp_path, VALID))]) == 0
     assert "DistGNNJob tiny is valid" in capsys.readouterr().out
@@ -56,10 +67,7 @@ def test_invalid_field_exits_2_naming_the_field(
     change: tuple[str, str],
     field: str,
 ) -> None:
-    text = VALID.replace(*change)
-    assert text != VALID
-    assert main(["validate", str(write_job(tmp_path, text))]) == 2
-    err = capsys.readouterr().err
+    err = _refused(tmp_path, capsys, VALID, change)
     assert f"  {field}: " in err
 
 
@@ -160,10 +168,7 @@ def test_a_bad_heterogeneous_job_exits_2_naming_the_field(
     field: str,
     phrase: str,
 ) -> None:
-    text = HETERO.replace(*change)
-    assert text != HETERO
-    assert main(["validate", str(write_job(tmp_path, text))]) == 2
-    err = capsys.readouterr().err
+    err = _refused(tmp_path, capsys, HETERO, change)
     assert f"  {field}: " in err
     assert phrase in err
 

@@ -12,7 +12,14 @@ import pytest
 
 from distgnn_api.contract import Role
 from distgnn_operator.local.launch_plan import ProcessSpec
-from distgnn_operator.local.supervisor import Exited, Progressed, Supervisor, log_tail
+from distgnn_operator.local.supervisor import (
+    PROCESS_TABLE,
+    Exited,
+    Progressed,
+    Supervisor,
+    log_tail,
+    read_process_table,
+)
 from tests.local.process_table import processes_with_env
 
 TAG = "DISTGNN_TEST_TAG"
@@ -152,26 +159,25 @@ def test_one_process_is_signalled_waited_for_and_restarted(tmp_path: Path) -> No
 def test_the_process_table_lists_each_process_its_settings_and_its_exit(tmp_path: Path) -> None:
     """``processes.json``: pid, the DISTGNN_* settings (not the rest of the environment)
     and the exit code once seen; a restarted name gets its new pid and no exit code."""
-    import json
-
     tag = uuid.uuid4().hex
-    table = tmp_path / "run" / "processes.json"
+    run_dir = tmp_path / "run"
+    table = run_dir / PROCESS_TABLE
     quick = _spec(tmp_path, tag, "trainer-0", "import sys; sys.exit(4)")
     slow = _spec(tmp_path, tag, "trainer-1", "import time; time.sleep(600)", rank=1)
     with Supervisor(grace_period_s=2, table=table) as sup:
         sup.start(quick)
         sup.start(slow)
         assert _next_exit(sup).returncode == 4
-        entries = json.loads(table.read_text())
+        entries = read_process_table(run_dir)
         assert set(entries) == {"trainer-0", "trainer-1"}
-        assert entries["trainer-0"]["exitCode"] == 4
-        assert entries["trainer-1"]["exitCode"] is None
-        assert entries["trainer-1"]["pid"] == sup.pid("trainer-1")
-        assert entries["trainer-1"]["env"] == {TAG: tag}  # PATH and the rest are left out
+        assert entries["trainer-0"].exit_code == 4
+        assert entries["trainer-1"].exit_code is None
+        assert entries["trainer-1"].pid == sup.pid("trainer-1")
+        assert entries["trainer-1"].env == {TAG: tag}  # PATH and the rest are left out
         again = _spec(tmp_path, tag, "trainer-0", "import time; time.sleep(600)")
         sup.start(again)
-        entries = json.loads(table.read_text())
-        assert entries["trainer-0"]["exitCode"] is None
-        assert entries["trainer-0"]["pid"] == sup.pid("trainer-0")
-    entries = json.loads(table.read_text())
-    assert all(e["exitCode"] is not None for e in entries.values())  # stopped: every exit seen
+        entries = read_process_table(run_dir)
+        assert entries["trainer-0"].exit_code is None
+        assert entries["trainer-0"].pid == sup.pid("trainer-0")
+    entries = read_process_table(run_dir)
+    assert all(e.exit_code is not None for e in entries.values())  # stopped: every exit seen

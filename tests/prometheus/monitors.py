@@ -11,7 +11,7 @@ would. Targets then come from a file_sd file that carries those ``__meta_kuberne
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from typing import Any
 
 _KNOWN_POD_ENDPOINT = {"port", "path", "interval", "scrapeTimeout", "relabelings", "honorLabels"}
@@ -60,15 +60,44 @@ def _relabelings(endpoint: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _first_endpoint(
+    monitor: Mapping[str, Any], field: str, known: Set[str]
+) -> tuple[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]]:
+    """The monitor's spec, its one endpoint in ``field`` (of ``known`` fields only) and its
+    metadata."""
+    spec = monitor["spec"]
+    (endpoint,) = spec[field]
+    unknown = set(endpoint) - known
+    if unknown:
+        raise NotImplementedError(f"{field} fields {sorted(unknown)}")
+    return spec, endpoint, monitor["metadata"]
+
+
+def _scrape_config(
+    kind: str,
+    meta: Mapping[str, Any],
+    endpoint: Mapping[str, Any],
+    relabel: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """The scrape job of a ``kind`` monitor's first endpoint: ``relabel`` (the discovery's
+    rules), then the endpoint label and the endpoint's own relabelings."""
+    relabel = [
+        *relabel,
+        {"target_label": "endpoint", "replacement": endpoint["port"]},
+        *_relabelings(endpoint),
+    ]
+    return {
+        "job_name": f"{kind}/{meta['namespace']}/{meta['name']}/0",
+        "honor_labels": bool(endpoint.get("honorLabels", False)),
+        "metrics_path": endpoint.get("path", "/metrics"),
+        "relabel_configs": relabel,
+    }
+
+
 def pod_monitor_scrape_config(monitor: Mapping[str, Any]) -> dict[str, Any]:
     """The scrape configuration the Prometheus Operator generates for a PodMonitor's first
     endpoint (role pod)."""
-    spec = monitor["spec"]
-    (endpoint,) = spec["podMetricsEndpoints"]
-    unknown = set(endpoint) - _KNOWN_POD_ENDPOINT
-    if unknown:
-        raise NotImplementedError(f"podMetricsEndpoints fields {sorted(unknown)}")
-    meta = monitor["metadata"]
+    spec, endpoint, meta = _first_endpoint(monitor, "podMetricsEndpoints", _KNOWN_POD_ENDPOINT)
     relabel: list[dict[str, Any]] = [
         # Finished pods are not scraped.
         {
@@ -96,25 +125,13 @@ def pod_monitor_scrape_config(monitor: Mapping[str, Any]) -> dict[str, Any]:
                 "replacement": "${1}",
             }
         )
-    relabel.append({"target_label": "endpoint", "replacement": endpoint["port"]})
-    relabel += _relabelings(endpoint)
-    return {
-        "job_name": f"podMonitor/{meta['namespace']}/{meta['name']}/0",
-        "honor_labels": bool(endpoint.get("honorLabels", False)),
-        "metrics_path": endpoint.get("path", "/metrics"),
-        "relabel_configs": relabel,
-    }
+    return _scrape_config("podMonitor", meta, endpoint, relabel)
 
 
 def service_monitor_scrape_config(monitor: Mapping[str, Any]) -> dict[str, Any]:
     """The scrape configuration the Prometheus Operator generates for a ServiceMonitor's
     first endpoint (role endpoints)."""
-    spec = monitor["spec"]
-    (endpoint,) = spec["endpoints"]
-    unknown = set(endpoint) - _KNOWN_SVC_ENDPOINT
-    if unknown:
-        raise NotImplementedError(f"endpoints fields {sorted(unknown)}")
-    meta = monitor["metadata"]
+    spec, endpoint, meta = _first_endpoint(monitor, "endpoints", _KNOWN_SVC_ENDPOINT)
     relabel: list[dict[str, Any]] = [
         *_selector_rules(spec["selector"], "service"),
         {
@@ -134,14 +151,17 @@ def service_monitor_scrape_config(monitor: Mapping[str, Any]) -> dict[str, Any]:
     ]
     if spec.get("jobLabel"):
         raise NotImplementedError("ServiceMonitor jobLabel")
-    relabel.append({"target_label": "endpoint", "replacement": endpoint["port"]})
-    relabel += _relabelings(endpoint)
-    return {
-        "job_name": f"serviceMonitor/{meta['namespace']}/{meta['name']}/0",
-        "honor_labels": bool(endpoint.get("honorLabels", False)),
-        "metrics_path": endpoint.get("path", "/metrics"),
-        "relabel_configs": relabel,
-    }
+    return _scrape_config("serviceMonitor", meta, endpoint, relabel)
+
+
+def _target_group(
+    address: str, meta: dict[str, str], role: str, labels: Mapping[str, str]
+) -> dict[str, Any]:
+    """A file_sd target group: ``meta`` and the ``role``'s (pod, service) label metadata."""
+    for key, value in labels.items():
+        meta[f"__meta_kubernetes_{role}_label_{sanitize(key)}"] = value
+        meta[f"__meta_kubernetes_{role}_labelpresent_{sanitize(key)}"] = "true"
+    return {"targets": [address], "labels": meta}
 
 
 def pod_target(
@@ -161,10 +181,7 @@ def pod_target(
         "__meta_kubernetes_pod_container_port_name": port_name,
         "__meta_kubernetes_pod_phase": "Running",
     }
-    for key, value in labels.items():
-        meta[f"__meta_kubernetes_pod_label_{sanitize(key)}"] = value
-        meta[f"__meta_kubernetes_pod_labelpresent_{sanitize(key)}"] = "true"
-    return {"targets": [address], "labels": meta}
+    return _target_group(address, meta, "pod", labels)
 
 
 def endpoint_target(
@@ -185,7 +202,4 @@ def endpoint_target(
         "__meta_kubernetes_pod_container_name": container,
         "__meta_kubernetes_endpoint_port_name": port_name,
     }
-    for key, value in service_labels.items():
-        meta[f"__meta_kubernetes_service_label_{sanitize(key)}"] = value
-        meta[f"__meta_kubernetes_service_labelpresent_{sanitize(key)}"] = "true"
-    return {"targets": [address], "labels": meta}
+    return _target_group(address, meta, "service", service_labels)

@@ -8,9 +8,7 @@ the Prometheus Operator relabels a PodMonitor's or ServiceMonitor's (see monitor
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
 import subprocess
 import time
 import urllib.error
@@ -25,6 +23,7 @@ from typing import Any
 import yaml
 
 from distgnn_operator.local.ports import LOOPBACK, free_ports
+from tests.support.process_group import stop_group
 
 SCRAPE_INTERVAL_S = 1
 # Grafana's $__rate_interval: max($__interval + scrape interval, 4 x scrape interval).
@@ -159,11 +158,5 @@ def run_prometheus(
             time.sleep(0.2)
         yield prom
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=10)
+        stop_group(process)
         log.close()

@@ -64,6 +64,16 @@ def _alert(labels: dict[str, str]) -> dict[str, Any]:
     return {"exp_labels": {**labels, **ALERT_LABELS}}
 
 
+def _quiet_then_fires(
+    alertname: str, quiet_at: str, fires_at: str, labels: dict[str, str]
+) -> list[dict[str, Any]]:
+    """``alertname`` has not fired at ``quiet_at`` and fires with ``labels`` at ``fires_at``."""
+    return [
+        {"alertname": alertname, "eval_time": quiet_at, "exp_alerts": []},
+        {"alertname": alertname, "eval_time": fires_at, "exp_alerts": [_alert(labels)]},
+    ]
+
+
 def _job_labels(labels: dict[str, str]) -> dict[str, str]:
     return {"namespace": labels["namespace"], "job": labels["job"]}
 
@@ -100,14 +110,9 @@ def test_every_alert_fires_on_its_fault_only(
             "name": "throughput collapses to a tenth of the job's own rate",
             "interval": "1m",
             "input_series": [_counter(seeds["labels"], [(rate, 40), (rate / 10, 30)])],
-            "alert_rule_test": [
-                {"alertname": "DistGNNThroughputCollapsed", "eval_time": "40m", "exp_alerts": []},
-                {
-                    "alertname": "DistGNNThroughputCollapsed",
-                    "eval_time": "60m",
-                    "exp_alerts": [_alert(_job_labels(seeds["labels"]))],
-                },
-            ],
+            "alert_rule_test": _quiet_then_fires(
+                "DistGNNThroughputCollapsed", "40m", "60m", _job_labels(seeds["labels"])
+            ),
         },
         {
             "name": "a trainer waits on data 80% of its step time",
@@ -116,29 +121,20 @@ def test_every_alert_fires_on_its_fault_only(
                 _counter(step["labels"], [(step_rate, 50)]),
                 _counter(wait["labels"], [(0.1 * step_rate, 20), (0.8 * step_rate, 30)]),
             ],
-            "alert_rule_test": [
-                {"alertname": "DistGNNTrainerWaitingOnData", "eval_time": "20m", "exp_alerts": []},
-                {
-                    "alertname": "DistGNNTrainerWaitingOnData",
-                    "eval_time": "45m",
-                    "exp_alerts": [
-                        _alert({**_job_labels(wait["labels"]), "rank": wait["labels"]["rank"]})
-                    ],
-                },
-            ],
+            "alert_rule_test": _quiet_then_fires(
+                "DistGNNTrainerWaitingOnData",
+                "20m",
+                "45m",
+                {**_job_labels(wait["labels"]), "rank": wait["labels"]["rank"]},
+            ),
         },
         {
             "name": "two gang restarts within the window",
             "interval": "1m",
             "input_series": [{"series": _selector(restarts), "values": "0x10 1x10 2x20"}],
-            "alert_rule_test": [
-                {"alertname": "DistGNNGangRestarts", "eval_time": "15m", "exp_alerts": []},
-                {
-                    "alertname": "DistGNNGangRestarts",
-                    "eval_time": "25m",
-                    "exp_alerts": [_alert(_job_labels(restarts))],
-                },
-            ],
+            "alert_rule_test": _quiet_then_fires(
+                "DistGNNGangRestarts", "15m", "25m", _job_labels(restarts)
+            ),
         },
         {
             "name": "a job stays Partitioning past the threshold; Training does not count",
@@ -147,42 +143,34 @@ def test_every_alert_fires_on_its_fault_only(
                 {"series": _selector(phase), "values": "0x40"},
                 {"series": _selector({**phase, "phase": "Partitioning"}), "values": "0x40"},
             ],
-            "alert_rule_test": [
-                {"alertname": "DistGNNJobStuckInPhase", "eval_time": "29m", "exp_alerts": []},
-                {
-                    "alertname": "DistGNNJobStuckInPhase",
-                    "eval_time": "31m",
-                    "exp_alerts": [_alert({**_job_labels(phase), "phase": "Partitioning"})],
-                },
-            ],
+            "alert_rule_test": _quiet_then_fires(
+                "DistGNNJobStuckInPhase",
+                "29m",
+                "31m",
+                {**_job_labels(phase), "phase": "Partitioning"},
+            ),
         },
         {
             "name": "the operator's target goes down",
             "interval": "1m",
             "input_series": [{"series": _selector(up), "values": "1x10 0x10"}],
-            "alert_rule_test": [
-                {"alertname": "DistGNNOperatorDown", "eval_time": "12m", "exp_alerts": []},
-                {
-                    "alertname": "DistGNNOperatorDown",
-                    "eval_time": "17m",
-                    "exp_alerts": [_alert({"job": up["job"], "namespace": up["namespace"]})],
-                },
-            ],
+            "alert_rule_test": _quiet_then_fires(
+                "DistGNNOperatorDown",
+                "12m",
+                "17m",
+                {"job": up["job"], "namespace": up["namespace"]},
+            ),
         },
         {
             "name": "the operator is not scraped at all",
             "interval": "1m",
             "input_series": [],
-            "alert_rule_test": [
-                {"alertname": "DistGNNOperatorDown", "eval_time": "4m", "exp_alerts": []},
-                {
-                    "alertname": "DistGNNOperatorDown",
-                    "eval_time": "6m",
-                    "exp_alerts": [
-                        _alert({"job": f"{RELEASE}-distgnn-metrics", "namespace": RELEASE_NS})
-                    ],
-                },
-            ],
+            "alert_rule_test": _quiet_then_fires(
+                "DistGNNOperatorDown",
+                "4m",
+                "6m",
+                {"job": f"{RELEASE}-distgnn-metrics", "namespace": RELEASE_NS},
+            ),
         },
         {
             "name": "the real run's healthy series fire nothing",

@@ -34,6 +34,7 @@ from tests.operator.harness import Cluster, install_crd, job_manifest, wait_for
 from tests.prometheus.monitors import endpoint_target, pod_target
 from tests.prometheus.server import Prometheus
 from tests.support.controlplane import ControlPlane
+from tests.support.process_group import stop_group
 
 RELEASE, RELEASE_NS = "dg", "distgnn-system"
 WORKER_JOB, SERVER_JOB = "tier-worker", "tier-server"
@@ -259,16 +260,6 @@ def _start_operator(plane: ControlPlane, namespace: str, work: Path) -> tuple[An
     return proc, metrics_port
 
 
-def _stop(proc: Any) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
-
-
 def run_operator_jobs(
     control_plane: ControlPlane, namespace: str, scrapes: Scrapes, work: Path, figures: str
 ) -> None:
@@ -317,7 +308,7 @@ def run_operator_jobs(
             scrapes.refresh({})
             time.sleep(1)
     finally:
-        _stop(proc)
+        stop_group(proc)
         scrapes.operator = None
         scrapes.refresh({})
 

@@ -200,55 +200,51 @@ class ControlPlane(ClusterClient):
             "kube-apiserver", argv, lambda: http_get(f"{self.server}/readyz", context) == "ok"
         )
 
-    def _launch_controller_manager(self) -> tuple[Component, Callable[[], bool]]:
-        pki, port = self.pki, self._ports.take()
+    def _launch_kube_component(
+        self, name: str, *flags: str
+    ) -> tuple[Component, Callable[[], bool]]:
+        """Start ``name`` (a controller manager or scheduler) against the API server on a
+        port of its own, with ``flags`` besides the common ones; also returns its health."""
+        port = self._ports.take()
         argv = [
-            self._bin("kube-controller-manager"),
+            self._bin(name),
             f"--kubeconfig={self.kubeconfig}",
             f"--authentication-kubeconfig={self.kubeconfig}",
             f"--authorization-kubeconfig={self.kubeconfig}",
             "--bind-address=127.0.0.1",
             f"--secure-port={port}",
-            f"--cert-dir={self.workdir / 'kube-controller-manager'}",
+            f"--cert-dir={self.workdir / name}",
+            *flags,
+            "--leader-elect=false",
+            "--profiling=false",
+        ]
+        component = launch(name, argv, self._log(name))
+        self.components.append(component)
+        insecure = insecure_context()
+        return component, lambda: http_get(f"https://127.0.0.1:{port}/healthz", insecure) == "ok"
+
+    def _launch_controller_manager(self) -> tuple[Component, Callable[[], bool]]:
+        pki = self.pki
+        component, healthy = self._launch_kube_component(
+            "kube-controller-manager",
             "--controllers=*",
             "--use-service-account-credentials=true",
             f"--service-account-private-key-file={pki.sa_key}",
             f"--root-ca-file={pki.ca_cert}",
             f"--cluster-signing-cert-file={pki.ca_cert}",
             f"--cluster-signing-key-file={pki.ca_key}",
-            "--leader-elect=false",
-            "--profiling=false",
-        ]
-        component = launch("kube-controller-manager", argv, self._log("kube-controller-manager"))
-        self.components.append(component)
-        insecure = insecure_context()
+        )
 
         def ready() -> bool:
             # Healthy, and the service-account controller has run: new namespaces work.
-            healthy = http_get(f"https://127.0.0.1:{port}/healthz", insecure) == "ok"
-            return healthy and bool(
+            return healthy() and bool(
                 self._api_get("/api/v1/namespaces/default/serviceaccounts/default")
             )
 
         return component, ready
 
     def _launch_scheduler(self) -> tuple[Component, Callable[[], bool]]:
-        port = self._ports.take()
-        argv = [
-            self._bin("kube-scheduler"),
-            f"--kubeconfig={self.kubeconfig}",
-            f"--authentication-kubeconfig={self.kubeconfig}",
-            f"--authorization-kubeconfig={self.kubeconfig}",
-            "--bind-address=127.0.0.1",
-            f"--secure-port={port}",
-            f"--cert-dir={self.workdir / 'kube-scheduler'}",
-            "--leader-elect=false",
-            "--profiling=false",
-        ]
-        component = launch("kube-scheduler", argv, self._log("kube-scheduler"))
-        self.components.append(component)
-        insecure = insecure_context()
-        return component, lambda: http_get(f"https://127.0.0.1:{port}/healthz", insecure) == "ok"
+        return self._launch_kube_component("kube-scheduler")
 
     def _create_nodes_and_storage_class(self) -> None:
         self.kubectl("create", "-f", "-", input=yaml.safe_dump_all(cluster_objects()))

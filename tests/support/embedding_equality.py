@@ -30,6 +30,18 @@ from distgnn_workload.embeddings import (
     save_shards,
 )
 from distgnn_workload.runtime.host_syncs import HostSyncCounter
+from tests.support.embedding_ranks import (
+    DIM,
+    LR,
+    RANKS_OF_PARTITION,
+    RESUME_AT,
+    SEED,
+    SIZES,
+    STEPS,
+    ids_of,
+    partition_book,
+    target,
+)
 from tests.support.embedding_reference import (
     CompactAdagrad,
     CompactAdam,
@@ -38,15 +50,8 @@ from tests.support.embedding_reference import (
 )
 from tests.support.ranks import leave_group, spawn_ranks
 
-DIM = 6
-SEED = 3
-LR = 0.05
-STEPS = 6
-RESUME_AT = 3
 TWICE_AT = 1
 """The step at which each table is looked up twice before the optimizer steps."""
-SIZES = {"author": 60, "institution": 5}
-RANKS_OF_PARTITION = [[0], [1], [0, 1]]
 
 Record = dict[str, Any]
 
@@ -54,23 +59,8 @@ Record = dict[str, Any]
 def ownership(node_type: str, world: int) -> RowOwnership:
     if world == 1:
         return RowOwnership.single(node_type, SIZES[node_type])
-    g = torch.Generator().manual_seed(len(node_type))
-    book = torch.randint(0, 3, (SIZES[node_type],), generator=g)
+    book = partition_book(node_type)
     return RowOwnership.from_partition_book(node_type, book, RANKS_OF_PARTITION, world)
-
-
-def ids_of(node_type: str, step: int, rank: int, part: int = 0, *, world: int = 2) -> Tensor:
-    """With repeats; the last rank asks for no author at step 2."""
-    if node_type == "author" and step == 2 and rank == world - 1:
-        return torch.empty(0, dtype=torch.int64)
-    g = torch.Generator().manual_seed(1000 * step + 100 * part + 10 * rank + len(node_type))
-    n = SIZES[node_type]
-    return torch.randint(0, n, (int(n * 0.4) + 3,), generator=g)
-
-
-def _target(node_type: str) -> Tensor:
-    g = torch.Generator().manual_seed(7 + len(node_type))
-    return torch.randn(SIZES[node_type], DIM, generator=g)
 
 
 def _loss(lookup_all: Any, names: list[str], step: int, rank: int, world: int) -> Tensor:
@@ -80,7 +70,7 @@ def _loss(lookup_all: Any, names: list[str], step: int, rank: int, world: int) -
     for part in range(2 if step == TWICE_AT else 1):
         ids = [ids_of(t, step, rank, part, world=world) for t in names]
         for t, i, rows in zip(names, ids, lookup_all(ids), strict=True):
-            diff = rows.float().cpu() - _target(t)[i]
+            diff = rows.float().cpu() - target(t)[i]
             total = total + (diff**2).sum() / (i.numel() + 1)
     return total
 

@@ -31,7 +31,7 @@ from distgnn_workload.embeddings import (
     save_shards,
 )
 from distgnn_workload.runtime.checkpoint import load_latest, save_checkpoint
-from tests.support.ranks import leave_group, spawn_ranks
+from tests.support.ranks import join_group, leave_group, spawn_ranks
 
 WORLD = 2
 DIM = 6
@@ -46,26 +46,30 @@ RANKS_OF_PARTITION = [[0], [1], [0, 1]]
 Saved = dict[str, Any]
 
 
-def _book(node_type: str) -> Tensor:
+def partition_book(node_type: str) -> Tensor:
     """A partition book over three partitions, in no order."""
     g = torch.Generator().manual_seed(len(node_type))
     return torch.randint(0, 3, (SIZES[node_type],), generator=g)
 
 
 def ownership(node_type: str) -> RowOwnership:
-    return RowOwnership.from_partition_book(node_type, _book(node_type), RANKS_OF_PARTITION, WORLD)
+    return RowOwnership.from_partition_book(
+        node_type, partition_book(node_type), RANKS_OF_PARTITION, WORLD
+    )
 
 
-def ids_of(node_type: str, step: int, rank: int) -> Tensor:
-    """Rank ``rank``'s lookup at ``step``: with repeats; rank 1 asks for no author at step 2."""
-    if node_type == "author" and step == 2 and rank == 1:
+def ids_of(node_type: str, step: int, rank: int, part: int = 0, *, world: int = WORLD) -> Tensor:
+    """Rank ``rank``'s lookup at ``step`` (``part``: a second lookup in the step): with
+    repeats; the last rank asks for no author at step 2."""
+    if node_type == "author" and step == 2 and rank == world - 1:
         return torch.empty(0, dtype=torch.int64)
-    g = torch.Generator().manual_seed(1000 * step + 10 * rank + len(node_type))
+    g = torch.Generator().manual_seed(1000 * step + 100 * part + 10 * rank + len(node_type))
     n = SIZES[node_type]
     return torch.randint(0, n, (int(n * 0.4) + 3,), generator=g)
 
 
-def _target(node_type: str) -> Tensor:
+def target(node_type: str) -> Tensor:
+    """The rows that the squared loss pulls ``node_type``'s rows towards."""
     g = torch.Generator().manual_seed(7 + len(node_type))
     return torch.randn(SIZES[node_type], DIM, generator=g)
 
@@ -74,7 +78,7 @@ def loss_of(rows: dict[str, Tensor], step: int, rank: int) -> Tensor:
     total = torch.zeros(())
     for t, out in rows.items():
         ids = ids_of(t, step, rank)
-        diff = out.float().cpu() - _target(t)[ids]
+        diff = out.float().cpu() - target(t)[ids]
         total = total + (diff**2).sum() / (ids.numel() + 1)
     return total
 
@@ -122,17 +126,8 @@ def _snapshot(tables: list[ShardedEmbedding], opt: RowSparseOptimizer) -> Saved:
 
 def _worker(rank: int, tmp: str, device_type: str) -> None:
     timeout = timedelta(seconds=60)
-    device = torch.device("cpu")
-    if device_type == "cuda":
-        device = torch.device("cuda", rank)
-        torch.cuda.set_device(device)
-    dist.init_process_group(
-        "nccl" if device.type == "cuda" else "gloo",
-        init_method=f"file://{tmp}/store",
-        rank=rank,
-        world_size=WORLD,
-        timeout=timeout,
-        device_id=device if device.type == "cuda" else None,
+    device = join_group(
+        rank, WORLD, f"file://{tmp}/store", cuda=device_type == "cuda", timeout=timeout
     )
     host = dist.new_group(backend="gloo", timeout=timeout)
     assert isinstance(host, dist.ProcessGroup)

@@ -11,39 +11,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 from torch import Tensor
 
 from distgnn_workload.embeddings import ShardedEmbedding
 from distgnn_workload.embeddings.exchange import sum_rows
-
-
-@dataclass
-class _Route:
-    inverse: Tensor
-    perm: Tensor
-    send: list[int]
-    recv: list[int]
-    served: Tensor
-    grad: Tensor | None = None
-
-
-class _Lookup(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx: Any, anchor: Tensor, rows: Tensor, route: _Route) -> Tensor:
-        del anchor
-        ctx.route = route
-        ctx.num_rows = rows.shape[0]
-        return rows[route.inverse]
-
-    @staticmethod
-    def backward(ctx: Any, grad: Tensor) -> tuple[None, None, None]:
-        route: _Route = ctx.route
-        summed = sum_rows(grad.float(), route.inverse, ctx.num_rows)
-        route.grad = summed if route.grad is None else route.grad + summed
-        return None, None, None
+from distgnn_workload.embeddings.routes import LookupRows, Route
 
 
 @dataclass
@@ -51,7 +25,7 @@ class CompactTable:
     """The compact lookup and gradient reduction over ``table``'s rows and exchange."""
 
     table: ShardedEmbedding
-    routes: list[_Route] = field(default_factory=list)
+    routes: list[Route] = field(default_factory=list)
     anchor: Tensor = field(default_factory=lambda: torch.empty(0, requires_grad=True))
 
     def lookup(self, ids: Tensor) -> Tensor:
@@ -72,9 +46,9 @@ class CompactTable:
         rows[perm] = got
         if not torch.is_grad_enabled():
             return rows[inverse].reshape(*ids.shape, t.dim)
-        route = _Route(inverse, perm, counts.send, counts.recv, served)
+        route = Route(inverse, perm, counts.send, counts.recv, served)
         self.routes.append(route)
-        out: Tensor = _Lookup.apply(self.anchor, rows, route)
+        out: Tensor = LookupRows.apply(self.anchor, rows, route)
         return out.reshape(*ids.shape, t.dim)
 
     def reduce_grads(self) -> tuple[Tensor, Tensor] | None:
@@ -85,10 +59,12 @@ class CompactTable:
         touched, inverse = torch.unique(torch.cat([r.served for r in routes]), return_inverse=True)
         grads: list[Tensor] = []
         for route in routes:
+            perm = route.perm
+            assert perm is not None  # the compact path sends every lookup
             grad = route.grad
             if grad is None:
-                grad = torch.zeros((route.perm.numel(), t.dim), device=t.device)
-            block = grad[route.perm].to(t.out_dtype)
+                grad = torch.zeros((perm.numel(), t.dim), device=t.device)
+            block = grad[perm].to(t.out_dtype)
             grads.append(t.exchange.rows(block, route.send, route.recv).float())
         return touched, sum_rows(torch.cat(grads), inverse, touched.numel())
 

@@ -18,10 +18,8 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.distributed as dist
 from torch import Tensor
 
-from distgnn_workload.data.graph import GraphData
 from distgnn_workload.partition import PartitionStore, write_partitions
 from distgnn_workload.runtime.batches import LocalPipeline
 from distgnn_workload.runtime.distributed_sampler import replicated_factory
@@ -31,7 +29,8 @@ from distgnn_workload.runtime.features.layout import HolderLayout, load_holder, 
 from distgnn_workload.runtime.features.remote import DistributedFeatureSource
 from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.seeds import Batch
-from tests.support.ranks import leave_group, rank_process
+from tests.support.random_graph import random_graph
+from tests.support.ranks import join_group, leave_group, rank_process
 
 CPU = torch.device("cpu")
 NODES = 600
@@ -43,26 +42,14 @@ JOIN_S = 180.0
 """Longer than any healthy run; a rank still alive past it hangs (the test fails)."""
 
 
-def _graph() -> GraphData:
-    rng = np.random.default_rng(3)
-    src, dst = rng.integers(0, NODES, 4000), rng.integers(0, NODES, 4000)
-    keep = src != dst
-    split = rng.random(NODES)
-    return GraphData.from_edges(
-        src[keep],
-        dst[keep],
-        rng.standard_normal((NODES, 7)).astype(np.float32),
-        rng.integers(0, 3, NODES),
-        split < 0.5,
-        (split >= 0.5) & (split < 0.7),
-        split >= 0.7,
-        num_classes=3,
-    )
-
-
 def write_store(path: Path) -> PartitionStore:
     """The graph in ``PARTITIONS`` partitions of interleaved ids."""
-    return write_partitions(path, _graph(), PARTITIONS, assignment=np.arange(NODES) % PARTITIONS)
+    return write_partitions(
+        path,
+        random_graph(NODES, 4000, 7, seed=3),
+        PARTITIONS,
+        assignment=np.arange(NODES) % PARTITIONS,
+    )
 
 
 def _phase(
@@ -86,17 +73,8 @@ def _rank(
     one evaluation batch of the last phase; ``tiered``: a GPU budget of :data:`TIER_ROWS`
     rows, the others in pinned host memory (rows served to peers come from both tiers)."""
     torch.set_num_threads(1)
-    device = CPU
-    if cuda:
-        device = torch.device("cuda", rank)
-        torch.cuda.set_device(device)
-    dist.init_process_group(
-        "nccl" if cuda else "gloo",
-        init_method=f"file://{out}/store",
-        rank=rank,
-        world_size=world,
-        timeout=timedelta(seconds=120),
-        device_id=device if cuda else None,
+    device = join_group(
+        rank, world, f"file://{out}/store", cuda=cuda, timeout=timedelta(seconds=120)
     )
     store = PartitionStore.open(Path(store_path))
     layout = HolderLayout.from_store(store, world)

@@ -16,7 +16,7 @@ from distgnn_workload.evaluation.store_rows import StoreRows
 from distgnn_workload.partition import PartitionStore
 from distgnn_workload.runtime.ddp import Collectives
 from tests.support.layerwise import ARCHS, full_graph_logits, model_of, write_store
-from tests.support.ranks import leave_group, spawn_ranks
+from tests.support.ranks import join_group, leave_group, spawn_ranks
 
 WORLD_SIZE = 2
 
@@ -33,15 +33,7 @@ def evaluate_rank(
     """One trainer: join a gloo group (NCCL on GPU ``rank`` with ``cuda``), run layer-wise
     inference of each arch's saved weights over its share, and write its logits and the
     summed accuracies to ``out``. ``on_host`` keeps the gathered layers in host memory."""
-    device = torch.device("cuda", rank) if cuda else torch.device("cpu")
-    if cuda:
-        torch.cuda.set_device(device)
-    dist.init_process_group(
-        "nccl" if cuda else "gloo",
-        init_method=f"tcp://127.0.0.1:{port}",
-        rank=rank,
-        world_size=WORLD_SIZE,
-    )
+    device = join_group(rank, WORLD_SIZE, f"tcp://127.0.0.1:{port}", cuda=cuda)
     finished = False
     try:
         store = PartitionStore.open(store_path)

@@ -7,9 +7,11 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from multiprocessing.process import BaseProcess
 from typing import Any
 
+import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
@@ -32,6 +34,31 @@ def leave_group(*, finished: bool = True) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
+
+
+def join_group(
+    rank: int,
+    world_size: int,
+    init_method: str,
+    *,
+    cuda: bool,
+    timeout: timedelta | None = None,
+) -> torch.device:
+    """Join the default group: NCCL on GPU ``rank`` with ``cuda`` (made the current device),
+    gloo on the CPU without. Returns the rank's device."""
+    device = torch.device("cpu")
+    if cuda:
+        device = torch.device("cuda", rank)
+        torch.cuda.set_device(device)
+    dist.init_process_group(
+        "nccl" if cuda else "gloo",
+        init_method=init_method,
+        rank=rank,
+        world_size=world_size,
+        timeout=timeout,
+        device_id=device if cuda else None,
+    )
+    return device
 
 
 @contextmanager

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -27,3 +28,17 @@ def load_script(path: Path, name: str, *, beside: bool = False) -> ModuleType:
     finally:
         sys.path.remove(folder)
     return module
+
+
+def run_script(script: Path, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """``python -P script args``, its output captured; fails with the end of that output
+    unless it exits 0."""
+    proc = subprocess.run(
+        [sys.executable, "-P", str(script), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    return proc

@@ -19,6 +19,7 @@ from distgnn_workload.embeddings import (
 )
 from distgnn_workload.embeddings.distinct import repeat_last, sorted_distinct
 from tests.support import embedding_equality as eq
+from tests.support.embedding_ranks import SIZES
 
 
 @pytest.mark.parametrize("kind", ["adam", "adagrad"])
@@ -28,7 +29,7 @@ def test_one_rank_equals_the_compact_path(tmp_path: Path, kind: str, bf16: bool)
     eq.check_equal(record)
     stats, looked_up = record["stats"]
     # one rank: nothing to exchange; on CPU only the ids' range check reads (at once)
-    assert record["read_backs"] == (len(eq.SIZES), len(eq.SIZES))
+    assert record["read_backs"] == (len(SIZES), len(SIZES))
     assert stats["ids_sent"] == stats["rows_sent"] == stats["bytes_sent"] == 0
     assert stats["rows_updated"] > 0
     assert looked_up[0] > 0
@@ -43,7 +44,7 @@ def test_two_ranks_equal_the_compact_path(tmp_path: Path, kind: str, bf16: bool)
         stats, _ = record["stats"]
         assert stats["ids_sent"] > 0, "no row came from the other rank"
         # one read-back of the counts (sent and received: two host lists) for all tables
-        assert record["read_backs"] == (2, 2 * len(eq.SIZES))
+        assert record["read_backs"] == (2, 2 * len(SIZES))
 
 
 def test_sorted_distinct_is_unique_at_a_fixed_capacity() -> None:

@@ -181,6 +181,15 @@ def _state(table: ShardedEmbedding, opt: RowSparseOptimizer) -> dict[str, Any]:
     return {"weight": table.weight.clone(), "opt": opt.state_dict()}
 
 
+def _assert_same_rows(a: dict[str, Any], b: dict[str, Any]) -> None:
+    """The two ``_state`` hold the same rows and the same Adam moments of every row."""
+    assert torch.equal(a["weight"], b["weight"])
+    for key in ("exp_avg", "exp_avg_sq"):
+        assert torch.equal(
+            a["opt"]["tables"]["author"]["rows"][key], b["opt"]["tables"]["author"]["rows"][key]
+        )
+
+
 def test_resume_in_one_process_is_bit_exact(tmp_path: Path) -> None:
     lookups = _lookups(7)
     straight = _table()
@@ -195,11 +204,7 @@ def test_resume_in_one_process_is_bit_exact(tmp_path: Path) -> None:
     load_shards(tmp_path, 4, [resumed], resumed_opt)
     _train(resumed, resumed_opt, lookups[4:])
     a, b = _state(straight, straight_opt), _state(resumed, resumed_opt)
-    assert torch.equal(a["weight"], b["weight"])
-    for key in ("exp_avg", "exp_avg_sq"):
-        assert torch.equal(
-            a["opt"]["tables"]["author"]["rows"][key], b["opt"]["tables"]["author"]["rows"][key]
-        )
+    _assert_same_rows(a, b)
     assert a["opt"]["tables"]["author"]["step"] == b["opt"]["tables"]["author"]["step"] == 7
 
 
@@ -259,11 +264,7 @@ def test_a_shard_in_host_memory_trains_and_resumes_as_one_on_the_device(tmp_path
     assert resumed.weight.stride(0) > DIM  # loaded in place: the rows stay where they live
     _train(resumed, resumed_opt, lookups[4:])
     a, b = _state(device, device_opt), _state(resumed, resumed_opt)
-    assert torch.equal(a["weight"], b["weight"])
-    for key in ("exp_avg", "exp_avg_sq"):
-        assert torch.equal(
-            a["opt"]["tables"]["author"]["rows"][key], b["opt"]["tables"]["author"]["rows"][key]
-        )
+    _assert_same_rows(a, b)
 
 
 def test_the_smallest_shards_stay_on_the_gpu_within_the_budget() -> None:

@@ -21,40 +21,26 @@ from distgnn_api.feature_memory import (
     feature_budget,
     table_split,
 )
-from distgnn_workload.data.graph import GraphData
 from distgnn_workload.partition import PartitionStore, write_partitions
 from distgnn_workload.runtime.features.cache_policy import fill_cache
 from distgnn_workload.runtime.features.layout import HolderLayout, load_holder
 from distgnn_workload.runtime.features.remote import DistributedFeatureSource
 from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.features.tiers import new_host_rows
+from tests.support.futures import done
+from tests.support.random_graph import random_graph
 
 CPU = torch.device("cpu")
 NODES, FEATURES = 400, 6
 ROW_BYTES = FEATURES * 4
 
 
-def _graph() -> GraphData:
-    rng = np.random.default_rng(5)
-    src, dst = rng.integers(0, NODES, 2000), rng.integers(0, NODES, 2000)
-    keep = src != dst
-    split = rng.random(NODES)
-    return GraphData.from_edges(
-        src[keep],
-        dst[keep],
-        rng.standard_normal((NODES, FEATURES)).astype(np.float32),
-        rng.integers(0, 3, NODES),
-        split < 0.5,
-        (split >= 0.5) & (split < 0.7),
-        split >= 0.7,
-        num_classes=3,
-    )
-
-
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> PartitionStore:
     path: Path = tmp_path_factory.mktemp("store") / "p"
-    return write_partitions(path, _graph(), 2, assignment=np.arange(NODES) % 2)
+    return write_partitions(
+        path, random_graph(NODES, 2000, FEATURES, seed=5), 2, assignment=np.arange(NODES) % 2
+    )
 
 
 @pytest.fixture(scope="module")
@@ -64,9 +50,7 @@ def reference(store: PartitionStore) -> Tensor:
 
 def _fetch(reference: Tensor) -> object:
     def fetch(holder: int, ids: Tensor) -> Future[Tensor]:
-        fut: Future[Tensor] = Future()
-        fut.set_result(reference[ids.cpu()].clone())
-        return fut
+        return done(reference[ids.cpu()].clone())
 
     return fetch
 

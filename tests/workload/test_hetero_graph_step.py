@@ -15,69 +15,25 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from distgnn_api.spec import Arch, ModelSpec
-from distgnn_workload.data.graph import HeteroGraphData
-from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig, generate_mag
-from distgnn_workload.embeddings import RowExchange, RowOwnership, RowSparseAdam, ShardedEmbedding
+from distgnn_api.spec import Arch
+from distgnn_workload.embeddings import RowSparseAdam, ShardedEmbedding
 from distgnn_workload.loader import HeteroMiniBatch
-from distgnn_workload.models import build_hetero_model
 from distgnn_workload.models.relational import RelationalGNN
-from distgnn_workload.sampling.neighbor_sampler import HeteroNeighborSampler
-from distgnn_workload.sampling.static_sample import StaticCaps
 from distgnn_workload.trainer.graph_step import HeteroGraphStep
-
-FANOUTS = (4, 3)
-BATCH = 64
-DIM = 8
+from tests.support.hetero_step import BATCH, DIM, HeteroParts
 
 
-def _graph() -> HeteroGraphData:
-    return generate_mag(SyntheticHeteroConfig(scale=0.002, seed=1, num_classes=5, num_features=12))
-
-
-def _setup(arch: Arch, device: torch.device):  # type: ignore[no-untyped-def]
-    graph = _graph()
-    target = graph.target_node_type
-    features = {t: torch.from_numpy(x).to(device) for t, x in graph.x.items()}
-    widths = {t: x.size(1) for t, x in features.items()}
-    widths |= dict.fromkeys(graph.featureless_types, DIM)
-    spec = ModelSpec(
-        arch=arch,
-        hidden_channels=16,
-        num_layers=2,
-        fanout=list(FANOUTS),
-        dropout=0.0,
-        embedding_dim=DIM,
-    )
-    torch.manual_seed(0)
-    model = build_hetero_model(
-        spec, graph.node_types, graph.edge_types, widths, graph.num_classes, target
-    ).to(device)
-    sampler = HeteroNeighborSampler(
-        graph.in_csr,
-        graph.node_counts,
-        list(FANOUTS),
-        seed_type=target,
-        seed=3,
-        device=device,
-        static_shapes=False,
-    )
-    labels = torch.from_numpy(graph.y).to(device)
-    return graph, features, model, sampler, labels
-
-
-def _tables(graph, device: torch.device) -> list[ShardedEmbedding]:  # type: ignore[no-untyped-def]
-    exchange = RowExchange.local(device)
-    return [
-        ShardedEmbedding(RowOwnership.single(t, graph.node_counts[t]), DIM, exchange, seed=5)
-        for t in graph.featureless_types
-    ]
-
-
-def _batch(sampler, features, labels, seeds: Tensor) -> HeteroMiniBatch:  # type: ignore[no-untyped-def]
-    hop = sampler.sample(seeds)
-    x = {t: f[hop.node_ids[t]] for t, f in features.items()}
-    return HeteroMiniBatch(hop=hop, x=x, y=labels[hop.seed_ids])
+def _row_grads(tables: list[ShardedEmbedding]) -> dict[str, Tensor]:
+    """Each table's summed row gradients of the step, over all its rows."""
+    rows: dict[str, Tensor] = {}
+    for table in tables:
+        reduced = table.reduce_grads()
+        assert reduced is not None
+        touched, grad = reduced
+        rows[table.node_type] = torch.zeros(table.num_rows, DIM, device=grad.device).index_add_(
+            0, touched, grad
+        )
+    return rows
 
 
 def _eager_step(
@@ -91,15 +47,7 @@ def _eager_step(
     loss.backward()  # type: ignore[no-untyped-call]
     grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
     loss = loss.detach()
-    rows: dict[str, Tensor] = {}
-    for table in tables:
-        reduced = table.reduce_grads()
-        assert reduced is not None
-        touched, grad = reduced
-        rows[table.node_type] = torch.zeros(table.num_rows, DIM, device=grad.device).index_add_(
-            0, touched, grad
-        )
-    return float(loss), grads, rows
+    return float(loss), grads, _row_grads(tables)
 
 
 def _captured_grads(
@@ -108,15 +56,7 @@ def _captured_grads(
     # no zero_grad here: a replayed graph writes the gradients it captured, in place
     loss = step.step(batch)
     grads = {n: p.grad.clone() for n, p in step.model.named_parameters() if p.grad is not None}
-    rows: dict[str, Tensor] = {}
-    for table in tables:
-        reduced = table.reduce_grads()
-        assert reduced is not None
-        touched, grad = reduced
-        rows[table.node_type] = torch.zeros(table.num_rows, DIM, device=grad.device).index_add_(
-            0, touched, grad
-        )
-    return float(loss), grads, rows
+    return float(loss), grads, _row_grads(tables)
 
 
 class _NoStep(torch.optim.Optimizer):
@@ -136,24 +76,16 @@ class _KeepRows(RowSparseAdam):
 
 
 def _check(arch: Arch, device: torch.device, capture: bool) -> None:
-    graph, features, model, sampler, labels = _setup(arch, device)
-    assert isinstance(model, RelationalGNN)
+    parts = HeteroParts(arch, device, static_shapes=False)
+    graph, model = parts.graph, parts.model
     twin = copy.deepcopy(model)
-    target = graph.target_node_type
-    caps = StaticCaps.bounds(
-        graph.node_counts,
-        graph.edge_types,
-        {et: list(FANOUTS) for et in graph.edge_types},
-        target,
-        BATCH,
-    )
-    tables, twin_tables = _tables(graph, device), _tables(graph, device)
+    tables, twin_tables = parts.new_tables(), parts.new_tables()
     step = HeteroGraphStep(
         model,
         _NoStep(model.parameters()),
-        caps,
+        parts.caps,
         graph.edge_types,
-        features={t: (f.size(1), f.dtype) for t, f in features.items()},
+        features={t: (f.size(1), f.dtype) for t, f in parts.features.items()},
         tables=tables,
         sparse=_KeepRows(tables),
         device=device,
@@ -165,7 +97,7 @@ def _check(arch: Arch, device: torch.device, capture: bool) -> None:
     # a full batch first (its rows stay in the buffers), then shorter ones over stale rows
     for size in (BATCH, BATCH, BATCH // 2, 5, BATCH // 3, BATCH):
         seeds = train[torch.randperm(train.numel(), device=device)[:size]]
-        batch = _batch(sampler, features, labels, seeds)
+        batch = parts.batch(seeds)
         loss, grads, rows = _eager_step(twin, twin_tables, batch)
         got_loss, got_grads, got_rows = _captured_grads(step, batch, tables)
         assert got_loss == pytest.approx(loss, rel=1e-4, abs=1e-5)

@@ -36,6 +36,7 @@ from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.training_data import from_store
 from distgnn_workload.runtime.wire import unpack_typed
 from distgnn_workload.sampler.server import HeteroSamplerServer
+from tests.support.futures import done
 
 CPU = torch.device("cpu")
 
@@ -78,9 +79,7 @@ def _servers(
         def fetch(holder: int, node_type: str, ids: Tensor) -> Future[Tensor]:
             asked.append((holder, node_type, int(ids.numel())))
             serve_tables(tables_of[holder])
-            fut: Future[Tensor] = Future()
-            fut.set_result(_serve_rows_of_type(node_type, ids))
-            return fut
+            return done(_serve_rows_of_type(node_type, ids))
 
         return fetch
 

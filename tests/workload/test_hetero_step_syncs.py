@@ -13,72 +13,29 @@ from __future__ import annotations
 import pytest
 import torch
 
-from distgnn_api.spec import Arch, ModelSpec
-from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig, generate_mag
-from distgnn_workload.embeddings import RowExchange, RowOwnership, RowSparseAdam, ShardedEmbedding
-from distgnn_workload.loader import HeteroMiniBatch
-from distgnn_workload.models import build_hetero_model
-from distgnn_workload.models.relational import RelationalGNN
+from distgnn_api.spec import Arch
+from distgnn_workload.embeddings import RowSparseAdam
 from distgnn_workload.runtime.host_syncs import HostSyncCounter
-from distgnn_workload.sampling.neighbor_sampler import HeteroNeighborSampler
-from distgnn_workload.sampling.static_sample import StaticCaps
 from distgnn_workload.trainer.captured_step import WARMUP_STEPS
 from distgnn_workload.trainer.graph_step import HeteroGraphStep
+from tests.support.hetero_step import BATCH, HeteroParts
 
-FANOUTS = (4, 3)
-BATCH = 64
-DIM = 8
 MEASURED_STEPS = 3
 
 
-class _Setup:
+class _Setup(HeteroParts):
     """A small MAG-shaped graph, its relational model, typed sampler and fixed-shape step."""
 
     def __init__(self, device: torch.device, capture: bool) -> None:
-        graph = generate_mag(
-            SyntheticHeteroConfig(scale=0.002, seed=1, num_classes=5, num_features=12)
-        )
-        self.graph = graph
-        target = graph.target_node_type
-        self.features = {t: torch.from_numpy(x).to(device) for t, x in graph.x.items()}
-        widths = {t: x.size(1) for t, x in self.features.items()}
-        widths |= dict.fromkeys(graph.featureless_types, DIM)
-        spec = ModelSpec(
-            arch=Arch.rsage, hidden_channels=16, num_layers=2, fanout=list(FANOUTS), dropout=0.0
-        )
-        torch.manual_seed(0)
-        model = build_hetero_model(
-            spec, graph.node_types, graph.edge_types, widths, graph.num_classes, target
-        ).to(device)
-        assert isinstance(model, RelationalGNN)
-        self.sampler = HeteroNeighborSampler(
-            graph.in_csr,
-            graph.node_counts,
-            list(FANOUTS),
-            seed_type=target,
-            seed=3,
-            device=device,
-            static_shapes=True,
-        )
-        self.labels = torch.from_numpy(graph.y).to(device)
-        exchange = RowExchange.local(device)
-        self.tables = [
-            ShardedEmbedding(RowOwnership.single(t, graph.node_counts[t]), DIM, exchange, seed=5)
-            for t in graph.featureless_types
-        ]
+        super().__init__(Arch.rsage, device, static_shapes=True)
+        graph, model = self.graph, self.model
+        self.tables = self.new_tables()
         for table in self.tables:
             table.defer_checks = True  # as on a GPU
-        caps = StaticCaps.bounds(
-            graph.node_counts,
-            graph.edge_types,
-            {et: list(FANOUTS) for et in graph.edge_types},
-            target,
-            BATCH,
-        )
         self.step = HeteroGraphStep(
             model,
             torch.optim.Adam(model.parameters(), lr=0.01),
-            caps,
+            self.caps,
             graph.edge_types,
             features={t: (f.size(1), f.dtype) for t, f in self.features.items()},
             tables=self.tables,
@@ -94,11 +51,6 @@ class _Setup:
         g = torch.Generator().manual_seed(i)
         size = BATCH if i % 2 == 0 else BATCH // 2 + i
         return self.train[torch.randperm(self.train.numel(), generator=g)[:size]]
-
-    def batch(self, seeds: torch.Tensor) -> HeteroMiniBatch:
-        hop = self.sampler.sample(seeds)
-        x = {t: f[hop.node_ids[t]] for t, f in self.features.items()}
-        return HeteroMiniBatch(hop=hop, x=x, y=self.labels[hop.seed_ids])
 
 
 def test_warm_typed_steps_with_embeddings_read_nothing_back_cpu() -> None:

@@ -4,6 +4,9 @@ assignment's on a graph with community structure."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
 import numpy as np
 import numpy.typing as npt
 import pytest
@@ -19,15 +22,13 @@ from distgnn_workload.partition.ooc_metis import (
     sample_share,
     sampled_metis_assignment,
 )
+from tests.support.scripts import load_script
 
-
-def cut_share(graph: StreamedGraph, parts: npt.NDArray[np.int32]) -> float:
-    cut = total = 0
-    for src, dst in graph.edges():
-        real = src != dst
-        cut += int(np.count_nonzero(parts[src[real]] != parts[dst[real]]))
-        total += int(np.count_nonzero(real))
-    return cut / total
+cut_share: Callable[[StreamedGraph, npt.NDArray[np.int32]], float] = load_script(
+    Path(__file__).resolve().parents[2] / "benchmarks" / "capacity" / "ooc_metis_cut.py",
+    "ooc_metis_cut",
+).cut_share
+"""The share of edges between partitions, as the capacity benchmark measures it."""
 
 
 def community_graph(seed: int = 0) -> StreamedGraph:

@@ -14,11 +14,11 @@ import torch
 from torch import Tensor
 from torch.futures import Future
 
-from distgnn_workload.data.graph import GraphData
 from distgnn_workload.partition import PartitionStore, write_partitions
 from distgnn_workload.runtime.distributed_sampler import HopByHopSampler
 from distgnn_workload.runtime.features.cache_policy import fill_cache, presample_counts, select_hot
 from distgnn_workload.runtime.features.layout import (
+    HolderData,
     HolderLayout,
     load_holder,
     load_labels,
@@ -28,32 +28,18 @@ from distgnn_workload.runtime.features.remote import DistributedFeatureSource, F
 from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.rpc import RemoteError
 from distgnn_workload.sampling import NeighborSampler
+from tests.support.futures import done
+from tests.support.random_graph import random_graph
 
 CPU = torch.device("cpu")
-
-
-def _graph(n: int = 300, m: int = 1500, f: int = 5, seed: int = 0) -> GraphData:
-    rng = np.random.default_rng(seed)
-    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
-    keep = src != dst
-    y = rng.integers(0, 3, n)
-    split = rng.random(n)
-    return GraphData.from_edges(
-        src[keep],
-        dst[keep],
-        rng.standard_normal((n, f)).astype(np.float32),
-        y,
-        split < 0.5,
-        (split >= 0.5) & (split < 0.7),
-        split >= 0.7,
-        num_classes=3,
-    )
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> PartitionStore:
     path: Path = tmp_path_factory.mktemp("store") / "p"
-    return write_partitions(path, _graph(), 4, assignment=np.arange(300) % 4)
+    return write_partitions(
+        path, random_graph(300, 1500, 5, seed=0), 4, assignment=np.arange(300) % 4
+    )
 
 
 @pytest.fixture(scope="module")
@@ -62,12 +48,19 @@ def reference(store: PartitionStore) -> Tensor:
     return torch.from_numpy(np.concatenate([store.partition(p).features for p in range(4)]))
 
 
+def _holder_table(
+    store: PartitionStore, holder: int, holders: int
+) -> tuple[HolderLayout, HolderData, FeatureTable]:
+    """The layout of ``holders``, ``holder``'s rows, and its table (room for every row)."""
+    layout = HolderLayout.from_store(store, holders)
+    data = load_holder(store, holder, holders, CPU)
+    return layout, data, FeatureTable.for_holder(data, 300, CPU)
+
+
 def _fetcher(reference: Tensor, calls: list[int]) -> FetchFn:
     def fetch(holder: int, ids: Tensor) -> Future[Tensor]:
         calls.append(int(ids.numel()))
-        fut: Future[Tensor] = Future()
-        fut.set_result(reference[ids].clone())
-        return fut
+        return done(reference[ids].clone())
 
     return fetch
 
@@ -102,9 +95,7 @@ def test_gather_matches_the_reference_with_remote_fetches(
 def test_a_partial_cache_serves_hits_and_fetches_the_rest(
     store: PartitionStore, reference: Tensor
 ) -> None:
-    layout = HolderLayout.from_store(store, 2)
-    data = load_holder(store, 1, 2, CPU)
-    table = FeatureTable.for_holder(data, 300, CPU)
+    layout, data, table = _holder_table(store, 1, 2)
     calls: list[int] = []
     fetch = _fetcher(reference, calls)
     hot = torch.arange(0, 60)  # remote for holder 1
@@ -123,9 +114,7 @@ def test_a_partial_cache_serves_hits_and_fetches_the_rest(
 
 
 def test_a_full_cache_needs_no_fetch(store: PartitionStore, reference: Tensor) -> None:
-    layout = HolderLayout.from_store(store, 2)
-    data = load_holder(store, 0, 2, CPU)
-    table = FeatureTable.for_holder(data, 300, CPU)
+    layout, data, table = _holder_table(store, 0, 2)
     calls: list[int] = []
     fetch = _fetcher(reference, calls)
     hot = select_hot(torch.zeros(300, dtype=torch.int64), None, data.start, data.end, 10**6)
@@ -171,9 +160,7 @@ def test_hop_by_hop_sampling_is_valid_against_the_full_graph(store: PartitionSto
 
     def hop_fetch(holder: int, nodes: Tensor, fanout: int) -> Future[tuple[Tensor, Tensor]]:
         _, nbrs, counts = parts[holder]._sample_hop(nodes - owners[holder].start, fanout)
-        fut: Future[tuple[Tensor, Tensor]] = Future()
-        fut.set_result((counts, nbrs))
-        return fut
+        return done((counts, nbrs))
 
     sampler = HopByHopSampler(owners[0], layout, [4, 3], hop_fetch, device=CPU, seed=1)
     indptr_np, indices_np = store.topology()
@@ -200,9 +187,7 @@ def test_filling_the_cache_never_asks_this_holder_or_sends_empty_requests(
     store: PartitionStore, reference: Tensor
 ) -> None:
     """A request to itself needs a device map to itself, which CUDA RPC cannot have."""
-    layout = HolderLayout.from_store(store, 4)
-    data = load_holder(store, 2, 4, CPU)
-    table = FeatureTable.for_holder(data, 300, CPU)
+    layout, data, table = _holder_table(store, 2, 4)
     asked: list[tuple[int, int]] = []
 
     def fetch(holder: int, ids: Tensor) -> Future[Tensor]:
@@ -210,9 +195,7 @@ def test_filling_the_cache_never_asks_this_holder_or_sends_empty_requests(
         assert bool(
             ((ids >= layout.range_of(holder)[0]) & (ids < layout.range_of(holder)[1])).all()
         )
-        fut: Future[Tensor] = Future()
-        fut.set_result(reference[ids].clone())
-        return fut
+        return done(reference[ids].clone())
 
     # hot ids from holders 0 and 3 only, plus (wrongly) some of this holder's own nodes
     lo0, _ = layout.range_of(0)
@@ -231,9 +214,7 @@ def test_filling_the_cache_never_asks_this_holder_or_sends_empty_requests(
 def test_a_started_gather_sends_only_missing_ids_at_once_and_fills_them_on_wait(
     store: PartitionStore, reference: Tensor
 ) -> None:
-    layout = HolderLayout.from_store(store, 4)
-    data = load_holder(store, 1, 4, CPU)
-    table = FeatureTable.for_holder(data, 300, CPU)
+    layout, _, table = _holder_table(store, 1, 4)
     hot = torch.arange(*layout.range_of(0))[:10]
     fill_cache(table, layout, _fetcher(reference, []), hot)
     sent: dict[int, tuple[Tensor, Future[Tensor]]] = {}

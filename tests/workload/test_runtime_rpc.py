@@ -19,7 +19,6 @@ from torch import Tensor
 from torch.futures import Future
 
 from distgnn_api.spec import DistGNNJobSpec, parse_spec
-from distgnn_workload.data.graph import GraphData
 from distgnn_workload.partition import PartitionStore, write_partitions
 from distgnn_workload.runtime import holder as holders
 from distgnn_workload.runtime.distributed_sampler import replicated_factory
@@ -36,6 +35,7 @@ from distgnn_workload.runtime.rpc import (
 from distgnn_workload.runtime.wire import WireBatch, unpack
 from distgnn_workload.sampler.server import SamplerServer
 from distgnn_workload.sampling import NeighborSampler
+from tests.support.random_graph import random_graph
 
 CPU = torch.device("cpu")
 FANOUTS = [4, 3]
@@ -82,27 +82,15 @@ def test_a_remote_error_names_the_peer_and_keeps_the_traceback() -> None:
 # --------------------------------------------------------------------------- the server
 
 
-def _graph(n: int = 200, m: int = 1200, seed: int = 0) -> GraphData:
-    rng = np.random.default_rng(seed)
-    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
-    keep = src != dst
-    split = rng.random(n)
-    return GraphData.from_edges(
-        src[keep],
-        dst[keep],
-        rng.standard_normal((n, 4)).astype(np.float32),
-        rng.integers(0, 3, n),
-        split < 0.6,
-        (split >= 0.6) & (split < 0.8),
-        split >= 0.8,
-        num_classes=3,
-    )
-
-
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> PartitionStore:
     path: Path = tmp_path_factory.mktemp("store") / "p"
-    return write_partitions(path, _graph(), 1, assignment=np.zeros(200, dtype=np.int64))
+    return write_partitions(
+        path,
+        random_graph(200, 1200, 4, seed=0, cuts=(0.6, 0.8)),
+        1,
+        assignment=np.zeros(200, dtype=np.int64),
+    )
 
 
 def _spec(concurrency: int) -> DistGNNJobSpec:

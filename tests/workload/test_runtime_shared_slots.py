@@ -17,7 +17,6 @@ import torch
 from torch import Tensor
 from torch.futures import Future
 
-from distgnn_workload.data.graph import GraphData
 from distgnn_workload.partition import write_partitions
 from distgnn_workload.runtime import shared_slots
 from distgnn_workload.runtime.features.layout import HolderLayout, load_holder
@@ -38,6 +37,7 @@ from distgnn_workload.runtime.wire import (
     unpack_from,
 )
 from distgnn_workload.sampling import NeighborSampler, StaticLayout, csc_from_edge_index
+from tests.support.random_graph import random_graph
 
 CPU = torch.device("cpu")
 
@@ -128,21 +128,8 @@ def test_a_mini_batch_read_from_a_slot_equals_the_one_sent_over_rpc() -> None:
 
 
 def test_remote_rows_come_through_the_owners_slots(tmp_path: Any) -> None:
-    rng = np.random.default_rng(0)
     n = 200
-    src, dst = rng.integers(0, n, 900), rng.integers(0, n, 900)
-    keep = src != dst
-    split = rng.random(n)
-    graph = GraphData.from_edges(
-        src[keep],
-        dst[keep],
-        rng.standard_normal((n, 4)).astype(np.float32),
-        rng.integers(0, 3, n),
-        split < 0.6,
-        (split >= 0.6) & (split < 0.8),
-        split >= 0.8,
-        num_classes=3,
-    )
+    graph = random_graph(n, 900, 4, seed=0, cuts=(0.6, 0.8))
     store = write_partitions(tmp_path / "p", graph, 2, assignment=np.arange(n) % 2)
     layout = HolderLayout.from_store(store, 2)
     reference = torch.from_numpy(np.concatenate([store.partition(p).features for p in range(2)]))

@@ -21,6 +21,7 @@ from distgnn_workload.sampling import (
 )
 from distgnn_workload.sampling.csr import Fanouts
 from distgnn_workload.sampling.edges_per_seed import relative_differences
+from tests.support.failed_capture import make_capture_fail
 from tests.workload.hetero_graphs import MAG_LIKE, NUM_NODES, check_batch, typed_graph
 
 # Upper 0.1% points of the chi-square distribution (df -> value), from standard tables.
@@ -298,13 +299,10 @@ def test_empty_seeds_give_an_empty_batch() -> None:
 
 def test_failed_graph_capture_falls_back_to_dynamic(monkeypatch: pytest.MonkeyPatch) -> None:
     _, csr = typed_graph(7)
-    sampler = HeteroNeighborSampler(csr, NUM_NODES, [4, 3], seed_type="paper", static_shapes=True)
-    sampler.cuda_graph = True  # as on CUDA; make the capture fail
-
-    def broken_capture(key: object, padded: torch.Tensor, num_seeds: int, extra: object) -> None:
-        raise RuntimeError("operation not permitted when stream is capturing")
-
-    monkeypatch.setattr(sampler, "_capture", broken_capture)
+    sampler = make_capture_fail(
+        HeteroNeighborSampler(csr, NUM_NODES, [4, 3], seed_type="paper", static_shapes=True),
+        monkeypatch,
+    )
     seeds = torch.arange(0, 300, 5)
     with pytest.warns(UserWarning, match="falling back to the dynamic execution"):
         batch = sampler.sample(seeds)

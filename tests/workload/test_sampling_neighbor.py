@@ -19,6 +19,7 @@ from distgnn_workload.sampling import (
     csc_from_edge_index,
     uniform_subset_positions,
 )
+from tests.support.failed_capture import make_capture_fail
 
 # Upper 0.1% points of the chi-square distribution (df -> value), from standard tables.
 CHI2_CRIT_999 = {3: 16.266, 4: 18.467, 7: 24.322, 9: 27.877, 15: 37.697, 19: 43.820}
@@ -324,13 +325,9 @@ def test_gpu_sampler_matches_reference_and_is_uniform() -> None:
 
 def test_failed_graph_capture_falls_back_to_dynamic(monkeypatch: pytest.MonkeyPatch) -> None:
     indptr, indices = random_graph(300, 3000, 4)
-    sampler = NeighborSampler(indptr, indices, [4, 3], device="cpu", static_shapes=True)
-    sampler.cuda_graph = True  # as on CUDA; make the capture fail
-
-    def broken_capture(key: object, padded: torch.Tensor, num_seeds: int, extra: object) -> None:
-        raise RuntimeError("operation not permitted when stream is capturing")
-
-    monkeypatch.setattr(sampler, "_capture", broken_capture)
+    sampler = make_capture_fail(
+        NeighborSampler(indptr, indices, [4, 3], device="cpu", static_shapes=True), monkeypatch
+    )
     seeds = torch.arange(0, 300, 5)
     with pytest.warns(UserWarning, match="falling back to the dynamic execution"):
         hop = sampler.sample(seeds)

@@ -32,6 +32,7 @@ from distgnn_workload.runtime.features.serving import (
     serve_tables,
 )
 from distgnn_workload.runtime.features.table import FeatureTable
+from tests.support.futures import done
 
 CPU = torch.device("cpu")
 
@@ -64,9 +65,7 @@ def _fetcher(tables: dict[int, dict[str, FeatureTable]], calls: list[int]) -> Ty
     def fetch(holder: int, node_type: str, ids: Tensor) -> Future[Tensor]:
         calls.append(holder)
         serve_tables(tables[holder])
-        fut: Future[Tensor] = Future()
-        fut.set_result(_serve_rows_of_type(node_type, ids))
-        return fut
+        return done(_serve_rows_of_type(node_type, ids))
 
     return fetch
 
