@@ -252,13 +252,11 @@ def typed_graph_step(
     input_dtype: torch.dtype,
     tables: Sequence[ShardedEmbedding],
     sparse: RowSparseAdam | None,
-    device: torch.device,
-    bf16: bool,
-    world_size: int,
-    all_agree: Callable[[bool], bool] | None,
+    **options: Unpack[StepOptions],
 ) -> HeteroGraphStep | None:
     """The fixed-shape (CUDA-graph) step of a relational ``model`` over ``data``, where it
     can run (see :func:`typed_caps`); None: the steps stay eager."""
+    device = options["device"]
     if not isinstance(model, RelationalGNN):
         return None
     element = torch.tensor([], dtype=input_dtype).element_size()
@@ -284,8 +282,5 @@ def typed_graph_step(
         features={t: (widths[t], input_dtype) for t in featured},
         tables=[t for t in tables if t.node_type in model.plan.input_types],
         sparse=sparse,
-        device=device,
-        bf16=bf16,
-        world_size=world_size,
-        all_agree=all_agree,
+        **options,
     )

@@ -175,10 +175,7 @@ class HeteroTrainer(Trainer):
             input_dtype=dtype,
             tables=self.tables,
             sparse=self.sparse,
-            device=self.device,
-            bf16=self.bf16,
-            world_size=self.world_size,
-            all_agree=self.collectives.all_agree,
+            **self._step_options(),
         )
 
     def _inference(self) -> tuple[LayerwiseInference, SplitRows]:
