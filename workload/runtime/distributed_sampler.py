@@ -29,6 +29,7 @@ from distgnn_workload.runtime import rpc_targets
 from distgnn_workload.runtime.features.layout import HolderData, HolderLayout, group_by_key
 from distgnn_workload.runtime.rpc import RpcContext
 from distgnn_workload.runtime.rpc_targets import Target
+from distgnn_workload.runtime.transfers import thread_stream
 from distgnn_workload.sampling import NeighborSampler
 
 log = logging.getLogger(__name__)
@@ -142,22 +143,17 @@ def _thread_local_sampler(
     return sampler
 
 
-def _hop_stream(device: torch.device) -> torch.cuda.Stream:
-    """This RPC thread's stream: its work waits for nothing queued by the training thread."""
-    stream: torch.cuda.Stream | None = getattr(_threads, "stream", None)
-    if stream is None:
-        stream = torch.cuda.Stream(device)  # type: ignore[no-untyped-call]
-        _threads.stream = stream
-    return stream
-
-
 def _serve_hop(nodes: Tensor, fanout: int) -> tuple[Tensor, Tensor]:
     """RPC target: (neighbour counts, sampled neighbours in node order) of owned ``nodes``."""
     data, ctx, fanouts, device = rpc_targets.get(LOCAL_CSR)
     if device.type == "cuda":
         torch.cuda.set_device(device)  # not GPU 0, where a new RPC thread starts
     sampler = _thread_local_sampler(data, fanouts, device)
-    with torch.cuda.stream(_hop_stream(device)) if device.type == "cuda" else nullcontext():
+    with (
+        torch.cuda.stream(thread_stream(_threads, device))
+        if device.type == "cuda"
+        else nullcontext()
+    ):
         local = to_device(nodes, device) - data.start
         _, neighbours, counts = sampler._sample_hop(local, fanout)
         return ctx.wire(counts), ctx.wire(neighbours)

@@ -31,26 +31,23 @@ from distgnn_workload.runtime.distributed_sampler import (
     should_replicate,
     topology_bytes,
 )
-from distgnn_workload.runtime.features.cache_policy import (
-    fill_cache,
-    fill_cache_from,
-    presample_counts,
-    select_hot,
-)
-from distgnn_workload.runtime.features.exchange import FeatureExchange
-from distgnn_workload.runtime.features.layout import (
+from distgnn_workload.runtime.features import (
+    DistributedFeatureSource,
+    FeatureExchange,
+    FeatureTable,
     HolderData,
     HolderLayout,
+    feature_slot_spec,
+    fill_cache,
+    fill_cache_from,
     load_holder,
     load_labels,
-)
-from distgnn_workload.runtime.features.remote import (
-    DistributedFeatureSource,
+    presample_counts,
     rpc_fetch,
     rpc_fetch_into,
+    select_hot,
+    serve_table,
 )
-from distgnn_workload.runtime.features.serving import feature_slot_spec, serve_table
-from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.rpc import RpcContext
 from distgnn_workload.runtime.shared_slots import SlotOwner, SlotReader, serve_slots, slot_bytes
 from distgnn_workload.runtime.training_data import check_store

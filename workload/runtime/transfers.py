@@ -16,6 +16,7 @@ evaluation and at the end of training with a partial feature cache. Two rules av
 
 from __future__ import annotations
 
+import threading
 import time
 
 import torch
@@ -48,3 +49,13 @@ def wait_for_stream(device: torch.device, *, timeout_s: float | None, what: str)
     event = torch.cuda.Event()  # type: ignore[no-untyped-call]
     event.record(torch.cuda.current_stream(device))
     wait_for_event(event, timeout_s=timeout_s, what=what)
+
+
+def thread_stream(local: threading.local, device: torch.device) -> torch.cuda.Stream:
+    """The calling thread's own side stream on ``device``, kept in ``local``: work queued on
+    it waits for nothing queued by other threads (the training thread's kernels)."""
+    stream: torch.cuda.Stream | None = getattr(local, "stream", None)
+    if stream is None:
+        stream = torch.cuda.Stream(device)  # type: ignore[no-untyped-call]
+        local.stream = stream
+    return stream

@@ -19,6 +19,7 @@ import torch
 from torch import Tensor
 
 from distgnn_api.edge_types import KEY_SEPARATOR, EdgeType, parse_edge_type_key
+from distgnn_workload.data.graph import EDGE_TYPE, NODE_TYPE
 
 INT32_MAX = 2**31 - 1
 
@@ -95,6 +96,20 @@ def checked_csr(
     return indptr_t, indices_t.to(device, index_dtype)
 
 
+InCSR = Mapping[EdgeType, tuple[Tensor | np.ndarray, Tensor | np.ndarray]]
+"""Per edge type, a graph's destination-indexed ``(indptr, indices)``."""
+
+
+def one_type_fanouts(fanouts: Sequence[int]) -> list[int]:
+    """The fanouts of a one-type graph's hops, checked."""
+    out = [int(k) for k in fanouts]
+    if not out or any(k == 0 or k < -1 for k in out):
+        raise ValueError(
+            f"fanouts must be a non-empty list of ints >= 1 (or -1 for all), got {out}"
+        )
+    return out
+
+
 @dataclass
 class TypedCSR:
     """Per edge type, the destination-indexed CSR on one device, checked.
@@ -154,6 +169,25 @@ class TypedCSR:
             indptrs[edge_type] = torch.cat([indptr_t, indptr_t[-1:]])
             indices[edge_type] = indices_t
         return cls(counts, list(in_csr), indptrs, indices)
+
+    @classmethod
+    def one_type(
+        cls,
+        indptr: Tensor | np.ndarray,
+        indices: Tensor | np.ndarray,
+        device: torch.device | str | None = None,
+    ) -> TypedCSR:
+        """The one-type graph of ``indptr``/``indices`` (the nodes whose messages flow into
+        each node), on ``device`` (None: indptr's)."""
+        indptr_t = as_tensor(indptr, "indptr")
+        if indptr_t.dim() != 1 or indptr_t.numel() < 1:
+            raise ValueError("indptr must be a 1-D array of length num_nodes + 1")
+        device = torch.device(device) if device is not None else indptr_t.device
+        n = indptr_t.numel() - 1
+        indptr_t, indices_t = checked_csr(indptr_t, indices, n, n, name="the CSR", device=device)
+        # one extra node id, num_nodes, of degree 0: the padding of static-shape batches
+        ext = torch.cat([indptr_t, indptr_t[-1:]])
+        return cls({NODE_TYPE: n}, [EDGE_TYPE], {EDGE_TYPE: ext}, {EDGE_TYPE: indices_t})
 
     def fanouts(self, fanouts: Fanouts, *, allow_all: bool = True) -> dict[EdgeType, list[int]]:
         """Per edge type, the fanout of each hop: one list for all, or a list per edge type."""

@@ -36,6 +36,9 @@ class SampledHop(NamedTuple):
 HopSampler = Callable[[EdgeType, Tensor, int], SampledHop]
 """``(edge type, frontier, fanout)`` -> that edge type's hop, rows in frontier order."""
 
+Excluded = Mapping[EdgeType, Tensor] | None
+"""Per edge type, the sorted keys of the edges a batch leaves out (none: None)."""
+
 
 def sample_dynamic(
     graph: TypedCSR,
@@ -45,7 +48,7 @@ def sample_dynamic(
     seeds: Mapping[str, Tensor],
     seed_type: str,
     *,
-    exclude: Mapping[EdgeType, Tensor] | None = None,
+    exclude: Excluded = None,
     with_edge_ids: bool = False,
 ) -> HeteroHopBatch:
     """Sample around ``seeds`` (per node type its hop-0 ids, on the graph's device).

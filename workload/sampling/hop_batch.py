@@ -187,6 +187,18 @@ class HeteroHopBatch(_Tensors):
     target_ptr: dict[EdgeType, Tensor]
     edge_ids: dict[EdgeType, Tensor] | None = None
 
+    def one_type(self) -> HopBatch:
+        """The one-type batch of :data:`NODE_TYPE` and :data:`EDGE_TYPE` this batch holds,
+        sharing every tensor (the inverse of :meth:`HopBatch.typed`)."""
+        return HopBatch(
+            self.node_ids[NODE_TYPE],
+            self.num_seeds,
+            self.num_nodes_per_hop[NODE_TYPE],
+            self.num_edges_per_hop[EDGE_TYPE],
+            self.edge_index[EDGE_TYPE],
+            self.target_ptr[EDGE_TYPE],
+        )
+
     @property
     def num_hops(self) -> int:
         """Number of sampled hops (L)."""

@@ -24,12 +24,12 @@ from distgnn_workload.pinned_copies import to_device, to_host
 from distgnn_workload.sampling import edge_exclusion, relabel
 from distgnn_workload.sampling.csr import (
     Fanouts,
+    InCSR,
     TypedCSR,
-    as_tensor,
-    checked_csr,
     csc_from_edge_index,
+    one_type_fanouts,
 )
-from distgnn_workload.sampling.dynamic_sample import SampledHop, sample_dynamic
+from distgnn_workload.sampling.dynamic_sample import Excluded, SampledHop, sample_dynamic
 from distgnn_workload.sampling.graph_capture import CUDA_GRAPH_LOCK, CapturedSampler
 from distgnn_workload.sampling.hop_batch import HeteroHopBatch, HopBatch
 from distgnn_workload.sampling.random_stream import reset_default_generator
@@ -44,11 +44,6 @@ __all__ = [
     "csc_from_edge_index",
     "reset_default_generator",
 ]
-
-InCSR = Mapping[EdgeType, tuple[Tensor | np.ndarray, Tensor | np.ndarray]]
-
-Excluded = Mapping[EdgeType, Tensor] | None
-"""Per edge type, the sorted keys of the edges a batch leaves out (none: None)."""
 
 TypedKey = tuple[str, int]
 """A typed sampler's captured run: the seed type and the batch capacity."""
@@ -153,7 +148,7 @@ class HeteroNeighborSampler(CapturedSampler[TypedKey, StaticOut]):
         self,
         seeds: Mapping[str, Tensor],
         seed_type: str,
-        exclude: Mapping[EdgeType, Tensor] | None = None,
+        exclude: Excluded = None,
     ) -> HeteroHopBatch:
         """Sample around seeds of several node types at once (the dynamic execution): hop 0
         of type ``t`` is ``seeds[t]`` (each occurrence a row). The batch's ``seed_type`` and
@@ -273,30 +268,15 @@ class NeighborSampler(CapturedSampler[Key, StaticOut]):
         static_shapes: bool | None = None,
         cuda_graph: bool = True,
     ) -> None:
-        indptr_t = as_tensor(indptr, "indptr")
-        if indptr_t.dim() != 1 or indptr_t.numel() < 1:
-            raise ValueError("indptr must be a 1-D array of length num_nodes + 1")
-        fanouts = [int(k) for k in fanouts]
-        if not fanouts or any(k == 0 or k < -1 for k in fanouts):
-            raise ValueError(
-                f"fanouts must be a non-empty list of ints >= 1 (or -1 for all), got {fanouts}"
-            )
-        self.device = torch.device(device) if device is not None else indptr_t.device
-        self.num_nodes = indptr_t.numel() - 1
-        self.fanouts = fanouts
-        indptr_t, self.indices = checked_csr(
-            indptr_t, indices, self.num_nodes, self.num_nodes, name="the CSR", device=self.device
-        )
-        # one extra node id, num_nodes, of degree 0: the padding of static-shape batches
-        self._indptr_ext = torch.cat([indptr_t, indptr_t[-1:]])
-        self.indptr = self._indptr_ext[:-1]
         # the static execution is the typed one's, over this graph as its one-type case
-        self._typed = TypedCSR(
-            {NODE_TYPE: self.num_nodes},
-            [EDGE_TYPE],
-            {EDGE_TYPE: self._indptr_ext},
-            {EDGE_TYPE: self.indices},
-        )
+        self._typed = TypedCSR.one_type(indptr, indices, device)
+        fanouts = one_type_fanouts(fanouts)
+        self.device = torch.device(device) if device is not None else self._typed.device
+        self.num_nodes = self._typed.num_nodes[NODE_TYPE]
+        self.fanouts = fanouts
+        self._indptr_ext = self._typed.indptr[EDGE_TYPE]
+        self.indices = self._typed.indices[EDGE_TYPE]
+        self.indptr = self._indptr_ext[:-1]
         # global id -> local id of the batch being sampled; -1 = not in the batch
         self._local = torch.full(
             (self.num_nodes + 1,), -1, dtype=relabel.table_dtype(self.device), device=self.device
@@ -351,14 +331,7 @@ class NeighborSampler(CapturedSampler[Key, StaticOut]):
         except BaseException:
             self._local.fill_(-1)
             raise
-        return HopBatch(
-            node_ids=out.node_ids[NODE_TYPE],
-            num_seeds=num_seeds,
-            num_nodes_per_hop=out.num_nodes_per_hop[NODE_TYPE],
-            num_edges_per_hop=out.num_edges_per_hop[EDGE_TYPE],
-            edge_index=out.edge_index[EDGE_TYPE],
-            target_ptr=out.target_ptr[EDGE_TYPE],
-        )
+        return out.one_type()
 
     def _sample_padded(self, seeds: Tensor, exclude: Tensor | None) -> HopBatch:
         """The static-shape execution: pad the seeds, run (or replay) it, cut to the sizes."""
@@ -378,18 +351,7 @@ class NeighborSampler(CapturedSampler[Key, StaticOut]):
             count = torch.tensor(num_seeds, dtype=torch.int64, device=self.device)
             out = self._sample_static(padded.to(self.device), count, exclude)
         sizes = out.counts.tolist()  # the one host sync
-        hops = len(self.fanouts)
-        nodes, edges = sizes[: hops + 1], sizes[hops + 1 :]
-        num_edges, num_targets = sum(edges), sum(nodes[:-1])
-        src, dst = out.src[EDGE_TYPE], out.dst[EDGE_TYPE]
-        return HopBatch(
-            node_ids=out.node_ids[NODE_TYPE][: sum(nodes)].clone(),
-            num_seeds=num_seeds,
-            num_nodes_per_hop=nodes,
-            num_edges_per_hop=edges,
-            edge_index=torch.stack([src[:num_edges], dst[:num_edges]]),
-            target_ptr=out.target_ptr[EDGE_TYPE][: num_targets + 1].clone(),
-        )
+        return out.one_type_batch(sizes, num_seeds, len(self.fanouts))
 
     def _reset_tables(self) -> None:
         self._local.fill_(-1)

@@ -22,9 +22,10 @@ import torch
 from torch import Tensor
 
 from distgnn_api.edge_types import EdgeType
+from distgnn_workload.data.graph import EDGE_TYPE, NODE_TYPE
 from distgnn_workload.sampling import edge_exclusion
 from distgnn_workload.sampling.csr import TypedCSR
-from distgnn_workload.sampling.hop_batch import HeteroHopBatch
+from distgnn_workload.sampling.hop_batch import HeteroHopBatch, HopBatch
 from distgnn_workload.sampling.relabel import relabel_static
 from distgnn_workload.sampling.uniform_subset import uniform_subset_positions
 
@@ -119,6 +120,20 @@ class StaticOut:
             edge_ids={et: self.edge_ids[et][:n].clone() for et, n in num_edges.items()}
             if with_edge_ids
             else None,
+        )
+
+    def one_type_batch(self, sizes: list[int], num_seeds: int, hops: int) -> HopBatch:
+        """The batch of a one-type graph these outputs hold, cut to ``sizes``."""
+        nodes, edges = sizes[: hops + 1], sizes[hops + 1 :]
+        num_edges, num_targets = sum(edges), sum(nodes[:-1])
+        src, dst = self.src[EDGE_TYPE], self.dst[EDGE_TYPE]
+        return HopBatch(
+            node_ids=self.node_ids[NODE_TYPE][: sum(nodes)].clone(),
+            num_seeds=num_seeds,
+            num_nodes_per_hop=nodes,
+            num_edges_per_hop=edges,
+            edge_index=torch.stack([src[:num_edges], dst[:num_edges]]),
+            target_ptr=self.target_ptr[EDGE_TYPE][: num_targets + 1].clone(),
         )
 
 

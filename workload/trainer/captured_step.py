@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from contextlib import nullcontext
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import torch
 import torch.distributed as dist
@@ -61,6 +61,17 @@ def overlap_mode() -> str:
 
 
 log = logging.getLogger(__name__)
+
+
+class StepOptions(TypedDict):
+    """What every fixed-shape step hands on to :class:`CapturedStep` as it is."""
+
+    device: torch.device
+    bf16: bool
+    world_size: int
+    capture: NotRequired[bool]
+    all_agree: NotRequired[Callable[[bool], bool] | None]
+
 
 WARMUP_STEPS = 3
 """Eager static steps before the capture (CUDA graph capture wants warmed-up kernels)."""

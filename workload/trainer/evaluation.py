@@ -20,6 +20,7 @@ The store, when needed, is at ``partition_dir``, else the contract's partition d
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -39,17 +40,23 @@ def store_dir(partition_dir: Path | None) -> Path:
     return partition_dir or WorkloadEnv.from_environ().partition_dir
 
 
-def store_inference(
-    *,
-    rank: int,
-    world_size: int,
-    device: torch.device,
-    bf16: bool,
-    partition_dir: Path | None = None,
-) -> tuple[LayerwiseInference, SplitRows]:
+@dataclass(frozen=True)
+class InferenceSite:
+    """Where a rank's inference runs: its place among the ranks, its device and precision,
+    and the store it reads what it lacks from (None: the contract's partition directory)."""
+
+    rank: int
+    world_size: int
+    device: torch.device
+    bf16: bool
+    partition_dir: Path | None = None
+
+
+def store_inference(site: InferenceSite) -> tuple[LayerwiseInference, SplitRows]:
     """The inference engine of this rank over a homogeneous store, and the store's labels and
     split masks."""
-    store = PartitionStore.open(store_dir(partition_dir))
+    rank, world_size, device, bf16 = site.rank, site.world_size, site.device, site.bf16
+    store = PartitionStore.open(store_dir(site.partition_dir))
     rows = StoreRows(store)
     engine = LayerwiseInference.of_store(
         store, rows=rows, rank=rank, world_size=world_size, device=device, bf16=bf16
@@ -65,20 +72,16 @@ def typed_splits(data: HeteroTrainingData) -> SplitRows:
 def typed_inference(
     data: HeteroTrainingData,
     tables: Sequence[ShardedEmbedding],
-    *,
-    rank: int,
-    world_size: int,
-    device: torch.device,
-    bf16: bool,
-    partition_dir: Path | None = None,
+    site: InferenceSite,
 ) -> LayerwiseInference:
     """The inference engine of a typed trainer's rank (see the module docstring)."""
+    device, bf16 = site.device, site.bf16
     store: HeteroPartitionStore | None = None
 
     def open_store() -> HeteroPartitionStore:
         nonlocal store
         if store is None:
-            store = HeteroPartitionStore.open(store_dir(partition_dir))
+            store = HeteroPartitionStore.open(store_dir(site.partition_dir))
         return store
 
     csr: dict[EdgeType, tuple[torch.Tensor, torch.Tensor]] = {}
@@ -105,8 +108,8 @@ def typed_inference(
         topology,
         data.node_counts,
         inputs,
-        rank=rank,
-        world_size=world_size,
+        rank=site.rank,
+        world_size=site.world_size,
         device=device,
         bf16=bf16,
     )

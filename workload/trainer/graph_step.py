@@ -31,10 +31,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from distgnn_api.edge_types import EdgeType
 from distgnn_workload.embeddings import RowSparseAdam, ShardedEmbedding, lookup_tables
@@ -45,15 +45,52 @@ from distgnn_workload.runtime.training_data import HeteroTrainingData
 from distgnn_workload.sampling import StaticHops, StaticLayout
 from distgnn_workload.sampling.static_hops import HeteroStaticHops
 from distgnn_workload.sampling.static_sample import StaticCaps
-from distgnn_workload.trainer.captured_step import CapturedStep
+from distgnn_workload.trainer.captured_step import CapturedStep, StepOptions
 from distgnn_workload.trainer.step_policy import GRAPH_MEMORY_SHARE, cuda_graph_setting
 
 log = logging.getLogger(__name__)
 
 
-class GraphStep(CapturedStep):
-    """The GraphSAGE step over a :class:`StaticLayout` (the pipeline pads on its loader
-    thread: batches carry their padded form in ``static``)."""
+class PaddedStep(CapturedStep):
+    """A step over the padded hops of a :class:`StaticLayout` and their nodes' features
+    (the pipeline pads on its loader thread: batches carry their padded form in
+    ``static``)."""
+
+    def __init__(
+        self,
+        model: nn.Module,
+        optimizer: torch.optim.Optimizer,
+        layout: StaticLayout,
+        *,
+        num_features: int,
+        input_dtype: torch.dtype,
+        **options: Unpack[StepOptions],
+    ) -> None:
+        super().__init__(model, optimizer, batch_size=layout.batch_size, **options)
+        device = options["device"]
+        self.layout = layout
+        # finite everywhere: padding rows are read (and multiplied by zero gradients)
+        self.x = torch.zeros(layout.node_cap + 1, num_features, dtype=input_dtype, device=device)
+        index = torch.zeros(sum(layout.index_sizes()), dtype=torch.int64, device=device)
+        self.hops = StaticHops(layout, index)
+
+    def _load_padded(self, batch: MiniBatch) -> StaticHops:
+        """Copy ``batch``'s features and padded hops into the inputs; returns its padded
+        form."""
+        static = batch.static
+        if static is None:
+            raise ValueError(
+                f"{type(self).__name__} needs batches padded to its layout (pipeline static=)"
+            )
+        if static.layout != self.layout:
+            raise ValueError(f"a batch padded to {static.layout}, not {self.layout}")
+        self.x[: static.num_nodes].copy_(batch.x, non_blocking=True)
+        self.hops.index.copy_(static.index, non_blocking=True)
+        return static
+
+
+class GraphStep(PaddedStep):
+    """The GraphSAGE step over a :class:`StaticLayout`."""
 
     def __init__(
         self,
@@ -63,37 +100,15 @@ class GraphStep(CapturedStep):
         *,
         num_features: int,
         input_dtype: torch.dtype,
-        device: torch.device,
-        bf16: bool,
-        world_size: int,
-        capture: bool = True,
-        all_agree: Callable[[bool], bool] | None = None,
+        **options: Unpack[StepOptions],
     ) -> None:
         super().__init__(
-            model,
-            optimizer,
-            device=device,
-            bf16=bf16,
-            world_size=world_size,
-            batch_size=layout.batch_size,
-            capture=capture,
-            all_agree=all_agree,
+            model, optimizer, layout, num_features=num_features, input_dtype=input_dtype, **options
         )
         self.sage = model
-        self.layout = layout
-        # finite everywhere: padding rows are read (and multiplied by zero gradients)
-        self.x = torch.zeros(layout.node_cap + 1, num_features, dtype=input_dtype, device=device)
-        index = torch.zeros(sum(layout.index_sizes()), dtype=torch.int64, device=device)
-        self.hops = StaticHops(layout, index)
 
     def _load(self, batch: MiniBatch) -> None:
-        static = batch.static
-        if static is None:
-            raise ValueError("GraphStep needs batches padded to its layout (pipeline static=)")
-        if static.layout != self.layout:
-            raise ValueError(f"a batch padded to {static.layout}, not {self.layout}")
-        self.x[: static.num_nodes].copy_(batch.x, non_blocking=True)
-        self.hops.index.copy_(static.index, non_blocking=True)
+        static = self._load_padded(batch)
         self.y[: static.num_seeds].copy_(batch.y, non_blocking=True)
         self.num_seeds.fill_(static.num_seeds)
 
@@ -150,27 +165,15 @@ class HeteroGraphStep(CapturedStep):
         features: Mapping[str, tuple[int, torch.dtype]],
         tables: Sequence[ShardedEmbedding],
         sparse: RowSparseAdam | None,
-        device: torch.device,
-        bf16: bool,
-        world_size: int,
-        capture: bool = True,
-        all_agree: Callable[[bool], bool] | None = None,
         on_lookup: Callable[[ShardedEmbedding, int, int], None] | None = None,
+        **options: Unpack[StepOptions],
     ) -> None:
         """``on_lookup(table, rows, remote)`` after each lookup, if given, reads the rows
         looked up back from the device: a host sync per table and step on GPUs (the trainer
         reads :meth:`ShardedEmbedding.take_counts` once per epoch instead)."""
+        device = options["device"]
         self.hops = HeteroStaticHops(caps, edge_types, device)
-        super().__init__(
-            model,
-            optimizer,
-            device=device,
-            bf16=bf16,
-            world_size=world_size,
-            batch_size=self.hops.seed_cap,
-            capture=capture,
-            all_agree=all_agree,
-        )
+        super().__init__(model, optimizer, batch_size=self.hops.seed_cap, **options)
         self.relational = model
         self.tables = list(tables)
         self.sparse = sparse
@@ -249,13 +252,11 @@ def typed_graph_step(
     input_dtype: torch.dtype,
     tables: Sequence[ShardedEmbedding],
     sparse: RowSparseAdam | None,
-    device: torch.device,
-    bf16: bool,
-    world_size: int,
-    all_agree: Callable[[bool], bool] | None,
+    **options: Unpack[StepOptions],
 ) -> HeteroGraphStep | None:
     """The fixed-shape (CUDA-graph) step of a relational ``model`` over ``data``, where it
     can run (see :func:`typed_caps`); None: the steps stay eager."""
+    device = options["device"]
     if not isinstance(model, RelationalGNN):
         return None
     element = torch.tensor([], dtype=input_dtype).element_size()
@@ -281,8 +282,5 @@ def typed_graph_step(
         features={t: (widths[t], input_dtype) for t in featured},
         tables=[t for t in tables if t.node_type in model.plan.input_types],
         sparse=sparse,
-        device=device,
-        bf16=bf16,
-        world_size=world_size,
-        all_agree=all_agree,
+        **options,
     )

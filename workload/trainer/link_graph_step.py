@@ -15,7 +15,7 @@ the sampler on the device of its graph, before the subgraph is sampled around th
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import Unpack
 
 import torch
 import torch.nn.functional as F
@@ -24,12 +24,13 @@ from torch import Tensor
 from distgnn_workload.loader import MiniBatch
 from distgnn_workload.models.link import LinkModel
 from distgnn_workload.models.sage import GraphSAGE
-from distgnn_workload.sampling import StaticHops, StaticLayout
+from distgnn_workload.sampling import StaticLayout
 from distgnn_workload.sampling.seed_edges import LinkLayout
-from distgnn_workload.trainer.captured_step import CapturedStep
+from distgnn_workload.trainer.captured_step import StepOptions
+from distgnn_workload.trainer.graph_step import PaddedStep
 
 
-class LinkGraphStep(CapturedStep):
+class LinkGraphStep(PaddedStep):
     """The link step of a :class:`LinkModel` with a GraphSAGE encoder over ``layout``
     (its ``batch_size``: the seed rows of a full batch)."""
 
@@ -41,11 +42,7 @@ class LinkGraphStep(CapturedStep):
         *,
         num_features: int,
         input_dtype: torch.dtype,
-        device: torch.device,
-        bf16: bool,
-        world_size: int,
-        capture: bool = True,
-        all_agree: Callable[[bool], bool] | None = None,
+        **options: Unpack[StepOptions],
     ) -> None:
         if not isinstance(model.encoder, GraphSAGE):
             raise TypeError("fixed-shape link steps need a GraphSAGE encoder")
@@ -56,22 +53,12 @@ class LinkGraphStep(CapturedStep):
                 "per positive"
             )
         super().__init__(
-            model,
-            optimizer,
-            device=device,
-            bf16=bf16,
-            world_size=world_size,
-            batch_size=layout.batch_size,
-            capture=capture,
-            all_agree=all_agree,
+            model, optimizer, layout, num_features=num_features, input_dtype=input_dtype, **options
         )
         self.link = model
         self.encoder = model.encoder
-        self.layout = layout
         self.per_positive = per
-        self.x = torch.zeros(layout.node_cap + 1, num_features, dtype=input_dtype, device=device)
-        index = torch.zeros(sum(layout.index_sizes()), dtype=torch.int64, device=device)
-        self.hops = StaticHops(layout, index)
+        device = options["device"]
         b, k = layout.batch_size // per, model.negatives
         self.positives = torch.zeros((), dtype=torch.int64, device=device)
         self.pos_rows = torch.arange(b, device=device)
@@ -81,18 +68,12 @@ class LinkGraphStep(CapturedStep):
         self.negatives = k
 
     def _load(self, batch: MiniBatch) -> None:
-        static = batch.static
-        if static is None:
-            raise ValueError("LinkGraphStep needs batches padded to its layout (pipeline static=)")
-        if static.layout != self.layout:
-            raise ValueError(f"a batch padded to {static.layout}, not {self.layout}")
+        static = self._load_padded(batch)
         if static.num_seeds % self.per_positive:
             raise ValueError(
                 f"{static.num_seeds} seed rows are no batch of {self.per_positive} rows per "
                 "positive"
             )
-        self.x[: static.num_nodes].copy_(batch.x, non_blocking=True)
-        self.hops.index.copy_(static.index, non_blocking=True)
         self.positives.fill_(static.num_seeds // self.per_positive)
 
     def pair_rows(self) -> tuple[Tensor, Tensor, Tensor, Tensor]:

@@ -118,10 +118,7 @@ class LinkTrainer(LinkRanking):
             layout,
             num_features=num_features,
             input_dtype=self.input_dtype,
-            device=self.device,
-            bf16=self.bf16,
-            world_size=self.world_size,
-            all_agree=self.collectives.all_agree,
+            **self._step_options(),
         )
 
 

@@ -38,7 +38,12 @@ from distgnn_workload.runtime.seeds import Batch, stream_seed
 from distgnn_workload.runtime.training_data import HeteroTrainingData
 from distgnn_workload.trainer import run_report
 from distgnn_workload.trainer.epoch_stats import EpochStats
-from distgnn_workload.trainer.evaluation import store_inference, typed_inference, typed_splits
+from distgnn_workload.trainer.evaluation import (
+    InferenceSite,
+    store_inference,
+    typed_inference,
+    typed_splits,
+)
 from distgnn_workload.trainer.graph_step import typed_graph_step
 from distgnn_workload.trainer.learnt_inputs import rank_tables
 from distgnn_workload.trainer.rank import TypedRank
@@ -70,13 +75,11 @@ class Trainer(RankLoop):
     def _inference(self) -> tuple[evaluation.LayerwiseInference, SplitRows]:
         """This rank's full-neighbourhood inference over every node (its share), and the
         labels and split masks its accuracy counts over."""
-        return store_inference(
-            rank=self.rank,
-            world_size=self.world_size,
-            device=self.device,
-            bf16=self.bf16,
-            partition_dir=self.partition_dir,
-        )
+        return store_inference(self._site())
+
+    def _site(self) -> InferenceSite:
+        """Where this rank's inference runs."""
+        return InferenceSite(self.rank, self.world_size, self.device, self.bf16, self.partition_dir)
 
     @property
     def _val_kind(self) -> EvaluationKind:
@@ -172,24 +175,13 @@ class HeteroTrainer(Trainer):
             input_dtype=dtype,
             tables=self.tables,
             sparse=self.sparse,
-            device=self.device,
-            bf16=self.bf16,
-            world_size=self.world_size,
-            all_agree=self.collectives.all_agree,
+            **self._step_options(),
         )
 
     def _inference(self) -> tuple[LayerwiseInference, SplitRows]:
         """This rank's full-neighbourhood inference over every typed node (its share), and the
         target type's labels and split ids."""
-        engine = typed_inference(
-            self.data,
-            self.tables,
-            rank=self.rank,
-            world_size=self.world_size,
-            device=self.device,
-            bf16=self.bf16,
-            partition_dir=self.partition_dir,
-        )
+        engine = typed_inference(self.data, self.tables, self._site())
         return engine, typed_splits(self.data)
 
     def _loader(self, batches: Sequence[Batch], epoch: int | None) -> Prefetcher[Any]:

@@ -38,7 +38,7 @@ from distgnn_workload.runtime.status_server import ProgressTracker
 from distgnn_workload.runtime.transfers import wait_for_stream
 from distgnn_workload.sampling import StaticLayout
 from distgnn_workload.trainer import epoch_loop, run_report
-from distgnn_workload.trainer.captured_step import WARMUP_STEPS, CapturedStep
+from distgnn_workload.trainer.captured_step import WARMUP_STEPS, CapturedStep, StepOptions
 from distgnn_workload.trainer.epoch_stats import EpochStats, RunState
 from distgnn_workload.trainer.graph_step import GraphStep
 from distgnn_workload.trainer.run_checkpoint import restore_run, save_run
@@ -137,13 +137,17 @@ class RankLoop:
                 self.static_layout,
                 num_features=num_features,
                 input_dtype=self.input_dtype,
-                device=device,
-                bf16=self.bf16,
-                world_size=world_size,
-                all_agree=self.collectives.all_agree,
+                **self._step_options(),
             )
         captures = self.graph_step is not None and self.graph_step.capture
         self.cuda_memory = CudaMemoryPhases(device, first_steps=WARMUP_STEPS + 1 if captures else 1)
+
+    def _step_options(self) -> StepOptions:
+        """What this rank's fixed-shape steps hand on to :class:`CapturedStep`."""
+        agree = self.collectives.all_agree
+        return StepOptions(
+            device=self.device, bf16=self.bf16, world_size=self.world_size, all_agree=agree
+        )
 
     # ------------------------------------------------------------------ checkpoints
 

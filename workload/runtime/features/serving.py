@@ -19,6 +19,7 @@ from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.rpc import RpcContext
 from distgnn_workload.runtime.rpc_targets import Target
 from distgnn_workload.runtime.shared_slots import SlotSpec
+from distgnn_workload.runtime.transfers import thread_stream
 
 # --------------------------------------------------------------------------- serving
 
@@ -45,15 +46,6 @@ def _observe(rows: Tensor) -> None:
 _serve_streams = threading.local()
 
 
-def _serve_stream(device: torch.device) -> torch.cuda.Stream:
-    """This RPC thread's side stream on ``device`` (the thread's current device)."""
-    stream: torch.cuda.Stream | None = getattr(_serve_streams, "stream", None)
-    if stream is None:
-        stream = torch.cuda.Stream(device)  # type: ignore[no-untyped-call]
-        _serve_streams.stream = stream
-    return stream
-
-
 def _serve_features(ids: Tensor) -> Tensor:
     """RPC target: the features of owned nodes ``ids``.
 
@@ -70,7 +62,7 @@ def _serve_features(ids: Tensor) -> Tensor:
     if ctx.cuda or table.device.type != "cuda":
         rows = ctx.wire(table.local_rows(ids))
     else:
-        stream = _serve_stream(table.device)
+        stream = thread_stream(_serve_streams, table.device)
         with torch.cuda.stream(stream):
             gathered = table.local_rows(to_device(ids, table.device))
             rows = torch.empty(gathered.shape, dtype=gathered.dtype, pin_memory=True)
@@ -99,7 +91,7 @@ def _serve_features_into(consumer: str, slot: int, ids: Tensor) -> int:
         buffer[:n].copy_(table.local_rows(ids))
     else:
         torch.cuda.set_device(table.device)
-        stream = _serve_stream(table.device)
+        stream = thread_stream(_serve_streams, table.device)
         with torch.cuda.stream(stream):
             # every kernel on this stream: the gather must not read indices that another
             # stream (this thread's default one) is still copying or computing
@@ -147,7 +139,7 @@ def _serve_rows_of_type(node_type: str, ids: Tensor) -> Tensor:
         rows = table.local_rows(ids)
     else:
         torch.cuda.set_device(table.device)  # see _serve_features
-        with torch.cuda.stream(_serve_stream(table.device)):
+        with torch.cuda.stream(thread_stream(_serve_streams, table.device)):
             rows = to_host(table.local_rows(to_device(ids, table.device)))
     observer = rpc_targets.find(TYPE_SERVE_OBSERVER)
     if observer is not None:
