@@ -10,12 +10,13 @@
 #   mkdir .base && git archive <commit> api operator workload benchmarks setup.py pyproject.toml | tar -x -C .base
 #   BASE=.base WHICH="products link" REPEATS=2 OUT=<dir> bash benchmarks/gpu_hetero/device_one_path.sh
 # Each side partitions into a work dir of its own. Per-benchmark time limits: PRODUCTS_S,
-# LINK_S, TYPED_S (seconds per side).
+# LINK_S, TYPED_S (seconds per side). SIDES="after" runs this tree alone.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 source benchmarks/gpu_distributed/device_setup.sh
 BASE="${BASE:?BASE: the earlier tree, a folder of this checkout}"
 WHICH="${WHICH:-products link typed}"
+SIDES="${SIDES:-before after}"
 REPEATS="${REPEATS:-2}"
 PRODUCTS_S="${PRODUCTS_S:-90}" LINK_S="${LINK_S:-170}" TYPED_S="${TYPED_S:-150}"
 mkdir -p "${BASE}/build/devpath"
@@ -50,6 +51,7 @@ bench() {  # bench SIDE TREE WHAT
 }
 
 for what in ${WHICH}; do
-  bench before "${BASE}" "${what}"
-  bench after . "${what}"
+  for side in ${SIDES}; do
+    if [[ "${side}" == before ]]; then bench before "${BASE}" "${what}"; else bench after . "${what}"; fi
+  done
 done
