@@ -44,7 +44,7 @@ def gpu_sampler_items(spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: Wh
     tables = (n + 2) * 8 + (n + 1) * 4
     items = [
         Item(f"{count} sampler(s): indptr copy and id table per node", count * tables, dev,
-             "sampling/neighbor_sampler.py _indptr_ext, _local"),
+             "sampling/csr.py TypedCSR.one_type: _indptr_ext, _local"),
         Item(f"{count} sampler(s): static sampling, warm-up blocks and CUDA-graph pool",
              count * 2 * static_sample_bytes(s), dev,
              "neighbor_sampler.py _capture_locked (a warm-up, then torch.cuda.graph)"),

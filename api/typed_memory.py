@@ -166,7 +166,7 @@ def typed_holder_items(spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: W
 def embedding_items(
     spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: Where, loaded: int = 0
 ) -> list[Item]:
-    """A training process's learnable embeddings (trainer/hetero_loop.py): per featureless
+    """A training process's learnable embeddings (trainer/learnt_inputs.py): per featureless
     type its shard where the placement puts it, and its row routing."""
     dim = spec.model.embedding_size
     nodes = {t.name: t.num_nodes for t in graph.featureless_types}
