@@ -20,6 +20,9 @@ from distgnn_operator.local.launch_plan import ProcessSpec
 from distgnn_operator.local.supervisor import Exited, Supervisor
 from distgnn_operator.local.zygote import Zygote, ZygoteChild, module_of
 
+# a zygote that imported torch, and the children it forks: processes, not the unit tier
+pytestmark = pytest.mark.slow
+
 STANDIN = textwrap.dedent(
     """
     import json, os, sys, time
