@@ -28,6 +28,7 @@ import torch
 from torch import Tensor
 
 from distgnn_workload.loader import MiniBatch
+from distgnn_workload.pinned_copies import to_device
 from distgnn_workload.runtime.shared_slots import SlotSpec, take
 from distgnn_workload.sampling import HopBatch, StaticLayout
 from distgnn_workload.sampling.hop_batch import HeteroHopBatch
@@ -39,14 +40,6 @@ TypedWireBatch = tuple[Any, ...]
 x, y): see the module docstring."""
 
 _INT32_MAX = 2**31 - 1
-
-
-def to_device(t: Tensor, device: torch.device) -> Tensor:
-    """A received tensor on ``device``: host tensors are pinned first, so the copy is
-    asynchronous."""
-    if device.type == "cuda" and t.device.type == "cpu":
-        t = t.pin_memory()
-    return t.to(device, non_blocking=True)
 
 
 def pack(hop: HopBatch, x: Tensor, y: Tensor, wire: Callable[[Tensor], Tensor]) -> WireBatch:
