@@ -8,11 +8,8 @@ metrics port while it runs, and checks the job's result.
 
 from __future__ import annotations
 
-import http.client
 import json
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +19,7 @@ from distgnn_api import contract as c
 from distgnn_api.spec import DistGNNJobSpec, Progress, parse_spec
 from distgnn_workload.data.synthetic import generate
 from tests.e2e.workload_launcher import LocalWorkload
+from tests.support.scrape import get_body
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
@@ -88,11 +86,7 @@ def start_job(root: Path, spec: DistGNNJobSpec) -> LocalWorkload:
 
 def scrape(port: int, path: str = "/metrics") -> str | None:
     """The body at ``path``, or None when the process is not (or no longer) serving."""
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as resp:
-            return str(resp.read().decode())
-    except (urllib.error.URLError, OSError, http.client.HTTPException):
-        return None  # e.g. the process exited in the middle of the answer
+    return get_body(f"http://127.0.0.1:{port}{path}")
 
 
 def sample_values(text: str) -> dict[str, float]:

@@ -9,13 +9,11 @@ their pods, taken from the operator's own pod templates.
 
 from __future__ import annotations
 
-import http.client
 import os
 import signal
 import subprocess
 import sys
 import time
-import urllib.request
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +33,7 @@ from tests.prometheus.monitors import endpoint_target, pod_target
 from tests.prometheus.server import Prometheus
 from tests.support.controlplane import ControlPlane
 from tests.support.process_group import stop_group
+from tests.support.scrape import get_body
 
 RELEASE, RELEASE_NS = "dg", "distgnn-system"
 WORKER_JOB, SERVER_JOB = "tier-worker", "tier-server"
@@ -95,14 +94,6 @@ def _cli() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "distgnn_operator.cli"]
 
 
-def _get(url: str) -> str | None:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as resp:
-            return str(resp.read().decode())
-    except (OSError, http.client.HTTPException):
-        return None  # not listening yet, or the process ended during the read
-
-
 @dataclass
 class Scrapes:
     """The targets Prometheus is given, and the last exposition of each endpoint."""
@@ -149,7 +140,7 @@ class Scrapes:
             address = group["targets"][0]
             labels = group["labels"]
             name = f"{labels['__meta_kubernetes_namespace']}/{labels['__meta_kubernetes_pod_name']}"
-            body = _get(f"http://{address}/metrics")
+            body = get_body(f"http://{address}/metrics")
             if body is not None:
                 self.expositions[name] = body
 
