@@ -69,6 +69,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add_model_args(p, fanout=[25, 20], hidden=128, fanout_help="every edge type")
     p.add_argument("--embedding-dim", type=int, default=128)
     p.add_argument(
+        "--embedding-memory",
+        default=None,
+        help="trainers.embeddingMemory of every run: a quantity or auto (embedding shards "
+        "over it stay in pinned host memory, read and updated in place by the GPU)",
+    )
+    p.add_argument(
         "--edges-batches",
         type=int,
         default=0,
@@ -107,7 +113,7 @@ def run_one(
     # the run directory goes: its checkpoint holds every embedding row and its Adam state
     # (GBs at full scale)
     fields = {"bench": "dist_run", "graph": "syntheticMag"}
-    extra = {"eval_every": args.eval_every}
+    extra = {"eval_every": args.eval_every, "embedding_memory": args.embedding_memory}
     return runs.record_run(
         cfg, args, repeat, timeout, job_spec=job_spec, fields=fields, figures=figures, extra=extra
     )

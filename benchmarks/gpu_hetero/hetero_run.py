@@ -22,7 +22,12 @@ TARGET = "paper"
 def job_spec(
     cfg: RunConfig, args: argparse.Namespace, cuda: bool, partitions: int
 ) -> DistGNNJobSpec:
-    """The run's ``DistGNNJob`` spec: the MAG-shaped graph, random partitions, R-SAGE."""
+    """The run's ``DistGNNJob`` spec: the MAG-shaped graph, random partitions, R-SAGE, and
+    ``--embedding-memory`` as ``trainers.embeddingMemory`` where given."""
+    roles = role_sections(cfg, args, cuda)
+    budget = getattr(args, "embedding_memory", None)
+    if budget:
+        roles["trainers"]["embeddingMemory"] = budget
     return parse_spec(
         {
             "dataset": {
@@ -30,7 +35,7 @@ def job_spec(
                 "hetero": {"targetNodeType": TARGET, "addReverseEdges": True},
             },
             "partition": {"algorithm": "random", "numPartitions": partitions},
-            **role_sections(cfg, args, cuda),
+            **roles,
             "model": model_section("rsage", args, embeddingDim=args.embedding_dim),
             "training": run_training(
                 cfg,

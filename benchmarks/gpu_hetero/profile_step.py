@@ -222,6 +222,13 @@ def main() -> None:
         "ms_per_step": round(1000 * wall / args.steps, 3),
         "loss": float(loss.detach()),
     }
+    sampler = getattr(getattr(trainer, "hetero", None), "sampler", None)
+    fitted = sampler.caps() if hasattr(sampler, "caps") else None
+    if fitted is not None:  # caps fitted to the first batches (older checkouts: the bounds)
+        record["sampler_slots_fitted"] = sum(fitted.flat())
+        record["sampler_slots_bounds"] = sum(sampler.bounds(args.batch_size).flat())
+        record["sampler_overflows"] = sampler.overflows
+        record["oversize_steps"] = getattr(trainer.graph_step, "oversize", None)
     if counter is not None:
         record["host_syncs_per_step"] = round(counter.count / args.steps, 2)
         record["host_sync_sites"] = [

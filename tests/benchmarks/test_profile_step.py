@@ -51,6 +51,9 @@ def test_profile_step_runs_on_cpu(tmp_path: Path) -> None:
     assert record["steps"] == STEPS
     assert record["ms_per_step"] > 0
     assert "gpu_busy_ms_per_step" not in record
+    # the sampler's caps (and so the step's) fitted to the first batches, below the bounds
+    assert 0 < record["sampler_slots_fitted"] < record["sampler_slots_bounds"]
+    assert record["oversize_steps"] == 0
     assert (tmp_path / "graph.pkl").is_file()
     assert "Self CPU" in (tmp_path / "table.txt").read_text()
     # three featureless types: one host-side range check each per step, nothing else

@@ -1,8 +1,9 @@
 """The typed fixed-shape step (what a CUDA graph replays) computes what the eager step does.
 
 On CPU the fixed-shape computation runs eagerly (``capture=False``), over the bounds of the
-typed sampler, with real rows followed by stale ones from an earlier, larger batch; on a GPU
-(``gpu`` tier) it is captured and replayed. Either way the loss, every dense gradient and
+typed sampler or caps fitted below some batches (those run the step's eager path), with real
+rows followed by stale ones from an earlier, larger batch; on a GPU (``gpu`` tier) it is
+captured and replayed. Either way the loss, every dense gradient and
 the rows the sparse optimizer updates must equal the eager step's on the same batch.
 """
 
@@ -19,8 +20,9 @@ from distgnn_api.spec import Arch
 from distgnn_workload.embeddings import RowSparseAdam, ShardedEmbedding
 from distgnn_workload.loader import HeteroMiniBatch
 from distgnn_workload.models.relational import RelationalGNN
+from distgnn_workload.sampling.static_sample import StaticCaps
 from distgnn_workload.trainer.graph_step import HeteroGraphStep
-from tests.support.hetero_step import BATCH, DIM, HeteroParts
+from tests.support.hetero_step import BATCH, DIM, FANOUTS, HeteroParts
 
 
 def _row_grads(tables: list[ShardedEmbedding]) -> dict[str, Tensor]:
@@ -75,15 +77,30 @@ class _KeepRows(RowSparseAdam):
         return None
 
 
-def _check(arch: Arch, device: torch.device, capture: bool) -> None:
+def _fitted_caps(parts: HeteroParts, train: Tensor) -> StaticCaps:
+    """Caps fitted to batches of half the capacity: full batches go over them, a third fits."""
+    half = BATCH // 2
+    seen = [parts.sampler.sample(train[i * half : (i + 1) * half]) for i in range(3)]
+    return parts.caps.fitted(
+        {t: [b.num_nodes_per_hop[t] for b in seen] for t in parts.caps.nodes},
+        {et: [b.num_edges_per_hop[et] for b in seen] for et in parts.caps.edges},
+        {et: list(FANOUTS) for et in parts.caps.edges},
+        headroom=1.3,
+        slack=2,
+        multiple=1,
+    )
+
+
+def _check(arch: Arch, device: torch.device, capture: bool, fitted: bool = False) -> None:
     parts = HeteroParts(arch, device, static_shapes=False)
     graph, model = parts.graph, parts.model
     twin = copy.deepcopy(model)
     tables, twin_tables = parts.new_tables(), parts.new_tables()
+    train = torch.from_numpy(graph.train_mask).nonzero().flatten().to(device)
     step = HeteroGraphStep(
         model,
         _NoStep(model.parameters()),
-        parts.caps,
+        _fitted_caps(parts, train) if fitted else parts.caps,
         graph.edge_types,
         features={t: (f.size(1), f.dtype) for t, f in parts.features.items()},
         tables=tables,
@@ -93,9 +110,12 @@ def _check(arch: Arch, device: torch.device, capture: bool) -> None:
         world_size=1,
         capture=capture,
     )
-    train = torch.from_numpy(graph.train_mask).nonzero().flatten().to(device)
-    # a full batch first (its rows stay in the buffers), then shorter ones over stale rows
-    for size in (BATCH, BATCH, BATCH // 2, 5, BATCH // 3, BATCH):
+    # a full batch first (its rows stay in the buffers), then shorter ones over stale rows;
+    # with fitted caps the full batches go over them (the eager path of the same step)
+    sizes: tuple[int, ...] = (BATCH, BATCH, BATCH // 2, 5, BATCH // 3, BATCH)
+    if fitted:
+        sizes = (BATCH // 3, 5, BATCH // 4, BATCH // 3, BATCH, 7, BATCH, BATCH // 3)
+    for size in sizes:
         seeds = train[torch.randperm(train.numel(), device=device)[:size]]
         batch = parts.batch(seeds)
         loss, grads, rows = _eager_step(twin, twin_tables, batch)
@@ -110,19 +130,23 @@ def _check(arch: Arch, device: torch.device, capture: bool) -> None:
             assert torch.equal(got_rows[t].abs().sum(1) > 0, row_grads.abs().sum(1) > 0)
     if capture:
         assert step.graph is not None, "the step was not captured"
+    if fitted:
+        assert 0 < step.oversize < len(sizes), f"{step.oversize} of {len(sizes)} steps eager"
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("fitted", [False, True])
 @pytest.mark.parametrize("arch", [Arch.rsage, Arch.rgcn])
-def test_fixed_shape_step_equals_eager_step_cpu(arch: Arch) -> None:
-    _check(arch, torch.device("cpu"), capture=False)
+def test_fixed_shape_step_equals_eager_step_cpu(arch: Arch, fitted: bool) -> None:
+    _check(arch, torch.device("cpu"), capture=False, fitted=fitted)
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("fitted", [False, True])
 @pytest.mark.parametrize("arch", [Arch.rsage, Arch.rgcn])
-def test_captured_step_equals_eager_step_gpu(arch: Arch) -> None:
+def test_captured_step_equals_eager_step_gpu(arch: Arch, fitted: bool) -> None:
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA device (gpu tier)")
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    _check(arch, torch.device("cuda"), capture=True)
+    _check(arch, torch.device("cuda"), capture=True, fitted=fitted)

@@ -21,6 +21,7 @@ from distgnn_workload.sampling import (
 )
 from distgnn_workload.sampling.csr import Fanouts
 from distgnn_workload.sampling.edges_per_seed import relative_differences
+from distgnn_workload.sampling.static_sample import sample_static
 from tests.support.failed_capture import make_capture_fail
 from tests.workload.hetero_graphs import MAG_LIKE, NUM_NODES, check_batch, typed_graph
 
@@ -390,3 +391,92 @@ def test_batches_feed_the_mean_aggregation_per_edge_type() -> None:
             want = torch.zeros(num_dst[d], 5).index_add_(0, dst, x[s][src])
             want /= torch.bincount(dst, minlength=num_dst[d]).clamp(min=1).unsqueeze(1)
             torch.testing.assert_close(out, want)
+
+
+def _sizes(batch: HeteroHopBatch) -> tuple[dict[str, list[int]], dict[EdgeType, list[int]]]:
+    return batch.num_nodes_per_hop, batch.num_edges_per_hop
+
+
+@pytest.mark.parametrize("device", ["cpu", CUDA])
+@pytest.mark.parametrize("case", [0, 1, 3])
+def test_fitted_caps_give_exact_batches_and_resample_past_them(case: int, device: str) -> None:
+    """Caps fitted to a few batches: batches within them are exact; a batch over them is
+    sampled again, exactly, and the relabel tables end clean either way."""
+    fanouts = FANOUT_CASES[case]
+    _, csr = typed_graph(case)
+    sampler = HeteroNeighborSampler(
+        csr, NUM_NODES, fanouts, device=device, seed=case, static_shapes=True,
+        return_edge_ids=True, seed_type="paper",
+    )  # fmt: skip
+    g = torch.Generator().manual_seed(case)
+    batches = [torch.randperm(300, generator=g)[:48] for _ in range(12)]
+    caps = sampler.fit(batches[:4])
+    assert caps is not None
+    assert caps == sampler.caps()
+    bounds = sampler.bounds(48)
+    assert all(c <= b for c, b in zip(caps.flat(), bounds.flat(), strict=True))
+    # tight caps: the largest size seen, no headroom, so that some batches exceed them
+    seen = [sampler.sample(s) for s in batches[:4]]
+    tight = bounds.fitted(
+        {t: [b.num_nodes_per_hop[t] for b in seen] for t in NUM_NODES},
+        {et: [b.num_edges_per_hop[et] for b in seen] for et in sampler.edge_types},
+        sampler.fanouts,
+        headroom=1.0,
+        slack=0,
+        multiple=1,
+    )
+    assert tight.flat() != bounds.flat(), "the graph is too small to fit caps below the bounds"
+    sampler._fitted["paper"] = tight
+    sampler._graphs.clear()
+    within = 0
+    for seeds in batches:
+        batch = sampler.sample(seeds).to("cpu")
+        check_batch(batch, csr, full_fanouts(fanouts), seeds.tolist(), "paper")
+        within += not tight.exceeded_by(
+            [n for t in NUM_NODES for n in batch.num_nodes_per_hop[t]]
+            + [n for et in sampler.edge_types for n in batch.num_edges_per_hop[et]]
+        )
+        assert all(bool((t == -1).all()) for t in sampler._local.values()), "table not reset"
+    # far too tight: every batch goes over, and is sampled again
+    sampler._fitted["paper"] = bounds.fitted(
+        {t: [[0] * len(c) for _ in range(1)] for t, c in bounds.nodes.items()},
+        {et: [[0] * len(c)] for et, c in bounds.edges.items()},
+        sampler.fanouts,
+        headroom=1.0,
+        slack=1,
+        multiple=1,
+    )
+    sampler._graphs.clear()
+    before = sampler.overflows
+    for seeds in batches[:3]:
+        check_batch(
+            sampler.sample(seeds).to("cpu"), csr, full_fanouts(fanouts), seeds.tolist(), "paper"
+        )
+        assert all(bool((t == -1).all()) for t in sampler._local.values()), "table not reset"
+    assert sampler.overflows == before + 3
+    assert within >= 1, "no batch was sampled within the fitted caps"
+
+
+def test_fitted_caps_stay_within_the_bounds_and_above_what_was_seen() -> None:
+    _, csr = typed_graph(1)
+    sampler = HeteroNeighborSampler(
+        csr, NUM_NODES, [15, 10, 5], seed_type="paper", static_shapes=True
+    )
+    batches = [torch.arange(i, 300, 5)[:40] for i in range(3)]
+    caps = sampler.fit(batches)
+    assert caps is not None
+    bounds = sampler.bounds(40)
+    sampled = [sampler._sample_dynamic({"paper": s}, "paper") for s in batches]
+    for t, per_hop in caps.nodes.items():
+        assert per_hop[0] == bounds.nodes[t][0]
+        for h in range(1, len(per_hop)):
+            most = max(b.num_nodes_per_hop[t][h] for b in sampled)
+            assert min(most, bounds.nodes[t][h]) <= per_hop[h] <= bounds.nodes[t][h]
+    for et, per_hop in caps.edges.items():
+        for h, cap in enumerate(per_hop):
+            assert cap <= min(bounds.edges[et][h], caps.nodes[et[2]][h] * sampler.fanouts[et][h])
+    with pytest.raises(ValueError, match="caps for another batch"):
+        sample_static(
+            sampler.graph, sampler._local, sampler.fanouts, sampler.generator, "paper",
+            torch.zeros(7, dtype=torch.int64), torch.tensor(7), caps=caps,
+        )  # fmt: skip

@@ -23,6 +23,7 @@ would have sampled.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
@@ -43,7 +44,12 @@ from distgnn_workload.sampling import (
 )
 from distgnn_workload.sampling.hop_batch import HeteroHopBatch
 from distgnn_workload.sampling.link_sampler import LinkNeighborSampler
+from distgnn_workload.sampling.static_sample import StaticCaps
 
+log = logging.getLogger(__name__)
+
+FIT_STREAM = -2
+"""The ``epoch`` of the random stream that fits a typed sampler's caps (no training epoch's)."""
 LOOKAHEAD = 2
 """Batches a worker-mode pipeline samples (and sends feature requests for) ahead."""
 PREFETCH_DEPTH = 2
@@ -179,9 +185,11 @@ class HeteroPipeline(HeteroBatches):
         depth: int = PREFETCH_DEPTH,
         features: TypedFeatures | None = None,
         sampler: HeteroNeighborSampler | None = None,
+        static_sampler: bool | None = None,
     ) -> None:
         """``sampler``: what samples each batch (None: around target-type seeds, with their
-        labels; a given sampler's batches carry none)."""
+        labels; a given sampler's batches carry none). ``static_sampler``: the sampler's
+        static execution (None: on CUDA)."""
         self.labelled = sampler is None
         self.data = data
         self.rank = rank
@@ -195,6 +203,7 @@ class HeteroPipeline(HeteroBatches):
             seed_type=data.target_node_type,
             device=device,
             seed=stream_seed(seed, 0, rank),
+            static_shapes=static_sampler,
         )
         self.input_dtype = input_dtype
         self.features = features
@@ -208,6 +217,23 @@ class HeteroPipeline(HeteroBatches):
     def prepare(self, batch_size: int) -> None:
         """Capture the sampler's CUDA graph now (a no-op on CPU)."""
         self.sampler.prepare(batch_size)
+
+    def fit(self, seed_batches: Sequence[Tensor]) -> StaticCaps | None:
+        """Fit the sampler's static buffers to batches like ``seed_batches`` (full ones of
+        this rank's; :meth:`HeteroNeighborSampler.fit`), from a stream of their own: the
+        caps are the same after a resume. Returns the caps (None: no static execution)."""
+        self.sampler.reseed(stream_seed(self.seed, FIT_STREAM, self.rank))
+        caps = self.sampler.fit(seed_batches)
+        if caps is not None:
+            bounds = sum(self.sampler.bounds(len(seed_batches[0])).flat())
+            log.info(
+                "typed sampler fitted to %d batches: %d slots for nodes and edges, against "
+                "%d at the bounds",
+                len(seed_batches),
+                sum(caps.flat()),
+                bounds,
+            )
+        return caps
 
     def _epoch(
         self, batches: Sequence[Batch], epoch: int | None, evaluation: int

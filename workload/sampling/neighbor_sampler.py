@@ -30,6 +30,7 @@ from distgnn_workload.sampling.csr import (
     one_type_fanouts,
 )
 from distgnn_workload.sampling.dynamic_sample import Excluded, SampledHop, sample_dynamic
+from distgnn_workload.sampling.fitted_caps import FittedCaps, TypedKey
 from distgnn_workload.sampling.graph_capture import CUDA_GRAPH_LOCK, CapturedSampler
 from distgnn_workload.sampling.hop_batch import HeteroHopBatch, HopBatch
 from distgnn_workload.sampling.random_stream import reset_default_generator
@@ -45,15 +46,12 @@ __all__ = [
     "reset_default_generator",
 ]
 
-TypedKey = tuple[str, int]
-"""A typed sampler's captured run: the seed type and the batch capacity."""
-
 Key = tuple[int, bool]
 """A one-type sampler's captured run: the batch capacity, and whether its batches exclude
 edges."""
 
 
-class HeteroNeighborSampler(CapturedSampler[TypedKey, StaticOut]):
+class HeteroNeighborSampler(FittedCaps, CapturedSampler[TypedKey, StaticOut]):
     """Samples L-hop neighbourhoods of a typed graph around seeds of one node type.
 
     Per hop ``h`` and edge type ``(s, r, d)``, every node of type ``d`` first reached at hop
@@ -101,6 +99,7 @@ class HeteroNeighborSampler(CapturedSampler[TypedKey, StaticOut]):
         }
         self._start_stream(seed)
         self._capacity: dict[str, int] = {}
+        self._start_fitting()
 
     @property
     def num_nodes(self) -> dict[str, int]:
@@ -218,6 +217,8 @@ class HeteroNeighborSampler(CapturedSampler[TypedKey, StaticOut]):
             count = torch.full((), num_seeds, dtype=torch.int64, device=self.device)
             out = self._run_static((seed_type, capacity), padded, count, None)
         sizes = to_host(out.counts).tolist()  # the one host sync
+        if self._past_caps((seed_type, capacity), sizes):
+            return self._sample_dynamic({seed_type: seeds.to(self.device)}, seed_type)
         return out.typed_batch(
             sizes, self.graph, seed_type, num_seeds, self.num_hops, self.return_edge_ids
         )
@@ -234,6 +235,7 @@ class HeteroNeighborSampler(CapturedSampler[TypedKey, StaticOut]):
             seeds,
             num_seeds,
             with_edge_ids=self.return_edge_ids,
+            caps=self._caps_of(key),
         )
 
     def _reset_tables(self) -> None:

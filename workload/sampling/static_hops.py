@@ -234,8 +234,17 @@ class HeteroStaticHops:
         """The batch capacity: rows of the seed type at hop 0."""
         return max(n[0] for n in self.caps.nodes.values())
 
+    def fits(self, hop: HeteroHopBatch) -> bool:
+        """Whether ``hop``'s sizes are within the caps (fitted caps may be exceeded)."""
+        try:
+            self.check(hop)
+        except ValueError:
+            return False
+        return True
+
     def check(self, hop: HeteroHopBatch) -> None:
-        """Raise if ``hop`` does not fit the bounds (another graph, fanout or batch size)."""
+        """Raise if ``hop`` does not fit the caps (another graph, fanout or batch size, or a
+        batch over fitted caps)."""
         if hop.num_hops != self.num_layers:
             raise ValueError(f"a {hop.num_hops}-hop batch in a {self.num_layers}-layer layout")
         for t, per_hop in hop.num_nodes_per_hop.items():

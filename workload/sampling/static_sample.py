@@ -10,11 +10,14 @@ Bounds, for a batch capacity B of seeds of type ``t0`` and fanouts ``k[et][h]``:
 
 Frontiers are padded with the degree-0 node ``num_nodes[t]``; scatter targets past the real
 sizes go to one dump slot at the end of each buffer. The sizes come back as one tensor, so
-the caller syncs once; on CUDA the whole function is captured in a CUDA graph.
+the caller syncs once; on CUDA the whole function is captured in a CUDA graph. The buffers
+may also be sized by caps fitted to sampled batches, below these bounds
+(:mod:`~distgnn_workload.sampling.fitted_caps`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -28,6 +31,13 @@ from distgnn_workload.sampling.csr import TypedCSR
 from distgnn_workload.sampling.hop_batch import HeteroHopBatch, HopBatch
 from distgnn_workload.sampling.relabel import relabel_static
 from distgnn_workload.sampling.uniform_subset import uniform_subset_positions
+
+FIT_HEADROOM = 1.25
+"""Fitted caps (:meth:`StaticCaps.fitted`): the largest size seen times this, ..."""
+FIT_SLACK = 256
+"""... plus this, ..."""
+FIT_ROUND = 128
+"""... rounded up to a multiple of this."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +83,52 @@ class StaticCaps:
     def target_cap(self, node_type: str) -> int:
         """Bound on the targets of an edge type into ``node_type``: its nodes of hops 0..L-1."""
         return sum(self.nodes[node_type][:-1])
+
+    def flat(self) -> list[int]:
+        """The caps in the order of :attr:`StaticOut.counts`: per node type its L + 1 hop
+        caps, then per edge type its L hop caps."""
+        return [c for caps in self.nodes.values() for c in caps] + [
+            c for caps in self.edges.values() for c in caps
+        ]
+
+    def exceeded_by(self, sizes: Sequence[int]) -> bool:
+        """Whether a run's ``counts`` (read back) exceed these caps anywhere."""
+        return any(n > c for n, c in zip(sizes, self.flat(), strict=True))
+
+    def fitted(
+        self,
+        nodes: Mapping[str, Sequence[Sequence[int]]],
+        edges: Mapping[EdgeType, Sequence[Sequence[int]]],
+        fanouts: Mapping[EdgeType, Sequence[int]],
+        *,
+        headroom: float = FIT_HEADROOM,
+        slack: int = FIT_SLACK,
+        multiple: int = FIT_ROUND,
+    ) -> StaticCaps:
+        """Caps fitted to the sizes of sampled batches, within these bounds.
+
+        ``nodes[t]`` / ``edges[et]``: per batch, its hop sizes. A hop's cap is the largest size
+        seen times ``headroom`` plus ``slack``, rounded up to a ``multiple``, and never over the bound (hop 0, the seeds, keeps its bound). An
+        edge cap is also at most its target type's node cap times the fanout.
+        """
+
+        def fit(seen: Sequence[Sequence[int]], bound: list[int], hop: int) -> int:
+            most = max((sizes[hop] for sizes in seen), default=0)
+            want = math.ceil(most * headroom) + slack
+            return min(bound[hop], -(-want // multiple) * multiple)
+
+        node_caps = {
+            t: [b[0]] + [fit(nodes.get(t, []), b, h) for h in range(1, len(b))]
+            for t, b in self.nodes.items()
+        }
+        edge_caps = {
+            et: [
+                min(fit(edges.get(et, []), b, h), node_caps[et[2]][h] * max(fanouts[et][h], 0))
+                for h in range(len(b))
+            ]
+            for et, b in self.edges.items()
+        }
+        return StaticCaps(node_caps, edge_caps)
 
 
 @dataclass
@@ -148,8 +204,15 @@ def sample_static(
     *,
     with_edge_ids: bool = False,
     exclude: Mapping[EdgeType, Tensor] | None = None,
+    caps: StaticCaps | None = None,
 ) -> StaticOut:
     """Sample around ``seeds`` (padded with ``num_nodes[seed_type]``; ``num_seeds`` 0-d).
+
+    ``caps``: the buffers' sizes, the bounds by default. Caps below the bounds
+    (:meth:`StaticCaps.fitted`) may be exceeded by a batch: every write past a cap goes to
+    a dump slot, the counts of the first hop that overflows are still exact, so the caller
+    sees it (:meth:`StaticCaps.exceeded_by`), and then the relabel tables are left dirty:
+    the caller resets them and samples the batch otherwise.
 
     ``tables``: per node type the sampler's global -> local id table (all -1, and all -1
     again on return). ``edge_ids`` are filled only ``with_edge_ids``. ``exclude[et]``: the
@@ -160,7 +223,10 @@ def sample_static(
         if et[0] != et[2]:
             raise ValueError(f"edges to exclude need one node type at both ends, got {et}")
     dev = seeds.device
-    caps = StaticCaps.of(graph, fanouts, seed_type, seeds.numel())
+    if caps is None:
+        caps = StaticCaps.of(graph, fanouts, seed_type, seeds.numel())
+    elif any(caps.nodes[t][0] != (seeds.numel() if t == seed_type else 0) for t in caps.nodes):
+        raise ValueError(f"caps for another batch: {seeds.numel()} seeds of {seed_type!r}")
     num_hops = len(next(iter(fanouts.values())))
     pads = graph.num_nodes
     zero = torch.zeros((), dtype=torch.int64, device=dev)
@@ -193,7 +259,10 @@ def sample_static(
                 edge_counts[et].append(zero)
                 continue
             nodes, rows = frontier[d], torch.arange(cap, device=dev)
-            ptr_slot = torch.where(rows < num_frontier[d], lo[d] + rows + 1, caps.target_cap(d) + 1)
+            ptr_slot, ptr_dump = lo[d] + rows + 1, caps.target_cap(d) + 1
+            ptr_slot = torch.where(
+                (rows < num_frontier[d]) & (ptr_slot < ptr_dump), ptr_slot, ptr_dump
+            )
             if fanout == 0:
                 target_ptr[et].index_put_((ptr_slot,), edge_base[et].expand(cap))
                 edge_counts[et].append(zero)
@@ -214,9 +283,8 @@ def sample_static(
                 taken = valid.reshape(-1, fanout).sum(1)
             first, rank = relabel_static(tables[s], neighbours, valid, hi[s], pads[s])
             # edges, compacted in (target, draw) order
-            edge_slot = torch.where(
-                valid, torch.cumsum(valid, 0) - 1 + edge_base[et], sum(caps.edges[et])
-            )
+            edge_slot, edge_dump = torch.cumsum(valid, 0) - 1 + edge_base[et], sum(caps.edges[et])
+            edge_slot = torch.where(valid & (edge_slot < edge_dump), edge_slot, edge_dump)
             src[et].index_put_((edge_slot,), tables[s][neighbours].to(torch.int64))
             draw_row = torch.div(
                 torch.arange(valid.numel(), device=dev), fanout, rounding_mode="floor"
@@ -226,8 +294,9 @@ def sample_static(
                 edge_ids[et].index_put_((edge_slot,), edge_pos)
             target_ptr[et].index_put_((ptr_slot,), torch.cumsum(taken, 0) + edge_base[et])
             # nodes new at this hop, in order of first appearance
+            node_slot, node_dump = hi[s] + rank, sum(caps.nodes[s])
             node_ids[s].index_put_(
-                (torch.where(first, hi[s] + rank, sum(caps.nodes[s])),), neighbours
+                (torch.where(first & (node_slot < node_dump), node_slot, node_dump),), neighbours
             )
             hi[s] = hi[s] + first.sum()
             num_edges = valid.sum()

@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Unpack
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from distgnn_api.edge_types import EdgeType
@@ -42,6 +43,7 @@ from distgnn_workload.loader import HeteroMiniBatch, MiniBatch
 from distgnn_workload.models.relational import RelationalGNN
 from distgnn_workload.models.sage import GraphSAGE
 from distgnn_workload.runtime.training_data import HeteroTrainingData
+from distgnn_workload.runtime.transfers import wait_for_event
 from distgnn_workload.sampling import StaticHops, StaticLayout
 from distgnn_workload.sampling.static_hops import HeteroStaticHops
 from distgnn_workload.sampling.static_sample import StaticCaps
@@ -124,8 +126,10 @@ def typed_caps(
     batch_size: int,
     widths: Mapping[str, tuple[int, int]],
     device: torch.device,
+    fitted: StaticCaps | None = None,
 ) -> StaticCaps | None:
-    """The bounds of fixed-shape typed steps, or None where steps stay eager.
+    """The caps of fixed-shape typed steps (``fitted``, the sampler's caps fitted to its
+    batches, else the bounds), or None where steps stay eager.
 
     ``widths[t]`` is ``(row width, bytes per element)`` of every input type. Graph steps need
     a GPU (or ``DISTGNN_CUDA_GRAPH=static``: the same computation eagerly, for tests),
@@ -138,7 +142,9 @@ def typed_caps(
         return None
     if any(k < 0 for ks in fanouts.values() for k in ks):
         return None
-    caps = StaticCaps.bounds(node_counts, edge_types, fanouts, target_node_type, batch_size)
+    caps = fitted or StaticCaps.bounds(
+        node_counts, edge_types, fanouts, target_node_type, batch_size
+    )
     inputs = sum(sum(caps.nodes[t]) * w * b for t, (w, b) in widths.items())
     index = 8 * sum(2 * sum(caps.edges[et]) + caps.target_cap(et[2]) for et in edge_types)
     if device.type == "cuda":
@@ -194,6 +200,8 @@ class HeteroGraphStep(CapturedStep):
             for table in self.tables
         }
         self._lookups: list[tuple[Tensor, Tensor, int]] = []
+        self.oversize = 0
+        """Steps that ran eagerly: their batch was over the (fitted) caps."""
 
     def _extra_grads(self) -> list[Tensor]:
         return list(self.embedded.values())
@@ -227,6 +235,8 @@ class HeteroGraphStep(CapturedStep):
         return self.relational.forward_static({**self.x, **self.embedded}, self.hops)
 
     def step(self, batch: Any) -> Tensor:
+        if not self.hops.fits(batch.hop):
+            return self._oversize_step(batch)
         loss = super().step(batch)
         outputs, grads = [], []
         for rows, buffer, n in self._lookups:
@@ -240,6 +250,54 @@ class HeteroGraphStep(CapturedStep):
             self.sparse.step()  # collective: the row gradients go to their owners
         return loss
 
+    def _oversize_step(self, batch: HeteroMiniBatch) -> Tensor:
+        """A batch over fitted caps (the sampler sampled it again, exactly): the same step
+        eagerly on its own sizes, with a replay's collectives in a replay's order (the
+        lookups, the dense gradients' all-reduce, the row-sparse step), so that every rank
+        stays in step whatever the others run."""
+        self.oversize += 1
+        if self._replayed is not None:
+            wait_for_event(self._replayed, timeout_s=None, what="the last replay")
+        hop = batch.hop
+        x = dict(batch.x)
+        if self.on_lookup is not None:
+            for table in self.tables:
+                table.take_counts()
+        ids = [hop.node_ids[table.node_type] for table in self.tables]
+        for table, rows in zip(self.tables, lookup_tables(self.tables, ids), strict=True):
+            if self.on_lookup is not None:
+                self.on_lookup(table, *table.take_counts())
+            x[table.node_type] = rows
+        # after a capture the gradients live in the graph's memory, where parameters summed
+        # in the forward (a relation's root weights) share one: compute fresh ones, copy in
+        held = [p.grad for p in self.params] if self.graph is not None else None
+        if self.buckets is not None:
+            self.buckets.begin()
+        else:  # not _zero_grad: the input buffers' gradients stay the graph's
+            self.optimizer.zero_grad(set_to_none=True)
+        with self._autocast():
+            logits = self.relational(x, hop)
+        loss = F.cross_entropy(logits.float(), batch.y)
+        (loss / self.world_size).backward()  # type: ignore[no-untyped-call]
+        if held is not None and self.buckets is None:
+            for p, kept in zip(self.params, held, strict=True):
+                if kept is None:
+                    continue
+                if p.grad is None:
+                    kept.zero_()
+                else:
+                    kept.copy_(p.grad)
+                p.grad = kept
+        if self.buckets is not None:
+            self.buckets.finish()
+        else:
+            self._all_reduce_grads()
+        self.optimizer.step()
+        self.steps += 1
+        if self.sparse is not None:
+            self.sparse.step()
+        return loss.detach()
+
 
 def typed_graph_step(
     model: torch.nn.Module,
@@ -252,10 +310,12 @@ def typed_graph_step(
     input_dtype: torch.dtype,
     tables: Sequence[ShardedEmbedding],
     sparse: RowSparseAdam | None,
+    fitted: StaticCaps | None = None,
     **options: Unpack[StepOptions],
 ) -> HeteroGraphStep | None:
     """The fixed-shape (CUDA-graph) step of a relational ``model`` over ``data``, where it
-    can run (see :func:`typed_caps`); None: the steps stay eager."""
+    can run (see :func:`typed_caps`; ``fitted``: the sampler's fitted caps); None: the
+    steps stay eager."""
     device = options["device"]
     if not isinstance(model, RelationalGNN):
         return None
@@ -270,6 +330,7 @@ def typed_graph_step(
         batch_size,
         inputs,
         device,
+        fitted,
     )
     if caps is None:
         return None

@@ -33,8 +33,9 @@ from distgnn_workload.evaluation import LayerwiseInference
 from distgnn_workload.evaluation.accuracy import SplitRows
 from distgnn_workload.loader import Prefetcher
 from distgnn_workload.models import build_hetero_model
+from distgnn_workload.runtime.batches import HeteroPipeline
 from distgnn_workload.runtime.ddp import DDP_TIMEOUT_S
-from distgnn_workload.runtime.seeds import Batch, stream_seed
+from distgnn_workload.runtime.seeds import Batch, stream_seed, train_batches
 from distgnn_workload.runtime.training_data import HeteroTrainingData
 from distgnn_workload.trainer import run_report
 from distgnn_workload.trainer.epoch_stats import EpochStats
@@ -50,6 +51,9 @@ from distgnn_workload.trainer.rank import TypedRank
 from distgnn_workload.trainer.rank_loop import RankLoop
 
 log = logging.getLogger(__name__)
+
+FIT_BATCHES = 8
+"""A worker-mode typed rank's first batches that its sampler's and step's caps are fitted to."""
 
 
 class Trainer(RankLoop):
@@ -165,6 +169,20 @@ class HeteroTrainer(Trainer):
             host_group=self.collectives.group,
             out_dtype=dtype,
         )
+        fitted = None
+        if not link and isinstance(pipeline, HeteroPipeline):
+            # the sampler's buffers, and the step's, fitted to this rank's first batches
+            size = spec.training.batch_size
+            first = train_batches(
+                self.train_ids,
+                self.ranks_of_holder,
+                self.world_size,
+                self.rank,
+                size,
+                epoch=0,
+                seed=spec.training.seed,
+            )
+            fitted = pipeline.fit([seeds for _, seeds in first[:FIT_BATCHES]])
         self.graph_step = typed_graph_step(
             self.model,
             self.optimizer,
@@ -175,6 +193,7 @@ class HeteroTrainer(Trainer):
             input_dtype=dtype,
             tables=self.tables,
             sparse=self.sparse,
+            fitted=fitted,
             **self._step_options(),
         )
 

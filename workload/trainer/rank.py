@@ -18,6 +18,7 @@ from distgnn_workload.runtime.ddp import Collectives
 from distgnn_workload.runtime.status_server import ProgressTracker
 from distgnn_workload.runtime.training_data import HeteroTrainingData
 from distgnn_workload.sampling.neighbor_sampler import HeteroNeighborSampler
+from distgnn_workload.trainer.step_policy import cuda_graph_setting
 
 B = TypeVar("B")
 
@@ -108,6 +109,8 @@ class TrainerRank(Generic[B]):
             input_dtype=self.input_dtype(spec),
             features=self.features,
             sampler=sampler,
+            # DISTGNN_CUDA_GRAPH=static: the fixed-shape execution on a CPU too (for tests)
+            static_sampler=True if cuda_graph_setting() == "static" else None,
         )
 
 
