@@ -19,7 +19,7 @@ T = TypeVar("T")
 
 def _target(verb: str, args: tuple[Any, ...]) -> tuple[Kind, str]:
     """The kind and the object's name of a call: ``(kind, namespace, name, ...)``, or a
-    manifest first (create, apply); a list names no object."""
+    manifest or an object read first (create, apply, replace_status); a list names no object."""
     first = args[0]
     if isinstance(first, Kind):
         return first, str(args[2]) if verb != "list" else ""

@@ -155,20 +155,12 @@ class KubeApi(Protocol):
         """JSON merge patch of an object (or of its subresource)."""
         ...
 
-    def replace_status(
-        self,
-        kind: Kind,
-        namespace: str,
-        name: str,
-        status: Body,
-        *,
-        expected: Body | None,
-        resource_version: str,
-    ) -> Object:
-        """Replace the object's status if it still holds ``expected`` (None: none yet),
-        whatever else changed in the object meanwhile; a status that changed is a conflict
-        (409). Where the status cannot be compared exactly, the object's resourceVersion
-        guards the write instead (any change of the object conflicts). Returns the object."""
+    def replace_status(self, read: Body, status: Body) -> Object:
+        """Replace the status of the object ``read`` if the stored status is still the one
+        it read (none: none yet), whatever else changed in the object meanwhile; a status
+        that changed is a conflict (409). Where the status cannot be compared exactly, the
+        resourceVersion read guards the write instead (any change of the object conflicts).
+        Returns the object."""
         ...
 
     def apply(self, obj: Body, *, force: bool = True) -> Object:
@@ -288,22 +280,18 @@ class RestKubeApi:
             content_type="application/merge-patch+json",
         )
 
-    def replace_status(
-        self,
-        kind: Kind,
-        namespace: str,
-        name: str,
-        status: Body,
-        *,
-        expected: Body | None,
-        resource_version: str,
-    ) -> Object:
+    def replace_status(self, read: Body, status: Body) -> Object:
         """A JSON Patch (RFC 6902) of the status subresource: a ``test`` that the stored
-        status is ``expected``, then the new status (its nulls are pruned by the CRD's
-        schema); a merge patch with the resourceVersion where the test could not compare
-        ``expected`` exactly (its nulls delete what the status no longer holds)."""
+        status is the one read, then the new status (its nulls are pruned by the CRD's
+        schema); a merge patch with the resourceVersion read where the test could not
+        compare the status exactly (its nulls delete what the status no longer holds)."""
+        kind, meta, expected = kind_of(read), read["metadata"], read.get("status")
+        namespace, name = meta["namespace"], meta["name"]
         if not comparable(expected):
-            body = {"metadata": {"resourceVersion": resource_version}, "status": dict(status)}
+            body = {
+                "metadata": {"resourceVersion": meta["resourceVersion"]},
+                "status": dict(status),
+            }
             return self.patch(kind, namespace, name, body, subresource="status")
         ops = [
             {"op": "test", "path": "/status", "value": expected},

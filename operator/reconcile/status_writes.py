@@ -23,7 +23,7 @@ from distgnn_operator.constants import (
 )
 from distgnn_operator.reconcile import events
 from distgnn_operator.reconcile.apply import ChildRejected
-from distgnn_operator.reconcile.kube_api import DISTGNNJOB, KubeApi
+from distgnn_operator.reconcile.kube_api import KubeApi
 from distgnn_operator.status.conditions import set_condition
 from distgnn_operator.status.timestamps import format_time
 
@@ -61,15 +61,7 @@ def write_status(
     the job (its finalizer, its annotations) leave the status alone, so they do not conflict."""
     if previous == status:
         return job
-    meta = job["metadata"]
-    updated = api.replace_status(
-        DISTGNNJOB,
-        meta["namespace"],
-        meta["name"],
-        status.model_dump(mode="json", by_alias=True),
-        expected=job.get("status"),
-        resource_version=meta["resourceVersion"],
-    )
+    updated = api.replace_status(job, status.model_dump(mode="json", by_alias=True))
     result.status_written = True
     failed = next(
         (c for c in status.conditions if c.type == COND_FAILED and c.status == "True"), None

@@ -35,19 +35,6 @@ def _status(phase: str, message: str = "waiting", loss: float = 0.25) -> dict[st
     }
 
 
-def _write(
-    api: RestKubeApi, ns: str, status: dict[str, Any], read: dict[str, Any]
-) -> dict[str, Any]:
-    return api.replace_status(
-        DISTGNNJOB,
-        ns,
-        "guarded",
-        status,
-        expected=read.get("status"),
-        resource_version=read["metadata"]["resourceVersion"],
-    )
-
-
 @pytest.mark.parametrize(
     ("message", "loss", "exact"),
     [("waiting", 0.25, True), ("waiting for <b> & é", 1.5e-05, False)],
@@ -61,7 +48,7 @@ def test_status_write_guard(
         {**job_manifest("guarded"), "metadata": {"name": "guarded", "namespace": namespace}}
     )
     assert created.get("status") is None
-    first = _write(api, namespace, _status("Pending", message, loss), created)
+    first = api.replace_status(created, _status("Pending", message, loss))
     assert first["status"]["phase"] == "Pending"
     assert "completionTime" not in first["status"]  # nulls are pruned
     assert comparable(first["status"]) is exact
@@ -74,28 +61,26 @@ def test_status_write_guard(
         {"metadata": {"finalizers": ["distgnn.io/test"], "annotations": {"kopf": "handled"}}},
     )
     if exact:
-        second = _write(api, namespace, _status("Partitioning", message, loss), first)
+        second = api.replace_status(first, _status("Partitioning", message, loss))
         assert second["status"]["phase"] == "Partitioning"
         assert second["metadata"]["finalizers"] == ["distgnn.io/test"]
     else:
         with pytest.raises(ApiError) as moved:
-            _write(api, namespace, _status("Partitioning", message, loss), first)
+            api.replace_status(first, _status("Partitioning", message, loss))
         assert moved.value.conflict
-        second = _write(
-            api,
-            namespace,
-            _status("Partitioning", message, loss),
+        second = api.replace_status(
             api.get(DISTGNNJOB, namespace, "guarded") or {},
+            _status("Partitioning", message, loss),
         )
         assert second["status"]["phase"] == "Partitioning"
 
     # A write from a stale read of the status conflicts and changes nothing.
     with pytest.raises(ApiError) as stale:
-        _write(api, namespace, _status("Failed", message, loss), first)
+        api.replace_status(first, _status("Failed", message, loss))
     assert stale.value.conflict
     assert (api.get(DISTGNNJOB, namespace, "guarded") or {})["status"]["phase"] == "Partitioning"
     # A status the schema rejects is refused as such, not taken for a stale read.
     with pytest.raises(ApiError) as invalid:
-        _write(api, namespace, _status("Bogus", message, loss), second)
+        api.replace_status(second, _status("Bogus", message, loss))
     assert (invalid.value.status, invalid.value.conflict) == (422, False)
     api.patch(DISTGNNJOB, namespace, "guarded", {"metadata": {"finalizers": None}})

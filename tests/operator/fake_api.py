@@ -126,22 +126,15 @@ class FakeKubeApi:
         )
         return self.put(merge_patch(current, patch))
 
-    def replace_status(
-        self,
-        kind: Kind,
-        namespace: str,
-        name: str,
-        status: Body,
-        *,
-        expected: Body | None,
-        resource_version: str,
-    ) -> Object:
-        """As the API server's JSON Patch: a test of the stored status, then the new one
-        (without its nulls, which the CRD's schema prunes)."""
-        current = self.objects.get((kind.plural, namespace, name))
+    def replace_status(self, read: Body, status: Body) -> Object:
+        """As the API server's JSON Patch: a test of the stored status against the one
+        read, then the new one (without its nulls, which the CRD's schema prunes)."""
+        kind, meta = kind_of(read), read["metadata"]
+        name = meta["name"]
+        current = self.objects.get((kind.plural, meta["namespace"], name))
         if current is None:
             raise ApiError(404, "Not Found", {"reason": "NotFound"})
-        if current.get("status") != expected:
+        if current.get("status") != read.get("status"):
             raise ApiError(409, "Conflict", {"reason": "Conflict"})
         self.writes.append(("patch/status", kind.kind, name))
         return self.put({**current, "status": merge_patch({}, dict(status))})
