@@ -11,7 +11,8 @@ of ``--runs``, the partition steps running side by side; every run of that count
 ``benchmarks/gpu_distributed``) renders the job with the operator's builders and starts its
 pods through the launch plan of ``distgnn run`` (``distgnn_operator.local.job_plan``), one
 trainer per GPU with NCCL: 2-layer R-SAGE (``to_hetero(GraphSAGE)`` semantics), hidden
-``--hidden``, learnt ``--embedding-dim`` embeddings for the featureless types, ``--fanout``
+``--hidden``, learnt ``--embedding-dim`` embeddings for the featureless types (within
+``--embedding-memory`` of GPU memory where given, the rest in pinned host memory), ``--fanout``
 for every edge type, batch ``--batch-size`` per GPU, ``--epochs`` epochs of which the first is
 warm-up, evaluation every ``--eval-every`` epochs; in server-client mode one sampler per GPU
 beside its trainer. A run the launch plan refuses is recorded as ``skipped`` with the

@@ -57,23 +57,29 @@ SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchr
 
 def _args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
-    p.add_argument("--scale", type=float, default=1.0)
-    p.add_argument("--fanout", type=int, nargs="+", default=[25, 20])
+    graph_args(p)
     p.add_argument("--hidden", type=int, default=128)
     p.add_argument("--embedding-dim", type=int, default=128)
-    p.add_argument("--batch-size", type=int, default=1024)
     p.add_argument("--precision", choices=["bf16", "fp32"], default="bf16")
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--steps", type=int, default=20)
-    p.add_argument("--graph-cache", type=Path, default=None)
     p.add_argument("--label", default="", help="a name for this run in the JSON line")
     p.add_argument("--out", type=Path, default=None, help="append the JSON line here")
     p.add_argument("--table", type=Path, default=None, help="write the profiler's table here")
     return p.parse_args()
 
 
-def _graph(args: argparse.Namespace) -> HeteroGraphData:
+def graph_args(p: argparse.ArgumentParser) -> None:
+    """The device, the graph (and its cache) and the batches: shared with sampler_time.py."""
+    p.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    p.add_argument("--scale", type=float, default=1.0)
+    p.add_argument("--fanout", type=int, nargs="+", default=[25, 20])
+    p.add_argument("--batch-size", type=int, default=1024)
+    p.add_argument("--graph-cache", type=Path, default=None)
+
+
+def mag_graph(args: argparse.Namespace) -> HeteroGraphData:
+    """The MAG-shaped graph at ``args.scale``, from ``args.graph_cache`` where it is."""
     cache = args.graph_cache
     if cache is not None and cache.is_file():
         with cache.open("rb") as f:
@@ -166,7 +172,7 @@ def main() -> None:
     if cuda and not torch.cuda.is_available():
         raise SystemExit("--device cuda: no CUDA device here (use --device cpu for a smoke run)")
     started = time.perf_counter()
-    graph = _graph(args)
+    graph = mag_graph(args)
     graph_s = time.perf_counter() - started
     with tempfile.TemporaryDirectory() as tmp:
         trainer = _trainer(args, graph, Path(tmp))

@@ -18,15 +18,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import pickle
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from distgnn_workload.data.graph import HeteroGraphData
-from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig, generate_mag
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from profile_step import graph_args, mag_graph
+
 from distgnn_workload.sampling import HeteroNeighborSampler
 from distgnn_workload.sampling.hop_batch import HeteroHopBatch
 from distgnn_workload.sampling.static_sample import StaticCaps
@@ -34,29 +36,12 @@ from distgnn_workload.sampling.static_sample import StaticCaps
 
 def _args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
-    p.add_argument("--scale", type=float, default=1.0)
-    p.add_argument("--fanout", type=int, nargs="+", default=[25, 20])
-    p.add_argument("--batch-size", type=int, default=1024)
+    graph_args(p)
     p.add_argument("--batches", type=int, default=40)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--fit-batches", type=int, default=8)
-    p.add_argument("--graph-cache", type=Path, default=None)
     p.add_argument("--out", type=Path, default=None, help="append the JSON lines here")
     return p.parse_args()
-
-
-def _graph(args: argparse.Namespace) -> HeteroGraphData:
-    cache = args.graph_cache
-    if cache is not None and cache.is_file():
-        with cache.open("rb") as f:
-            graph: HeteroGraphData = pickle.load(f)
-        return graph
-    graph = generate_mag(SyntheticHeteroConfig(scale=args.scale, seed=0))
-    if cache is not None:
-        with cache.open("wb") as f:
-            pickle.dump(graph, f, protocol=pickle.HIGHEST_PROTOCOL)
-    return graph
 
 
 def _time(
@@ -98,7 +83,7 @@ def _table(bounds: StaticCaps, fitted: StaticCaps | None, seen: list[HeteroHopBa
 def main() -> None:
     args = _args()
     device = torch.device(args.device)
-    graph = _graph(args)
+    graph = mag_graph(args)
     target = graph.target_node_type
     train = torch.from_numpy(graph.train_mask).nonzero().flatten()
     g = torch.Generator().manual_seed(0)

@@ -1,6 +1,7 @@
 """benchmarks/gpu_hetero/profile_step.py at toy scale on CPU, as its own process: the
 product's typed trainer (the fixed-shape step, ``DISTGNN_CUDA_GRAPH=static``) runs its
-steps under the profiler and the read-back counter; no timing is checked.
+steps under the profiler and the read-back counter; no timing is checked. Beside it,
+sampler_time.py (the typed sampler alone, at the bounds and at fitted caps).
 
 On CPU a one-rank embedding lookup checks its ids on the host at once (on a GPU the check
 waits on the device), so those checks must be the only read-backs the training thread's
@@ -61,3 +62,30 @@ def test_profile_step_runs_on_cpu(tmp_path: Path) -> None:
     assert all(
         "embeddings/table.py" in s and "_lookup_local" in s for s in record["host_sync_sites"]
     )
+
+
+def test_sampler_time_runs_on_cpu(tmp_path: Path) -> None:
+    out = tmp_path / "sampler.jsonl"
+    cmd = [
+        sys.executable,
+        "-P",
+        str(SCRIPT.with_name("sampler_time.py")),
+        "--device=cpu",
+        "--scale=0.002",
+        "--fanout",
+        "5",
+        "3",
+        "--batch-size=64",
+        "--batches=3",
+        "--warmup=1",
+        "--fit-batches=2",
+        f"--out={out}",
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=200)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["execution"] for r in records] == ["bounds", "fitted"]
+    assert all(r["ms_per_batch"] > 0 and r["edges_per_batch"] > 0 for r in records)
+    slots = proc.stdout.splitlines()[-1]
+    bounds, fitted = (int(v.replace(",", "")) for v in slots.split("bounds ")[1].split(", fitted "))
+    assert 0 < fitted <= bounds

@@ -45,6 +45,7 @@ from distgnn_workload.models.sage import GraphSAGE
 from distgnn_workload.runtime.training_data import HeteroTrainingData
 from distgnn_workload.runtime.transfers import wait_for_event
 from distgnn_workload.sampling import StaticHops, StaticLayout
+from distgnn_workload.sampling.hop_batch import HeteroHopBatch
 from distgnn_workload.sampling.static_hops import HeteroStaticHops
 from distgnn_workload.sampling.static_sample import StaticCaps
 from distgnn_workload.trainer.captured_step import CapturedStep, StepOptions
@@ -215,14 +216,7 @@ class HeteroGraphStep(CapturedStep):
             rows = batch.x[t]
             buffer[: rows.size(0)].copy_(rows, non_blocking=True)
         self._lookups = []
-        if self.on_lookup is not None:
-            for table in self.tables:
-                table.take_counts()
-        # the same tables in the same order on every rank, their counts in one exchange
-        ids = [hop.node_ids[table.node_type] for table in self.tables]
-        for table, rows in zip(self.tables, lookup_tables(self.tables, ids), strict=True):
-            if self.on_lookup is not None:
-                self.on_lookup(table, *table.take_counts())
+        for table, rows in self._look_up(hop):
             buffer = self.embedded[table.node_type]
             n = rows.size(0)
             with torch.no_grad():
@@ -230,6 +224,19 @@ class HeteroGraphStep(CapturedStep):
             self._lookups.append((rows, buffer, n))
         self.y[: hop.num_seeds].copy_(batch.y, non_blocking=True)
         self.num_seeds.fill_(hop.num_seeds)
+
+    def _look_up(self, hop: HeteroHopBatch) -> list[tuple[ShardedEmbedding, Tensor]]:
+        """Every table's rows of the batch's nodes (collective: the same tables in the same
+        order on every rank, their counts in one exchange)."""
+        if self.on_lookup is not None:
+            for table in self.tables:
+                table.take_counts()
+        ids = [hop.node_ids[table.node_type] for table in self.tables]
+        found = list(zip(self.tables, lookup_tables(self.tables, ids), strict=True))
+        if self.on_lookup is not None:
+            for table, _ in found:
+                self.on_lookup(table, *table.take_counts())
+        return found
 
     def _logits(self) -> Tensor:
         return self.relational.forward_static({**self.x, **self.embedded}, self.hops)
@@ -260,13 +267,7 @@ class HeteroGraphStep(CapturedStep):
             wait_for_event(self._replayed, timeout_s=None, what="the last replay")
         hop = batch.hop
         x = dict(batch.x)
-        if self.on_lookup is not None:
-            for table in self.tables:
-                table.take_counts()
-        ids = [hop.node_ids[table.node_type] for table in self.tables]
-        for table, rows in zip(self.tables, lookup_tables(self.tables, ids), strict=True):
-            if self.on_lookup is not None:
-                self.on_lookup(table, *table.take_counts())
+        for table, rows in self._look_up(hop):
             x[table.node_type] = rows
         # after a capture the gradients live in the graph's memory, where parameters summed
         # in the forward (a relation's root weights) share one: compute fresh ones, copy in

@@ -238,11 +238,27 @@ class HeteroTrainer(Trainer):
         for table in self.tables:  # leave out the evaluations' lookups
             table.take_counts()
         stats = super().train_epoch(epoch)
+        self._report_caps(epoch)
         # once per epoch: reading the counts per step would wait for the GPU every step
         for table in self.tables:
             rows, remote = table.take_counts()
             self.metrics.embedding_rows(table.node_type, rows, remote)
         return stats
+
+    def _report_caps(self, epoch: int) -> None:
+        """Log the batches that went over the fitted caps so far (each sampled again and
+        stepped eagerly: slower, never wrong), if any did."""
+        sampler = self.hetero.sampler if isinstance(self.hetero, HeteroPipeline) else None
+        again = sampler.overflows if sampler is not None else 0
+        eager = getattr(self.graph_step, "oversize", 0)
+        if again or eager:
+            log.info(
+                "after epoch %d: %d batches went over the sampler's fitted caps (sampled "
+                "again), %d steps ran eagerly over the step's",
+                epoch,
+                again,
+                eager,
+            )
 
     def checkpoint(self, epochs_done: int) -> None:
         if self.sparse is not None:
