@@ -193,6 +193,38 @@ class StaticOut:
         )
 
 
+def _hop_draws(
+    graph: TypedCSR,
+    fanouts: Mapping[EdgeType, Sequence[int]],
+    caps: StaticCaps,
+    frontier: Mapping[str, Tensor],
+    hop: int,
+    generator: torch.Generator,
+) -> dict[EdgeType, tuple[Tensor, Tensor, Tensor, Tensor]]:
+    """Per edge type sampled at ``hop``: its frontier rows' CSR starts and degrees, and the
+    neighbour positions drawn for them (:func:`uniform_subset_positions`). The edge types of
+    one fanout draw in one call over their frontiers laid end to end: the rows draw
+    independently, and one call is a few dozen kernels whatever the number of relations."""
+    groups: dict[int, list[EdgeType]] = {}
+    for et in graph.edge_types:
+        if fanouts[et][hop] > 0 and caps.nodes[et[2]][hop] > 0:
+            groups.setdefault(fanouts[et][hop], []).append(et)
+    out: dict[EdgeType, tuple[Tensor, Tensor, Tensor, Tensor]] = {}
+    for fanout, edge_types in groups.items():
+        starts, degrees = [], []
+        for et in edge_types:
+            indptr, nodes = graph.indptr[et], frontier[et[2]]
+            starts.append(indptr[nodes])
+            degrees.append(indptr[nodes + 1] - starts[-1])
+        pos, valid = uniform_subset_positions(torch.cat(degrees), fanout, generator)
+        at = 0
+        for et, start, deg in zip(edge_types, starts, degrees, strict=True):
+            rows = slice(at, at + deg.numel())
+            out[et] = (start, deg, pos[rows], valid[rows])
+            at = rows.stop
+    return out
+
+
 def sample_static(
     graph: TypedCSR,
     tables: dict[str, Tensor],
@@ -252,6 +284,7 @@ def sample_static(
     edge_counts: dict[EdgeType, list[Tensor]] = {et: [] for et in graph.edge_types}
     for h in range(num_hops):
         start_hi = dict(hi)
+        draws = _hop_draws(graph, fanouts, caps, frontier, h, generator)
         for et in graph.edge_types:
             s, _, d = et
             fanout, cap = fanouts[et][h], caps.nodes[d][h]
@@ -267,10 +300,7 @@ def sample_static(
                 target_ptr[et].index_put_((ptr_slot,), edge_base[et].expand(cap))
                 edge_counts[et].append(zero)
                 continue
-            indptr = graph.indptr[et]
-            start = indptr[nodes]
-            deg = indptr[nodes + 1] - start
-            pos, valid_2d = uniform_subset_positions(deg, fanout, generator)
+            start, deg, pos, valid_2d = draws[et]
             valid = valid_2d.reshape(-1)
             edge_pos = torch.where(valid, (start.unsqueeze(1) + pos).reshape(-1), 0)
             neighbours = torch.where(valid, graph.indices[et][edge_pos].to(torch.int64), pads[s])
