@@ -261,7 +261,8 @@ class HeteroGraphStep(CapturedStep):
         """A batch over fitted caps (the sampler sampled it again, exactly): the same step
         eagerly on its own sizes, with a replay's collectives in a replay's order (the
         lookups, the dense gradients' all-reduce, the row-sparse step), so that every rank
-        stays in step whatever the others run."""
+        stays in step whatever the others run. With bucketed all-reduces (each launched in
+        its backward's order) the trainer keeps the bounds, which no batch exceeds."""
         self.oversize += 1
         if self._replayed is not None:
             wait_for_event(self._replayed, timeout_s=None, what="the last replay")

@@ -38,6 +38,7 @@ from distgnn_workload.runtime.ddp import DDP_TIMEOUT_S
 from distgnn_workload.runtime.seeds import Batch, stream_seed, train_batches
 from distgnn_workload.runtime.training_data import HeteroTrainingData
 from distgnn_workload.trainer import run_report
+from distgnn_workload.trainer.captured_step import overlap_mode
 from distgnn_workload.trainer.epoch_stats import EpochStats
 from distgnn_workload.trainer.evaluation import (
     InferenceSite,
@@ -170,7 +171,12 @@ class HeteroTrainer(Trainer):
             out_dtype=dtype,
         )
         fitted = None
-        if not link and isinstance(pipeline, HeteroPipeline):
+        # a batch over fitted caps steps eagerly; where the ranks all-reduce bucket by bucket
+        # (inside a captured step, or eagerly on a CPU) the buckets go in each backward's
+        # order, which an eager step need not share: there the bounds (no batch goes over)
+        mode = overlap_mode()
+        flat = mode == "off" or (mode == "hooks" and self.device.type == "cuda")
+        if not link and (self.world_size == 1 or flat) and isinstance(pipeline, HeteroPipeline):
             # the sampler's buffers, and the step's, fitted to this rank's first batches
             size = spec.training.batch_size
             first = train_batches(
