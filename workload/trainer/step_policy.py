@@ -21,8 +21,8 @@ GRAPH_MEMORY_SHARE = 0.1
 
 def cuda_graph_setting() -> str:
     """:data:`ENV_CUDA_GRAPH`, lower case: 0 runs eager steps even where a CUDA graph could
-    run; ``static`` the fixed-shape steps on a CPU too (eagerly: how tests check them
-    without a GPU); unset is 1."""
+    run; ``static`` the fixed-shape steps (and a typed worker's static sampler) on a CPU
+    too (eagerly: how tests check them without a GPU); unset is 1."""
     return (WorkloadEnv.setting(ENV_CUDA_GRAPH) or "1").lower()
 
 
