@@ -67,6 +67,14 @@ class HeteroParts:
             BATCH,
         )
 
+    def fitted_caps(self, seeds: int, headroom: float) -> StaticCaps:
+        """Caps fitted to three batches of ``seeds`` training seeds (slack 2, no rounding):
+        batches of the full capacity go over them when ``seeds`` is well below it."""
+        train = torch.from_numpy(self.graph.train_mask).nonzero().flatten().to(self.device)
+        seen = [self.sampler.sample(train[i * seeds : (i + 1) * seeds]) for i in range(3)]
+        fanouts = {et: list(FANOUTS) for et in self.caps.edges}
+        return self.caps.fitted(seen, fanouts, headroom=headroom, slack=2, multiple=1)
+
     def new_tables(self) -> list[ShardedEmbedding]:
         """One-rank embeddings of the featureless types, the same rows each call."""
         exchange = RowExchange.local(self.device)

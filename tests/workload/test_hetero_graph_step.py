@@ -20,9 +20,8 @@ from distgnn_api.spec import Arch
 from distgnn_workload.embeddings import RowSparseAdam, ShardedEmbedding
 from distgnn_workload.loader import HeteroMiniBatch
 from distgnn_workload.models.relational import RelationalGNN
-from distgnn_workload.sampling.static_sample import StaticCaps
 from distgnn_workload.trainer.graph_step import HeteroGraphStep
-from tests.support.hetero_step import BATCH, DIM, FANOUTS, HeteroParts
+from tests.support.hetero_step import BATCH, DIM, HeteroParts
 
 
 def _row_grads(tables: list[ShardedEmbedding]) -> dict[str, Tensor]:
@@ -77,20 +76,6 @@ class _KeepRows(RowSparseAdam):
         return None
 
 
-def _fitted_caps(parts: HeteroParts, train: Tensor) -> StaticCaps:
-    """Caps fitted to batches of half the capacity: full batches go over them, a third fits."""
-    half = BATCH // 2
-    seen = [parts.sampler.sample(train[i * half : (i + 1) * half]) for i in range(3)]
-    return parts.caps.fitted(
-        {t: [b.num_nodes_per_hop[t] for b in seen] for t in parts.caps.nodes},
-        {et: [b.num_edges_per_hop[et] for b in seen] for et in parts.caps.edges},
-        {et: list(FANOUTS) for et in parts.caps.edges},
-        headroom=1.3,
-        slack=2,
-        multiple=1,
-    )
-
-
 def _check(arch: Arch, device: torch.device, capture: bool, fitted: bool = False) -> None:
     parts = HeteroParts(arch, device, static_shapes=False)
     graph, model = parts.graph, parts.model
@@ -100,7 +85,8 @@ def _check(arch: Arch, device: torch.device, capture: bool, fitted: bool = False
     step = HeteroGraphStep(
         model,
         _NoStep(model.parameters()),
-        _fitted_caps(parts, train) if fitted else parts.caps,
+        # caps fitted to batches of half the capacity: full batches go over them, a third fits
+        parts.fitted_caps(BATCH // 2, headroom=1.3) if fitted else parts.caps,
         graph.edge_types,
         features={t: (f.size(1), f.dtype) for t, f in parts.features.items()},
         tables=tables,

@@ -21,11 +21,9 @@ from torch import Tensor
 
 from distgnn_api.spec import Arch
 from distgnn_workload.loader import HeteroMiniBatch
-from distgnn_workload.sampling.hop_batch import HeteroHopBatch
-from distgnn_workload.sampling.static_sample import StaticCaps
 from distgnn_workload.trainer import captured_step
 from distgnn_workload.trainer.graph_step import HeteroGraphStep
-from tests.support.hetero_step import BATCH, DIM, FANOUTS, HeteroParts
+from tests.support.hetero_step import BATCH, DIM, HeteroParts
 from tests.support.ranks import leave_group, spawn_ranks
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
@@ -61,30 +59,14 @@ def _batches(parts: HeteroParts, rank: int) -> list[HeteroMiniBatch]:
     return out
 
 
-def _tight(parts: HeteroParts) -> StaticCaps:
-    """Caps fitted to batches of a quarter of the capacity: full batches exceed them."""
-    train = torch.from_numpy(parts.graph.train_mask).nonzero().flatten()
-    quarter = BATCH // 4
-    seen: list[HeteroHopBatch] = [
-        parts.sampler.sample(train[i * quarter : (i + 1) * quarter]) for i in range(3)
-    ]
-    return parts.caps.fitted(
-        {t: [b.num_nodes_per_hop[t] for b in seen] for t in parts.caps.nodes},
-        {et: [b.num_edges_per_hop[et] for b in seen] for et in parts.caps.edges},
-        {et: list(FANOUTS) for et in parts.caps.edges},
-        headroom=1.2,
-        slack=2,
-        multiple=1,
-    )
-
-
 def _worker(rank: int, store_dir: str, out_dir: str) -> None:
     os.environ[captured_step.ENV_OVERLAP] = "0"  # one flat all-reduce after every step
     dist.init_process_group(
         "gloo", init_method=f"file://{store_dir}/store", rank=rank, world_size=2
     )
     parts = HeteroParts(Arch.rsage, torch.device("cpu"), static_shapes=False)
-    caps = _tight(parts) if rank == 0 else parts.caps
+    # rank 0: caps fitted to batches of a quarter of the capacity, which full batches exceed
+    caps = parts.fitted_caps(BATCH // 4, headroom=1.2) if rank == 0 else parts.caps
     model = parts.model
     step = HeteroGraphStep(
         model,

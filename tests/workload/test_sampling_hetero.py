@@ -416,18 +416,9 @@ def test_fitted_caps_give_exact_batches_and_resample_past_them(case: int, device
     bounds = sampler.bounds(48)
     assert all(c <= b for c, b in zip(caps.flat(), bounds.flat(), strict=True))
     # tight caps: the largest size seen, no headroom, so that some batches exceed them
-    seen = [sampler.sample(s) for s in batches[:4]]
-    tight = bounds.fitted(
-        {t: [b.num_nodes_per_hop[t] for b in seen] for t in NUM_NODES},
-        {et: [b.num_edges_per_hop[et] for b in seen] for et in sampler.edge_types},
-        sampler.fanouts,
-        headroom=1.0,
-        slack=0,
-        multiple=1,
-    )
+    tight = sampler.fit(batches[:4], headroom=1.0, slack=0, multiple=1)
+    assert tight is not None
     assert tight.flat() != bounds.flat(), "the graph is too small to fit caps below the bounds"
-    sampler._fitted["paper"] = tight
-    sampler._graphs.clear()
     within = 0
     for seeds in batches:
         batch = sampler.sample(seeds).to("cpu")
@@ -437,16 +428,8 @@ def test_fitted_caps_give_exact_batches_and_resample_past_them(case: int, device
             + [n for et in sampler.edge_types for n in batch.num_edges_per_hop[et]]
         )
         assert all(bool((t == -1).all()) for t in sampler._local.values()), "table not reset"
-    # far too tight: every batch goes over, and is sampled again
-    sampler._fitted["paper"] = bounds.fitted(
-        {t: [[0] * len(c) for _ in range(1)] for t, c in bounds.nodes.items()},
-        {et: [[0] * len(c)] for et, c in bounds.edges.items()},
-        sampler.fanouts,
-        headroom=1.0,
-        slack=1,
-        multiple=1,
-    )
-    sampler._graphs.clear()
+    # far too tight (one node or edge per hop): every batch goes over, and is sampled again
+    assert sampler.fit(batches[:1], headroom=0.0, slack=1, multiple=1) is not None
     before = sampler.overflows
     for seeds in batches[:3]:
         check_batch(

@@ -225,7 +225,7 @@ class HeteroPipeline(HeteroBatches):
         self.sampler.reseed(stream_seed(self.seed, FIT_STREAM, self.rank))
         caps = self.sampler.fit(seed_batches)
         if caps is not None:
-            bounds = sum(self.sampler.bounds(len(seed_batches[0])).flat())
+            bounds = sum(self.sampler.bounds(max(len(s) for s in seed_batches)).flat())
             log.info(
                 "typed sampler fitted to %d batches: %d slots for nodes and edges, against "
                 "%d at the bounds",

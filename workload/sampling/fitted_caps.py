@@ -51,26 +51,25 @@ class FittedCaps:
         """Batches that exceeded the fitted caps and were sampled again, exactly."""
 
     def fit(
-        self, seed_batches: Sequence[Tensor], seed_type: str | None = None
+        self,
+        seed_batches: Sequence[Tensor],
+        seed_type: str | None = None,
+        **fit_args: Any,
     ) -> StaticCaps | None:
         """Fit the caps of ``seed_type`` to batches like ``seed_batches`` (all of one size,
         the batch capacity), each sampled exactly; returns them (None: no static execution).
-        Draws from the random stream: reseed after."""
+        ``fit_args``: :meth:`StaticCaps.fitted`'s headroom, slack and multiple. Draws from
+        the random stream: reseed after."""
         seed_type = self._resolve(seed_type)
         if not self.static_shapes or not seed_batches:
             return None
         capacity = max(int(s.numel()) for s in seed_batches)
-        nodes: dict[str, list[list[int]]] = {t: [] for t in self.graph.num_nodes}
-        edges: dict[EdgeType, list[list[int]]] = {et: [] for et in self.graph.edge_types}
+        batches = []
         for seeds in seed_batches:
             seeds = seeds.reshape(-1).to(torch.int64)
             self.graph.check_seeds(seeds, seed_type)
-            batch = self._sample_dynamic({seed_type: seeds.to(self.device)}, seed_type)
-            for t, per_hop in batch.num_nodes_per_hop.items():
-                nodes[t].append(per_hop)
-            for et, per_hop in batch.num_edges_per_hop.items():
-                edges[et].append(per_hop)
-        caps = self.bounds(capacity, seed_type).fitted(nodes, edges, self.fanouts)
+            batches.append(self._sample_dynamic({seed_type: seeds.to(self.device)}, seed_type))
+        caps = self.bounds(capacity, seed_type).fitted(batches, self.fanouts, **fit_args)
         self._fitted[seed_type] = caps
         self._graphs.pop((seed_type, capacity), None)
         return caps

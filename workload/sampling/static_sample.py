@@ -97,33 +97,35 @@ class StaticCaps:
 
     def fitted(
         self,
-        nodes: Mapping[str, Sequence[Sequence[int]]],
-        edges: Mapping[EdgeType, Sequence[Sequence[int]]],
+        batches: Sequence[HeteroHopBatch],
         fanouts: Mapping[EdgeType, Sequence[int]],
         *,
         headroom: float = FIT_HEADROOM,
         slack: int = FIT_SLACK,
         multiple: int = FIT_ROUND,
     ) -> StaticCaps:
-        """Caps fitted to the sizes of sampled batches, within these bounds.
+        """Caps fitted to the sizes of sampled ``batches``, within these bounds.
 
-        ``nodes[t]`` / ``edges[et]``: per batch, its hop sizes. A hop's cap is the largest size
-        seen times ``headroom`` plus ``slack``, rounded up to a ``multiple``, and never over the bound (hop 0, the seeds, keeps its bound). An
+        A hop's cap is the largest size seen times ``headroom`` plus ``slack``, rounded up
+        to a ``multiple``, and never over the bound (hop 0, the seeds, keeps its bound). An
         edge cap is also at most its target type's node cap times the fanout.
         """
 
-        def fit(seen: Sequence[Sequence[int]], bound: list[int], hop: int) -> int:
-            most = max((sizes[hop] for sizes in seen), default=0)
-            want = math.ceil(most * headroom) + slack
-            return min(bound[hop], -(-want // multiple) * multiple)
+        def fit(seen: list[int], bound: int) -> int:
+            want = math.ceil(max(seen, default=0) * headroom) + slack
+            return min(bound, -(-want // multiple) * multiple)
 
         node_caps = {
-            t: [b[0]] + [fit(nodes.get(t, []), b, h) for h in range(1, len(b))]
+            t: [b[0]]
+            + [fit([x.num_nodes_per_hop[t][h] for x in batches], b[h]) for h in range(1, len(b))]
             for t, b in self.nodes.items()
         }
         edge_caps = {
             et: [
-                min(fit(edges.get(et, []), b, h), node_caps[et[2]][h] * max(fanouts[et][h], 0))
+                min(
+                    fit([x.num_edges_per_hop[et][h] for x in batches], b[h]),
+                    node_caps[et[2]][h] * max(fanouts[et][h], 0),
+                )
                 for h in range(len(b))
             ]
             for et, b in self.edges.items()
