@@ -33,10 +33,11 @@ from distgnn_workload.evaluation import LayerwiseInference
 from distgnn_workload.evaluation.accuracy import SplitRows
 from distgnn_workload.loader import Prefetcher
 from distgnn_workload.models import build_hetero_model
-from distgnn_workload.runtime.batches import HeteroPipeline
+from distgnn_workload.runtime.batches import HeteroBatches, HeteroPipeline
 from distgnn_workload.runtime.ddp import DDP_TIMEOUT_S
 from distgnn_workload.runtime.seeds import Batch, stream_seed, train_batches
 from distgnn_workload.runtime.training_data import HeteroTrainingData
+from distgnn_workload.sampling.static_sample import StaticCaps
 from distgnn_workload.trainer import run_report
 from distgnn_workload.trainer.captured_step import overlap_mode
 from distgnn_workload.trainer.epoch_stats import EpochStats
@@ -170,25 +171,7 @@ class HeteroTrainer(Trainer):
             host_group=self.collectives.group,
             out_dtype=dtype,
         )
-        fitted = None
-        # a batch over fitted caps steps eagerly; where the ranks all-reduce bucket by bucket
-        # (inside a captured step, or eagerly on a CPU) the buckets go in each backward's
-        # order, which an eager step need not share: there the bounds (no batch goes over)
-        mode = overlap_mode()
-        flat = mode == "off" or (mode == "hooks" and self.device.type == "cuda")
-        if not link and (self.world_size == 1 or flat) and isinstance(pipeline, HeteroPipeline):
-            # the sampler's buffers, and the step's, fitted to this rank's first batches
-            size = spec.training.batch_size
-            first = train_batches(
-                self.train_ids,
-                self.ranks_of_holder,
-                self.world_size,
-                self.rank,
-                size,
-                epoch=0,
-                seed=spec.training.seed,
-            )
-            fitted = pipeline.fit([seeds for _, seeds in first[:FIT_BATCHES]])
+        fitted = None if link else self._fit_caps(pipeline)
         self.graph_step = typed_graph_step(
             self.model,
             self.optimizer,
@@ -202,6 +185,28 @@ class HeteroTrainer(Trainer):
             fitted=fitted,
             **self._step_options(),
         )
+
+    def _fit_caps(self, pipeline: HeteroBatches) -> StaticCaps | None:
+        """Fit this rank's sampler's buffers, and so its step's, to its first batches, where
+        it samples them itself; None: the bounds.
+
+        A batch over fitted caps steps eagerly. Where the ranks all-reduce bucket by bucket
+        (inside a captured step, or eagerly on a CPU) the buckets go in each backward's
+        order, which an eager step need not share: there the bounds (no batch goes over)."""
+        mode = overlap_mode()
+        flat = mode == "off" or (mode == "hooks" and self.device.type == "cuda")
+        if not isinstance(pipeline, HeteroPipeline) or not (self.world_size == 1 or flat):
+            return None
+        first = train_batches(
+            self.train_ids,
+            self.ranks_of_holder,
+            self.world_size,
+            self.rank,
+            self.spec.training.batch_size,
+            epoch=0,
+            seed=self.spec.training.seed,
+        )
+        return pipeline.fit([seeds for _, seeds in first[:FIT_BATCHES]])
 
     def _inference(self) -> tuple[LayerwiseInference, SplitRows]:
         """This rank's full-neighbourhood inference over every typed node (its share), and the
