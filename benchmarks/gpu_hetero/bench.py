@@ -109,6 +109,9 @@ def run_one(
         if table_path.exists() and args.out is not None:
             shutil.copyfile(table_path, args.out.parent / f"profile-hetero-{cfg.name}.txt")
             found["profile"] = f"profile-hetero-{cfg.name}.txt"
+            trace = root / "profile" / "trace-trainer-0.json.gz"
+            if trace.exists():
+                shutil.copyfile(trace, args.out.parent / f"trace-hetero-{cfg.name}.json.gz")
         return found
 
     # the run directory goes: its checkpoint holds every embedding row and its Adam state

@@ -10,7 +10,8 @@
 #   mkdir .base && git archive <commit> api operator workload benchmarks setup.py pyproject.toml | tar -x -C .base
 #   BASE=.base WHICH="products link" REPEATS=2 OUT=<dir> bash benchmarks/gpu_hetero/device_one_path.sh
 # Each side partitions into a work dir of its own. Per-benchmark time limits: PRODUCTS_S,
-# LINK_S, TYPED_S (seconds per side). SIDES="after" runs this tree alone.
+# LINK_S, TYPED_S (seconds per side). SIDES="after" runs this tree alone. RUNS (default
+# worker-1-bf16) names the runs of each benchmark, e.g. "worker-1-bf16 worker-2-bf16".
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 source benchmarks/gpu_distributed/device_setup.sh
@@ -18,6 +19,7 @@ BASE="${BASE:?BASE: the earlier tree, a folder of this checkout}"
 WHICH="${WHICH:-products link typed}"
 SIDES="${SIDES:-before after}"
 REPEATS="${REPEATS:-2}"
+read -ra runs <<< "${RUNS:-worker-1-bf16}"
 PRODUCTS_S="${PRODUCTS_S:-90}" LINK_S="${LINK_S:-170}" TYPED_S="${TYPED_S:-150}"
 mkdir -p "${BASE}/build/devpath"
 for p in api operator workload; do ln -sfn "../../${p}" "${BASE}/build/devpath/distgnn_${p}"; done
@@ -43,7 +45,7 @@ bench() {  # bench SIDE TREE WHAT
     cd "${tree}" || exit 1
     PYTHONPATH="/tmp/site:${PWD}/build/devpath" timeout "$((limit + 20))" python "${script}" \
       --repeats "${REPEATS}" --budget "${limit}" --work-dir "/tmp/distgnn-one-path-${side}-${what}" \
-      "${args[@]}" --runs worker-1-bf16 --out "${OUT}/${what}-${side}.jsonl" 2>&1 \
+      "${args[@]}" --runs "${runs[@]}" --out "${OUT}/${what}-${side}.jsonl" 2>&1 \
       | grep -v Warning >"${OUT}/${what}-${side}.log"
   )
   echo "== ${what} ${side}"
