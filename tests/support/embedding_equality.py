@@ -101,19 +101,52 @@ def _optimizers(
     return RowSparseAdagrad(tables, lr=LR, lr_decay=0.01), CompactAdagrad(ref, LR, 0.01)
 
 
-def _step(step: int, rank: int, tables: list[ShardedEmbedding], opt: RowSparseOptimizer) -> Tensor:
+PADDING = 37
+"""Slots of a padded lookup past the table's rows (the capacity every rank shares)."""
+
+
+def padded_lookups(tables: list[ShardedEmbedding], ids: list[Tensor]) -> list[Tensor]:
+    """``lookup_tables(tables, ids)`` as a captured step looks up: each table's ids followed
+    by stale ones (some out of range) in a buffer of a capacity every rank shares,
+    ``lookup_padded`` with the real number, cut back."""
+    out = []
+    for table, i in zip(tables, ids, strict=True):
+        g = torch.Generator().manual_seed(i.numel())
+        size = table.num_rows + PADDING - i.numel()
+        stale = torch.randint(-3, table.num_rows + 3, (size,), generator=g)
+        rows = table.lookup_padded(torch.cat([i, stale]), torch.tensor(i.numel()))
+        out.append(rows[: i.numel()])
+    return out
+
+
+def _step(
+    step: int,
+    rank: int,
+    tables: list[ShardedEmbedding],
+    opt: RowSparseOptimizer,
+    padded: bool = False,
+) -> Tensor:
     names = [t.node_type for t in tables]
     world = tables[0].exchange.world_size
-    loss = _loss(lambda ids: lookup_tables(tables, ids), names, step, rank, world)
+    lookup = padded_lookups if padded else lookup_tables
+    loss = _loss(lambda ids: lookup(tables, ids), names, step, rank, world)
     loss.backward()  # type: ignore[no-untyped-call]
     opt.step()
     return loss.detach()
 
 
 def compare_paths(
-    rank: int, world: int, device: torch.device, host: Any, run_dir: Path, kind: str, bf16: bool
+    rank: int,
+    world: int,
+    device: torch.device,
+    host: Any,
+    run_dir: Path,
+    kind: str,
+    bf16: bool,
+    padded: bool = False,
 ) -> Record:
-    """Train both paths side by side; per step the losses and states of each."""
+    """Train both paths side by side; per step the losses and states of each. ``padded``:
+    the fixed-capacity path looks up as a captured step does (:func:`padded_lookups`)."""
     out_dtype = torch.bfloat16 if bf16 else torch.float32
     fixed = _tables(rank, world, device, host, out_dtype, SEED)
     compact = [CompactTable(t) for t in _tables(rank, world, device, host, out_dtype, SEED)]
@@ -126,7 +159,7 @@ def compare_paths(
         return [c.lookup(i) for c, i in zip(compact, ids, strict=True)]
 
     for step in range(STEPS):
-        loss = _step(step, rank, fixed, opt)
+        loss = _step(step, rank, fixed, opt, padded)
         ref_loss = _loss(ref_lookup, names, step, rank, world)
         ref_loss.backward()  # type: ignore[no-untyped-call]
         ref_opt.step()
@@ -162,7 +195,7 @@ def compare_paths(
     resumed_opt, _ = _optimizers(kind, resumed, [])
     load_shards(run_dir, RESUME_AT, resumed, resumed_opt)
     for step in range(RESUME_AT, STEPS):
-        _step(step, rank, resumed, resumed_opt)
+        _step(step, rank, resumed, resumed_opt, padded)
     record["resumed"] = _state(
         resumed, {t.node_type: resumed_opt.state[t.node_type].rows for t in resumed}
     )
@@ -197,18 +230,19 @@ def check_equal(record: Record) -> None:
 # ---------------------------------------------------------------------- two ranks
 
 
-def _worker(rank: int, tmp: str, kind: str, bf16: bool) -> None:
+def _worker(rank: int, tmp: str, kind: str, bf16: bool, padded: bool) -> None:
     timeout = timedelta(seconds=60)
     dist.init_process_group(
         "gloo", init_method=f"file://{tmp}/store", rank=rank, world_size=2, timeout=timeout
     )
     host = dist.new_group(backend="gloo", timeout=timeout)
-    record = compare_paths(rank, 2, torch.device("cpu"), host, Path(tmp) / "run", kind, bf16)
+    run = Path(tmp) / "run"
+    record = compare_paths(rank, 2, torch.device("cpu"), host, run, kind, bf16, padded)
     torch.save(record, f"{tmp}/rank{rank}.pt")
     leave_group()
 
 
-def run_two_ranks(tmp: Path, kind: str, bf16: bool) -> list[Record]:
+def run_two_ranks(tmp: Path, kind: str, bf16: bool, padded: bool = False) -> list[Record]:
     tmp.mkdir(parents=True, exist_ok=True)
-    spawn_ranks(_worker, (str(tmp), kind, bf16), 2)
+    spawn_ranks(_worker, (str(tmp), kind, bf16, padded), 2)
     return [torch.load(tmp / f"rank{r}.pt", weights_only=False) for r in range(2)]

@@ -47,6 +47,26 @@ def test_two_ranks_equal_the_compact_path(tmp_path: Path, kind: str, bf16: bool)
         assert record["read_backs"] == (2, 2 * len(SIZES))
 
 
+@pytest.mark.parametrize("world", [1, 2])
+def test_padded_lookups_equal_the_compact_path(tmp_path: Path, world: int) -> None:
+    """What a captured step looks up (fixed buffers of ids with stale ids past the real
+    ones; with two ranks, blocks of fixed size and no counts) trains as the compact path
+    does, bit for bit; the stale ids (some out of range) touch nothing and raise nothing."""
+    if world == 1:
+        device = torch.device("cpu")
+        ranks = [eq.compare_paths(0, 1, device, None, tmp_path / "run", "adam", False, True)]
+    else:
+        ranks = eq.run_two_ranks(tmp_path, "adam", True, padded=True)
+    for record in ranks:
+        eq.check_equal(record)
+        stats, looked_up = record["stats"]
+        assert stats["rows_updated"] > 0
+        assert looked_up[0] > 0
+        if world == 2:
+            assert stats["ids_sent"] > 0, "no row came from the other rank"
+            assert stats["grad_rows_sent"] > 0, "no row gradient went to the other rank"
+
+
 def test_sorted_distinct_is_unique_at_a_fixed_capacity() -> None:
     g = torch.Generator().manual_seed(0)
     for n, high in [(1, 1), (7, 3), (50, 1000), (64, 8)]:

@@ -45,13 +45,17 @@ def sorted_distinct(
 ) -> Distinct:
     """The distinct values of the 1-D int64 ``ids`` (those where ``valid``, if given).
 
-    Invalid ids are replaced by ``sentinel``, which must be larger than every valid id
-    (e.g. the table's row count): they sort after the valid ones, into slots past
-    ``count``. No host sync on any device.
+    Invalid ids are replaced by ``sentinel + i`` (``i`` their position), ``sentinel`` larger
+    than every valid id (e.g. the table's row count): they sort after the valid ones, each
+    into a slot of its own past ``count``. (One slot for all of them would serialise a
+    deterministic sum into it: a padded batch holds many.) No host sync on any device.
     """
     n = ids.numel()
     dev = ids.device
-    keys = ids if valid is None else torch.where(valid, ids, sentinel)
+    if valid is None:
+        keys = ids
+    else:
+        keys = torch.where(valid, ids, torch.arange(sentinel, sentinel + n, device=dev))
     if n == 0:
         empty = torch.zeros(0, dtype=torch.int64, device=dev)
         return Distinct(empty, empty, torch.zeros((), dtype=torch.int64, device=dev))
@@ -60,7 +64,7 @@ def sorted_distinct(
     new[1:] = ordered[1:] != ordered[:-1]
     slot = torch.cumsum(new, 0) - 1
     inverse = torch.empty_like(slot).scatter_(0, order, slot)
-    firsts = new if valid is None else new & (ordered != sentinel)
+    firsts = new if valid is None else new & (ordered < sentinel)
     count = firsts.sum()
     # every id that is not a first goes to the last slot, which is a distinct id's only
     # when all n are distinct (then no other write goes there); else repeat_last rewrites it

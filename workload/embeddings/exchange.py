@@ -49,27 +49,41 @@ class ExchangeStats:
     rows_updated: int = 0
     """Rows of this rank's shard the optimizer updated."""
     _pending: dict[str, Tensor] = field(default_factory=dict, init=False, repr=False, compare=False)
-    """Counts still on the device (a step adds them without reading them back)."""
+    """Counts still on the device, one accumulator per field that a step adds in place (so
+    that a step captured in a CUDA graph adds to the same tensors on every replay)."""
 
     def add(self, name: str, value: Tensor) -> None:
-        """Add the 0-d device count ``value`` to field ``name`` when next read (:meth:`flush`)."""
-        pending = self._pending.get(name)
-        self._pending[name] = value if pending is None else pending + value
+        """Add the 0-d device count ``value`` to field ``name`` when next read (:meth:`flush`).
+
+        The field's accumulator is made on its first add, which must not be inside a CUDA
+        graph capture (a captured step runs eagerly first)."""
+        acc = self._pending.get(name)
+        if acc is None:
+            if value.device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+                raise RuntimeError(
+                    f"the embedding count {name!r} was first added inside a CUDA graph "
+                    "capture; run the step eagerly once before capturing it"
+                )
+            acc = self._pending[name] = torch.zeros((), dtype=torch.int64, device=value.device)
+        acc.add_(value)
 
     def flush(self) -> None:
-        """Read the counts still on the device into the fields (one copy for all of them)."""
+        """Read the counts still on the device into the fields (one copy for all of them)
+        and zero their accumulators in place."""
         if not self._pending:
             return
         names = list(self._pending)
-        values = torch.stack([self._pending[k].to(torch.int64) for k in names])
-        self._pending = {}
+        values = torch.stack([self._pending[k] for k in names])
+        for acc in self._pending.values():
+            acc.zero_()
         for name, value in zip(
             names, host_copy(values, "the embedding counts").tolist(), strict=True
         ):
             setattr(self, name, getattr(self, name) + int(value))
 
     def reset(self) -> None:
-        self._pending = {}
+        for acc in self._pending.values():
+            acc.zero_()
         for f in fields(self):
             if not f.name.startswith("_"):
                 setattr(self, f.name, 0)
@@ -182,6 +196,17 @@ class RowExchange:
         dist.all_to_all_single(
             out, block, output_split_sizes=recv, input_split_sizes=send, group=self.group
         )
+        return out
+
+    def blocks(self, block: Tensor) -> Tensor:
+        """Send ``block``'s rows in ``world_size`` equal blocks, block ``r`` to rank ``r``;
+        return the blocks each rank sent here, in rank order. Fixed shapes, no counts: what
+        a step captured in a CUDA graph exchanges."""
+        if self.world_size == 1:
+            return block
+        block = block.contiguous()
+        out = torch.empty_like(block)
+        dist.all_to_all_single(out, block, group=self.group)
         return out
 
     def remote(self, counts: list[int]) -> int:

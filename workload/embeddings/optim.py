@@ -18,7 +18,6 @@ that touched no row writes every slot's old values back. Nothing is read back to
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -34,8 +33,13 @@ from distgnn_workload.embeddings.table import ShardedEmbedding
 
 @dataclass
 class TableState:
-    """A table's optimizer state on this rank: the step count and per-row tensors."""
+    """A table's optimizer state on this rank: the step count and per-row tensors.
 
+    ``counter`` holds the step count where the rows live (float64, 0-d), advanced in place
+    by each step, so that a step captured in a CUDA graph reads the count of its replay;
+    ``step`` is its host mirror (checkpoints, logs)."""
+
+    counter: Tensor
     step: int = 0
     rows: dict[str, Tensor] = field(default_factory=dict)
 
@@ -76,9 +80,26 @@ class RowSparseOptimizer(ABC):
                 continue
             st = self.state[table.node_type]
             st.step += 1
+            st.counter.add_(1)
             if touched.rows.numel():
                 self._update(table, touched, st)
                 table.exchange.stats.add("rows_updated", touched.count)
+
+    def replayed(self, node_types: Sequence[str]) -> None:
+        """Count a step of ``node_types``' tables that a CUDA graph replayed (on the host:
+        the device counters advance themselves)."""
+        for name in node_types:
+            self.state[name].step += 1
+
+    def host_steps(self) -> dict[str, int]:
+        return {name: st.step for name, st in self.state.items()}
+
+    def set_host_steps(self, steps: dict[str, int]) -> None:
+        """Put the host step counts back (a capture that failed ran no step)."""
+        for name, step in steps.items():
+            st = self.state[name]
+            st.step = step
+            st.counter.fill_(step)
 
     def zero_grad(self) -> None:
         """Drop the gradients of lookups not yet stepped (every rank must do the same)."""
@@ -126,6 +147,7 @@ class RowSparseOptimizer(ABC):
                     )
                 value.copy_(got.to(value.dtype))  # in place: the rows stay where they live
             st.step = int(entry["step"])
+            st.counter.fill_(st.step)
 
 
 class RowSparseAdam(RowSparseOptimizer):
@@ -154,28 +176,40 @@ class RowSparseAdam(RowSparseOptimizer):
 
     def _new_state(self, table: ShardedEmbedding) -> TableState:
         return TableState(
-            rows={"exp_avg": table.rows_like(0.0), "exp_avg_sq": table.rows_like(0.0)}
+            _counter(table),
+            rows={"exp_avg": table.rows_like(0.0), "exp_avg_sq": table.rows_like(0.0)},
         )
 
     def _update(self, table: ShardedEmbedding, touched: Touched, st: TableState) -> None:
         beta1, beta2 = self.betas
         rows, grad, any_rows = touched.rows, touched.grad, touched.count > 0
         exp_avg, exp_avg_sq = st.rows["exp_avg"], st.rows["exp_avg_sq"]
+        put = _Adds(table, touched) if not table.host_memory else None
         # old <- b * old + (1 - b) * new, written old + (1 - b) * (new - old) as torch does
         old_avg = exp_avg[rows]
         avg_update = grad.sub(old_avg).mul_(1 - beta1)
-        _put(exp_avg, rows, old_avg + avg_update, old_avg, any_rows)
+        if put is not None:
+            put.add(exp_avg, avg_update)
+        else:
+            _put(exp_avg, rows, old_avg + avg_update, old_avg, any_rows)
         old_sq = exp_avg_sq[rows]
         sq_update = grad.pow(2).sub_(old_sq).mul_(1 - beta2)
-        _put(exp_avg_sq, rows, old_sq + sq_update, old_sq, any_rows)
+        if put is not None:
+            put.add(exp_avg_sq, sq_update)
+        else:
+            _put(exp_avg_sq, rows, old_sq + sq_update, old_sq, any_rows)
         numer = avg_update.add_(old_avg)
         denom = sq_update.add_(old_sq).sqrt_().add_(self.eps)
-        bias1 = 1 - beta1**st.step
-        bias2 = 1 - beta2**st.step
-        step_size = self.lr * math.sqrt(bias2) / bias1
+        # 1 - b**t in float64 on the device, as torch computes it in Python floats
+        bias1 = 1 - torch.pow(beta1, st.counter)
+        bias2 = 1 - torch.pow(beta2, st.counter)
+        step_size = bias2.sqrt_().mul_(self.lr).div_(bias1)
         w = table.weight
+        if put is not None:
+            put.add(w, numer.div_(denom).mul_(-step_size))
+            return
         old_w = w[rows]
-        _put(w, rows, old_w + (-step_size * numer.div_(denom)), old_w, any_rows)
+        _put(w, rows, old_w + numer.div_(denom).mul_(-step_size), old_w, any_rows)
 
 
 class RowSparseAdagrad(RowSparseOptimizer):
@@ -206,10 +240,13 @@ class RowSparseAdagrad(RowSparseOptimizer):
         return {"lr": self.lr, "lr_decay": self.lr_decay, "eps": self.eps, "initial": self.initial}
 
     def _new_state(self, table: ShardedEmbedding) -> TableState:
-        return TableState(rows={"sum": table.rows_like(self.initial)})
+        return TableState(_counter(table), rows={"sum": table.rows_like(self.initial)})
 
     def _update(self, table: ShardedEmbedding, touched: Touched, st: TableState) -> None:
         rows, grad, any_rows = touched.rows, touched.grad, touched.count > 0
+        if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
+            # torch's Adagrad scales by a host float (bit-equal here): not in a CUDA graph
+            raise RuntimeError("the row-sparse Adagrad step cannot be captured in a CUDA graph")
         clr = self.lr / (1 + (st.step - 1) * self.lr_decay)
         acc = st.rows["sum"]
         old_acc = acc[rows]
@@ -219,6 +256,29 @@ class RowSparseAdagrad(RowSparseOptimizer):
         w = table.weight
         old_w = w[rows]
         _put(w, rows, torch.add(old_w, grad / std, alpha=-clr), old_w, any_rows)
+
+
+class _Adds:
+    """``buffer[rows] += delta`` for the touched rows, as ``index_add_``: each real row gets
+    one add, so the result is ``old + delta`` exactly, in any order (atomics on a GPU); the
+    slots past the count add zero to rows spread over the shard. (Written as ``_put`` does,
+    the padding slots all write the last row: at a padded batch's size, tens of thousands
+    of stores to one row serialise on a GPU.) Not for rows in pinned host memory."""
+
+    def __init__(self, table: ShardedEmbedding, touched: Touched) -> None:
+        slots = torch.arange(touched.rows.numel(), device=touched.rows.device)
+        self.real = (slots < touched.count).unsqueeze(1)
+        spread = slots % max(table.weight.size(0), 1)
+        self.rows = torch.where(self.real.squeeze(1), touched.rows, spread)
+
+    def add(self, buffer: Tensor, delta: Tensor) -> None:
+        buffer.index_add_(0, self.rows, torch.where(self.real, delta, 0.0))
+
+
+def _counter(table: ShardedEmbedding) -> Tensor:
+    """A table's step count where its rows are updated (the device, for pinned host rows
+    too), float64."""
+    return torch.zeros((), dtype=torch.float64, device=table.device)
 
 
 def _put(buffer: Tensor, rows: Tensor, new: Tensor, old: Tensor, any_rows: Tensor) -> None:

@@ -40,6 +40,10 @@ class Route:
     served: Tensor  # the local rows of this shard that each rank asked for, in rank order
     count: Tensor | None = None  # local: the real slots of ``served`` (padded), on the device
     grad: Tensor | None = None  # [distinct slots, dim] fp32, summed over the batch
+    blocks: Tensor | None = None
+    """Padded exchange (:meth:`~.table.ShardedEmbedding.lookup_padded`, several ranks): each
+    distinct slot's place in the blocks sent, ``owner * slots + position`` (padding slots
+    in a block past the last rank's); ``served`` then holds -1 where a block was padding."""
 
 
 class LookupRows(torch.autograd.Function):

@@ -40,6 +40,7 @@ from distgnn_workload.embeddings.exchange import (
     ExchangeStats,
     RowExchange,
     host_copy,
+    put_rows,
     sum_rows,
 )
 from distgnn_workload.embeddings.ownership import RowOwnership
@@ -117,7 +118,10 @@ class ShardedEmbedding:
         self._looked_up = 0
         self._received = 0
         self._taken = (0, 0)
-        self._pending: Tensor | None = None  # [rows looked up, ids out of range], on the device
+        # [rows looked up, ids out of range, rows received] of the lookups that read nothing
+        # back (one rank's, padded ones), added in place on the device
+        self._tally = torch.zeros(3, dtype=torch.int64, device=self.device)
+        self._unchecked = False  # whether a lookup added to the tally since the last check
         self.defer_checks = self.device.type == "cuda"
         """Whether a one-rank lookup leaves its range check on the device, raised by
         :meth:`check_lookups` (on GPUs, so that no step reads anything back)."""
@@ -161,11 +165,14 @@ class ShardedEmbedding:
     def check_lookups(self) -> None:
         """Read the counts a local lookup left on the device; raise
         :class:`LookupRangeError` if any id since the last check was out of range."""
-        if self._pending is None:
+        if not self._unchecked:
             return
-        pending, self._pending = self._pending, None
-        looked_up, bad = (int(v) for v in host_copy(pending, "the embedding counts").tolist())
+        self._unchecked = False
+        tally = host_copy(self._tally, "the embedding counts").tolist()
+        looked_up, bad, received = (int(v) for v in tally)
+        self._tally.zero_()
         self._looked_up += looked_up
+        self._received += received
         if bad:
             span = f"0..{self.num_rows - 1}" if self.num_rows else "(the table is empty)"
             raise LookupRangeError(
@@ -203,6 +210,73 @@ class ShardedEmbedding:
         if counts.bad_ranks:
             raise self._range_error(flat, pending.out_of_range, counts.bad_ranks)
         return self._finish(pending, counts)
+
+    def lookup_padded(self, ids: Tensor, count: Tensor) -> Tensor:
+        """The rows of ``ids[:count]`` (1-D, on the device; ``count`` a 0-d device tensor)
+        and finite rows for the slots past it: ``[ids.numel(), dim]``, differentiable.
+
+        Fixed shapes, nothing read back: what a step captured in a CUDA graph looks up.
+        Ids out of range are left out, and reported by :meth:`check_lookups` (on this rank
+        only). The host-side counters of a replayed lookup are :meth:`replayed`'s.
+
+        Collective with several ranks, as :meth:`lookup`, but with no counts: each rank
+        sends every rank a block of ``ids.numel()`` slots (the ids it asks of that owner,
+        then -1), and gets the rows back in blocks of the same size. That moves
+        ``world_size`` times the padded batch's rows, which over NVLink costs less than
+        reading counts back each step (a host sync)."""
+        if self.exchange.world_size == 1:
+            return self._lookup_local(ids, ids.shape, count=count)
+        return self._lookup_blocks(ids, count)
+
+    def _lookup_blocks(self, flat: Tensor, count: Tensor) -> Tensor:
+        """:meth:`lookup_padded` over several ranks: equal blocks, nothing read back."""
+        ex, n, size = self.exchange, self.num_rows, flat.numel()
+        world = ex.world_size
+        slots = torch.arange(size, device=self.device)
+        bad = ((flat < 0) | (flat >= n)) & (slots < count)
+        valid = (slots < count) & ~bad
+        distinct = sorted_distinct(flat, valid=valid, sentinel=n)
+        real = distinct.valid()
+        ids = distinct.ids.clamp(0, max(n - 1, 0))
+        owner = torch.where(real, self._owner[ids], world)  # padding: a block past the last
+        # each slot's position among those of its owner: rank within the stably sorted owners
+        order = torch.argsort(owner, stable=True)
+        per_owner = torch.zeros(world + 1, dtype=torch.int64, device=self.device)
+        per_owner.scatter_add_(0, owner, torch.ones_like(owner))
+        first = torch.cumsum(per_owner, 0) - per_owner
+        position = torch.empty_like(order).scatter_(0, order, slots - first[owner[order]])
+        blocks = owner * size + position
+        asked = torch.full(((world + 1) * size,), -1, dtype=torch.int64, device=self.device)
+        put_rows(asked, blocks, torch.where(real, self._local[ids], -1))
+        served = ex.blocks(asked[: world * size])
+        block = self.weight[served.clamp(min=0)].to(self.out_dtype)
+        got = ex.blocks(block)
+        rows = got[blocks.clamp(max=world * size - 1)]  # padding slots: any finite row
+        ex.stats.lookups += 1
+        remote = distinct.count - per_owner[self.rank]
+        served_rows = (served >= 0).sum()
+        served_remote = served_rows - (served[self.rank * size : (self.rank + 1) * size] >= 0).sum()
+        for name, value in (
+            ("ids_sent", remote),
+            ("rows_sent", served_remote),
+            ("rows_read", served_rows),
+            ("bytes_sent", remote * 8 + served_remote * self.dim * block.element_size()),
+        ):
+            ex.stats.add(name, value)
+        self._tally.add_(torch.stack([distinct.count, bad.sum(), remote]))
+        self._unchecked = True
+        if not torch.is_grad_enabled():
+            return rows[distinct.inverse]
+        route = Route(distinct.inverse, None, [size] * world, [size] * world, served)
+        route.blocks = blocks
+        self._routes.append(route)
+        out: Tensor = LookupRows.apply(self._anchor, rows, route)
+        return out
+
+    def replayed(self) -> None:
+        """Count a lookup that a CUDA graph replayed (its device-side counts add themselves)."""
+        self.exchange.stats.lookups += 1
+        self._unchecked = True
 
     def _prepare(self, flat: Tensor, shape: torch.Size) -> PendingLookup:
         """A multi-rank lookup up to its counts: all on the device, nothing read back."""
@@ -243,19 +317,26 @@ class ShardedEmbedding:
         out: Tensor = LookupRows.apply(self._anchor, rows, route)
         return out.reshape(*pending.shape, self.dim)
 
-    def _lookup_local(self, flat: Tensor, shape: torch.Size) -> Tensor:
-        """The lookup of a one-rank table: every row is here, nothing is sent or read back."""
+    def _lookup_local(
+        self, flat: Tensor, shape: torch.Size, *, count: Tensor | None = None
+    ) -> Tensor:
+        """The lookup of a one-rank table: every row is here, nothing is sent or read back.
+        With ``count``, only ``flat[:count]`` are ids (the rest is padding)."""
         n = self.num_rows
         bad = (flat < 0) | (flat >= n)
+        valid = ~bad
+        if count is not None:
+            real = torch.arange(flat.numel(), device=flat.device) < count
+            bad, valid = bad & real, valid & real
         if (not self.defer_checks or n == 0) and flat.numel() and bool(bad.any()):
             raise self._range_error(flat, bad, [self.rank])
-        distinct = sorted_distinct(flat, valid=~bad, sentinel=n)
+        distinct = sorted_distinct(flat, valid=valid, sentinel=n)
         # one rank owns every row: a row's place in the shard is its id
         block = self.weight.index_select(0, distinct.ids).to(self.out_dtype)
         self.exchange.stats.lookups += 1
         self.exchange.stats.add("rows_read", distinct.count)
-        tally = torch.stack([distinct.count, bad.sum()])
-        self._pending = tally if self._pending is None else self._pending + tally
+        self._tally[:2].add_(torch.stack([distinct.count, bad.sum()]))
+        self._unchecked = True
         if not torch.is_grad_enabled():
             return block[distinct.inverse].reshape(*shape, self.dim)
         size = [distinct.capacity]
@@ -306,6 +387,16 @@ class ShardedEmbedding:
             grad = route.grad
             if grad is None:
                 grad = torch.zeros((route.inverse.numel(), self.dim), device=self.device)
+            if route.blocks is not None:  # padded: each slot's gradient to its owner's block
+                world, size = ex.world_size, grad.size(0)
+                sent = grad.new_zeros(((world + 1) * size, self.dim), dtype=self.out_dtype)
+                put_rows(sent, route.blocks, grad.to(self.out_dtype))
+                grads.append(ex.blocks(sent[: world * size]).float())
+                mine = route.blocks // size == self.rank
+                sent_rows = ((route.blocks < world * size) & ~mine).sum()
+                ex.stats.add("grad_rows_sent", sent_rows)
+                ex.stats.add("bytes_sent", sent_rows * self.dim * sent.element_size())
+                continue
             if route.perm is None:  # local: the exchange's rounding only
                 grads.append(grad.to(self.out_dtype).float())
                 continue
@@ -323,6 +414,9 @@ class ShardedEmbedding:
         valid = None
         if routes[0].count is not None:  # local lookups: padded, each with its count
             valid = torch.cat([_slots(r.served.numel(), r.count, self.device) for r in routes])
+        elif routes[0].blocks is not None:  # padded blocks: -1 where nothing was asked
+            valid = served >= 0
+            served = served.clamp(min=0)
         distinct = sorted_distinct(served, valid=valid, sentinel=self.num_rows)
         summed = sum_rows(torch.cat(grads), distinct.inverse, distinct.capacity)
         return Touched(distinct.ids, repeat_last(summed, distinct.count), distinct.count)
