@@ -70,8 +70,19 @@ def hetero_spec(
     )
 
 
-def start(root: Path, spec: DistGNNJobSpec, uid: str | None = None) -> LocalWorkload:
-    job = LocalWorkload(root, spec) if uid is None else LocalWorkload(root, spec, uid=uid)
+def start(
+    root: Path,
+    spec: DistGNNJobSpec,
+    uid: str | None = None,
+    extra: dict[str, str] | None = None,
+) -> LocalWorkload:
+    """Partition (once per ``root``) and start ``spec``'s processes; ``extra``: settings
+    added to every process's environment."""
+    contract: dict[str, Any] = {"extra": extra or {}}
+    if uid is None:
+        job = LocalWorkload(root, spec, contract=contract)
+    else:
+        job = LocalWorkload(root, spec, uid=uid, contract=contract)
     if not (job.partition_dir / c.SUCCESS_MARKER).exists():
         graph = generate_mag(SyntheticHeteroConfig(scale=SCALE, num_classes=CLASSES, seed=3))
         write_partitions(job.partition_dir, graph, 2, spec=spec.partition, key=job.key)
@@ -137,6 +148,30 @@ def test_hetero_worker_mode_trains_and_a_partial_cache_fetches_rows_as_with_all_
         assert in_host == (3 if ratio == 1 else 0), tables  # author, institution, field
 
     _check_cache_ratio_runs(tmp_path, c.Role.trainer, spec_of, check_worker_run, check_rank)
+
+
+@pytest.mark.timeout(600)
+def test_hetero_fixed_shape_steps_of_two_ranks_exchange_embedding_blocks(tmp_path: Path) -> None:
+    """The steps a GPU replays from a CUDA graph, run eagerly on CPU by two worker-mode
+    ranks: caps fitted to each rank's batches and agreed (the largest of each), the
+    embedding lookups and row gradients exchanged in fixed blocks inside the step (gloo
+    here), the dense gradients all-reduced as one flat buffer. The run is checked as any
+    worker-mode run."""
+    extra = {c.ENV_CUDA_GRAPH: "static", c.ENV_OVERLAP_ALLREDUCE: "0"}
+    job = start(tmp_path, hetero_spec(), extra=extra)
+    seen, progress = finish(job, timeout_s=360)
+    check_worker_run(job, seen, progress)
+    agreed = set()
+    for rank in range(2):
+        log = job.stdout_of(c.Role.trainer, rank)
+        assert "training steps on fixed shapes (eager)" in log, log[-3000:]
+        assert "typed sampler fitted to" in log, log[-3000:]
+        lines = [line for line in log.splitlines() if "typed step caps agreed over 2 ranks" in line]
+        assert lines, log[-3000:]
+        agreed.add(lines[-1].split("ranks: ")[1])
+        series = seen[(c.Role.trainer, rank)]
+        assert series["distgnn_trainer_embedding_remote_rows_total"] > 0, series
+    assert len(agreed) == 1, agreed
 
 
 @pytest.mark.timeout(800)

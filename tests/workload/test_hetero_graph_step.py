@@ -18,6 +18,8 @@ from torch import Tensor
 
 from distgnn_api.spec import Arch
 from distgnn_workload.embeddings import RowSparseAdam, ShardedEmbedding
+from distgnn_workload.embeddings.optim import TableState
+from distgnn_workload.embeddings.routes import Touched
 from distgnn_workload.loader import HeteroMiniBatch
 from distgnn_workload.models.relational import RelationalGNN
 from distgnn_workload.trainer.graph_step import HeteroGraphStep
@@ -52,12 +54,12 @@ def _eager_step(
 
 
 def _captured_grads(
-    step: HeteroGraphStep, batch: HeteroMiniBatch, tables: list[ShardedEmbedding]
+    step: HeteroGraphStep, batch: HeteroMiniBatch, sparse: _KeepRows
 ) -> tuple[float, dict[str, Tensor], dict[str, Tensor]]:
     # no zero_grad here: a replayed graph writes the gradients it captured, in place
     loss = step.step(batch)
     grads = {n: p.grad.clone() for n, p in step.model.named_parameters() if p.grad is not None}
-    return float(loss), grads, _row_grads(tables)
+    return float(loss), grads, sparse.row_grads()
 
 
 class _NoStep(torch.optim.Optimizer):
@@ -71,9 +73,27 @@ class _NoStep(torch.optim.Optimizer):
 
 
 class _KeepRows(RowSparseAdam):
-    @torch.no_grad()
-    def step(self) -> None:  # the test reduces the row gradients itself
-        return None
+    """Keeps each table's touched rows and their summed gradients instead of updating them.
+
+    The step calls it inside the captured graph (one rank) and eagerly for a batch over the
+    caps: either way it writes them, at fixed shapes, into tensors of its own."""
+
+    def __init__(self, tables: list[ShardedEmbedding]) -> None:
+        super().__init__(tables)
+        self.grads = {t.node_type: t.weight.new_zeros(t.num_rows, DIM) for t in tables}
+        self.hits = {
+            t.node_type: torch.zeros(t.num_rows, dtype=torch.int64, device=t.device) for t in tables
+        }
+
+    def _update(self, table: ShardedEmbedding, touched: Touched, st: TableState) -> None:
+        real = torch.arange(touched.rows.numel(), device=table.device) < touched.count
+        grads, hits = self.grads[table.node_type], self.hits[table.node_type]
+        grads.zero_().index_put_((touched.rows,), touched.grad * real.unsqueeze(1), accumulate=True)
+        hits.zero_().index_put_((touched.rows,), real.long(), accumulate=True)
+
+    def row_grads(self) -> dict[str, Tensor]:
+        """Each table's summed row gradients of the last step, over all its rows."""
+        return {t: g.clone() for t, g in self.grads.items()}
 
 
 def _check(arch: Arch, device: torch.device, capture: bool, fitted: bool = False) -> None:
@@ -81,6 +101,7 @@ def _check(arch: Arch, device: torch.device, capture: bool, fitted: bool = False
     graph, model = parts.graph, parts.model
     twin = copy.deepcopy(model)
     tables, twin_tables = parts.new_tables(), parts.new_tables()
+    sparse = _KeepRows(tables)
     train = torch.from_numpy(graph.train_mask).nonzero().flatten().to(device)
     step = HeteroGraphStep(
         model,
@@ -88,9 +109,9 @@ def _check(arch: Arch, device: torch.device, capture: bool, fitted: bool = False
         # caps fitted to batches of half the capacity: full batches go over them, a third fits
         parts.fitted_caps(BATCH // 2, headroom=1.3) if fitted else parts.caps,
         graph.edge_types,
-        features={t: (f.size(1), f.dtype) for t, f in parts.features.items()},
         tables=tables,
-        sparse=_KeepRows(tables),
+        sparse=sparse,
+        features={t: (f.size(1), f.dtype) for t, f in parts.features.items()},
         device=device,
         bf16=False,
         world_size=1,
@@ -105,7 +126,7 @@ def _check(arch: Arch, device: torch.device, capture: bool, fitted: bool = False
         seeds = train[torch.randperm(train.numel(), device=device)[:size]]
         batch = parts.batch(seeds)
         loss, grads, rows = _eager_step(twin, twin_tables, batch)
-        got_loss, got_grads, got_rows = _captured_grads(step, batch, tables)
+        got_loss, got_grads, got_rows = _captured_grads(step, batch, sparse)
         assert got_loss == pytest.approx(loss, rel=1e-4, abs=1e-5)
         assert got_grads.keys() == grads.keys()
         for name, grad in grads.items():
@@ -114,6 +135,12 @@ def _check(arch: Arch, device: torch.device, capture: bool, fitted: bool = False
             torch.testing.assert_close(got_rows[t], row_grads, rtol=1e-4, atol=1e-5, msg=t)
             # only the batch's rows are touched, as in the eager step
             assert torch.equal(got_rows[t].abs().sum(1) > 0, row_grads.abs().sum(1) > 0)
+            # and the optimizer is handed exactly those, once each (a row with a zero
+            # gradient would still move under Adam's moments)
+            hits = sparse.hits[t]
+            assert int(hits.max()) == 1, t
+            handed = hits.nonzero().flatten()
+            assert torch.equal(handed, torch.unique(batch.hop.node_ids[t])), t
     if capture:
         assert step.graph is not None, "the step was not captured"
     if fitted:

@@ -91,6 +91,13 @@ class StaticCaps:
             c for caps in self.edges.values() for c in caps
         ]
 
+    def from_flat(self, values: Sequence[float]) -> StaticCaps:
+        """Caps of this shape holding ``values`` (in :meth:`flat`'s order)."""
+        it = iter(int(v) for v in values)
+        nodes = {t: [next(it) for _ in caps] for t, caps in self.nodes.items()}
+        edges = {et: [next(it) for _ in caps] for et, caps in self.edges.items()}
+        return StaticCaps(nodes, edges)
+
     def exceeded_by(self, sizes: Sequence[int]) -> bool:
         """Whether a run's ``counts`` (read back) exceed these caps anywhere."""
         return any(n > c for n, c in zip(sizes, self.flat(), strict=True))

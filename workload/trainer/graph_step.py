@@ -9,28 +9,25 @@ graph (:class:`GraphStep`) and the relational step of a typed graph
 :class:`HeteroGraphStep` runs the relational model's forward and backward over the bounds of
 the typed sampler (:class:`~distgnn_workload.sampling.static_hops.HeteroStaticHops`).
 
-The learnt embeddings stay outside the graph, as their lookups and row-gradient exchanges
-are collectives of variable size. Per step, the host:
+The learnt embeddings' lookups and their row-sparse update are part of the step: the
+batch's ids of each featureless type go into fixed buffers, the forward looks them up
+(:meth:`~distgnn_workload.embeddings.ShardedEmbedding.lookup_padded`: with several ranks an
+all-to-all of fixed blocks, no counts), the backward sums their row gradients and the step
+ends with the row-sparse Adam (its all-to-all of fixed blocks too), so that one replay runs
+all of it and nothing is read back. Per step, the host copies the batch's edges and sizes,
+the featured types' rows and the featureless types' ids into the fixed inputs, replays the
+graph, then all-reduces the dense gradients and runs the dense optimizer.
 
-1. copies the batch's edges and sizes and the featured types' rows into the fixed inputs;
-2. looks the featureless types' rows up in their sharded tables (collective, every table
-   at once: ``lookup_tables``) and copies them into fixed input buffers whose gradients the
-   graph computes;
-3. replays the graph (forward, loss, backward);
-4. hands the real rows' input gradients back to the lookups (``autograd.backward``), runs
-   the dense optimizer, then the row-sparse one (collective: rows go to their owners).
-
-Padding rows get zero gradients (see the layout's module), and only the real rows are
-handed back, so the sparse optimizer touches exactly the rows the batch holds, as in the
-eager step. With one rank, none of the four reads anything back from the GPU (the lookups
-and updates are fixed-capacity, :mod:`distgnn_workload.embeddings`); with several, the
-lookups' counts are read once per step.
+Padding rows get zero gradients (see the layout's module) and padding ids are left out of
+the lookups, so the sparse optimizer touches exactly the rows the batch holds, as in the
+eager step. A batch over the caps steps eagerly with counted lookups; with several ranks
+every rank then does (the ranks agree on the host each step), so their collectives match.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Unpack
 
 import torch
@@ -172,40 +169,29 @@ class HeteroGraphStep(CapturedStep):
         features: Mapping[str, tuple[int, torch.dtype]],
         tables: Sequence[ShardedEmbedding],
         sparse: RowSparseAdam | None,
-        on_lookup: Callable[[ShardedEmbedding, int, int], None] | None = None,
         **options: Unpack[StepOptions],
     ) -> None:
-        """``on_lookup(table, rows, remote)`` after each lookup, if given, reads the rows
-        looked up back from the device: a host sync per table and step on GPUs (the trainer
-        reads :meth:`ShardedEmbedding.take_counts` once per epoch instead)."""
         device = options["device"]
         self.hops = HeteroStaticHops(caps, edge_types, device)
         super().__init__(model, optimizer, batch_size=self.hops.seed_cap, **options)
         self.relational = model
         self.tables = list(tables)
         self.sparse = sparse
-        self.on_lookup = on_lookup
         # finite everywhere: rows past a batch's real ones are read, with zero gradients
         self.x: dict[str, Tensor] = {
             t: torch.zeros(self.hops.node_cap(t), width, dtype=dtype, device=device)
             for t, (width, dtype) in features.items()
         }
-        self.embedded: dict[str, Tensor] = {
-            table.node_type: torch.zeros(
-                self.hops.node_cap(table.node_type),
-                table.dim,
-                dtype=table.out_dtype,
-                device=device,
-                requires_grad=True,
+        # the ids each table looks up, and their real number per table
+        self.ids = {
+            t.node_type: torch.zeros(
+                self.hops.node_cap(t.node_type), dtype=torch.int64, device=device
             )
-            for table in self.tables
+            for t in self.tables
         }
-        self._lookups: list[tuple[Tensor, Tensor, int]] = []
+        self.id_counts = torch.zeros(len(self.tables), dtype=torch.int64, device=device)
         self.oversize = 0
         """Steps that ran eagerly: their batch was over the (fitted) caps."""
-
-    def _extra_grads(self) -> list[Tensor]:
-        return list(self.embedded.values())
 
     def _load(self, batch: HeteroMiniBatch) -> None:
         hop = batch.hop
@@ -215,46 +201,56 @@ class HeteroGraphStep(CapturedStep):
         for t, buffer in self.x.items():
             rows = batch.x[t]
             buffer[: rows.size(0)].copy_(rows, non_blocking=True)
-        self._lookups = []
-        for table, rows in self._look_up(hop):
-            buffer = self.embedded[table.node_type]
-            n = rows.size(0)
-            with torch.no_grad():
-                buffer[:n].copy_(rows)
-            self._lookups.append((rows, buffer, n))
+        counts = []
+        for table in self.tables:
+            ids = hop.node_ids[table.node_type]
+            self.ids[table.node_type][: ids.numel()].copy_(ids, non_blocking=True)
+            counts.append(ids.numel())
+        _copy_in(self.id_counts, counts)
         self.y[: hop.num_seeds].copy_(batch.y, non_blocking=True)
         self.num_seeds.fill_(hop.num_seeds)
 
     def _look_up(self, hop: HeteroHopBatch) -> list[tuple[ShardedEmbedding, Tensor]]:
         """Every table's rows of the batch's nodes (collective: the same tables in the same
         order on every rank, their counts in one exchange)."""
-        if self.on_lookup is not None:
-            for table in self.tables:
-                table.take_counts()
         ids = [hop.node_ids[table.node_type] for table in self.tables]
-        found = list(zip(self.tables, lookup_tables(self.tables, ids), strict=True))
-        if self.on_lookup is not None:
-            for table, _ in found:
-                self.on_lookup(table, *table.take_counts())
-        return found
+        return list(zip(self.tables, lookup_tables(self.tables, ids), strict=True))
 
     def _logits(self) -> Tensor:
-        return self.relational.forward_static({**self.x, **self.embedded}, self.hops)
+        inputs = dict(self.x)
+        for i, table in enumerate(self.tables):
+            t = table.node_type
+            inputs[t] = table.lookup_padded(self.ids[t], self.id_counts[i])
+        return self.relational.forward_static(inputs, self.hops)
+
+    def _forward_backward(self) -> Tensor:
+        loss = super()._forward_backward()
+        if self.sparse is not None:
+            self.sparse.step()  # collective with several ranks: the row gradients' blocks
+        return loss
+
+    def _capture(self) -> torch.cuda.CUDAGraph | None:
+        steps = self.sparse.host_steps() if self.sparse is not None else {}
+        graph = super()._capture()
+        if graph is None and self.sparse is not None:
+            self.sparse.set_host_steps(steps)  # the failed capture ran no step
+        return graph
 
     def step(self, batch: Any) -> Tensor:
-        if not self.hops.fits(batch.hop):
+        fits = self.hops.fits(batch.hop)
+        if self.world_size > 1 and self.tables:
+            # a replay's lookups exchange fixed blocks, an eager step's counted ones: every
+            # rank takes the eager path when one batch is over the caps (a host all-reduce)
+            fits = self._all_ranks_ok(fits)
+        if not fits:
             return self._oversize_step(batch)
+        replay = self.graph is not None
         loss = super().step(batch)
-        outputs, grads = [], []
-        for rows, buffer, n in self._lookups:
-            grad = torch.zeros_like(rows) if buffer.grad is None else buffer.grad[:n]
-            outputs.append(rows)
-            grads.append(grad.to(rows.dtype))
-        if outputs:
-            torch.autograd.backward(outputs, grads)
-        self._lookups = []
-        if self.sparse is not None:
-            self.sparse.step()  # collective: the row gradients go to their owners
+        if replay:  # the host's share of the lookups and updates the replay ran
+            for table in self.tables:
+                table.replayed()
+            if self.sparse is not None:
+                self.sparse.replayed([table.node_type for table in self.tables])
         return loss
 
     def _oversize_step(self, batch: HeteroMiniBatch) -> Tensor:
@@ -299,6 +295,15 @@ class HeteroGraphStep(CapturedStep):
         if self.sparse is not None:
             self.sparse.step()
         return loss.detach()
+
+
+def _copy_in(buffer: Tensor, values: list[int]) -> None:
+    """``buffer[:] = values`` from the host without a sync (pinned on a GPU: the caching
+    host allocator keeps it until copied)."""
+    host = torch.tensor(values, dtype=buffer.dtype)
+    if buffer.device.type == "cuda":
+        host = host.pin_memory()
+    buffer.copy_(host, non_blocking=True)
 
 
 def typed_graph_step(

@@ -206,7 +206,19 @@ class HeteroTrainer(Trainer):
             epoch=0,
             seed=self.spec.training.seed,
         )
-        return pipeline.fit([seeds for _, seeds in first[:FIT_BATCHES]])
+        fitted = pipeline.fit([seeds for _, seeds in first[:FIT_BATCHES]])
+        if self.world_size == 1 or fitted is None:
+            return fitted
+        # the ranks' steps exchange embedding rows in blocks of their node caps, which must
+        # be equal: the largest of each (the sampler keeps its own)
+        caps = [float(v) for v in fitted.flat()]
+        agreed = fitted.from_flat(self.collectives.all_reduce(caps, op=dist.ReduceOp.MAX))
+        log.info(
+            "typed step caps agreed over %d ranks: %d slots for nodes and edges",
+            self.world_size,
+            sum(agreed.flat()),
+        )
+        return agreed
 
     def _inference(self) -> tuple[LayerwiseInference, SplitRows]:
         """This rank's full-neighbourhood inference over every typed node (its share), and the
