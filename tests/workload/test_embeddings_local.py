@@ -26,7 +26,7 @@ from distgnn_workload.embeddings import (
     save_shards,
     shard_path,
 )
-from distgnn_workload.embeddings import table as table_module
+from distgnn_workload.embeddings import init_rows as init_rows_module
 from distgnn_workload.embeddings.placement import host_shards, shard_bytes
 from distgnn_workload.runtime.checkpoint import CheckpointError
 
@@ -87,7 +87,7 @@ def test_contiguous_ownership_is_balanced() -> None:
 
 
 def test_initial_rows_depend_on_the_id_not_on_the_owner(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(table_module, "INIT_CHUNK_ROWS", 7)  # several chunks
+    monkeypatch.setattr(init_rows_module, "INIT_CHUNK_ROWS", 7)  # several chunks
     full = initial_rows(1, "author", torch.arange(30), DIM)
     some = torch.tensor([0, 6, 7, 13, 29])
     assert torch.equal(initial_rows(1, "author", some, DIM), full[some])

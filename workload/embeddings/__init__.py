@@ -44,32 +44,38 @@ GPU and CUDA graphs
 On GPUs the shard, its optimizer state and every exchanged block are device tensors and
 the all-to-alls run on NCCL. Nothing in a lookup or an update has a size that depends on
 the data: the distinct ids of a lookup are kept at the batch's size with their number on
-the device (``distinct``: a sort and a cumulative sum instead of ``torch.unique``), and the
-optimizer updates that fixed-size set of rows, the padding slots repeating the last real
-row, so that no row other than the touched ones changes (``optim``). So:
+the device (``distinct``: a sort and a cumulative sum instead of ``torch.unique``; ids left
+out each get a slot of their own past the count), and the optimizer updates that
+fixed-size set of rows, the padding slots adding nothing, so that no row other than the
+touched ones changes (``optim``; Adam's step count is a device counter too). So:
 
 - one rank (every row local): a lookup and an update read nothing back; the rows-looked-up
   counts and the ids' range check stay on the device until read
   (``ShardedEmbedding.take_counts``, once per epoch in the trainer);
-- several ranks: only the split sizes of the all-to-alls go through the host, for every
-  table of a step at once (``lookup_tables``: one read-back per step, through pinned memory
-  after polling the stream, ``runtime.transfers``, and one all-to-all on the host group).
+- several ranks, ``lookup``: only the split sizes of the all-to-alls go through the host,
+  for every table of a step at once (``lookup_tables``: one read-back per step, through
+  pinned memory after polling the stream, ``runtime.transfers``, and one all-to-all on the
+  host group);
+- several ranks, ``lookup_padded`` (a fixed buffer of ids and their number on the device):
+  no counts at all, each rank sends every rank a block of the buffer's size and gets the
+  rows, and later sends the row gradients, back in blocks of that size. Every rank's buffer
+  must have the same size.
 
 ``runtime.host_syncs.HostSyncCounter`` counts the read-backs a step's Python makes on any
-device; the CPU tests run the same code with gloo for both groups. A multi-rank lookup reads
-counts on the host, so it runs eagerly, outside any CUDA graph capture; the captured
-fixed-shape step takes the looked-up rows as an input and hands their gradient back before
-``sparse.step()`` (``trainer.graph_step.HeteroGraphStep``).
+device; the CPU tests run the same code with gloo for both groups. The captured fixed-shape
+step looks its ids up with ``lookup_padded`` and ends with ``sparse.step()``, both inside
+the graph; a batch over the step's caps looks up with ``lookup_tables``, eagerly, on every
+rank at once (``trainer.graph_step.HeteroGraphStep``).
 """
 
 from distgnn_workload.embeddings.checkpoint import load_shards, save_shards, shard_path
 from distgnn_workload.embeddings.exchange import ExchangeStats, RowExchange
+from distgnn_workload.embeddings.init_rows import initial_rows
 from distgnn_workload.embeddings.optim import RowSparseAdagrad, RowSparseAdam, RowSparseOptimizer
 from distgnn_workload.embeddings.ownership import OwnershipError, RowOwnership
 from distgnn_workload.embeddings.table import (
     LookupRangeError,
     ShardedEmbedding,
-    initial_rows,
     lookup_tables,
 )
 

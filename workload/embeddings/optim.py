@@ -11,9 +11,13 @@ gradient. Every operation is elementwise on distinct rows, in a fixed order: a s
 deterministic.
 
 The touched rows come at a fixed capacity, their number on the device
-(:class:`~.table.Touched`): the update runs over every slot, the slots past the count
-repeating the last row with its gradient, so each row is written with one value; a step
-that touched no row writes every slot's old values back. Nothing is read back to the host.
+(:class:`~.table.Touched`): the update runs over every slot. Adam adds its updates
+(``index_add_``: each touched row gets one add, the slots past the count add zero to rows
+spread over the shard, so the order of the adds does not change a bit); Adagrad, and Adam
+over rows in pinned host memory, write every slot, the slots past the count repeating the
+last row with its values, so each row is written with one value. A step that touched no row
+changes none. Nothing is read back to the host; Adam's step count is a device counter, so
+that a step captured in a CUDA graph computes each replay's bias correction.
 """
 
 from __future__ import annotations

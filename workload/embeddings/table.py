@@ -23,18 +23,19 @@ rank (every row local) there is no exchange at all and a step reads nothing back
 lookup gathers the padded distinct rows, the optimizer updates them under the device-side
 count, and the rows-looked-up counters and the range check of ids on a GPU wait on the
 device until read (:meth:`ShardedEmbedding.take_counts`, :meth:`check_lookups`).
+:meth:`ShardedEmbedding.lookup_padded` reads no counts with several ranks either: it sends
+blocks of a fixed size (what a captured step looks up).
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 from torch import Tensor
 
-from distgnn_workload.embeddings.distinct import repeat_last, sorted_distinct
+from distgnn_workload.embeddings.distinct import owner_blocks, repeat_last, sorted_distinct
 from distgnn_workload.embeddings.exchange import (
     Counts,
     ExchangeStats,
@@ -43,34 +44,15 @@ from distgnn_workload.embeddings.exchange import (
     put_rows,
     sum_rows,
 )
+from distgnn_workload.embeddings.init_rows import initial_rows
 from distgnn_workload.embeddings.ownership import RowOwnership
 from distgnn_workload.embeddings.routes import LookupRows, PendingLookup, Route, Touched
 from distgnn_workload.pinned_copies import to_device
 from distgnn_workload.runtime.features.tiers import pinned_rows
 
-INIT_CHUNK_ROWS = 65536
-"""Initial rows are drawn in chunks of this many ids, each from its own generator, so that a
-row's initial value depends on (seed, node type, id) only, never on who owns it."""
-
 
 class LookupRangeError(IndexError):
     """A lookup had ids outside the node type's range; raised on every rank of the step."""
-
-
-def initial_rows(seed: int, node_type: str, rows: Tensor, dim: int, *, std: float = 1.0) -> Tensor:
-    """The initial values N(0, std^2) of the type-local ids ``rows`` (increasing), fp32 CPU."""
-    rows = rows.cpu().to(torch.int64)
-    out = torch.empty((rows.numel(), dim), dtype=torch.float32)
-    if rows.numel() == 0:
-        return out
-    chunk_of = rows // INIT_CHUNK_ROWS
-    for chunk in torch.unique(chunk_of).tolist():
-        key = hashlib.sha256(f"{seed}:{node_type}:{chunk}".encode()).digest()
-        gen = torch.Generator().manual_seed(int.from_bytes(key[:8], "little") >> 1)
-        values = torch.randn((INIT_CHUNK_ROWS, dim), generator=gen).mul_(std)
-        at = (chunk_of == chunk).nonzero().flatten()
-        out[at] = values[rows[at] - chunk * INIT_CHUNK_ROWS]
-    return out
 
 
 class ShardedEmbedding:
@@ -239,13 +221,7 @@ class ShardedEmbedding:
         real = distinct.valid()
         ids = distinct.ids.clamp(0, max(n - 1, 0))
         owner = torch.where(real, self._owner[ids], world)  # padding: a block past the last
-        # each slot's position among those of its owner: rank within the stably sorted owners
-        order = torch.argsort(owner, stable=True)
-        per_owner = torch.zeros(world + 1, dtype=torch.int64, device=self.device)
-        per_owner.scatter_add_(0, owner, torch.ones_like(owner))
-        first = torch.cumsum(per_owner, 0) - per_owner
-        position = torch.empty_like(order).scatter_(0, order, slots - first[owner[order]])
-        blocks = owner * size + position
+        blocks, per_owner = owner_blocks(owner, world, size)
         asked = torch.full(((world + 1) * size,), -1, dtype=torch.int64, device=self.device)
         put_rows(asked, blocks, torch.where(real, self._local[ids], -1))
         served = ex.blocks(asked[: world * size])
@@ -388,14 +364,7 @@ class ShardedEmbedding:
             if grad is None:
                 grad = torch.zeros((route.inverse.numel(), self.dim), device=self.device)
             if route.blocks is not None:  # padded: each slot's gradient to its owner's block
-                world, size = ex.world_size, grad.size(0)
-                sent = grad.new_zeros(((world + 1) * size, self.dim), dtype=self.out_dtype)
-                put_rows(sent, route.blocks, grad.to(self.out_dtype))
-                grads.append(ex.blocks(sent[: world * size]).float())
-                mine = route.blocks // size == self.rank
-                sent_rows = ((route.blocks < world * size) & ~mine).sum()
-                ex.stats.add("grad_rows_sent", sent_rows)
-                ex.stats.add("bytes_sent", sent_rows * self.dim * sent.element_size())
+                grads.append(ex.slot_blocks(grad.to(self.out_dtype), route.blocks).float())
                 continue
             if route.perm is None:  # local: the exchange's rounding only
                 grads.append(grad.to(self.out_dtype).float())
