@@ -71,10 +71,10 @@ def _job_doc(name: str, samplers: int) -> dict[str, Any]:
             },
             "trainers": {"replicas": 2, "gpusPerPod": 0},
             "model": {"hiddenChannels": 32, "numLayers": 2, "fanout": [10, 5]},
-            # worker mode has no sampler to wait on: 16 epochs keep it running past its
-            # targets' discovery for the 1 s scrapes' rate windows (at 5, and once at 8, a
-            # run ended before a rate had two points)
-            "training": {"epochs": 5 if samplers else 16, "batchSize": 64},
+            # long enough to run past the targets' discovery for the 1 s scrapes' rate
+            # windows: a worker-mode run (no sampler to wait on) once ended before a rate
+            # had two points at 8 epochs, a server-client one once at 5
+            "training": {"epochs": 10 if samplers else 16, "batchSize": 64},
         },
     }
 
