@@ -35,6 +35,7 @@ from typing import Any
 
 import torch
 
+from distgnn_workload.embeddings.exchange import host_copy
 from distgnn_workload.embeddings.optim import RowSparseOptimizer
 from distgnn_workload.embeddings.table import ShardedEmbedding
 from distgnn_workload.runtime.checkpoint import (
@@ -86,7 +87,7 @@ def save_shards(
             "epoch": epoch,
             "rank": rank,
             "world_size": world,
-            "tables": {t.node_type: t.shard_state() for t in tables},
+            "tables": {t.node_type: shard_state(t) for t in tables},
             "optimizer": optimizer.state_dict(),
         },
     )
@@ -147,6 +148,47 @@ def _check_types(state: dict[str, Any], tables: Sequence[ShardedEmbedding], sour
         )
 
 
+def table_layout(table: ShardedEmbedding) -> dict[str, Any]:
+    """What identifies the layout of a rank's shard of ``table``."""
+    return {
+        "node_type": table.node_type,
+        "num_rows": table.num_rows,
+        "dim": table.dim,
+        "world_size": table.exchange.world_size,
+        "rank": table.rank,
+        "ownership": table.ownership.digest(),
+    }
+
+
+def shard_state(table: ShardedEmbedding) -> dict[str, Any]:
+    """This rank's rows of ``table`` and the layout they belong to (host tensors)."""
+    table.check_lookups()
+    return {
+        **table_layout(table),
+        "rows": table.rows.clone(),
+        "weight": host_copy(table.weight, f"the embedding rows of {table.node_type!r}"),
+    }
+
+
+def load_shard_state(
+    table: ShardedEmbedding, state: dict[str, Any], *, source: str = "the checkpoint"
+) -> None:
+    """Put the rows of a :func:`shard_state` of the same layout into ``table``."""
+    for key, value in table_layout(table).items():
+        if state.get(key) != value:
+            raise ValueError(
+                f"{source}: embedding {table.node_type!r} has {key}={state.get(key)!r} "
+                f"but this job has {value!r}; the job changed since it was written"
+            )
+    weight = state["weight"]
+    if tuple(weight.shape) != (table.rows.numel(), table.dim):
+        raise ValueError(
+            f"{source}: embedding {table.node_type!r} holds {tuple(weight.shape)} rows, "
+            f"this rank owns {(table.rows.numel(), table.dim)}"
+        )
+    table.weight.copy_(weight.to(torch.float32))
+
+
 def _apply(
     state: dict[str, Any],
     tables: Sequence[ShardedEmbedding],
@@ -155,7 +197,7 @@ def _apply(
 ) -> None:
     try:
         for table in tables:
-            table.load_shard_state(state["tables"][table.node_type], source=source)
+            load_shard_state(table, state["tables"][table.node_type], source=source)
         optimizer.load_state_dict(state["optimizer"], source=source)
     except (KeyError, ValueError) as err:
         raise CheckpointError(str(err)) from None
@@ -203,7 +245,7 @@ def _reshard(folder: Path, epoch: int, tables: Sequence[ShardedEmbedding]) -> di
         if len(steps) != 1:
             raise CheckpointError(f"{folder}: the shards of {name!r} disagree on the step count")
         out["tables"][name] = {
-            **table.layout(),
+            **table_layout(table),
             "rows": table.rows.clone(),
             "weight": torch.cat([p["weight"] for p in parts])[pick],
         }

@@ -30,7 +30,6 @@ blocks of a fixed size (what a captured step looks up).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import torch
 from torch import Tensor
@@ -393,44 +392,6 @@ class ShardedEmbedding:
     def discard_grads(self) -> None:
         """Forget this step's lookups without an update (every rank must do the same)."""
         self._routes = []
-
-    # ------------------------------------------------------------------ state
-
-    def layout(self) -> dict[str, Any]:
-        """What identifies the layout of this rank's shard."""
-        return {
-            "node_type": self.node_type,
-            "num_rows": self.num_rows,
-            "dim": self.dim,
-            "world_size": self.exchange.world_size,
-            "rank": self.rank,
-            "ownership": self.ownership.digest(),
-        }
-
-    def shard_state(self) -> dict[str, Any]:
-        """This rank's rows and the layout they belong to (host tensors)."""
-        self.check_lookups()
-        return {
-            **self.layout(),
-            "rows": self.rows.clone(),
-            "weight": host_copy(self.weight, f"the embedding rows of {self.node_type!r}"),
-        }
-
-    def load_shard_state(self, state: dict[str, Any], *, source: str = "the checkpoint") -> None:
-        """Take the rows of a :meth:`shard_state` of the same layout."""
-        for key, value in self.layout().items():
-            if state.get(key) != value:
-                raise ValueError(
-                    f"{source}: embedding {self.node_type!r} has {key}={state.get(key)!r} "
-                    f"but this job has {value!r}; the job changed since it was written"
-                )
-        weight = state["weight"]
-        if tuple(weight.shape) != (self.rows.numel(), self.dim):
-            raise ValueError(
-                f"{source}: embedding {self.node_type!r} holds {tuple(weight.shape)} rows, "
-                f"this rank owns {(self.rows.numel(), self.dim)}"
-            )
-        self.weight.copy_(weight.to(torch.float32))
 
 
 def _slots(capacity: int, count: Tensor | None, device: torch.device) -> Tensor:
