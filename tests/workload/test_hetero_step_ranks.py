@@ -1,11 +1,16 @@
-"""Two ranks on gloo run the typed fixed-shape step, one of them over caps that its full
-batches exceed: those steps run eagerly while the other rank's run on fixed shapes, and both
-ranks still all-reduce the same gradients, in step, as plain data-parallel training would.
+"""Two ranks on gloo run the typed fixed-shape step, as plain data-parallel training would.
 
 Each rank trains R-SAGE on its own batches (eagerly on CPU, as a GPU would replay them), with
 the flat all-reduce after each step; a plain eager model trained on the mean loss of both
-ranks' batches, in this process, is the reference. Every featureless type gets fixed random
-features here, so no embedding table is involved.
+ranks' batches, in this process, is the reference.
+
+- Without embeddings (every featureless type gets fixed random features), one rank's caps
+  are below its full batches: those steps run eagerly while the other rank's run on fixed
+  shapes, and both ranks still all-reduce the same gradients, in step.
+- With embedding tables sharded over both ranks, the step looks them up and updates them
+  itself (padded blocks between the ranks, no counts); in a step where one rank's batch is
+  over the caps both ranks step eagerly with counted lookups. The reference trains one
+  unsharded table per type with the same row-sparse Adam.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from distgnn_api.spec import Arch
+from distgnn_workload.embeddings import RowExchange, RowOwnership, RowSparseAdam, ShardedEmbedding
 from distgnn_workload.loader import HeteroMiniBatch
 from distgnn_workload.trainer import captured_step
 from distgnn_workload.trainer.graph_step import HeteroGraphStep
@@ -119,3 +125,103 @@ def test_ranks_stay_in_step_when_one_steps_eagerly_over_its_caps(tmp_path: Path)
         ):
             torch.testing.assert_close(mine, want.detach(), rtol=1e-4, atol=1e-5, msg=name)
             assert not torch.equal(mine, start), f"{name} did not train"
+
+
+EMBEDDED_SIZES = {0: (BATCH // 3, BATCH, 7, BATCH // 3), 1: (BATCH // 3, 9, BATCH // 3, 5)}
+"""Seeds per step with embeddings: at step 1 rank 0's batch is over the caps."""
+
+
+def _embedded_batches(parts: HeteroParts, rank: int) -> list[HeteroMiniBatch]:
+    """The rank's batches with the graph's features only (tables for the other types)."""
+    train = torch.from_numpy(parts.graph.train_mask).nonzero().flatten()
+    order = train[torch.randperm(train.numel(), generator=torch.Generator().manual_seed(rank))]
+    parts.sampler.reseed(200 + rank)
+    out, at = [], 0
+    for size in EMBEDDED_SIZES[rank]:
+        out.append(parts.batch(order[at : at + size]))
+        at += size
+    return out
+
+
+def _sharded_tables(parts: HeteroParts, rank: int) -> list[ShardedEmbedding]:
+    exchange = RowExchange(rank, 2, torch.device("cpu"))
+    return [
+        ShardedEmbedding(
+            RowOwnership.contiguous(t, parts.graph.node_counts[t], 2), DIM, exchange, seed=5
+        )
+        for t in parts.graph.featureless_types
+    ]
+
+
+def _embedded_worker(rank: int, store_dir: str, out_dir: str) -> None:
+    os.environ[captured_step.ENV_OVERLAP] = "0"
+    dist.init_process_group(
+        "gloo", init_method=f"file://{store_dir}/store", rank=rank, world_size=2
+    )
+    parts = HeteroParts(Arch.rsage, torch.device("cpu"), static_shapes=False)
+    caps = parts.fitted_caps(BATCH // 2, headroom=1.3)  # the same on both ranks
+    model = parts.model
+    tables = _sharded_tables(parts, rank)
+    step = HeteroGraphStep(
+        model,
+        torch.optim.Adam(model.parameters(), lr=LR),
+        caps,
+        parts.graph.edge_types,
+        features={t: (v.size(1), v.dtype) for t, v in parts.features.items()},
+        tables=tables,
+        sparse=RowSparseAdam(tables, lr=LR),
+        device=torch.device("cpu"),
+        bf16=False,
+        world_size=2,
+        capture=False,
+    )
+    losses = [float(step.step(batch)) for batch in _embedded_batches(parts, rank)]
+    torch.save(
+        {
+            "params": [p.detach().clone() for p in model.parameters()],
+            "losses": losses,
+            "oversize": step.oversize,
+            "rows": {t.node_type: (t.rows.clone(), t.weight.clone()) for t in tables},
+            "remote": tables[0].take_counts()[1],
+        },
+        f"{out_dir}/rank{rank}.pt",
+    )
+    leave_group()
+
+
+def test_two_ranks_train_sharded_embeddings_inside_the_step_as_one_model(tmp_path: Path) -> None:
+    spawn_ranks(_embedded_worker, (str(tmp_path), str(tmp_path)), 2)
+    got = {r: torch.load(tmp_path / f"rank{r}.pt") for r in range(2)}
+    # step 1: rank 0's batch is over the caps, so both ranks stepped eagerly
+    assert [got[r]["oversize"] for r in range(2)] == [1, 1]
+    assert got[0]["remote"] > 0, "no embedding row came from the other rank"
+    parts = HeteroParts(Arch.rsage, torch.device("cpu"), static_shapes=False)
+    model = parts.model
+    optimizer = torch.optim.Adam(model.parameters(), lr=LR)
+    tables = parts.new_tables()
+    sparse = RowSparseAdam(tables, lr=LR)
+    batches = {r: _embedded_batches(parts, r) for r in range(2)}
+    initial = {t.node_type: t.weight.clone() for t in tables}
+    for i in range(len(EMBEDDED_SIZES[0])):
+        optimizer.zero_grad(set_to_none=True)
+        losses = []
+        for r in range(2):
+            b = batches[r][i]
+            x = dict(b.x)
+            for table in tables:
+                x[table.node_type] = table.lookup(b.hop.node_ids[table.node_type])
+            losses.append(F.cross_entropy(model(x, b.hop), b.y))
+            assert float(losses[r].detach()) == pytest.approx(
+                got[r]["losses"][i], rel=1e-4, abs=1e-5
+            ), (r, i)
+        ((losses[0] + losses[1]) / 2).backward()  # type: ignore[no-untyped-call]
+        optimizer.step()
+        sparse.step()
+    for r in range(2):
+        for mine, want in zip(got[r]["params"], model.parameters(), strict=True):
+            torch.testing.assert_close(mine, want.detach(), rtol=1e-4, atol=1e-5)
+        for table in tables:
+            rows, weight = got[r]["rows"][table.node_type]
+            torch.testing.assert_close(weight, table.weight[rows], rtol=1e-4, atol=1e-5)
+    for table in tables:
+        assert not torch.equal(table.weight, initial[table.node_type]), table.node_type
