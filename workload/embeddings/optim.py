@@ -186,34 +186,23 @@ class RowSparseAdam(RowSparseOptimizer):
 
     def _update(self, table: ShardedEmbedding, touched: Touched, st: TableState) -> None:
         beta1, beta2 = self.betas
-        rows, grad, any_rows = touched.rows, touched.grad, touched.count > 0
         exp_avg, exp_avg_sq = st.rows["exp_avg"], st.rows["exp_avg_sq"]
-        put = _Adds(table, touched) if not table.host_memory else None
+        write = _Puts(touched) if table.host_memory else _Adds(table, touched)
+        rows, grad = touched.rows, touched.grad
         # old <- b * old + (1 - b) * new, written old + (1 - b) * (new - old) as torch does
         old_avg = exp_avg[rows]
         avg_update = grad.sub(old_avg).mul_(1 - beta1)
-        if put is not None:
-            put.add(exp_avg, avg_update)
-        else:
-            _put(exp_avg, rows, old_avg + avg_update, old_avg, any_rows)
+        write.add(exp_avg, avg_update, old_avg)
         old_sq = exp_avg_sq[rows]
         sq_update = grad.pow(2).sub_(old_sq).mul_(1 - beta2)
-        if put is not None:
-            put.add(exp_avg_sq, sq_update)
-        else:
-            _put(exp_avg_sq, rows, old_sq + sq_update, old_sq, any_rows)
+        write.add(exp_avg_sq, sq_update, old_sq)
         numer = avg_update.add_(old_avg)
         denom = sq_update.add_(old_sq).sqrt_().add_(self.eps)
         # 1 - b**t in float64 on the device, as torch computes it in Python floats
         bias1 = 1 - torch.pow(beta1, st.counter)
         bias2 = 1 - torch.pow(beta2, st.counter)
         step_size = bias2.sqrt_().mul_(self.lr).div_(bias1)
-        w = table.weight
-        if put is not None:
-            put.add(w, numer.div_(denom).mul_(-step_size))
-            return
-        old_w = w[rows]
-        _put(w, rows, old_w + numer.div_(denom).mul_(-step_size), old_w, any_rows)
+        write.add(table.weight, numer.div_(denom).mul_(-step_size))
 
 
 class RowSparseAdagrad(RowSparseOptimizer):
@@ -265,9 +254,9 @@ class RowSparseAdagrad(RowSparseOptimizer):
 class _Adds:
     """``buffer[rows] += delta`` for the touched rows, as ``index_add_``: each real row gets
     one add, so the result is ``old + delta`` exactly, in any order (atomics on a GPU); the
-    slots past the count add zero to rows spread over the shard. (Written as ``_put`` does,
-    the padding slots all write the last row: at a padded batch's size, tens of thousands
-    of stores to one row serialise on a GPU.) Not for rows in pinned host memory."""
+    slots past the count add zero to rows spread over the shard. (Written as :class:`_Puts`
+    does, the padding slots all write the last row: at a padded batch's size, tens of
+    thousands of stores to one row serialise on a GPU.) Not for rows in pinned host memory."""
 
     def __init__(self, table: ShardedEmbedding, touched: Touched) -> None:
         slots = torch.arange(touched.rows.numel(), device=touched.rows.device)
@@ -275,8 +264,22 @@ class _Adds:
         spread = slots % max(table.weight.size(0), 1)
         self.rows = torch.where(self.real.squeeze(1), touched.rows, spread)
 
-    def add(self, buffer: Tensor, delta: Tensor) -> None:
+    def add(self, buffer: Tensor, delta: Tensor, old: Tensor | None = None) -> None:
+        del old  # the buffer holds it
         buffer.index_add_(0, self.rows, torch.where(self.real, delta, 0.0))
+
+
+class _Puts:
+    """``buffer[rows] = old + delta`` for the touched rows, every slot written (see
+    :func:`_put`): rows in pinned host memory, which a GPU writes but does not add to."""
+
+    def __init__(self, touched: Touched) -> None:
+        self.rows, self.any_rows = touched.rows, touched.count > 0
+
+    def add(self, buffer: Tensor, delta: Tensor, old: Tensor | None = None) -> None:
+        """``old``: ``buffer[rows]`` where the caller read it already."""
+        old = buffer[self.rows] if old is None else old
+        _put(buffer, self.rows, old + delta, old, self.any_rows)
 
 
 def _counter(table: ShardedEmbedding) -> Tensor:

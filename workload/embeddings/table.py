@@ -213,9 +213,9 @@ class ShardedEmbedding:
         """:meth:`lookup_padded` over several ranks: equal blocks, nothing read back."""
         ex, n, size = self.exchange, self.num_rows, flat.numel()
         world = ex.world_size
-        slots = torch.arange(size, device=self.device)
-        bad = ((flat < 0) | (flat >= n)) & (slots < count)
-        valid = (slots < count) & ~bad
+        real_ids = _slots(size, count, self.device)
+        bad = ((flat < 0) | (flat >= n)) & real_ids
+        valid = real_ids & ~bad
         distinct = sorted_distinct(flat, valid=valid, sentinel=n)
         real = distinct.valid()
         ids = distinct.ids.clamp(0, max(n - 1, 0))
@@ -301,7 +301,7 @@ class ShardedEmbedding:
         bad = (flat < 0) | (flat >= n)
         valid = ~bad
         if count is not None:
-            real = torch.arange(flat.numel(), device=flat.device) < count
+            real = _slots(flat.numel(), count, self.device)
             bad, valid = bad & real, valid & real
         if (not self.defer_checks or n == 0) and flat.numel() and bool(bad.any()):
             raise self._range_error(flat, bad, [self.rank])
