@@ -1,8 +1,8 @@
 """Host-device copies through pinned memory: a leaf of the workload (torch only), shared by
-the samplers and the runtime.
+the samplers, the runtime and the trainer's fixed-shape steps.
 
 A pageable copy blocks inside the CUDA driver, behind every other pageable copy of the
-process (see :mod:`distgnn_workload.runtime.transfers` for the hang that causes); these two
+process (see :mod:`distgnn_workload.runtime.transfers` for the hang that causes); these
 never make one.
 """
 
@@ -35,3 +35,12 @@ def to_host(tensor: Tensor) -> Tensor:
     out.copy_(tensor, non_blocking=True)
     torch.cuda.current_stream(tensor.device).synchronize()
     return out
+
+
+def copy_in(buffer: Tensor, values: list[int]) -> None:
+    """``buffer[:] = values`` from the host without a sync: on a GPU through pinned memory,
+    which the caching host allocator keeps until the copy has run."""
+    host = torch.tensor(values, dtype=buffer.dtype)
+    if buffer.device.type == "cuda":
+        host = host.pin_memory()
+    buffer.copy_(host, non_blocking=True)

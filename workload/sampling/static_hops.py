@@ -54,6 +54,7 @@ import torch
 from torch import Tensor
 
 from distgnn_api.edge_types import EdgeType
+from distgnn_workload.pinned_copies import copy_in
 from distgnn_workload.sampling.hop_batch import HeteroHopBatch, HopBatch
 from distgnn_workload.sampling.static_sample import StaticCaps
 
@@ -275,10 +276,7 @@ class HeteroStaticHops:
             self.dst[et][:n].copy_(edges[1], non_blocking=True)
             ptr = hop.target_ptr[et]
             self.ptr[et][: ptr.numel()].copy_(ptr, non_blocking=True)
-        sizes = torch.tensor(values, dtype=torch.int64)
-        if self.device.type == "cuda":
-            sizes = sizes.pin_memory()  # the caching host allocator keeps it until copied
-        self.counts.copy_(sizes, non_blocking=True)
+        copy_in(self.counts, values)
 
     # ------------------------------------------------------------------ layer views
 

@@ -39,6 +39,7 @@ from distgnn_workload.embeddings import RowSparseAdam, ShardedEmbedding, lookup_
 from distgnn_workload.loader import HeteroMiniBatch, MiniBatch
 from distgnn_workload.models.relational import RelationalGNN
 from distgnn_workload.models.sage import GraphSAGE
+from distgnn_workload.pinned_copies import copy_in
 from distgnn_workload.runtime.training_data import HeteroTrainingData
 from distgnn_workload.runtime.transfers import wait_for_event
 from distgnn_workload.sampling import StaticHops, StaticLayout
@@ -206,7 +207,7 @@ class HeteroGraphStep(CapturedStep):
             ids = hop.node_ids[table.node_type]
             self.ids[table.node_type][: ids.numel()].copy_(ids, non_blocking=True)
             counts.append(ids.numel())
-        _copy_in(self.id_counts, counts)
+        copy_in(self.id_counts, counts)
         self.y[: hop.num_seeds].copy_(batch.y, non_blocking=True)
         self.num_seeds.fill_(hop.num_seeds)
 
@@ -295,15 +296,6 @@ class HeteroGraphStep(CapturedStep):
         if self.sparse is not None:
             self.sparse.step()
         return loss.detach()
-
-
-def _copy_in(buffer: Tensor, values: list[int]) -> None:
-    """``buffer[:] = values`` from the host without a sync (pinned on a GPU: the caching
-    host allocator keeps it until copied)."""
-    host = torch.tensor(values, dtype=buffer.dtype)
-    if buffer.device.type == "cuda":
-        host = host.pin_memory()
-    buffer.copy_(host, non_blocking=True)
 
 
 def typed_graph_step(
