@@ -270,10 +270,7 @@ class HeteroGraphStep(CapturedStep):
         # after a capture the gradients live in the graph's memory, where parameters summed
         # in the forward (a relation's root weights) share one: compute fresh ones, copy in
         held = [p.grad for p in self.params] if self.graph is not None else None
-        if self.buckets is not None:
-            self.buckets.begin()
-        else:  # not _zero_grad: the input buffers' gradients stay the graph's
-            self.optimizer.zero_grad(set_to_none=True)
+        self._zero_grad()
         with self._autocast():
             logits = self.relational(x, hop)
         loss = F.cross_entropy(logits.float(), batch.y)
