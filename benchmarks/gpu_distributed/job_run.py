@@ -124,9 +124,22 @@ def log_tail(path: Path, lines: int = 25) -> str:
     return "\n".join(keep)
 
 
+def _cuda_peaks(stats: dict[str, Any]) -> dict[str, int]:
+    """The largest of the trainers' allocator peaks over the run (bytes; none off CUDA): what
+    tensors held, and what the caching allocator reserved from the card."""
+    ranks = [r["overall"] for r in (stats.get("cuda_memory") or {}).values() if "overall" in r]
+    if not ranks:
+        return {}
+    return {
+        "cuda_allocated_peak": max(r["allocated_peak"] for r in ranks),
+        "cuda_reserved_peak": max(r["reserved_peak"] for r in ranks),
+    }
+
+
 def epoch_figures(run_dir: Path, gpus: int) -> dict[str, Any]:
     """A finished run's figures (the first epoch is warm-up when there are more)."""
-    epochs = json.loads((run_dir / STATS_FILE).read_text())["epochs"]
+    stats = json.loads((run_dir / STATS_FILE).read_text())
+    epochs = stats["epochs"]
     measured = epochs[1:] if len(epochs) > 1 else epochs
     seconds = sum(e["seconds"] for e in measured)
     seeds = sum(e["seeds"] for e in measured)
@@ -151,6 +164,7 @@ def epoch_figures(run_dir: Path, gpus: int) -> dict[str, Any]:
             / max(sum(e["steps"] for e in measured), 1)
         ),
         "final_loss": round(epochs[-1]["loss"], 4),
+        **_cuda_peaks(stats),
         "val_accuracy": result.get("valAccuracy"),
         "test_accuracy": round(result["testAccuracy"], 4),
         "test_accuracy_kind": result.get("testAccuracyKind"),

@@ -15,6 +15,7 @@ import torch
 from torch import Tensor
 
 from distgnn_workload.loader.features import FeatureSource
+from distgnn_workload.loader.streams import SIDE_STREAMS
 from distgnn_workload.sampling.hop_batch import HeteroHopBatch, HopBatch
 from distgnn_workload.sampling.static_hops import StaticHops
 
@@ -159,8 +160,16 @@ class Prefetcher(Generic[T]):
         yield from self._threaded()
 
     def _threaded(self) -> Iterator[T]:
-        cuda = self.device.type == "cuda"
-        stream = torch.cuda.Stream(self.device) if cuda else None  # type: ignore[no-untyped-call]
+        if self.device.type != "cuda":
+            yield from self._run_thread(None)
+            return
+        # one stream for every epoch's and evaluation's thread, not a new one each time: the
+        # allocator keeps a stream's freed blocks for that stream alone
+        with SIDE_STREAMS.lease(self.device) as stream:
+            yield from self._run_thread(stream)
+
+    def _run_thread(self, stream: torch.cuda.Stream | None) -> Iterator[T]:
+        cuda = stream is not None
         slots: queue.Queue[Any] = queue.Queue(maxsize=self.depth)
         stop = threading.Event()
 

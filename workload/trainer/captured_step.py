@@ -31,6 +31,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from distgnn_api.contract import ENV_OVERLAP_ALLREDUCE, WorkloadEnv
+from distgnn_workload.loader.streams import SIDE_STREAMS
 from distgnn_workload.runtime.transfers import wait_for_event
 from distgnn_workload.sampling.neighbor_sampler import CUDA_GRAPH_LOCK, reset_default_generator
 from distgnn_workload.trainer.grad_buckets import GradBuckets
@@ -199,11 +200,12 @@ class CapturedStep:
     def _eager(self) -> Tensor:
         if self.device.type != "cuda":
             return self._reduced_forward_backward()
-        side = torch.cuda.Stream(self.device)  # type: ignore[no-untyped-call]
-        side.wait_stream(torch.cuda.current_stream(self.device))
-        with torch.cuda.stream(side):
-            loss = self._reduced_forward_backward()
-        torch.cuda.current_stream(self.device).wait_stream(side)
+        # warm-up and oversize steps reuse one stream (and the blocks cached for it)
+        with SIDE_STREAMS.lease(self.device) as side:
+            side.wait_stream(torch.cuda.current_stream(self.device))
+            with torch.cuda.stream(side):
+                loss = self._reduced_forward_backward()
+            torch.cuda.current_stream(self.device).wait_stream(side)
         return loss
 
     def _capture_and_replay(self) -> Tensor:
