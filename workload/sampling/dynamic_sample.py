@@ -42,7 +42,7 @@ Excluded = Mapping[EdgeType, Tensor] | None
 
 def sample_dynamic(
     graph: TypedCSR,
-    tables: dict[str, Tensor],
+    tables: Mapping[str, Tensor],
     fanouts: dict[EdgeType, list[int]],
     sample_hop: HopSampler,
     seeds: Mapping[str, Tensor],

@@ -33,6 +33,7 @@ from distgnn_workload.sampling.dynamic_sample import Excluded, SampledHop, sampl
 from distgnn_workload.sampling.fitted_caps import FittedCaps, TypedKey
 from distgnn_workload.sampling.graph_capture import CUDA_GRAPH_LOCK, CapturedSampler
 from distgnn_workload.sampling.hop_batch import HeteroHopBatch, HopBatch
+from distgnn_workload.sampling.hop_layout import Consts
 from distgnn_workload.sampling.random_stream import reset_default_generator
 from distgnn_workload.sampling.static_sample import StaticOut, sample_static
 from distgnn_workload.sampling.uniform_subset import sample_neighbours
@@ -91,12 +92,9 @@ class HeteroNeighborSampler(FittedCaps, CapturedSampler[TypedKey, StaticOut]):
         self.return_edge_ids = return_edge_ids
         bounded = all(k >= 0 for ks in self.fanouts.values() for k in ks)
         self._pick_execution(static_shapes, cuda_graph, bounded=bounded)
-        dtype = relabel.table_dtype(self.device)
         # per node type: global id -> local id of the batch being sampled; -1 = not in it
-        self._local = {
-            t: torch.full((n + 1,), -1, dtype=dtype, device=self.device)
-            for t, n in self.graph.num_nodes.items()
-        }
+        self._local = relabel.RelabelTables.empty(self.graph.num_nodes, self.device)
+        self._consts: Consts = {}  # the static hops' index tensors, kept with the graphs
         self._start_stream(seed)
         self._capacity: dict[str, int] = {}
         self._start_fitting()
@@ -236,6 +234,7 @@ class HeteroNeighborSampler(FittedCaps, CapturedSampler[TypedKey, StaticOut]):
             num_seeds,
             with_edge_ids=self.return_edge_ids,
             caps=self._caps_of(key),
+            consts=self._consts,
         )
 
     def _reset_tables(self) -> None:
@@ -283,6 +282,7 @@ class NeighborSampler(CapturedSampler[Key, StaticOut]):
         self._local = torch.full(
             (self.num_nodes + 1,), -1, dtype=relabel.table_dtype(self.device), device=self.device
         )
+        self._consts: Consts = {}  # the static hops' index tensors, kept with the graphs
         self._start_stream(seed)
         self._pick_execution(static_shapes, cuda_graph, bounded=all(k > 0 for k in fanouts))
         self._capacity = 0
@@ -381,6 +381,7 @@ class NeighborSampler(CapturedSampler[Key, StaticOut]):
             seeds,
             num_seeds,
             exclude=None if exclude is None else {EDGE_TYPE: exclude},
+            consts=self._consts,
         )
 
     def _sample_hop(self, frontier: Tensor, fanout: int) -> tuple[Tensor, Tensor, Tensor]:

@@ -3,11 +3,13 @@
 The table has one slot per global id (plus one padding id) and holds -1 for ids not in the
 batch. Each unseen id of a hop gets a marker below -1 through an atomic ``amin`` of its
 positions, so its first position wins and new ids are numbered in order of first appearance.
-These are the steps of :class:`NeighborSampler`'s relabelling, as functions of a table, so
-that the typed sampler runs them on one table per node type.
+These are the steps of the samplers' relabelling, as functions of a table; the static
+execution runs them once per hop over every node type's table (:class:`RelabelTables`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
 
 import torch
 from torch import Tensor
@@ -47,21 +49,70 @@ def relabel(table: Tensor, neighbours: Tensor, next_id: int) -> tuple[Tensor, Te
     return table[neighbours].to(torch.int64), new_nodes
 
 
-def relabel_static(
-    table: Tensor, neighbours: Tensor, valid: Tensor, next_id: Tensor, pad: int
-) -> tuple[Tensor, Tensor]:
-    """:func:`relabel` without compaction or host sync: (first appearance mask, rank among new).
+def first_seen(table: Tensor, neighbours: Tensor, valid: Tensor) -> Tensor:
+    """The entries of ``neighbours`` that are the first appearance of an id not yet in the
+    table (no compaction, no host sync); number them with :func:`assign`.
 
-    ``next_id`` is a 0-d tensor. Invalid entries point at the padding id ``pad`` and are
-    never new; its slot ends up -1 like every other slot of the batch.
+    Invalid entries point at a padding id and are never new.
     """
     count = neighbours.numel()
     current = table[neighbours]
     unseen = (current < 0) & valid
     marker = torch.arange(count, dtype=table.dtype, device=table.device) - (count + 1)
     table.scatter_reduce_(0, neighbours, torch.where(unseen, marker, current), reduce="amin")
-    first = unseen & (table[neighbours] == marker)
-    rank = torch.cumsum(first, 0) - 1
-    new_ids = torch.where(first, next_id + rank, -1).to(table.dtype)
+    first: Tensor = unseen & (table[neighbours] == marker)
+    return first
+
+
+def assign(table: Tensor, neighbours: Tensor, first: Tensor, local: Tensor, pad: int) -> None:
+    """Give each first appearance its local id ``local``; every other entry writes -1 to the
+    padding slot ``pad`` (its slot ends up -1 like every other slot of the batch)."""
+    new_ids = torch.where(first, local, -1).to(table.dtype)
     table.index_put_((torch.where(first, neighbours, pad),), new_ids)
-    return first, rank
+
+
+class RelabelTables(Mapping[str, Tensor]):
+    """Every node type's global -> local table in one buffer.
+
+    Type ``t``'s table is the view ``buffer[offsets[t] : offsets[t] + size[t]]`` (its last
+    slot the padding id's), so one relabelling can run over the ids of several types at
+    once, each shifted by its type's offset. As a mapping it gives the per-type views.
+    """
+
+    def __init__(self, buffer: Tensor, sizes: Mapping[str, int]) -> None:
+        self.buffer = buffer
+        self.offsets: dict[str, int] = {}
+        at = 0
+        for t, n in sizes.items():
+            self.offsets[t], at = at, at + n
+        if at != buffer.numel():
+            raise ValueError(f"tables of {at} slots in all in a buffer of {buffer.numel()}")
+        self._views = {t: buffer[self.offsets[t] : self.offsets[t] + n] for t, n in sizes.items()}
+
+    @classmethod
+    def empty(cls, num_nodes: Mapping[str, int], device: torch.device) -> RelabelTables:
+        """All -1: per type ``num_nodes[t] + 1`` slots (the last the padding id's)."""
+        sizes = {t: n + 1 for t, n in num_nodes.items()}
+        dtype = table_dtype(device)
+        return cls(torch.full((sum(sizes.values()),), -1, dtype=dtype, device=device), sizes)
+
+    @classmethod
+    def of(cls, tables: Mapping[str, Tensor]) -> RelabelTables:
+        """``tables`` as one buffer: a :class:`RelabelTables` as it is, or one table."""
+        if isinstance(tables, RelabelTables):
+            return tables
+        if len(tables) != 1:
+            raise TypeError(
+                "tables of several node types must share one buffer: give a RelabelTables"
+            )
+        ((t, table),) = tables.items()
+        return cls(table, {t: table.numel()})
+
+    def __getitem__(self, node_type: str) -> Tensor:
+        return self._views[node_type]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._views)
+
+    def __len__(self) -> int:
+        return len(self._views)

@@ -1,5 +1,6 @@
 """The static-shape execution of both samplers (a homogeneous graph is the one-type case):
-every hop padded to its bound, compaction by scatter, no host sync.
+every hop padded to its bound, compaction by scatter, no host sync; each hop's relations
+run together (:mod:`~distgnn_workload.sampling.static_run`).
 
 Bounds, for a batch capacity B of seeds of type ``t0`` and fanouts ``k[et][h]``:
 
@@ -9,7 +10,7 @@ Bounds, for a batch capacity B of seeds of type ``t0`` and fanouts ``k[et][h]``:
   but at most ``num_nodes[s]`` (the nodes new at a hop are distinct).
 
 Frontiers are padded with the degree-0 node ``num_nodes[t]``; scatter targets past the real
-sizes go to one dump slot at the end of each buffer. The sizes come back as one tensor, so
+sizes go to the dump slot at the end of each output buffer. The sizes come back as one tensor, so
 the caller syncs once; on CUDA the whole function is captured in a CUDA graph. The buffers
 may also be sized by caps fitted to sampled batches, below these bounds
 (:mod:`~distgnn_workload.sampling.fitted_caps`).
@@ -26,11 +27,11 @@ from torch import Tensor
 
 from distgnn_api.edge_types import EdgeType
 from distgnn_workload.data.graph import EDGE_TYPE, NODE_TYPE
-from distgnn_workload.sampling import edge_exclusion
 from distgnn_workload.sampling.csr import TypedCSR
 from distgnn_workload.sampling.hop_batch import HeteroHopBatch, HopBatch
-from distgnn_workload.sampling.relabel import relabel_static
-from distgnn_workload.sampling.uniform_subset import uniform_subset_positions
+from distgnn_workload.sampling.hop_layout import Consts
+from distgnn_workload.sampling.relabel import RelabelTables
+from distgnn_workload.sampling.static_run import StaticRun
 
 FIT_HEADROOM = 1.25
 """Fitted caps (:meth:`StaticCaps.fitted`): the largest size seen times this, ..."""
@@ -202,41 +203,9 @@ class StaticOut:
         )
 
 
-def _hop_draws(
-    graph: TypedCSR,
-    fanouts: Mapping[EdgeType, Sequence[int]],
-    caps: StaticCaps,
-    frontier: Mapping[str, Tensor],
-    hop: int,
-    generator: torch.Generator,
-) -> dict[EdgeType, tuple[Tensor, Tensor, Tensor, Tensor]]:
-    """Per edge type sampled at ``hop``: its frontier rows' CSR starts and degrees, and the
-    neighbour positions drawn for them (:func:`uniform_subset_positions`). The edge types of
-    one fanout draw in one call over their frontiers laid end to end: the rows draw
-    independently, and one call is a few dozen kernels whatever the number of relations."""
-    groups: dict[int, list[EdgeType]] = {}
-    for et in graph.edge_types:
-        if fanouts[et][hop] > 0 and caps.nodes[et[2]][hop] > 0:
-            groups.setdefault(fanouts[et][hop], []).append(et)
-    out: dict[EdgeType, tuple[Tensor, Tensor, Tensor, Tensor]] = {}
-    for fanout, edge_types in groups.items():
-        starts, degrees = [], []
-        for et in edge_types:
-            indptr, nodes = graph.indptr[et], frontier[et[2]]
-            starts.append(indptr[nodes])
-            degrees.append(indptr[nodes + 1] - starts[-1])
-        pos, valid = uniform_subset_positions(torch.cat(degrees), fanout, generator)
-        at = 0
-        for et, start, deg in zip(edge_types, starts, degrees, strict=True):
-            rows = slice(at, at + deg.numel())
-            out[et] = (start, deg, pos[rows], valid[rows])
-            at = rows.stop
-    return out
-
-
 def sample_static(
     graph: TypedCSR,
-    tables: dict[str, Tensor],
+    tables: Mapping[str, Tensor],
     fanouts: dict[EdgeType, list[int]],
     generator: torch.Generator,
     seed_type: str,
@@ -246,6 +215,7 @@ def sample_static(
     with_edge_ids: bool = False,
     exclude: Mapping[EdgeType, Tensor] | None = None,
     caps: StaticCaps | None = None,
+    consts: Consts | None = None,
 ) -> StaticOut:
     """Sample around ``seeds`` (padded with ``num_nodes[seed_type]``; ``num_seeds`` 0-d).
 
@@ -255,103 +225,36 @@ def sample_static(
     sees it (:meth:`StaticCaps.exceeded_by`), and then the relabel tables are left dirty:
     the caller resets them and samples the batch otherwise.
 
-    ``tables``: per node type the sampler's global -> local id table (all -1, and all -1
-    again on return). ``edge_ids`` are filled only ``with_edge_ids``. ``exclude[et]``: the
+    ``tables``: the sampler's global -> local id tables (all -1, and all -1 again on
+    return): a :class:`~distgnn_workload.sampling.relabel.RelabelTables`, or one table for a
+    one-type graph. ``edge_ids`` are filled only ``with_edge_ids``. ``exclude[et]``: the
     sorted keys (:mod:`~distgnn_workload.sampling.edge_exclusion`) of edges of ``et`` to
     leave out, an edge type within one node type (a link batch's supervision edges).
+    ``consts``: where the hops' index tensors are kept between calls (a CUDA graph capture
+    needs them made by an earlier run; see :mod:`~distgnn_workload.sampling.hop_layout`).
+
+    Each relation draws apart; then every relation of a hop is relabelled, compacted and
+    written at once (the same batch as one relation after the other would give).
     """
     for et in exclude or {}:
         if et[0] != et[2]:
             raise ValueError(f"edges to exclude need one node type at both ends, got {et}")
-    dev = seeds.device
     if caps is None:
         caps = StaticCaps.of(graph, fanouts, seed_type, seeds.numel())
     elif any(caps.nodes[t][0] != (seeds.numel() if t == seed_type else 0) for t in caps.nodes):
         raise ValueError(f"caps for another batch: {seeds.numel()} seeds of {seed_type!r}")
-    num_hops = len(next(iter(fanouts.values())))
-    pads = graph.num_nodes
-    zero = torch.zeros((), dtype=torch.int64, device=dev)
-
-    def buffer(size: int, fill: int = 0) -> Tensor:
-        return torch.full((size + 1,), fill, dtype=torch.int64, device=dev)
-
-    node_ids = {t: buffer(sum(c), pads[t]) for t, c in caps.nodes.items()}
-    src = {et: buffer(sum(c)) for et, c in caps.edges.items()}
-    dst = {et: buffer(sum(c)) for et, c in caps.edges.items()}
-    edge_ids = {et: buffer(sum(c)) for et, c in caps.edges.items()} if with_edge_ids else {}
-    target_ptr = {et: buffer(caps.target_cap(et[2]) + 1) for et in graph.edge_types}
-    node_ids[seed_type][: seeds.numel()] = seeds
-    seed_table = tables[seed_type]
-    seed_table[seeds] = torch.arange(seeds.numel(), dtype=seed_table.dtype, device=dev)
-
-    frontier = {seed_type: seeds}
-    num_frontier = {t: num_seeds if t == seed_type else zero for t in pads}
-    lo = dict.fromkeys(pads, zero)
-    hi = dict(num_frontier)
-    edge_base = dict.fromkeys(graph.edge_types, zero)
-    node_counts = {t: [n] for t, n in num_frontier.items()}
-    edge_counts: dict[EdgeType, list[Tensor]] = {et: [] for et in graph.edge_types}
-    for h in range(num_hops):
-        start_hi = dict(hi)
-        draws = _hop_draws(graph, fanouts, caps, frontier, h, generator)
-        for et in graph.edge_types:
-            s, _, d = et
-            fanout, cap = fanouts[et][h], caps.nodes[d][h]
-            if cap == 0:
-                edge_counts[et].append(zero)
-                continue
-            nodes, rows = frontier[d], torch.arange(cap, device=dev)
-            ptr_slot, ptr_dump = lo[d] + rows + 1, caps.target_cap(d) + 1
-            ptr_slot = torch.where(
-                (rows < num_frontier[d]) & (ptr_slot < ptr_dump), ptr_slot, ptr_dump
-            )
-            if fanout == 0:
-                target_ptr[et].index_put_((ptr_slot,), edge_base[et].expand(cap))
-                edge_counts[et].append(zero)
-                continue
-            start, deg, pos, valid_2d = draws[et]
-            valid = valid_2d.reshape(-1)
-            edge_pos = torch.where(valid, (start.unsqueeze(1) + pos).reshape(-1), 0)
-            neighbours = torch.where(valid, graph.indices[et][edge_pos].to(torch.int64), pads[s])
-            taken = deg.clamp(max=fanout)
-            keys = None if exclude is None else exclude.get(et)
-            if keys is not None:
-                owner = nodes.unsqueeze(1).expand(-1, fanout).reshape(-1)
-                valid = valid & edge_exclusion.keep_mask(keys, owner, neighbours, pads[s])
-                neighbours = torch.where(valid, neighbours, pads[s])
-                taken = valid.reshape(-1, fanout).sum(1)
-            first, rank = relabel_static(tables[s], neighbours, valid, hi[s], pads[s])
-            # edges, compacted in (target, draw) order
-            edge_slot, edge_dump = torch.cumsum(valid, 0) - 1 + edge_base[et], sum(caps.edges[et])
-            edge_slot = torch.where(valid & (edge_slot < edge_dump), edge_slot, edge_dump)
-            src[et].index_put_((edge_slot,), tables[s][neighbours].to(torch.int64))
-            draw_row = torch.div(
-                torch.arange(valid.numel(), device=dev), fanout, rounding_mode="floor"
-            )
-            dst[et].index_put_((edge_slot,), draw_row + lo[d])
-            if with_edge_ids:
-                edge_ids[et].index_put_((edge_slot,), edge_pos)
-            target_ptr[et].index_put_((ptr_slot,), torch.cumsum(taken, 0) + edge_base[et])
-            # nodes new at this hop, in order of first appearance
-            node_slot, node_dump = hi[s] + rank, sum(caps.nodes[s])
-            node_ids[s].index_put_(
-                (torch.where(first & (node_slot < node_dump), node_slot, node_dump),), neighbours
-            )
-            hi[s] = hi[s] + first.sum()
-            num_edges = valid.sum()
-            edge_counts[et].append(num_edges)
-            edge_base[et] = edge_base[et] + num_edges
-        for t in pads:
-            num_new = hi[t] - start_hi[t]
-            node_counts[t].append(num_new)
-            cap = caps.nodes[t][h + 1]
-            if h + 1 < num_hops and cap:
-                ar = torch.arange(cap, device=dev)
-                at = (start_hi[t] + ar).clamp_(max=sum(caps.nodes[t]))
-                frontier[t] = torch.where(ar < num_new, node_ids[t][at], pads[t])
-            num_frontier[t], lo[t] = num_new, start_hi[t]
-    for t, table in tables.items():
-        table.index_fill_(0, node_ids[t], -1)
-    counts = [n for t in pads for n in node_counts[t]]
-    counts += [e for et in graph.edge_types for e in edge_counts[et]]
-    return StaticOut(node_ids, src, dst, edge_ids, target_ptr, torch.stack(counts))
+    run = StaticRun(
+        graph,
+        RelabelTables.of(tables),
+        caps.nodes,
+        caps.edges,
+        {t: caps.target_cap(t) for t in caps.nodes},
+        seed_type,
+        seeds,
+        num_seeds,
+        with_edge_ids=with_edge_ids,
+        consts=consts,
+    )
+    for h in range(len(next(iter(fanouts.values())))):
+        run.hop(h, fanouts, generator, exclude)
+    return StaticOut(*run.finish())
