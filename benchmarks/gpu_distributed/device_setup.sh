@@ -3,8 +3,12 @@
 # pytest, pytest-timeout and py-spy) into /tmp/site, and the three packages on PYTHONPATH.
 export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
 WHEELS="${WHEELS:-.whl}"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
-  "${WHEELS}"/*.whl || exit 1
+# once per machine: scripts that run side by side share the install
+if [ ! -e /tmp/site/.installed ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
+    "${WHEELS}"/*.whl || exit 1
+  touch /tmp/site/.installed
+fi
 mkdir -p build/devpath
 for p in api operator workload; do ln -sfn "../../${p}" "build/devpath/distgnn_${p}"; done
 export PYTHONPATH="/tmp/site:${PWD}/build/devpath" PATH="/tmp/site/bin:${PATH}"
