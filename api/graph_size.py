@@ -18,12 +18,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from distgnn_api.edge_types import EdgeType, parse_edge_type_key
 from distgnn_api.hetero import DEFAULT_EMBEDDING_DIM
 from distgnn_api.mag_shape import (
     MAG_NODE_TYPES,
     MAG_NUM_CLASSES,
     MAG_RELATIONS,
     MAG_SPLIT,
+    MAG_TARGET_NODE_TYPE,
+    mag_relation_counts,
     scaled_count,
 )
 from distgnn_api.spec import DistGNNJobSpec
@@ -65,6 +68,21 @@ class NodeTypeSize:
     """0: a featureless type, with learnable embeddings (``model.embeddingDim``)."""
 
 
+@dataclass(frozen=True)
+class RelationSize:
+    """One relation (edge type) of a heterogeneous graph and the edges it stores."""
+
+    src: str
+    rel: str
+    dst: str
+    num_edges: int
+    """Stored edges: a relation made undirected in place counts each edge twice."""
+
+    @property
+    def edge_type(self) -> EdgeType:
+        return self.src, self.rel, self.dst
+
+
 TYPED_APPROXIMATE = (
     "a heterogeneous graph: its feature tables (per featured type) and learnable embeddings "
     "(per featureless type) are sized per type, each type's nodes spread over the partitions "
@@ -96,6 +114,11 @@ class GraphSize:
     """Sampled mini-batches of the store (META.json), when it was read."""
     node_types: tuple[NodeTypeSize, ...] = ()
     """A heterogeneous graph's node types, when their counts are known; () otherwise."""
+    relations: tuple[RelationSize, ...] = ()
+    """Its relations in the sampler's order (the given ones, then the ``rev_`` reverses
+    ``addReverseEdges`` adds), with their stored edges; () when not known."""
+    target_node_type: str = ""
+    """The node type whose labels it trains on, where the counts say ('' otherwise)."""
 
     @property
     def featured_types(self) -> tuple[NodeTypeSize, ...]:
@@ -194,6 +217,11 @@ def _mag_size(
         for t in MAG_NODE_TYPES
     )
     edges = sum(scaled_count(count, scale) for _, count in MAG_RELATIONS)
+    hetero = spec.dataset.hetero
+    add_reverse = hetero is None or hetero.add_reverse_edges
+    relations = tuple(
+        RelationSize(*et, count) for et, count in mag_relation_counts(scale, add_reverse)
+    )
     # the homogeneous view's one row width: paper's features, the others' embeddings
     width = max(features, spec.model.embedding_size)
     return GraphSize(
@@ -205,6 +233,8 @@ def _mag_size(
         source=source,
         approximate=TYPED_APPROXIMATE.format(width=width),
         node_types=types,
+        relations=relations,
+        target_node_type=MAG_TARGET_NODE_TYPE,
     )
 
 
@@ -262,6 +292,11 @@ def _typed_meta(meta: dict[str, Any], p: Path, embedding_dim: int) -> GraphSize:
     widths = [t.num_features for t in types]
     if any(w == 0 for w in widths):
         widths.append(embedding_dim)
+    counts: dict[str, Any] = meta["edge_counts"]
+    relations = tuple(
+        RelationSize(*parse_edge_type_key(key), int(counts[key]))
+        for key in meta.get("edge_types", counts)
+    )
     return GraphSize(
         num_nodes=sum(t.num_nodes for t in types),
         num_edges=sum(int(n) for n in meta["edge_counts"].values()),
@@ -273,6 +308,8 @@ def _typed_meta(meta: dict[str, Any], p: Path, embedding_dim: int) -> GraphSize:
         approximate=TYPED_APPROXIMATE.format(width=max(widths)),
         probe=_probe(meta.get("sampling_probe")),
         node_types=types,
+        relations=relations,
+        target_node_type=str(meta.get("target_node_type", "")),
     )
 
 
@@ -364,6 +401,12 @@ def resolve(
                     f"--{name.removeprefix('num_').replace('_', '-')} must be >= 1"
                 )
             overrides[name] = value * scale
+    if "num_edges" in overrides and base.relations:
+        # each relation keeps its share of the edges given
+        factor = overrides["num_edges"] / max(1, base.num_edges)
+        overrides["relations"] = tuple(
+            replace(r, num_edges=max(1, round(r.num_edges * factor))) for r in base.relations
+        )
     if edge_cut is not None:
         if not 0.0 <= edge_cut <= 1.0:
             raise GraphSizeError("--edge-cut must be a share between 0 and 1")
@@ -374,6 +417,7 @@ def resolve(
         if base.node_types and ("num_nodes" in overrides or "num_features" in overrides):
             # the per-type counts no longer add up to the graph's
             overrides["node_types"] = ()
+            overrides["relations"] = ()
             overrides["approximate"] = (
                 f"{HOMOGENEOUS_APPROXIMATE} (--nodes or --features replace its per-type "
                 "counts; its learnable embeddings are not modelled)"

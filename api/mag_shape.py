@@ -58,3 +58,18 @@ def mag_edge_types(add_reverse_edges: bool) -> tuple[EdgeType, ...]:
     if not add_reverse_edges:
         return relations
     return relations + tuple(reverse_edge_type(et) for et in relations if et[0] != et[2])
+
+
+def mag_relation_counts(scale: float, add_reverse_edges: bool) -> tuple[tuple[EdgeType, int], ...]:
+    """Stored edges of each of :func:`mag_edge_types` at ``scale``, as the generator stores
+    them (each relation's edges distinct, no self-loops): a relation within one type made
+    undirected holds each edge twice, a ``rev_`` reverse as many as its relation."""
+    counts = {et: scaled_count(full, scale) for et, full in MAG_RELATIONS}
+    out = []
+    for et in mag_edge_types(add_reverse_edges):
+        if et in counts:
+            both = add_reverse_edges and et[0] == et[2]
+            out.append((et, 2 * counts[et] if both else counts[et]))
+        else:
+            out.append((et, counts[reverse_edge_type(et)]))
+    return tuple(out)
