@@ -42,6 +42,12 @@ from distgnn_api.pod_memory import (
     trainer_items,
 )
 from distgnn_api.spec import DistGNNJobSpec, PartitionAlgorithm, ReplicateTopology
+from distgnn_api.typed_batches import (
+    typed_num_params,
+    typed_sampler_items,
+    typed_step_note,
+    typed_trainer_items,
+)
 from distgnn_api.typed_memory import embedding_items, typed_holder_items, typed_notes
 
 __all__ = [
@@ -148,11 +154,17 @@ def shapes(
         feature_bytes=2 if spec.training.bf16 else 4,
         replicate=replicate,
         replicate_why=why,
-        params=num_params(spec, graph),
+        params=typed_num_params(spec, graph) if _typed(spec, graph) else num_params(spec, graph),
         expected_nodes=nodes,
         expected_edges=edges,
         gpu_memory=gpu_memory,
     )
+
+
+def _typed(spec: DistGNNJobSpec, graph: GraphSize) -> bool:
+    """Whether the trainer and the samplers are planned per node type and relation: a typed
+    graph whose relations are known, in a node-classification job."""
+    return bool(graph.node_types and graph.relations) and not spec.is_link_prediction
 
 
 def _holder_items(spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: Where) -> list[Item]:
@@ -160,6 +172,20 @@ def _holder_items(spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: Where)
     if graph.node_types:
         return typed_holder_items(spec, graph, s, dev)
     return holder_items(spec, graph, s, dev)
+
+
+def _sampler_items(spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: Where) -> list[Item]:
+    """A holder's GPU samplers: the typed sampler's per node type and relation."""
+    if _typed(spec, graph):
+        return typed_sampler_items(spec, graph, s, dev)
+    return gpu_sampler_items(spec, graph, s, dev)
+
+
+def _trainer_items(spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: Where) -> list[Item]:
+    """A trainer's model, step and batches: per node type and relation for a typed graph."""
+    if _typed(spec, graph):
+        return typed_trainer_items(spec, graph, s, dev)
+    return trainer_items(spec, graph, s, dev)
 
 
 def _holder_device(spec: DistGNNJobSpec) -> Where:
@@ -252,7 +278,7 @@ def build_plan(
     if not spec.worker_mode:
         sdev = _holder_device(spec)
         items = process_items(sdev, "sampler") + _holder_items(spec, graph, s, sdev)
-        items += gpu_sampler_items(spec, graph, s, sdev)
+        items += _sampler_items(spec, graph, s, sdev)
         if all(k >= 1 for k in spec.model.fanout):
             peers = min(trainer_procs, MAX_PEERS_PER_HOST + 1)
             count = spec.samplers.concurrency + 1
@@ -262,7 +288,7 @@ def build_plan(
         roles.append(
             RolePlan("sampler", spec.samplers.replicas, 1, spec.samplers.gpus_per_pod, tuple(items))
         )
-    titems = process_items(tdev, "trainer") + trainer_items(spec, graph, s, tdev)
+    titems = process_items(tdev, "trainer") + _trainer_items(spec, graph, s, tdev)
     titems += evaluation_items(spec, graph, s, tdev, trainer_procs)
     if (
         not spec.worker_mode
@@ -279,7 +305,7 @@ def build_plan(
     loaded = 0
     if spec.worker_mode:
         held = _holder_items(spec, graph, s, tdev)
-        titems += held + gpu_sampler_items(spec, graph, s, tdev)
+        titems += held + _sampler_items(spec, graph, s, tdev)
         loaded = sum(i.bytes for i in held if i.where == "gpu" and not i.transient)
     # the embeddings are placed once the holder has loaded (auto takes what it left)
     titems += embedding_items(spec, graph, s, tdev, loaded)
@@ -305,11 +331,18 @@ def build_plan(
             + (", all of it in pinned host memory, read in place" if host else "")
             + f" (featureMemory {spec.samplers.feature_memory})"
         )
+    if _typed(spec, graph):
+        notes.append(typed_step_note(spec, graph, s, tdev))
     notes.append(
         f"partition {'out of core' if cost.out_of_core else 'in memory'} ({cost.out_of_core_why})"
     )
     if graph.approximate:
         notes.append(f"approximate: {graph.approximate}")
+    if graph.node_types and spec.is_link_prediction:
+        notes.append(
+            "approximate: a link-prediction trainer of a typed graph: its parameters, "
+            "activations, mini-batches and samplers are sized as the homogeneous view's"
+        )
     return Plan(
         graph=graph,
         shapes=s,

@@ -5,10 +5,13 @@ size comes from counts given on the command line, from a partition store's ``MET
 typed store's records its per-type counts), or,
 for the public OGB datasets, from their published counts when the dataset directory is named
 after one (``datasets/ogbn_products``). A heterogeneous graph whose per-type counts are known
-(ogbn-mag's published ones, ``syntheticMag``'s scaled ones, a typed store's) keeps them in ``node_types``: the
-plan sizes each featured type's feature table and each featureless type's learnable
-embeddings from them, and the rest from the homogeneous view (every node type in one id
-space, rows as wide as the widest of features and embeddings); ``approximate`` says so.
+(ogbn-mag's published ones, ``syntheticMag``'s scaled ones, a typed store's) keeps them in
+``node_types`` and its relations' edge counts in ``relations``: the plan sizes each featured
+type's feature table, each featureless type's learnable embeddings, the trainer's model,
+activations, mini-batches and fixed-shape step, and the typed samplers' buffers per node
+type and relation (:mod:`distgnn_api.typed_batches`); the rest comes from the homogeneous
+view (every node type in one id space, rows as wide as the widest of features and
+embeddings), and ``approximate`` says which items.
 """
 
 from __future__ import annotations
@@ -84,11 +87,15 @@ class RelationSize:
 
 
 TYPED_APPROXIMATE = (
-    "a heterogeneous graph: its feature tables (per featured type) and learnable embeddings "
-    "(per featureless type) are sized per type, each type's nodes spread over the partitions "
-    "as evenly as all nodes are; its topology, labels, mini-batches, activations and the "
-    "feature exchange are sized as its homogeneous view (every type in one id space, rows of "
-    "{width} values)"
+    "a heterogeneous graph: its feature tables (per featured type), learnable embeddings "
+    "(per featureless type), the trainer's parameters, activations, embedding lookups, "
+    "prefetched mini-batches and fixed-shape step inputs, and the typed samplers' buffers "
+    "are sized per node type and relation, from expected mini-batches (each relation draws "
+    "min(fanout, its mean degree) neighbours per node) and caps fitted to them as the "
+    "trainer fits its caps to sampled ones; each type's nodes spread over the partitions as "
+    "evenly as all nodes are; its topology, labels, the feature exchange, the samplers' "
+    "batch slots, full-neighbourhood evaluation and the bytes per mini-batch are still sized "
+    "as its homogeneous view (every type in one id space, rows of {width} values)"
 )
 HOMOGENEOUS_APPROXIMATE = "a heterogeneous graph, planned as its homogeneous view"
 

@@ -1,0 +1,506 @@
+"""A typed graph's trainer and samplers, per node type and relation: the relational model's
+parameters, its activations and embedding lookups, the prefetched typed mini-batches, the
+fixed-shape (CUDA-graph) step's inputs, and the typed samplers' buffers.
+
+The shapes follow the workload's code:
+
+- :func:`bounds` is ``sampling/static_sample.py`` ``StaticCaps.bounds``: per node type the
+  node bound of each hop, per relation the edge bound of each hop;
+- :func:`expected_batch` extends :func:`~distgnn_api.pod_memory.expected_hops` to relations:
+  every node of type ``d`` new at hop ``h`` (the sampler's frontier) draws
+  ``min(fanout, mean degree)`` neighbours along each relation ``(s, r, d)``, and the
+  distinct nodes of type ``s`` are draws with replacement among its ``num_nodes[s]``;
+- :func:`fitted` is ``StaticCaps.fitted`` with the expected batch as the batches seen: a
+  worker-mode GPU trainer fits its sampler's caps, and so its step's, to its first sampled
+  batches (``trainer/loop.py`` ``HeteroTrainer._fit_caps``); a sampler server keeps the
+  bounds, and so does the step of a trainer it serves;
+- :class:`TypedLayers` is ``models/relational.py`` ``LayerPlan``: layer ``l`` of ``L``
+  computes the nodes of hops ``0..L-l-1`` and aggregates over the relations into them.
+
+GPU buffers of fixed shape are allocated at the caps; the prefetched batches are cut to their
+real sizes, so they follow the expected batch, as every host buffer does. Used by
+:mod:`distgnn_api.capacity` for a graph whose relations are known
+(:attr:`GraphSize.relations <distgnn_api.graph_size.GraphSize.relations>`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from distgnn_api.edge_types import EdgeType, edge_type_key
+from distgnn_api.gpu_sampler_memory import sampler_count
+from distgnn_api.graph_size import GraphSize
+from distgnn_api.pod_memory import ACTIVATION_COPIES, GIB, Item, Shapes, Where
+from distgnn_api.spec import Arch, DistGNNJobSpec
+
+# sampling/static_sample.py: a fitted cap is the largest size seen times FIT_HEADROOM, plus
+# FIT_SLACK, rounded up to a multiple of FIT_ROUND, and never over the bound
+FIT_HEADROOM = 1.25
+FIT_SLACK = 256
+FIT_ROUND = 128
+PREFETCH_DEPTH = 2
+"""runtime/batches.py PREFETCH_DEPTH: typed batches a worker-mode trainer samples ahead."""
+DUMP_BAG = 32
+"""sampling/static_hops.py DUMP_BAG: most padding edges per dump bag of a layer's mean."""
+GRAPH_MEMORY_SHARE = 0.1
+"""trainer/step_policy.py: the fixed-shape inputs of a captured step take at most this share
+of the GPU, else the typed steps stay eager."""
+HOP_DRAW_TEMPS = 12
+"""int64 tensors per draw of a hop that sampling/static_run.py StaticRun.hop holds at once:
+the positions drawn, each relation's neighbours and CSR positions, their concatenation, the
+ids shifted by their type's offset and its gather, the running counts of new nodes and of
+kept edges, the local ids, the node and edge slots and the sources' local ids."""
+ADAM_ROW_TEMPS = 4
+"""fp32 tensors of the touched rows embeddings/optim.py RowSparseAdam._update holds at once
+(old_avg, avg_update, old_sq, sq_update), besides their summed gradients."""
+
+Sizes = dict[str, list[float]]
+EdgeSizes = dict[EdgeType, list[float]]
+
+
+@dataclass(frozen=True)
+class TypedHops:
+    """Per node type its nodes at each hop (the nodes new there), per relation its edges at
+    each hop: caps, or an expected batch."""
+
+    nodes: Sizes
+    edges: EdgeSizes
+
+    @property
+    def num_layers(self) -> int:
+        return len(next(iter(self.nodes.values()))) - 1
+
+    def node_cap(self, node_type: str) -> float:
+        """Nodes of ``node_type`` over all hops (HeteroStaticHops.node_cap)."""
+        return sum(self.nodes[node_type])
+
+    def target_cap(self, node_type: str) -> float:
+        """Nodes of hops ``0..L-1``: the targets of relations into it (StaticCaps.target_cap)."""
+        return sum(self.nodes[node_type][:-1])
+
+    def dst_rows(self, layer: int, node_type: str) -> float:
+        """Rows of ``node_type`` layer ``layer`` computes (HeteroStaticHops.dst_cap)."""
+        return sum(self.nodes[node_type][: self.num_layers - layer])
+
+    def layer_edges(self, layer: int, edge_type: EdgeType) -> float:
+        """Edges of ``edge_type`` layer ``layer`` aggregates (HeteroStaticHops.edge_cap)."""
+        return sum(self.edges[edge_type][: self.num_layers - layer])
+
+    @property
+    def node_slots(self) -> float:
+        return sum(sum(v) for v in self.nodes.values())
+
+    @property
+    def edge_slots(self) -> float:
+        return sum(sum(v) for v in self.edges.values())
+
+
+def relation_fanouts(spec: DistGNNJobSpec, graph: GraphSize) -> dict[EdgeType, list[int]]:
+    """Each relation's fanouts (hetero_load.py resolve_edge_fanouts): its ``edgeFanouts``
+    entry, else ``fanout``. A key naming no relation is the workload's to refuse."""
+    chosen = spec.model.edge_fanouts or {}
+    return {
+        r.edge_type: list(chosen.get(edge_type_key(r.edge_type), spec.model.fanout))
+        for r in graph.relations
+    }
+
+
+def target_type(spec: DistGNNJobSpec, graph: GraphSize) -> str:
+    """The seeds' node type: the spec's targetNodeType, else the store's, else the first
+    featured type (the only one with labels in ogbn-mag's shape)."""
+    hetero = spec.dataset.hetero_section
+    names = [t.name for t in graph.node_types]
+    for name in (hetero.target_node_type if hetero else None, graph.target_node_type):
+        if name in names:
+            return str(name)
+    return (graph.featured_types or graph.node_types)[0].name
+
+
+def bounds(
+    graph: GraphSize, fanouts: Mapping[EdgeType, list[int]], seed_type: str, capacity: int
+) -> TypedHops:
+    """StaticCaps.bounds: hop 0 holds ``capacity`` seeds; relation ``(s, r, d)`` draws at
+    most its fanout per node of ``d`` at hop ``h``; the nodes of ``s`` at hop ``h + 1`` are
+    at most those draws and at most ``num_nodes[s]``."""
+    num_nodes = {t.name: t.num_nodes for t in graph.node_types}
+    nodes: Sizes = {t: [float(capacity if t == seed_type else 0)] for t in num_nodes}
+    edges: EdgeSizes = {r.edge_type: [] for r in graph.relations}
+    for h in range(len(next(iter(fanouts.values())))):
+        reached = dict.fromkeys(num_nodes, 0.0)
+        for et in edges:
+            edges[et].append(nodes[et[2]][h] * max(fanouts[et][h], 0))
+            reached[et[0]] += edges[et][h]
+        for t, n in reached.items():
+            nodes[t].append(min(n, float(num_nodes[t])))
+    return TypedHops(nodes, edges)
+
+
+def expected_batch(
+    graph: GraphSize, fanouts: Mapping[EdgeType, list[int]], seed_type: str, batch_size: int
+) -> TypedHops:
+    """The expected mini-batch of ``batch_size`` seeds: per relation ``(s, r, d)`` and hop
+    ``h``, the nodes of ``d`` new at ``h`` times ``min(fanout, its edges / num_nodes[d])``;
+    per type the nodes new at each hop, ``N (1 - exp(-draws/N))`` distinct in all."""
+    num_nodes = {t.name: t.num_nodes for t in graph.node_types}
+    degree = {r.edge_type: r.num_edges / max(1, num_nodes[r.dst]) for r in graph.relations}
+    nodes: Sizes = {t: [float(batch_size if t == seed_type else 0)] for t in num_nodes}
+    draws = {t: v[0] for t, v in nodes.items()}
+    distinct = dict(draws)
+    edges: EdgeSizes = {et: [] for et in degree}
+    for h in range(len(next(iter(fanouts.values())))):
+        for et in edges:
+            drawn = nodes[et[2]][h] * min(float(max(fanouts[et][h], 0)), degree[et])
+            edges[et].append(drawn)
+            draws[et[0]] += drawn
+        for t, n in num_nodes.items():
+            total = max(distinct[t], n * -math.expm1(-draws[t] / n)) if n > 0 else 0.0
+            nodes[t].append(total - distinct[t])
+            distinct[t] = total
+    return TypedHops(nodes, edges)
+
+
+def fitted(bound: TypedHops, seen: TypedHops, fanouts: Mapping[EdgeType, list[int]]) -> TypedHops:
+    """StaticCaps.fitted to a batch of the sizes ``seen`` (rounded up): each hop's cap the
+    size times FIT_HEADROOM plus FIT_SLACK, rounded up to FIT_ROUND, at most the bound (hop
+    0 keeps it); an edge cap also at most its target type's node cap times the fanout."""
+
+    def fit(size: float, cap: float) -> float:
+        want = math.ceil(math.ceil(size) * FIT_HEADROOM) + FIT_SLACK
+        return min(cap, float(-(-want // FIT_ROUND) * FIT_ROUND))
+
+    nodes: Sizes = {
+        t: [b[0]] + [fit(seen.nodes[t][h], b[h]) for h in range(1, len(b))]
+        for t, b in bound.nodes.items()
+    }
+    edges: EdgeSizes = {
+        et: [
+            min(fit(seen.edges[et][h], b[h]), nodes[et[2]][h] * max(fanouts[et][h], 0))
+            for h in range(len(b))
+        ]
+        for et, b in bound.edges.items()
+    }
+    return TypedHops(nodes, edges)
+
+
+@dataclass(frozen=True)
+class TypedLayers:
+    """models/relational.py LayerPlan with its widths: per layer the destination types it
+    computes, the relations into them, the width of each type it reads and its output's."""
+
+    dst_types: list[list[str]]
+    edge_types: list[list[EdgeType]]
+    input_types: list[str]
+    """The types layer 0 reads (hops 0..L): their features, or their embeddings."""
+    widths: list[dict[str, int]]
+    outs: list[int]
+
+
+def typed_layers(spec: DistGNNJobSpec, graph: GraphSize) -> TypedLayers:
+    """The layers of ``model`` on ``graph``: hop 0 holds the target type, hop ``h + 1`` the
+    sources of the relations into hop ``h``'s types; layer ``l`` computes hops
+    ``0..L-l-1``. Inputs are features, or ``embeddingDim`` for a featureless type."""
+    names = [t.name for t in graph.node_types]
+    relations = [r.edge_type for r in graph.relations]
+    layers = spec.model.num_layers
+    hops = [{target_type(spec, graph)}]
+    for _ in range(layers):
+        hops.append({s for s, _, d in relations if d in hops[-1]})
+    dst_types, edge_types = [], []
+    for layer in range(layers):
+        dst = set().union(*hops[: layers - layer])
+        dst_types.append([t for t in names if t in dst])
+        edge_types.append([et for et in relations if et[2] in dst])
+    present = set().union(*hops)
+    inputs = [t for t in names if t in present]
+    width = {t.name: t.num_features or spec.model.embedding_size for t in graph.node_types}
+    widths = [{t: width[t] for t in inputs}]
+    widths += [dict.fromkeys(dst_types[i], spec.model.hidden_channels) for i in range(layers - 1)]
+    outs = [spec.model.hidden_channels] * (layers - 1) + [graph.num_classes]
+    return TypedLayers(dst_types, edge_types, inputs, widths, outs)
+
+
+def typed_num_params(spec: DistGNNJobSpec, graph: GraphSize) -> int:
+    """Trainable parameters of the relational model: R-SAGE (models/rsage.py) per layer and
+    relation a SAGEConv, lin_l (W + bias) of the neighbours' mean and lin_r (W) of the
+    root; R-GCN (models/rgcn.py) per relation a weight, per destination type a root and a
+    bias."""
+    plan = typed_layers(spec, graph)
+    total = 0
+    for layer, (widths, out) in enumerate(zip(plan.widths, plan.outs, strict=True)):
+        for s, _, d in plan.edge_types[layer]:
+            if spec.model.arch == Arch.rgcn:
+                total += widths[s] * out
+            else:
+                total += widths[s] * out + out + widths[d] * out
+        if spec.model.arch == Arch.rgcn:
+            total += sum(widths[t] * out + out for t in plan.dst_types[layer])
+    return total
+
+
+@dataclass(frozen=True)
+class TypedStep:
+    """A typed trainer's shapes: its layers and fanouts, the expected batch, and the caps
+    of its fixed-shape step (fitted, or the bounds) where it runs one."""
+
+    layers: TypedLayers
+    fanouts: dict[EdgeType, list[int]]
+    seed_type: str
+    expected: TypedHops
+    bounds: TypedHops
+    caps: TypedHops
+    fitted: bool
+    """The caps are fitted to sampled batches (a worker-mode GPU trainer), not the bounds."""
+    graph_step: bool
+    """The steps run fixed-shape, captured in a CUDA graph."""
+    world: int
+    """Training processes: the embedding lookups' blocks, one per rank."""
+
+
+def step_input_bytes(layers: TypedLayers, caps: TypedHops, element: int) -> float:
+    """What trainer/graph_step.py typed_caps weighs against the GPU: each input type's rows
+    at its node cap, and every relation's int64 edges and target offsets."""
+    inputs = sum(caps.node_cap(t) * w * element for t, w in layers.widths[0].items())
+    index = 8 * sum(2 * sum(e) + caps.target_cap(et[2]) for et, e in caps.edges.items())
+    return inputs + index
+
+
+def typed_step(spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: Where) -> TypedStep:
+    """The typed trainer of ``spec`` on ``graph`` in a process on ``dev``."""
+    fanouts = relation_fanouts(spec, graph)
+    seed, batch = target_type(spec, graph), spec.training.batch_size
+    layers = typed_layers(spec, graph)
+    expected = expected_batch(graph, fanouts, seed, batch)
+    bound = bounds(graph, fanouts, seed, batch)
+    fit = dev == "gpu" and spec.worker_mode
+    caps = fitted(bound, expected, fanouts) if fit else bound
+    room = GRAPH_MEMORY_SHARE * s.gpu_memory
+    graph_step = dev == "gpu" and step_input_bytes(layers, caps, s.feature_bytes) <= room
+    world = spec.trainers.replicas * max(1, spec.trainers.gpus_per_pod)
+    return TypedStep(layers, fanouts, seed, expected, bound, caps, fit, graph_step, world)
+
+
+def activation_bytes(spec: DistGNNJobSpec, st: TypedStep, sizes: TypedHops) -> dict[str, int]:
+    """What one step's forward keeps, per destination type (an estimate): per layer the
+    ACTIVATION_COPIES of its output rows, and per relation into the type the mean of the
+    neighbours' inputs (models/aggregation.py, one row per bag: in a fixed-shape step the
+    computed rows and the dump bags) and its int64 sources, targets and offsets."""
+    ab = 2 if spec.training.bf16 else 4
+    acts: dict[str, float] = {}
+    for layer, (widths, out) in enumerate(zip(st.layers.widths, st.layers.outs, strict=True)):
+        for t in st.layers.dst_types[layer]:
+            acts[t] = acts.get(t, 0.0) + ACTIVATION_COPIES * sizes.dst_rows(layer, t) * out * ab
+        for et in st.layers.edge_types[layer]:
+            src, _, dst = et
+            edges = sizes.layer_edges(layer, et)
+            dumps = max(1, math.ceil(edges / DUMP_BAG)) if st.graph_step else 0
+            bags = sizes.dst_rows(layer, dst) + dumps
+            acts[dst] += bags * widths[src] * ab + 2 * edges * 8 + (bags + 1) * 8
+    return {t: round(v) for t, v in acts.items()}
+
+
+def embedding_step_bytes(spec: DistGNNJobSpec, st: TypedStep, rows: float) -> tuple[int, int]:
+    """One step's ``(lookup, update)`` bytes for ``rows`` embedding rows of a featureless
+    type (embeddings/table.py, optim.py). The lookup lives through the forward and the
+    backward: the rows gathered, the step's input and their fp32 gradient. The update
+    comes after the backward: the touched rows' summed fp32 gradients and RowSparseAdam's
+    temporaries. A fixed-shape step with several ranks exchanges fixed blocks of ``rows``
+    slots per rank, each way (ShardedEmbedding.lookup_padded, reduce_touched), and
+    updates every slot it receives."""
+    dim, ab = spec.model.embedding_size, 2 if spec.training.bf16 else 4
+    blocks = st.graph_step and st.world > 1
+    slots = st.world * rows if blocks else rows
+    lookup = rows * dim * (2 * ab + 4) + (2 * slots * (dim * ab + 8) if blocks else 0)
+    update = (1 + ADAM_ROW_TEMPS) * slots * dim * 4 + (2 * slots * dim * ab if blocks else 0)
+    return round(lookup), round(update)
+
+
+def batch_bytes(graph: GraphSize, sizes: TypedHops, feature_bytes: int, batch_size: int) -> int:
+    """One typed mini-batch (loader HeteroMiniBatch: sampling/hop_batch.py HeteroHopBatch):
+    per type its int64 node ids and, where featured, its rows; per relation its int64 edges
+    and target offsets; the seeds' int64 labels."""
+    width = {t.name: t.num_features for t in graph.node_types}
+    total = float(batch_size * 8)
+    for t, per_hop in sizes.nodes.items():
+        total += sum(per_hop) * (8 + width[t] * feature_bytes)
+    for et, per_hop in sizes.edges.items():
+        total += 2 * sum(per_hop) * 8 + (sizes.target_cap(et[2]) + 1) * 8
+    return round(total)
+
+
+def _rows(n: float) -> str:
+    return f"{round(n):,}"
+
+
+def typed_trainer_items(
+    spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: Where
+) -> list[Item]:
+    """A typed trainer process: the relational model and its optimizer, the step's
+    activations per destination type and embedding lookups per featureless type, the
+    prefetched typed batches and, in a fixed-shape step, its inputs and CUDA-graph pool."""
+    st = typed_step(spec, graph, s, dev)
+    sizes = st.caps if st.graph_step else st.expected
+    at = "at the step's caps" if st.graph_step else "as expected"
+    relations = sum(len(e) for e in st.layers.edge_types)
+    items = [
+        Item(f"parameters, gradients, Adam moments (fp32; {spec.model.arch.value}, "
+             f"{relations} relation convs over {len(st.layers.outs)} layers)", 16 * s.params,
+             dev, "models/rsage.py, models/rgcn.py; trainer/loop.py torch.optim.Adam"),
+    ]  # fmt: skip
+    acts = activation_bytes(spec, st, sizes)
+    for t, b in acts.items():
+        into = sum(et[2] == t for ets in st.layers.edge_types for et in ets)
+        items.append(Item(f"activations of {t} (estimate: {_rows(sizes.target_cap(t))} rows "
+                          f"{at}, {into} relation means)", b, dev,
+                          f"models/relational.py _layers: {ACTIVATION_COPIES} x each "
+                          "output, each relation's mean and edges"))  # fmt: skip
+    embedded = [t.name for t in graph.featureless_types if t.name in st.layers.input_types]
+    lookups, updates = {}, {}
+    for t in embedded:
+        lookups[t], updates[t] = embedding_step_bytes(spec, st, sizes.node_cap(t))
+        items.append(Item(f"embedding lookups of {t} ({_rows(sizes.node_cap(t))} rows {at}, "
+                          "their gradients)", lookups[t], dev,
+                          "embeddings/table.py lookup_padded, routes.py LookupRows"))  # fmt: skip
+    # the updates run once the backward has freed the activations, in their blocks
+    live = sum(acts.values()) + sum(lookups.values())
+    step = max(live, sum(updates.values()))
+    if embedded:
+        items.append(Item(f"row-sparse Adam of {len(embedded)} embedding table(s), beyond the "
+                          "blocks the backward frees", step - live, dev,
+                          "embeddings/table.py reduce_touched, optim.py RowSparseAdam"))  # fmt: skip
+    depth = PREFETCH_DEPTH if spec.worker_mode else max(1, spec.trainers.prefetch)
+    one = batch_bytes(graph, st.expected, s.feature_bytes, spec.training.batch_size)
+    items.append(Item(f"prefetched typed batches ({depth} + 2 in use, as expected)",
+                      (depth + 2) * one, dev,
+                      "runtime/batches.py HeteroPipeline (PREFETCH_DEPTH), "
+                      "remote_batches.py TypedRemotePipeline"))  # fmt: skip
+    if st.graph_step:
+        items += _step_inputs(spec, graph, st, s.feature_bytes)
+        # the warm-up steps run eagerly (their blocks stay in the allocator's cache), then
+        # the capture allocates the step's activations, lookups and updates in its own pool
+        items.append(Item("CUDA-graph private pool (the captured step's activations, lookups "
+                          "and updates)", step, dev,
+                          "trainer/captured_step.py WARMUP_STEPS, torch.cuda.graph"))  # fmt: skip
+    return items
+
+
+def _step_inputs(
+    spec: DistGNNJobSpec, graph: GraphSize, st: TypedStep, feature_bytes: int
+) -> list[Item]:
+    """HeteroGraphStep's fixed inputs: per input type its features (or its embedding ids)
+    at its node cap, per relation its edges and offsets (HeteroStaticHops), the labels."""
+    caps, width = st.caps, {t.name: t.num_features for t in graph.node_types}
+    items = []
+    for t in st.layers.input_types:
+        rows = caps.node_cap(t)
+        if width[t]:
+            items.append(Item(f"fixed-shape features of {t} ({_rows(rows)} rows x {width[t]})",
+                              round(rows * width[t] * feature_bytes), "gpu",
+                              "trainer/graph_step.py HeteroGraphStep.x"))  # fmt: skip
+        else:
+            items.append(Item(f"fixed-shape embedding ids of {t} ({_rows(rows)}, int64)",
+                              round(rows * 8), "gpu",
+                              "trainer/graph_step.py HeteroGraphStep.ids"))  # fmt: skip
+    edges = [2 * sum(e) for e in caps.edges.values()]
+    ptrs = [caps.target_cap(et[2]) + 1 for et in caps.edges]
+    longest = max([2.0] + [e / 2 + 1 for e in edges] + [p + 1 for p in ptrs])
+    labels = 2 * spec.training.batch_size
+    index = 8 * (sum(edges) + sum(ptrs) + longest + labels)
+    kind = "fitted" if st.fitted else "bound"
+    items.append(Item(f"fixed-shape edges of {len(edges)} relations ({_rows(caps.edge_slots)} "
+                      f"at the {kind} caps: src, dst, offsets) and labels", round(index), "gpu",
+                      "sampling/static_hops.py HeteroStaticHops"))  # fmt: skip
+    return items
+
+
+def static_sample_bytes(caps: TypedHops, fanouts: Mapping[EdgeType, list[int]]) -> tuple[int, int]:
+    """One typed static sampling (sampling/static_sample.py sample_static, static_run.py
+    StaticRun): ``(blocks, consts)``. Its blocks: the int64 outputs at ``caps`` (node ids,
+    sources, targets, offsets; one buffer each) and its largest hop's temporaries, every
+    relation's draws at once (HOP_DRAW_TEMPS int64 and 3 bool a draw) and the duplicate test
+    of its largest fanout group (uniform_subset.py: k bytes a draw). Its consts: each hop's
+    index tensors, made once and kept (hop_layout.py hop_consts: int64 relation and row of
+    every draw and of every target row)."""
+    outputs = sum(caps.node_cap(t) + 1 for t in caps.nodes)
+    outputs += sum(2 * (sum(e) + 1) + caps.target_cap(et[2]) + 2 for et, e in caps.edges.items())
+    temps, consts = 0.0, 0.0
+    for h in range(caps.num_layers):
+        draws: dict[int, float] = {}
+        rows = 0.0
+        for et in caps.edges:
+            k, targets = fanouts[et][h], caps.nodes[et[2]][h]
+            rows += targets
+            if k > 0 and targets > 0:
+                draws[k] = draws.get(k, 0.0) + targets * k
+        entries = sum(draws.values())
+        consts += 16 * (entries + rows)
+        if draws:
+            largest = max(k * n for k, n in draws.items())
+            temps = max(temps, entries * (8 * HOP_DRAW_TEMPS + 3) + largest)
+    return round(8 * (outputs + 4) + temps), round(consts)
+
+
+def typed_sampler_items(
+    spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: Where
+) -> list[Item]:
+    """A holder's typed GPU samplers (HeteroNeighborSampler over its whole typed topology,
+    runtime/training_data.py): each one's per-node tables and its static sampling at the
+    caps (fitted in a worker-mode trainer, the bounds in a sampler server); in a server,
+    the featured rows each concurrent request gathers. None on a CPU."""
+    if dev != "gpu":
+        return []
+    count = sampler_count(spec)
+    st = typed_step(spec, graph, s, dev)
+    nodes = {t.name: t.num_nodes for t in graph.node_types}
+    # the global-to-local tables (one buffer, int32 on CUDA: relabel.RelabelTables) and
+    # each relation's indptr with its padding node (TypedCSR.build torch.cat, int64)
+    tables = sum((n + 1) * 4 for n in nodes.values())
+    tables += sum((nodes[r.dst] + 2) * 8 for r in graph.relations)
+    blocks, consts = static_sample_bytes(st.caps, st.fanouts)
+    kind = "fitted" if st.fitted else "bound"
+    items = [
+        Item(f"{count} typed sampler(s): id tables, indptr copy per relation, hop layouts",
+             count * (tables + consts), dev, "sampling/relabel.py RelabelTables, csr.py "
+             "TypedCSR.build, hop_layout.py hop_consts"),
+        Item(f"{count} typed sampler(s): static sampling at the {kind} caps, warm-up blocks "
+             "and CUDA-graph pool", count * 2 * blocks, dev,
+             "static_run.py StaticRun, graph_capture.py capture"),
+    ]  # fmt: skip
+    if not spec.worker_mode:
+        expected = st.expected
+        rows = sum(
+            expected.node_cap(t.name) * t.num_features * s.feature_bytes
+            for t in graph.featured_types
+        )
+        items.append(Item(f"gathered feature rows of {count} concurrent request(s), one per "
+                          "stream", round(count * rows), dev,
+                          "sampler/server.py features.gather"))  # fmt: skip
+    return items
+
+
+def typed_step_note(spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: Where) -> str:
+    """The plan's note on a typed trainer: its expected batch, and how its steps run."""
+    st = typed_step(spec, graph, s, dev)
+    e = st.expected
+    per_type = ", ".join(f"{t} {_rows(e.node_cap(t))}" for t in e.nodes if e.node_cap(t))
+    note = (
+        f"typed batch of {spec.training.batch_size:,} {st.seed_type} seeds, as expected: "
+        f"{per_type} nodes, {_rows(e.edge_slots)} edges over {len(e.edges)} relations"
+    )
+    slots = f"{_rows(st.caps.node_slots)} node and {_rows(st.caps.edge_slots)} edge slots"
+    if st.graph_step and st.fitted:
+        return (
+            f"{note}; steps fixed-shape (CUDA graph) at caps fitted to it (x{FIT_HEADROOM:g} "
+            f"+ {FIT_SLACK}, rounded to {FIT_ROUND}): {slots} (the bounds: "
+            f"{_rows(st.bounds.node_slots)} and {_rows(st.bounds.edge_slots)})"
+        )
+    if st.graph_step:
+        return f"{note}; steps fixed-shape (CUDA graph) at the bounds: {slots}"
+    if dev == "gpu":
+        need = step_input_bytes(st.layers, st.caps, s.feature_bytes) / GIB
+        return (
+            f"{note}; steps eager: fixed-shape inputs would take {need:.1f} GiB, over "
+            f"{GRAPH_MEMORY_SHARE:g} of the card"
+        )
+    return f"{note}; steps eager (on the CPU)"
