@@ -43,12 +43,12 @@ from distgnn_api.pod_memory import (
 )
 from distgnn_api.spec import DistGNNJobSpec, PartitionAlgorithm, ReplicateTopology
 from distgnn_api.typed_batches import (
-    typed_num_params,
     typed_sampler_items,
     typed_step_note,
     typed_trainer_items,
 )
 from distgnn_api.typed_memory import embedding_items, typed_holder_items, typed_notes
+from distgnn_api.typed_shapes import typed_num_params
 
 __all__ = [
     "GIB",

@@ -23,7 +23,7 @@ from distgnn_api.graph_size import GraphSize, NodeTypeSize, RelationSize, from_s
 from distgnn_api.mag_shape import MAG_RELATIONS
 from distgnn_api.pod_memory import GIB, Item
 from distgnn_api.spec import DistGNNJobSpec
-from distgnn_api.typed_batches import (
+from distgnn_api.typed_shapes import (
     TypedHops,
     bounds,
     expected_batch,
