@@ -2,13 +2,16 @@
 trainers and samplers started through distgnn run's launch plan) in worker and server-client
 mode, then pyg_link.py on the store it kept (LinkLoader over our sampler: pyg-lib and
 torch-sparse are not installed here). What is checked is the records' shape and that the runs
-finished; no timing."""
+finished; no timing.
+
+bench.py runs as its own process, as on the GPU machine (it starts distgnn run's processes);
+pyg_link.py's and link_ratios.py's ``main`` run in the test's process, each with the argument
+list its command line would have: the same code, without an interpreter that imports torch
+and PyG again for each of three short commands."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -22,7 +25,7 @@ pytestmark = [pytest.mark.benchmark, pytest.mark.timeout(480)]
 LINK_BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_link"
 
 
-def test_link_bench_runs_on_cpu(tmp_path: Path) -> None:
+def test_link_bench_runs_on_cpu(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "link.jsonl"
     run_script(
         LINK_BENCH / "bench.py",
@@ -69,9 +72,9 @@ def test_link_bench_runs_on_cpu(tmp_path: Path) -> None:
     # PyG's LinkLoader on the kept store, over our sampler's adapter (no pyg-lib here)
     (store,) = (tmp_path / "work" / "data" / "partitions").iterdir()
     pyg_out = tmp_path / "pyg-link.jsonl"
+    pyg_link = load_script(LINK_BENCH / "pyg_link.py", "pyg_link")
     for setup in ("stock", "best"):
-        run_script(
-            LINK_BENCH / "pyg_link.py",
+        argv = [
             f"--store={store}",
             f"--setup={setup}",
             "--sampler=distgnn",
@@ -86,25 +89,25 @@ def test_link_bench_runs_on_cpu(tmp_path: Path) -> None:
             "--batches=3",
             "--max-seconds=600",
             f"--out={pyg_out}",
-            timeout=300,
-        )
+        ]
+        assert pyg_link.main(argv) == 0
     pyg = [json.loads(line) for line in pyg_out.read_text().splitlines()]
     assert [r["setup"] for r in pyg] == ["stock", "best"]
     for r in pyg:
         assert r["batches"] == 3
         assert r["seeds_per_s"] == pytest.approx(4 * r["positives_per_s"], 0.01)
 
-    # the ratio table over both files, as device_bench.sh prints it
-    ratios = subprocess.run(
-        [sys.executable, "-P", str(LINK_BENCH / "link_ratios.py"), str(out), str(pyg_out)],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    # the ratio table over both files, as device_bench.sh prints it (link_ratios.py's
+    # command line: cli over the files, with its compute and render)
+    capsys.readouterr()
+    ratios = _link_ratios()
+    assert (
+        ratios.cli([str(out), str(pyg_out)], "link_ratios.py", ratios.compute, ratios.render) == 0
     )
-    assert ratios.returncode == 0, ratios.stderr[-4000:]
-    assert "worker-1-fp32 (1)" in ratios.stdout
-    assert "PyG best " in ratios.stdout
-    assert "targets:" in ratios.stdout
+    table = capsys.readouterr().out
+    assert "worker-1-fp32 (1)" in table
+    assert "PyG best " in table
+    assert "targets:" in table
 
 
 def _link_ratios() -> ModuleType:
