@@ -3,9 +3,12 @@ syntheticMag): distgnn's trainer and a plain PyG reference
 (tests/support/hetero_link_reference.py: to_hetero(GraphSAGE), sparse embeddings of the
 featureless types, a reference sampler) trained on the store the partition Job wrote, with
 the same model size, dot decoder, uniform negatives, epochs, batch size and learning rate;
-the test MRR against the same fixed negatives, the mean over two seeds. distgnn must be
-within 0.02 of the reference, or better. (distgnn also leaves each batch's positives and
-their reverses out of its subgraph; the reference samples them.)"""
+the test MRR against the same fixed negatives. distgnn's is the mean over two seeds, and it
+must be within 0.02 of the reference's, or better. The reference trains one seed: its test
+MRR hardly moves with the seed (0.364, 0.370, 0.367 and 0.366 for seeds 0-3, where
+distgnn's spread over 0.345-0.379), and its plain-Python sampler makes each of its runs six
+times as long as one of distgnn's. (distgnn also leaves each batch's positives and their
+reverses out of its subgraph; the reference samples them.)"""
 
 from __future__ import annotations
 
@@ -29,6 +32,7 @@ pytestmark = pytest.mark.slow
 NEGATIVES, HIDDEN, EMBEDDING, FANOUTS, EPOCHS, BATCH, LR = 50, 32, 32, (5, 3), 3, 256, 0.005
 TOLERANCE = 0.02
 SEEDS = (0, 1)
+REFERENCE_SEEDS = (0,)
 
 
 @pytest.fixture(scope="module")
@@ -107,11 +111,11 @@ def test_distgnn_mrr_is_within_tolerance_of_the_reference(job: LinkJob, tmp_path
             lr=LR,
             seed=seed,
         )
-        for seed in SEEDS
+        for seed in REFERENCE_SEEDS
     ]
     ours = [_ours(job, seed, tmp_path / f"run-{seed}") for seed in SEEDS]
     random_mrr = sum(1 / k for k in range(1, NEGATIVES + 2)) / (NEGATIVES + 1)
-    mean_ref, mean_ours = sum(reference) / 2, sum(ours) / 2
+    mean_ref, mean_ours = sum(reference) / len(reference), sum(ours) / len(ours)
     print(f"test MRR: distgnn {ours}, reference {reference}, random {random_mrr:.4f}")
     assert mean_ref > 1.5 * random_mrr
     assert mean_ours >= mean_ref - TOLERANCE, (ours, reference)
