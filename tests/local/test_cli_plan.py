@@ -17,18 +17,15 @@ TINY = VALID + "  trainers:\n    replicas: 2\n    gpusPerPod: 0\n"
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
-def test_plan_every_example(example: Path) -> None:
-    """The installed command prints a plan for each example, and JSON a tool can read."""
-    text = subprocess.run(
-        [*distgnn_cli(), "plan", "--strict", str(example)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+def test_plan_every_example(example: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A plan for each example (the CLI's main, in this process), and the installed command's
+    JSON that a tool can read."""
+    code = main(["plan", "--strict", str(example)])
+    text = capsys.readouterr()
     # the examples' own requests and limits hold their plans
-    assert text.returncode == 0, text.stdout + text.stderr
-    assert "Per pod" in text.stdout
-    assert "trainer" in text.stdout
+    assert code == 0, text.out + text.err
+    assert "Per pod" in text.out
+    assert "trainer" in text.out
     out = subprocess.run(
         [*distgnn_cli(), "plan", "--json", str(example)],
         capture_output=True,
