@@ -71,21 +71,6 @@ class NodeTypeSize:
     """0: a featureless type, with learnable embeddings (``model.embeddingDim``)."""
 
 
-@dataclass(frozen=True)
-class RelationSize:
-    """One relation (edge type) of a heterogeneous graph and the edges it stores."""
-
-    src: str
-    rel: str
-    dst: str
-    num_edges: int
-    """Stored edges: a relation made undirected in place counts each edge twice."""
-
-    @property
-    def edge_type(self) -> EdgeType:
-        return self.src, self.rel, self.dst
-
-
 TYPED_APPROXIMATE = (
     "a heterogeneous graph: its feature tables (per featured type), learnable embeddings "
     "(per featureless type), the trainer's parameters, activations, embedding lookups, "
@@ -139,6 +124,21 @@ class GraphSize:
     def index_bytes(self) -> int:
         """Bytes of a stored node id: int32 below 2^31 nodes (``data.graph.index_dtype``)."""
         return 4 if self.num_nodes <= INT32_MAX else 8
+
+
+@dataclass(frozen=True)
+class RelationSize:
+    """One relation (edge type) of a heterogeneous graph and the edges it stores."""
+
+    src: str
+    rel: str
+    dst: str
+    num_edges: int
+    """Stored edges: a relation made undirected in place counts each edge twice."""
+
+    @property
+    def edge_type(self) -> EdgeType:
+        return self.src, self.rel, self.dst
 
 
 class GraphSizeError(ValueError):

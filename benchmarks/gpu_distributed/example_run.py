@@ -26,6 +26,7 @@ from typing import Any
 
 import yaml
 from job_run import STATS_FILE, epoch_figures, log_tail
+from records import emit
 
 from distgnn_workload.runtime import cuda_memory
 
@@ -116,12 +117,9 @@ def main() -> None:
             record["logs"] = {
                 p.name: log_tail(p, 15) for p in sorted((run_dir / "logs").glob("*.log"))
             }
-    line = json.dumps(record)
-    print(line)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        with args.out.open("a") as f:
-            f.write(line + "\n")
+    emit(args.out, record)
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ from distgnn_workload.models.factory import build_hetero_model
 from distgnn_workload.models.relational import LayerPlan
 from distgnn_workload.sampling.hop_batch import HeteroHopBatch
 from distgnn_workload.sampling.static_sample import StaticCaps
-from tests.api.specs import spec_from
+from tests.api.specs import spec_from, write_shop_store_meta
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "manifests" / "examples"
 SMALL: dict[str, Any] = {
@@ -159,12 +159,9 @@ def test_a_relation_with_fanout_zero_adds_no_edges() -> None:
 def test_the_expected_batch_per_relation_by_hand() -> None:
     """item (100 nodes, 8 features) <- buys - user (1,000, featureless), 5,000 edges each way;
     10 item seeds, fanout [3, 8]: past the users' mean degree (5) at hop 1."""
+    nodes_edges_features_classes_seeds = (1_100, 10_000, 8, 3, 50)
     g = GraphSize(
-        num_nodes=1_100,
-        num_edges=10_000,
-        num_features=8,
-        num_classes=3,
-        num_train_nodes=50,
+        *nodes_edges_features_classes_seeds,
         source="by hand",
         node_types=(NodeTypeSize("item", 100, 8), NodeTypeSize("user", 1_000, 0)),
         relations=(
@@ -290,19 +287,11 @@ def test_the_approximate_note_names_what_is_left() -> None:
 
 
 def test_a_typed_store_plans_per_relation(tmp_path: Path) -> None:
-    meta = {
-        "graph_kind": "hetero",
-        "node_types": ["item", "user"],
-        "node_counts": {"item": 4_000, "user": 10_000},
-        "num_features": {"item": 24, "user": 0},
-        "edge_types": ["user__buys__item", "item__rev_buys__user"],
-        "edge_counts": {"item__rev_buys__user": 30_000, "user__buys__item": 30_000},
-        "target_node_type": "item",
-        "num_classes": 5,
-        "num_train_nodes": 2_000,
-        "edge_cut_fraction": 0.4,
-    }
-    (tmp_path / "META.json").write_text(json.dumps(meta))
+    write_shop_store_meta(
+        tmp_path,
+        edge_types=["user__buys__item", "item__rev_buys__user"],
+        target_node_type="item",
+    )
     spec = spec_from(
         {**SMALL, "dataset": {"pyg": {"path": "datasets/shop.pt"}, "hetero": {}}},
         model={"embeddingDim": 16},

@@ -9,7 +9,6 @@ a holder owns ceil(19,397 / 2) = 9,699 nodes and each type's share of them; embe
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import replace
 from pathlib import Path
@@ -30,7 +29,7 @@ from distgnn_api.feature_memory import (
 from distgnn_api.graph_size import GraphSize, NodeTypeSize, from_spec, resolve
 from distgnn_api.pod_memory import CUDA_CONTEXT_BYTES, Item
 from distgnn_api.spec import DistGNNJobSpec, SpecError, parse_spec
-from tests.api.specs import spec_from
+from tests.api.specs import spec_from, write_shop_store_meta
 
 NODES, OWNED = 19_397, 9_699
 DIM = 16
@@ -217,17 +216,7 @@ def test_a_bad_budget_names_its_field() -> None:
 
 def test_a_typed_store_gives_its_per_type_counts(tmp_path: Path) -> None:
     """A typed store's META.json (workload/partition/meta.py HeteroPartitionMeta's keys)."""
-    meta = {
-        "graph_kind": "hetero",
-        "node_types": ["item", "user"],
-        "node_counts": {"item": 4_000, "user": 10_000},
-        "num_features": {"item": 24, "user": 0},
-        "edge_counts": {"user__buys__item": 30_000, "item__rev_buys__user": 30_000},
-        "num_classes": 5,
-        "num_train_nodes": 2_000,
-        "edge_cut_fraction": 0.4,
-    }
-    (tmp_path / "META.json").write_text(json.dumps(meta))
+    write_shop_store_meta(tmp_path)
     spec = parse_spec(
         {
             **TYPED,
