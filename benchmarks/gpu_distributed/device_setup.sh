@@ -1,6 +1,7 @@
 # Sourced by the device scripts: the carried wheels (WHEELS, default .whl: the wheels of
 # ../shared/wheels/gpu-py312-torch2.11/ plus prometheus-client, rich and its dependencies,
 # pytest, pytest-timeout and py-spy) into /tmp/site, and the three packages on PYTHONPATH.
+# On exit, everything under $OUT is packed into $OUT/0-all.tgz (see pack_out).
 export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
 WHEELS="${WHEELS:-.whl}"
 # once per machine: scripts that run side by side share the install
@@ -14,4 +15,10 @@ for p in api operator workload; do ln -sfn "../../${p}" "build/devpath/distgnn_$
 export PYTHONPATH="/tmp/site:${PWD}/build/devpath" PATH="/tmp/site/bin:${PATH}"
 OUT="${OUT:-results/run}"
 mkdir -p "${OUT}"
+# At most 8 files come back from a call (the first by name): on exit every script leaves one
+# archive of everything under $OUT, named to sort first (traces and archives left out).
+pack_out() {
+  (cd "${OUT}" && tar czf 0-all.tgz --exclude='*.tgz' --exclude='*.json.gz' -- *) 2>/dev/null || true
+}
+trap pack_out EXIT
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "${OUT}/gpus.txt"
