@@ -7,7 +7,7 @@ import torch
 
 from distgnn_api.edge_types import EdgeType
 from distgnn_workload.sampling import HeteroNeighborSampler
-from distgnn_workload.sampling.hop_layout import HopLayout, Regions, hop_consts
+from distgnn_workload.sampling.hop_layout import Bounds, HopLayout, Regions, hop_consts
 from distgnn_workload.sampling.relabel import RelabelTables
 from distgnn_workload.sampling.static_sample import StaticCaps, sample_static
 from tests.workload.hetero_graphs import NUM_NODES, typed_graph
@@ -35,7 +35,7 @@ def test_relations_are_grouped_by_source_type_in_edge_type_order() -> None:
     consts = hop_consts(hop1, torch.device("cpu"), None)
     assert consts.entry_relation.tolist() == [0] * 160 + [1] * 80 + [2] * 40
     assert consts.entry_row[158:162].tolist() == [39, 39, 0, 0]  # rows of 4 then 2 draws
-    assert consts.type_bounds.tolist() == [0, 160, 240, 160, 240, 280]
+    assert consts.type_bounds.at.tolist() == [0, 160, 240, 160, 240, 280]
     assert consts.relation_type.tolist() == [0, 1, 2]
 
 
@@ -71,3 +71,13 @@ def test_index_tensors_are_made_once_per_layout() -> None:
     assert first, "the run kept no index tensors"
     assert run() == first  # the second run (a capture's) makes none
     assert (table.buffer == -1).all()
+
+
+def test_bounds_read_the_sum_before_each_position() -> None:
+    values = torch.tensor([3, 0, 2, 5, 1])
+    bounds = Bounds.of(torch.tensor([0, 2, 4, 5]))
+    # an exclusive cumulative sum, read at the bounds, without making one
+    exclusive = torch.cat([torch.zeros(1, dtype=values.dtype), values.cumsum(0)])
+    assert (
+        bounds.before(values.cumsum(0)).tolist() == exclusive[bounds.at].tolist() == [0, 3, 10, 11]
+    )

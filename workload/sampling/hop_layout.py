@@ -100,6 +100,26 @@ class HopLayout:
 
 
 @dataclass(frozen=True)
+class Bounds:
+    """Positions in a hop's entries (or rows), made to read an inclusive cumulative sum just
+    before each of them with no copy of the sum: ``last`` the position before, ``inside``
+    whether there is one (the sum before position 0 is 0)."""
+
+    at: Tensor
+    last: Tensor
+    inside: Tensor
+
+    @classmethod
+    def of(cls, at: Tensor) -> Bounds:
+        return cls(at, (at - 1).clamp(min=0), at > 0)
+
+    def before(self, cumulative: Tensor) -> Tensor:
+        """``cumulative``'s value just before each position (its total over the entries
+        before it)."""
+        return torch.where(self.inside, cumulative[self.last], 0)
+
+
+@dataclass(frozen=True)
 class HopConsts:
     """A hop layout's index tensors on the device (made once per layout)."""
 
@@ -107,15 +127,15 @@ class HopConsts:
     """Per entry: its relation's position in ``order``."""
     entry_row: Tensor
     """Per entry: its target row within its relation."""
-    type_bounds: Tensor
+    type_bounds: Bounds
     """Per source type of ``order``: where its entries start, then where they end."""
-    relation_bounds: Tensor
+    relation_bounds: Bounds
     """Per relation of ``order``: where its entries start, then where they end."""
     row_relation: Tensor
     """Per target row of ``ptr_relations``: its relation's position there."""
     row_index: Tensor
     """Per target row: its row within its relation."""
-    row_bounds: Tensor
+    row_bounds: Bounds
     """Per relation of ``ptr_relations``: where its rows start."""
     relation_type: Tensor
     """Per relation of ``order``: its source type's position in ``source_types``."""
@@ -172,10 +192,11 @@ def hop_consts(layout: HopLayout, device: torch.device, cache: Consts | None) ->
     entries = layout.entries
     e_start, e_end = _bounds(entries)
     type_of = [layout.source_types.index(et[0]) for et in layout.order]
-    t_start = [min(s for s, t in zip(e_start, type_of, strict=True) if t == i)
-               for i in range(len(layout.source_types))]  # fmt: skip
-    t_end = [max(e for e, t in zip(e_end, type_of, strict=True) if t == i)
-             for i in range(len(layout.source_types))]  # fmt: skip
+    # ``order`` is grouped by source type: a type's entries are one run
+    t_start, t_end = _bounds(
+        [sum(n for n, t in zip(entries, type_of, strict=True) if t == i)
+         for i in range(len(layout.source_types))]
+    )  # fmt: skip
     p_start, _ = _bounds(layout.ptr_rows)
 
     def ints(values: Sequence[int] | Tensor) -> Tensor:
@@ -185,11 +206,11 @@ def hop_consts(layout: HopLayout, device: torch.device, cache: Consts | None) ->
     consts = HopConsts(
         entry_relation=ints(_repeat(entries)),
         entry_row=ints(_within(entries, layout.fanout)),
-        type_bounds=ints(t_start + t_end),
-        relation_bounds=ints(e_start + e_end),
+        type_bounds=Bounds.of(ints(t_start + t_end)),
+        relation_bounds=Bounds.of(ints(e_start + e_end)),
         row_relation=ints(_repeat(layout.ptr_rows)),
         row_index=ints(_within(layout.ptr_rows, [1] * len(layout.ptr_rows))),
-        row_bounds=ints(p_start),
+        row_bounds=Bounds.of(ints(p_start)),
         relation_type=ints(type_of),
     )
     if cache is not None:

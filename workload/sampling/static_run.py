@@ -36,6 +36,17 @@ Draw = tuple[Tensor, Tensor, Tensor, Tensor]
 """A relation's frontier rows' CSR starts and degrees, drawn positions and their validity."""
 
 
+def _cat(parts: Sequence[Tensor]) -> Tensor:
+    """``torch.cat``, without the copy a single part would cost."""
+    return parts[0] if len(parts) == 1 else torch.cat(list(parts))
+
+
+def _per(values: Tensor, at: Tensor, groups: int) -> Tensor:
+    """``values[at]``: each entry's value of its group; with one group ``values`` itself (one
+    element, broadcast), which saves a gather over every entry of the hop."""
+    return values if groups == 1 else values[at]
+
+
 def hop_draws(
     graph: TypedCSR,
     fanouts: Mapping[EdgeType, Sequence[int]],
@@ -59,7 +70,7 @@ def hop_draws(
             indptr, nodes = graph.indptr[et], frontier[et[2]]
             starts.append(indptr[nodes])
             degrees.append(indptr[nodes + 1] - starts[-1])
-        pos, valid = uniform_subset_positions(torch.cat(degrees), fanout, generator)
+        pos, valid = uniform_subset_positions(_cat(degrees), fanout, generator)
         at = 0
         for et, start, deg in zip(edge_types, starts, degrees, strict=True):
             rows = slice(at, at + deg.numel())
@@ -115,8 +126,8 @@ class StaticRun:
         self.hi[self.type_pos[seed_type]] = num_seeds
         self.lo, self.num_frontier = torch.zeros_like(self.hi), self.hi.clone()
         self.edge_base = torch.zeros(len(graph.edge_types), dtype=torch.int64, device=dev)
-        self.zero = torch.zeros(1, dtype=torch.int64, device=dev)
         self.frontier = {seed_type: seeds}
+        self.num_hops = len(node_caps[self.types[0]]) - 1
         self.node_counts = [self.num_frontier]
         self.edge_counts: list[Tensor] = []
 
@@ -150,17 +161,19 @@ class StaticRun:
             takens.append(taken)
             drawn[et] = (neighbours, valid, edge_pos)
         hop_edges = torch.zeros_like(self.edge_base)
-        if layout.order:
-            new_edges, rel = self._place(layout, c, [drawn[et] for et in layout.order])
+        placed = (
+            self._place(layout, c, [drawn[et] for et in layout.order]) if layout.order else None
+        )
+        if layout.ptr_relations:  # the offsets start from the edges before this hop's
             self._offsets(layout, c, takens)
+        if placed is not None:
+            new_edges, rel = placed
             self.edge_base.index_add_(0, rel, new_edges)
             hop_edges.index_copy_(0, rel, new_edges)
-        elif layout.ptr_relations:
-            self._offsets(layout, c, takens)
         self.edge_counts.append(hop_edges)
         num_new = self.hi - start_hi
         self.node_counts.append(num_new)
-        last = h + 1 == len(self.node_caps[self.types[0]]) - 1
+        last = h + 1 == self.num_hops
         for t in self.types:
             cap = self.node_caps[t][h + 1]
             if not last and cap:
@@ -203,31 +216,35 @@ class StaticRun:
             )],
             7,
         )  # fmt: skip
-        neighbours = torch.cat([d[0] for d in drawn])
-        valid = torch.cat([d[1] for d in drawn])
-        at = c.entry_relation
-        unified = neighbours + offset[at]
+        neighbours = _cat([d[0] for d in drawn])
+        valid = _cat([d[1] for d in drawn])
+        at, n = c.entry_relation, len(layout.order)
+        unified = (
+            neighbours
+            if n == 1 and not table.offsets[layout.order[0][0]]
+            else (neighbours + _per(offset, at, n))
+        )
         first = relabel.first_seen(table.buffer, unified, valid)
         # each source type numbers its new nodes from its hi, in order of first appearance
-        seen = torch.cat([self.zero, torch.cumsum(first, 0)])
-        before = seen[c.type_bounds].view(2, -1)
+        seen = torch.cumsum(first, 0)
+        before = c.type_bounds.before(seen).view(2, -1)
         (type_ids,) = self._ints([self.type_pos[t] for t in layout.source_types], 1)
-        local = seen[1:] - 1 + (self.hi[type_ids] - before[0])[c.relation_type][at]
+        local = seen - 1 + _per((self.hi[type_ids] - before[0])[c.relation_type], at, n)
         any_pad = table.offsets[self.types[0]] + self.graph.num_nodes[self.types[0]]
         relabel.assign(table.buffer, unified, first, local, any_pad)
-        node_slot = node_start[at] + local
-        node_slot = torch.where(first & (node_slot < node_end[at]), node_slot, nodes.dump)
+        node_slot = _per(node_start, at, n) + local
+        node_slot = torch.where(first & (node_slot < _per(node_end, at, n)), node_slot, nodes.dump)
         self.node_buf.index_put_((node_slot,), neighbours)
         self.hi.index_add_(0, type_ids, before[1] - before[0])
         # edges, compacted per relation in (target, draw) order
-        kept = torch.cat([self.zero, torch.cumsum(valid, 0)])
-        bounds = kept[c.relation_bounds].view(2, -1)
-        edge_slot = kept[1:] - 1 + (self.edge_base[rel] - bounds[0] + edge_start)[at]
-        edge_slot = torch.where(valid & (edge_slot < edge_end[at]), edge_slot, edges.dump)
+        kept = torch.cumsum(valid, 0)
+        bounds = c.relation_bounds.before(kept).view(2, -1)
+        edge_slot = kept - 1 + _per(self.edge_base[rel] - bounds[0] + edge_start, at, n)
+        edge_slot = torch.where(valid & (edge_slot < _per(edge_end, at, n)), edge_slot, edges.dump)
         self.src_buf.index_put_((edge_slot,), table.buffer[unified].to(torch.int64))
-        self.dst_buf.index_put_((edge_slot,), c.entry_row + self.lo[dst_type][at])
+        self.dst_buf.index_put_((edge_slot,), c.entry_row + _per(self.lo[dst_type], at, n))
         if self.eid_buf is not None:
-            self.eid_buf.index_put_((edge_slot,), torch.cat([d[2] for d in drawn]))
+            self.eid_buf.index_put_((edge_slot,), _cat([d[2] for d in drawn]))
         return bounds[1] - bounds[0], rel
 
     def _offsets(self, layout: HopLayout, c: HopConsts, takens: list[Tensor]) -> None:
@@ -239,13 +256,15 @@ class StaticRun:
             )],
             4,
         )  # fmt: skip
-        at = c.row_relation
-        taken = torch.cumsum(torch.cat(takens), 0)
-        before = torch.cat([self.zero, taken])[c.row_bounds]
-        offsets = taken + (self.edge_base[ptr_rel] - before)[at]
-        slot = self.lo[ptr_dst][at] + c.row_index + 1
-        fits = (c.row_index < self.num_frontier[ptr_dst][at]) & (slot < ptr_end[at])
-        slot = torch.where(fits, ptr_start[at] + slot, self.ptrs.dump)
+        at, n = c.row_relation, len(layout.ptr_relations)
+        taken = torch.cumsum(_cat(takens), 0)
+        before = c.row_bounds.before(taken)
+        offsets = taken + _per(self.edge_base[ptr_rel] - before, at, n)
+        slot = _per(self.lo[ptr_dst], at, n) + c.row_index + 1
+        fits = (c.row_index < _per(self.num_frontier[ptr_dst], at, n)) & (
+            slot < _per(ptr_end, at, n)
+        )
+        slot = torch.where(fits, _per(ptr_start, at, n) + slot, self.ptrs.dump)
         self.ptr_buf.index_put_((slot,), offsets)
 
     def finish(
