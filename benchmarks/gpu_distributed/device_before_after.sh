@@ -40,9 +40,9 @@ side() {  # side NAME TREE "BENCH-ARGS" RUNS...
   tail -n "$(($# + 2))" "${OUT}/${name}.log"
 }
 
+bash benchmarks/tree_fingerprint.sh --dir "${BASE}" >"${OUT}/tree-before.txt"
 side before "${BASE}" "" "${runs[@]}"
 if [[ "${EASY:-0}" == 1 ]]; then
   side after-easy . "--homophily 0.8 --feature-noise 1" "${runs[@]}"
 fi
 side after . "" "${runs[@]}" "${after_only[@]}"
-git log -1 --format='%H %s' >"${OUT}/commit.txt" 2>/dev/null || true

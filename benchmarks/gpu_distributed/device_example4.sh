@@ -24,4 +24,3 @@ echo "== proof: ${left} s left"
 if ((left > 60)); then
   PROOF_S="${left}" EPOCHS="${EPOCHS:-2}" bash benchmarks/gpu_distributed/device_exchange_proof.sh
 fi
-git log -1 --format='%H %s' >"${OUT}/commit.txt" 2>/dev/null || true

@@ -21,4 +21,3 @@ timeout "${BENCH_S}" python benchmarks/gpu_distributed/bench.py --repeats 2 --ev
   --runs worker-1-bf16 worker-4-bf16 worker-4-bf16-0.1 worker-4-bf16-0.1-socket \
   --out "${OUT}/bench.jsonl" 2>&1 | grep -v Warning > "${OUT}/bench.log"
 tail -n 8 "${OUT}/bench.log"
-git log -1 --format='%H %s' > "${OUT}/commit.txt" 2>/dev/null || true

@@ -37,5 +37,3 @@ side() {  # side NAME [BENCH-ARGS...]
 
 side all-gpu
 side tiered --feature-memory "${FEATURE_MEMORY}"
-# only a checkout of its own: a copy inside another repository would name that one's commit
-if [[ -e .git ]]; then git log -1 --format='%H %s' >"${OUT}/commit.txt"; fi

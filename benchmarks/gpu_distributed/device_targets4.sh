@@ -14,4 +14,3 @@ timeout "${BENCH_S}" python benchmarks/gpu_distributed/bench.py --repeats "${REP
   --runs worker-4-bf16 worker-4-bf16-0.1 worker-4-bf16-0.1-socket server-1-bf16 server-4-bf16 \
   --out "${OUT}/bench.jsonl" 2>&1 | grep -v Warning >"${OUT}/bench.log"
 tail -n 12 "${OUT}/bench.log"
-git log -1 --format='%H %s' >"${OUT}/commit.txt" 2>/dev/null || true

@@ -38,4 +38,3 @@ wait "${typed}" "${link}"
 tail -n 4 "${OUT}"/one-path-*.txt
 python benchmarks/gpu_hetero/ratios.py "${OUT}/typed-after.jsonl" "${OUT}/pyg-hetero.jsonl" \
   | tee "${OUT}/ratios.txt"
-git log -1 --format='%H %s' >"${OUT}/commit.txt" 2>/dev/null || true
