@@ -22,8 +22,7 @@ runs=(${RUNS})
 # shellcheck disable=SC2206
 after_only=(${AFTER_ONLY:-})
 
-mkdir -p "${BASE}/build/devpath"
-for p in api operator workload; do ln -sfn "../../${p}" "${BASE}/build/devpath/distgnn_${p}"; done
+devpath "${BASE}"
 
 side() {  # side NAME TREE "BENCH-ARGS" RUNS...
   local name="$1" tree="$2" extra="$3"

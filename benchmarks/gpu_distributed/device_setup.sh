@@ -11,8 +11,11 @@ if [ ! -e /tmp/site/.installed ]; then
     "${WHEELS}"/*.whl || exit 1
   touch /tmp/site/.installed
 fi
-mkdir -p build/devpath
-for p in api operator workload; do ln -sfn "../../${p}" "build/devpath/distgnn_${p}"; done
+devpath() {  # devpath TREE: TREE/build/devpath holds TREE's three packages under their names
+  mkdir -p "$1/build/devpath"
+  for p in api operator workload; do ln -sfn "../../${p}" "$1/build/devpath/distgnn_${p}"; done
+}
+devpath .
 export PYTHONPATH="/tmp/site:${PWD}/build/devpath" PATH="/tmp/site/bin:${PATH}"
 OUT="${OUT:-results/run}"
 mkdir -p "${OUT}"

@@ -12,8 +12,7 @@ TREES="${TREES:-.}"
 for tree in ${TREES}; do
   name="$(basename "$(cd "${tree}" && pwd)")"
   [[ "${tree}" == "." ]] && name=after
-  mkdir -p "${tree}/build/devpath"
-  for p in api operator workload; do ln -sfn "../../${p}" "${tree}/build/devpath/distgnn_${p}"; done
+  devpath "${tree}"
   (
     cd "${tree}" || exit 1
     PYTHONPATH="/tmp/site:${PWD}/build/devpath" timeout "${TREE_S:-150}" \

@@ -21,8 +21,7 @@ SIDES="${SIDES:-before after}"
 REPEATS="${REPEATS:-2}"
 read -ra runs <<< "${RUNS:-worker-1-bf16}"
 PRODUCTS_S="${PRODUCTS_S:-90}" LINK_S="${LINK_S:-170}" TYPED_S="${TYPED_S:-150}"
-mkdir -p "${BASE}/build/devpath"
-for p in api operator workload; do ln -sfn "../../${p}" "${BASE}/build/devpath/distgnn_${p}"; done
+devpath "${BASE}"
 
 bench() {  # bench SIDE TREE WHAT
   local side="$1" tree="$2" what="$3" limit script
