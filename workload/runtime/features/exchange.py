@@ -11,6 +11,11 @@ Every trainer takes part in every *round* of the exchange, on a process group of
    the consumer's stream wait for them, so that the rows of batch n+1 travel while batch n
    trains.
 
+A loader starts its rounds with :meth:`FeatureExchange.start_round`: they run on a thread of
+their own (:class:`~distgnn_workload.runtime.features.exchange_worker.OrderedWorker`), one
+after the other in the order they were started, so that the loader samples the next
+batches while a round waits for the peers' counts.
+
 A *phase* (a training epoch, an evaluation, the cache fill) is a sequence of rounds that
 ends, on every rank at once, after the first round in which every rank set *done*. A rank
 with fewer batches than its peers keeps answering their requests with empty rounds of its
@@ -22,6 +27,7 @@ group's timeout (at once with gloo, whose sockets close).
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Future
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -30,6 +36,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
+from distgnn_workload.runtime.features.exchange_worker import OrderedWorker
 from distgnn_workload.runtime.features.layout import HolderLayout, group_by_key
 from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.transfers import wait_for_event
@@ -116,6 +123,8 @@ class FeatureExchange:
         self._counts_host = torch.empty(
             (self.world_size, self.world_size + 1), dtype=torch.int64, pin_memory=self.cuda
         )
+        self._worker: OrderedWorker | None = None
+        """Runs the rounds a loader starts (made with the first)."""
 
     # ------------------------------------------------------------------ agreement
 
@@ -127,19 +136,41 @@ class FeatureExchange:
 
     # ------------------------------------------------------------------ one round
 
-    def round(self, ids: Tensor, counts: Tensor, *, done: bool) -> tuple[PendingRows, bool]:
+    def start_round(self, ids: Tensor, counts: Tensor) -> Future[tuple[PendingRows, bool]]:
+        """:meth:`round` (not done) on the exchange's thread, after every round started
+        before it; the caller goes on at once. ``ids`` and ``counts`` are read once the work
+        queued so far on the caller's stream has run."""
+        ready = None
+        if self.cuda:
+            ready = torch.cuda.Event()  # type: ignore[no-untyped-call]
+            ready.record(torch.cuda.current_stream(self.device))
+        return self._thread().submit(lambda: self.round(ids, counts, done=False, ready=ready))
+
+    def _thread(self) -> OrderedWorker:
+        if self._worker is None:
+            self._worker = OrderedWorker(f"distgnn-exchange-{self.rank}", self.device)
+        return self._worker
+
+    def round(
+        self, ids: Tensor, counts: Tensor, *, done: bool, ready: torch.cuda.Event | None = None
+    ) -> tuple[PendingRows, bool]:
         """Ask the owners for rows and answer the peers' requests; one host sync.
 
         ``counts`` (int64 ``[holders]``, on the device): how many rows to ask of each holder;
         ``ids`` (int64, on the device): sorted by owning holder, the first ``counts.sum()`` of
-        them asked for (any after them are not). Returns the rows on their way (as many as
-        were asked for, in the order of ``ids``) and whether every rank set ``done``.
+        them asked for (any after them are not). ``ready``: an event after which they are
+        made (by default: the work queued so far on the calling thread's stream). Returns
+        the rows on their way (as many as were asked for, in the order of ``ids``) and
+        whether every rank set ``done``.
         """
         producer = torch.cuda.current_stream(self.device) if self.cuda else None
         with torch.cuda.stream(self.stream) if self.stream is not None else nullcontext():
             if self.stream is not None and producer is not None:
                 # the ids and counts were computed on the producer's stream
-                self.stream.wait_stream(producer)
+                if ready is not None:
+                    self.stream.wait_event(ready)
+                else:
+                    self.stream.wait_stream(producer)
                 ids.record_stream(self.stream)
                 counts.record_stream(self.stream)
             mine = torch.zeros(self.world_size + 1, dtype=torch.int64, device=self.device)
@@ -223,8 +254,13 @@ class FeatureExchange:
     # ------------------------------------------------------------------ phases
 
     def finish_phase(self) -> int:
-        """Answer the peers' requests with empty rounds until every rank is done; returns
-        the rounds it took."""
+        """Answer the peers' requests with empty rounds until every rank is done, after the
+        rounds already started; returns the rounds it took."""
+        if self._worker is not None:
+            return self._worker.call(self._finish_rounds)
+        return self._finish_rounds()
+
+    def _finish_rounds(self) -> int:
         nothing = torch.empty(0, dtype=torch.int64, device=self.device)
         none = torch.zeros(self.layout.num_holders, dtype=torch.int64, device=self.device)
         rounds = 0
@@ -240,7 +276,8 @@ class FeatureExchange:
     ) -> None:
         """Fetch the rows of the remote ``ids`` (any order) in rounds of at most ``chunk``
         ids, handing each round's ids and rows to ``sink`` (one chunk in memory at a time),
-        as one phase: every rank calls it, with as many ids as it likes (none included)."""
+        as one phase: every rank calls it, with as many ids as it likes (none included).
+        Its rounds run on the calling thread: no loader's phase may run beside it."""
         ids = ids.to(self.device, torch.int64)
         holders = self.layout.num_holders
         for lo in range(0, ids.numel(), chunk):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future as Started
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -133,13 +134,20 @@ class PendingGather:
 
     out: Tensor
     parts: list[_Part] = field(default_factory=list)
-    exchanged: tuple[Tensor, PendingRows] | None = None
-    """Where the rows of a feature-exchange round go in ``out``, and the rows."""
+    exchanged: tuple[Tensor, Started[tuple[PendingRows, bool]]] | None = None
+    """Where the rows of a feature-exchange round go in ``out`` (the first as many as it
+    brings), and the round, started."""
+    on_exchanged: Callable[[int], None] | None = None
+    """Told how many rows the round brought."""
 
     def wait(self) -> Tensor:
         if self.exchanged is not None:
-            pos, pending = self.exchanged
-            self.out.index_copy_(0, pos, pending.wait())
+            pos, started = self.exchanged
+            pending, _ = started.result()
+            rows = pending.wait()
+            if self.on_exchanged is not None:
+                self.on_exchanged(int(rows.size(0)))
+            self.out.index_copy_(0, pos[: rows.size(0)], rows)
             self.exchanged = None
         for part in self.parts:
             value = wait_remote(part.fut, part.peer)
@@ -295,26 +303,30 @@ class DistributedFeatureSource:
         return pending
 
     def _start_exchange(self, ids: Tensor, slot: Tensor, owner: Tensor) -> PendingGather:
-        """One round of the exchange: the missing rows, grouped by owner (one host sync)."""
+        """Start one round of the exchange (on its thread): the missing rows, grouped by
+        owner. No host sync here: the round reads the counts back on its thread."""
         exchange = self.exchange
         assert exchange is not None
         table = self.table
         holders = self.num_holders
         if table.complete:  # nothing to ask, but the peers may ask this rank
             none = torch.zeros(holders, dtype=torch.int64, device=ids.device)
-            exchange.round(ids[:0], none, done=False)
-            return PendingGather(table.gather(slot))
+            started = exchange.start_round(ids[:0], none)
+            return PendingGather(table.gather(slot), exchanged=(ids[:0], started))
         out = table.gather(slot.clamp(min=0))
         # misses keyed by their owner, the rest after them
         order, counts = group_by_key(torch.where(slot < 0, owner, holders), holders + 1)
-        rows, _ = exchange.round(ids[order], counts[:holders], done=False)
-        misses = int(rows.rows.size(0))
+        started = exchange.start_round(ids[order], counts[:holders])
+        row_bytes = table.num_features * out.element_size()
+        return PendingGather(
+            out, exchanged=(order, started), on_exchanged=lambda n: self._count_misses(n, row_bytes)
+        )
+
+    def _count_misses(self, misses: int, row_bytes: int) -> None:
         with self._stats_lock:
-            fetched = misses * table.num_features * out.element_size()
             self.stats.misses += misses
-            self.stats.bytes_fetched += fetched
-            self.stats.total_bytes += fetched
-        return PendingGather(out, exchanged=(order[:misses], rows))
+            self.stats.bytes_fetched += misses * row_bytes
+            self.stats.total_bytes += misses * row_bytes
 
 
 def _slot_rows(reader: SlotReader) -> int:
