@@ -10,7 +10,10 @@ JSON object:
 - ``gaps``: the GPU's idle intervals of at least ``--min-gap-us``, by count and summed;
 - ``idle_by_host_op``: for each host operator or CUDA runtime call, the idle GPU time during
   which it ran (per thread: a call nested in another counts for both), largest first;
-- ``kernels``: the GPU time per kernel name, largest first.
+- ``kernels``: the GPU time per kernel name, largest first;
+- ``threads``: per host thread, the time of its operators and CUDA runtime calls by name,
+  largest first (a call nested in another counts for both): where the loader, the
+  exchange's thread and the training thread spend a step.
 
     python benchmarks/gpu_distributed/trace_gaps.py trace-worker-2-bf16.json.gz --steps 20
 """
@@ -94,6 +97,10 @@ def summarise(
     for e in gpu:
         kernels[str(e.get("name"))[:90]] += float(e["dur"])
     per = steps or 1
+    threads: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for e in events:
+        if e.get("cat") in HOST_CATEGORIES:
+            threads[str(e.get("tid"))][f"{e.get('cat')}: {e.get('name')}"] += float(e["dur"])
     out: dict[str, Any] = {
         "span_ms": round((span[1] - span[0]) / 1e3, 3),
         "busy_ms": round(busy_us / 1e3, 3),
@@ -111,6 +118,13 @@ def summarise(
             [name, round(us / 1e3 / per, 3)]
             for name, us in sorted(kernels.items(), key=lambda kv: -kv[1])[:top]
         ],
+        "threads": {
+            tid: [
+                [name, round(us / 1e3 / per, 3)]
+                for name, us in sorted(ops.items(), key=lambda kv: -kv[1])[:top]
+            ]
+            for tid, ops in threads.items()
+        },
     }
     if steps:
         out["steps"] = steps

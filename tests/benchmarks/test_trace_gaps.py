@@ -46,6 +46,12 @@ def test_idle_time_is_the_span_less_the_union_and_goes_to_the_host_ops_meanwhile
     ]
     assert found["kernels"][0] == ["a", 0.095]
     assert found["idle_ms_per_step"] == pytest.approx(0.13)
+    # per host thread, by name, per step: the sync and the all-to-all ran on thread 1
+    assert found["threads"]["1"] == [
+        ["cuda_runtime: cudaStreamSynchronize", 0.15],
+        ["cpu_op: gloo:all_to_all", 0.025],
+    ]
+    assert "7" not in found["threads"]  # GPU streams are not host threads
 
 
 def test_a_trace_without_gpu_activity_is_refused(tmp_path: Path) -> None:
