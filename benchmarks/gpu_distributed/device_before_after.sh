@@ -10,10 +10,15 @@
 # AFTER_ONLY: runs that only this tree has (e.g. a -socket run); BUDGET_S: seconds for each side.
 # EASY=1 also runs this tree on the earlier benchmarks' graph (homophily 0.8, feature noise 1;
 # "after-easy"), beside the default graph, so that the code and the graph change are apart.
+# Several variants in one call: TREES="<dir> <dir> ..." (folders of this checkout, each a copy
+# made as above) instead of BASE runs each of them, in that order, before this tree; each
+# side is named by its folder without the dot (tree-<name>.txt holds its fingerprint).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 source benchmarks/gpu_distributed/device_setup.sh
-BASE="${BASE:?BASE: the earlier tree, a folder of this checkout}"
+if [ -z "${TREES:-}" ]; then
+  BASE="${BASE:?BASE (or TREES): the earlier tree, a folder of this checkout}"
+fi
 RUNS="${RUNS:-worker-1-bf16 worker-4-bf16 worker-4-bf16-0.1}"
 REPEATS="${REPEATS:-2}"
 BUDGET_S="${BUDGET_S:-240}"
@@ -22,7 +27,6 @@ runs=(${RUNS})
 # shellcheck disable=SC2206
 after_only=(${AFTER_ONLY:-})
 
-devpath "${BASE}"
 
 side() {  # side NAME TREE "BENCH-ARGS" RUNS...
   local name="$1" tree="$2" extra="$3"
@@ -39,8 +43,19 @@ side() {  # side NAME TREE "BENCH-ARGS" RUNS...
   tail -n "$(($# + 2))" "${OUT}/${name}.log"
 }
 
-bash benchmarks/tree_fingerprint.sh --dir "${BASE}" >"${OUT}/tree-before.txt"
-side before "${BASE}" "" "${runs[@]}"
+if [ -n "${TREES:-}" ]; then
+  for tree in ${TREES}; do
+    name="$(basename "${tree}")"
+    name="${name#.}"
+    devpath "${tree}"
+    bash benchmarks/tree_fingerprint.sh --dir "${tree}" >"${OUT}/tree-${name}.txt"
+    side "${name}" "${tree}" "" "${runs[@]}"
+  done
+else
+  devpath "${BASE}"
+  bash benchmarks/tree_fingerprint.sh --dir "${BASE}" >"${OUT}/tree-before.txt"
+  side before "${BASE}" "" "${runs[@]}"
+fi
 if [[ "${EASY:-0}" == 1 ]]; then
   side after-easy . "--homophily 0.8 --feature-noise 1" "${runs[@]}"
 fi
