@@ -23,10 +23,8 @@ from distgnn_workload.runtime.features.cache_policy import (
     load_typed_tables,
     whole_tables,
 )
-from distgnn_workload.runtime.features.remote import (
-    TypedFeatureSource,
-    TypedFetchFn,
-)
+from distgnn_workload.runtime.features.remote import TypedFeatureSource
+from distgnn_workload.runtime.features.requests import TypedFetchFn
 from distgnn_workload.runtime.features.serving import (
     _serve_rows_of_type,
     serve_tables,

@@ -24,7 +24,8 @@ from distgnn_workload.runtime.features.layout import (
     load_labels,
     split_ids,
 )
-from distgnn_workload.runtime.features.remote import DistributedFeatureSource, FetchFn
+from distgnn_workload.runtime.features.remote import DistributedFeatureSource
+from distgnn_workload.runtime.features.requests import FetchFn
 from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.rpc import RemoteError
 from distgnn_workload.sampling import NeighborSampler

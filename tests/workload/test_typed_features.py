@@ -25,8 +25,8 @@ from distgnn_workload.runtime.features.cache_policy import (
 from distgnn_workload.runtime.features.remote import (
     DistributedFeatureSource,
     TypedFeatureSource,
-    TypedFetchFn,
 )
+from distgnn_workload.runtime.features.requests import TypedFetchFn
 from distgnn_workload.runtime.features.serving import (
     _serve_rows_of_type,
     serve_tables,

@@ -33,7 +33,8 @@ from distgnn_workload.runtime.batch_targets import SAMPLER_SERVER, TYPED_SAMPLER
 from distgnn_workload.runtime.bootstrap import RoleProcess
 from distgnn_workload.runtime.features import set_serve_observer
 from distgnn_workload.runtime.features.cache_policy import held_bytes, load_typed_tables
-from distgnn_workload.runtime.features.remote import TypedFeatureSource, rpc_typed_fetch
+from distgnn_workload.runtime.features.remote import TypedFeatureSource
+from distgnn_workload.runtime.features.requests import rpc_typed_fetch
 from distgnn_workload.runtime.features.serving import serve_tables, set_type_serve_observer
 from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.holder import device_feature_budget

@@ -36,7 +36,8 @@ from distgnn_workload.runtime.batch_targets import serve_batch, serve_batch_into
 from distgnn_workload.runtime.batches import LocalPipeline
 from distgnn_workload.runtime.ddp import DDP_TIMEOUT_S
 from distgnn_workload.runtime.features.exchange import FeatureExchange, new_exchange_group
-from distgnn_workload.runtime.features.remote import TypedFeatureSource, rpc_typed_fetch
+from distgnn_workload.runtime.features.remote import TypedFeatureSource
+from distgnn_workload.runtime.features.requests import rpc_typed_fetch
 from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.remote_batches import RemotePipeline, RequestInto, TypedRemotePipeline
 from distgnn_workload.runtime.rendezvous import Group

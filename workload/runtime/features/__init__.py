@@ -18,7 +18,8 @@ homogeneous holder's is the one-type case.
 The concerns, one module each, each layer importing only those below it:
 :mod:`.cache_policy` (which remote nodes to cache, filling the cache) over :mod:`.remote`
 (the loader's feature source) over :mod:`.exchange` (the trainers' rounds of counts, ids and
-rows) and :mod:`.serving` (the RPC targets that answer other holders) over :mod:`.table`
+rows) and :mod:`.requests` (requests for rows over RPC) over :mod:`.serving` (the RPC targets
+that answer other holders) over :mod:`.table`
 (the table) over :mod:`.layout` (who owns which nodes) and :mod:`.tiers` (the rows' GPU and
 pinned host tiers).
 """
@@ -41,11 +42,9 @@ from distgnn_workload.runtime.features.layout import (
 from distgnn_workload.runtime.features.remote import (
     DistributedFeatureSource,
     FeatureStats,
-    FetchFn,
     PendingGather,
-    rpc_fetch,
-    rpc_fetch_into,
 )
+from distgnn_workload.runtime.features.requests import FetchFn, rpc_fetch, rpc_fetch_into
 from distgnn_workload.runtime.features.serving import (
     FEATURE_SLOTS,
     SERVE_OBSERVER,

@@ -20,7 +20,7 @@ from torch import Tensor
 from distgnn_api.feature_memory import shared_budgets
 from distgnn_workload.partition.store import HeteroPartitionStore
 from distgnn_workload.runtime.features.layout import HolderLayout
-from distgnn_workload.runtime.features.remote import FetchFn
+from distgnn_workload.runtime.features.requests import FetchFn
 from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.rpc import wait_remote
 

@@ -1,8 +1,9 @@
 """Features of any nodes for the loader: local rows, cached rows, and the rest from their
 owners, overlapped with sampling: over the trainers' feature exchange (collectives, worker
 mode: :mod:`~distgnn_workload.runtime.features.exchange`), or by requests over RPC or into
-shared slots (between sampler servers). A holder of several node types has one source per
-type (:class:`TypedFeatureSource`), whose tables say the owner of each node.
+shared slots (between sampler servers; the requests are made in
+:mod:`~distgnn_workload.runtime.features.requests`). A holder of several node types has one
+source per type (:class:`TypedFeatureSource`), whose tables say the owner of each node.
 """
 
 from __future__ import annotations
@@ -15,57 +16,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-import torch.distributed.rpc as rpc
 from torch import Tensor
 from torch.futures import Future
 
 from distgnn_workload.runtime.features.exchange import FeatureExchange, PendingRows
 from distgnn_workload.runtime.features.layout import HolderLayout, group_by_key
-from distgnn_workload.runtime.features.serving import (
-    FEATURE_SLOTS,
-    _serve_features,
-    _serve_features_into,
-    _serve_rows_of_type,
-)
+from distgnn_workload.runtime.features.requests import FetchFn, TypedFetchFn
+from distgnn_workload.runtime.features.serving import FEATURE_SLOTS
 from distgnn_workload.runtime.features.table import FeatureTable
-from distgnn_workload.runtime.rpc import RpcContext, wait_remote
+from distgnn_workload.runtime.rpc import wait_remote
 from distgnn_workload.runtime.shared_slots import SlotReader, take
 
 log = logging.getLogger(__name__)
-
-# --------------------------------------------------------------------------- the source
-
-
-FetchFn = Callable[[int, Tensor], Future[Tensor]]
-"""Start fetching the features of ``ids`` (int64, any device) from holder ``h``."""
-
-
-def rpc_fetch(ctx: RpcContext, target_of_holder: Callable[[int], str]) -> FetchFn:
-    """Feature requests over RPC: ids go as CUDA tensors where tensors travel on the GPU."""
-
-    def fetch(holder: int, ids: Tensor) -> Future[Tensor]:
-        if not ctx.cuda:
-            ids = ids.cpu()
-        fut: Future[Tensor] = rpc.rpc_async(target_of_holder(holder), _serve_features, args=(ids,))
-        return fut
-
-    return fetch
-
-
-TypedFetchFn = Callable[[int, str, Tensor], Future[Tensor]]
-"""Start fetching the rows of ``ids`` (int64, any device) of a node type from holder ``h``."""
-
-
-def rpc_typed_fetch(target_of_holder: Callable[[int], str]) -> TypedFetchFn:
-    """Requests by node type over RPC (host ids; rows come back in host memory)."""
-
-    def fetch(holder: int, node_type: str, ids: Tensor) -> Future[Tensor]:
-        fut: Future[Tensor] = rpc.rpc_async(
-            target_of_holder(holder), _serve_rows_of_type, args=(node_type, ids.cpu())
-        )
-        return fut
-
-    return fetch
 
 
 @dataclass
@@ -331,20 +293,6 @@ class DistributedFeatureSource:
 
 def _slot_rows(reader: SlotReader) -> int:
     return int(reader.buffers(0)[FEATURE_SLOTS].size(0))
-
-
-def rpc_fetch_into(
-    me: str, target_of_holder: Callable[[int], str]
-) -> Callable[[int, int, Tensor], Future[int]]:
-    """Feature requests whose rows the owner writes into this process's shared slot."""
-
-    def fetch_into(holder: int, slot: int, ids: Tensor) -> Future[int]:
-        fut: Future[int] = rpc.rpc_async(
-            target_of_holder(holder), _serve_features_into, args=(me, slot, ids.cpu())
-        )
-        return fut
-
-    return fetch_into
 
 
 @dataclass
