@@ -17,6 +17,7 @@ embeddings), and ``approximate`` says which items.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -431,3 +432,10 @@ def resolve(
             )
         base = replace(base, **overrides)
     return base
+
+
+def distinct_draws(draws: float, num_nodes: int) -> float:
+    """The expected number of distinct nodes among ``draws`` uniform draws (with
+    replacement) from ``num_nodes``: ``N (1 - exp(-draws/N))``; 0 for an empty type. The
+    plan's model of how many nodes a mini-batch reaches."""
+    return num_nodes * -math.expm1(-draws / num_nodes) if num_nodes > 0 else 0.0

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from distgnn_api.feature_memory import feature_budget, table_split
-from distgnn_api.graph_size import INT32_MAX, GraphSize
+from distgnn_api.graph_size import INT32_MAX, GraphSize, distinct_draws
 from distgnn_api.spec import Arch, DistGNNJobSpec
 
 GIB = 1 << 30
@@ -169,7 +169,7 @@ def expected_hops(
         frontier *= min(float(f), degree)
         edges.append(frontier)
         draws += frontier
-        distinct.append(max(distinct[-1], n * -math.expm1(-draws / n)))
+        distinct.append(max(distinct[-1], distinct_draws(draws, n)))
     nodes = [distinct[0]] + [b - a for a, b in itertools.pairwise(distinct)]
     return tuple(nodes), tuple(edges)
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from distgnn_api.edge_types import EdgeType, edge_type_key
-from distgnn_api.graph_size import GraphSize
+from distgnn_api.graph_size import GraphSize, distinct_draws
 from distgnn_api.spec import Arch, DistGNNJobSpec
 
 # sampling/static_sample.py: a fitted cap is the largest size seen times FIT_HEADROOM, plus
@@ -120,7 +120,7 @@ def expected_batch(
             edges[et].append(drawn)
             draws[et[0]] += drawn
         for t, n in num_nodes.items():
-            total = max(distinct[t], n * -math.expm1(-draws[t] / n)) if n > 0 else 0.0
+            total = max(distinct[t], distinct_draws(draws[t], n))
             nodes[t].append(total - distinct[t])
             distinct[t] = total
     return TypedHops(nodes, edges)
