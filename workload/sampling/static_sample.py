@@ -255,6 +255,6 @@ def sample_static(
         with_edge_ids=with_edge_ids,
         consts=consts,
     )
-    for h in range(len(next(iter(fanouts.values())))):
+    for h in range(run.num_hops):
         run.hop(h, fanouts, generator, exclude)
     return StaticOut(*run.finish())
