@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # Before and after in one call: the products-scale benchmark (bench.py) of an earlier tree and
 # of this one, on the same machine, the same runs, one after the other (each generates its own
-# graph from the same seed). The earlier tree is a plain copy of the repository at the commit
-# to compare with, for example
-#   mkdir .base && git archive <commit> api operator workload benchmarks setup.py pyproject.toml | tar -x -C .base
-# carried to the device machine beside this checkout.
+# graph from the same seed). The earlier tree is a copy of the code at the revision to compare
+# with (`bash benchmarks/tree_copy.sh .base=<commit>`), carried to the device machine beside
+# this checkout.
 #   BASE=.base RUNS="worker-1-bf16 worker-4-bf16 worker-4-bf16-0.1" REPEATS=2 AFTER_ONLY="..." \
 #     OUT=<dir> bash benchmarks/gpu_distributed/device_before_after.sh
 # AFTER_ONLY: runs that only this tree has (e.g. a -socket run); BUDGET_S: seconds for each side.
@@ -12,13 +11,12 @@
 # "after-easy"), beside the default graph, so that the code and the graph change are apart.
 # Several variants in one call: TREES="<dir> <dir> ..." (folders of this checkout, each a copy
 # made as above) instead of BASE runs each of them, in that order, before this tree; each
-# side is named by its folder without the dot (tree-<name>.txt holds its fingerprint).
+# side is named by its folder without the dot, BASE's "before" (tree-<name>.txt holds its
+# fingerprint).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 source benchmarks/gpu_distributed/device_setup.sh
-if [ -z "${TREES:-}" ]; then
-  BASE="${BASE:?BASE (or TREES): the earlier tree, a folder of this checkout}"
-fi
+trees="${TREES:-${BASE:?BASE (or TREES): the earlier tree, a folder of this checkout}}"
 RUNS="${RUNS:-worker-1-bf16 worker-4-bf16 worker-4-bf16-0.1}"
 REPEATS="${REPEATS:-2}"
 BUDGET_S="${BUDGET_S:-240}"
@@ -26,7 +24,6 @@ BUDGET_S="${BUDGET_S:-240}"
 runs=(${RUNS})
 # shellcheck disable=SC2206
 after_only=(${AFTER_ONLY:-})
-
 
 side() {  # side NAME TREE "BENCH-ARGS" RUNS...
   local name="$1" tree="$2" extra="$3"
@@ -43,19 +40,14 @@ side() {  # side NAME TREE "BENCH-ARGS" RUNS...
   tail -n "$(($# + 2))" "${OUT}/${name}.log"
 }
 
-if [ -n "${TREES:-}" ]; then
-  for tree in ${TREES}; do
-    name="$(basename "${tree}")"
-    name="${name#.}"
-    devpath "${tree}"
-    bash benchmarks/tree_fingerprint.sh --dir "${tree}" >"${OUT}/tree-${name}.txt"
-    side "${name}" "${tree}" "" "${runs[@]}"
-  done
-else
-  devpath "${BASE}"
-  bash benchmarks/tree_fingerprint.sh --dir "${BASE}" >"${OUT}/tree-before.txt"
-  side before "${BASE}" "" "${runs[@]}"
-fi
+for tree in ${trees}; do
+  name="$(basename "${tree}")"
+  name="${name#.}"
+  [ -n "${TREES:-}" ] || name=before
+  devpath "${tree}"
+  bash benchmarks/tree_fingerprint.sh --dir "${tree}" >"${OUT}/tree-${name}.txt"
+  side "${name}" "${tree}" "" "${runs[@]}"
+done
 if [[ "${EASY:-0}" == 1 ]]; then
   side after-easy . "--homophily 0.8 --feature-noise 1" "${runs[@]}"
 fi

@@ -2,8 +2,8 @@
 # One trainer's time apart (step_bench.py: the sampler and gather alone, the step alone, the
 # loop, the trainer's epoch) for several trees in one call, on the same GPU, one after the
 # other. TREES lists folders of this checkout holding a tree each ("." is this one; an
-# earlier tree is made with `git archive <commit> api operator workload benchmarks
-# setup.py pyproject.toml | tar -x -C <folder>`); each runs its own step_bench.py.
+# earlier tree is made with `bash benchmarks/tree_copy.sh <folder>=<commit>`); each runs its
+# own step_bench.py.
 #   TREES=".base ." [STEPS=60] [EPOCHS=1] OUT=<dir> bash benchmarks/gpu_distributed/device_step_trees.sh
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."

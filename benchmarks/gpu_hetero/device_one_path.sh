@@ -5,9 +5,9 @@
 #   products  products-shaped node classification (gpu_distributed/bench.py, its defaults)
 #   link      citation2-shaped link prediction (gpu_link/bench.py, device_bench.sh's settings)
 #   typed     the MAG-shaped typed graph (gpu_hetero/bench.py, device_bench.sh's settings)
-# The earlier tree is a plain copy of the repository at the commit to compare with, carried
-# beside this checkout:
-#   mkdir .base && git archive <commit> api operator workload benchmarks setup.py pyproject.toml | tar -x -C .base
+# The earlier tree is a copy of the code at the commit to compare with, carried beside this
+# checkout:
+#   bash benchmarks/tree_copy.sh .base=<commit>
 #   BASE=.base WHICH="products link" REPEATS=2 OUT=<dir> bash benchmarks/gpu_hetero/device_one_path.sh
 # Each side partitions into a work dir of its own. Per-benchmark time limits: PRODUCTS_S,
 # LINK_S, TYPED_S (seconds per side). SIDES="after" runs this tree alone. RUNS (default

@@ -24,6 +24,13 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
+def _git(repo: Path, *args: str) -> str:
+    out = subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, timeout=60
+    )
+    return out.stdout.strip()
+
+
 def test_the_fingerprint_follows_the_code_files_names_and_contents(tmp_path: Path) -> None:
     files = {"api/a.py": "A = 1\n", "operator/b.py": "B = 2\n", "workload/c/d.py": "D = 3\n"}
     first = _fingerprint("--dir", str(_tree(tmp_path / "one", files)))
@@ -47,26 +54,15 @@ def test_a_commit_and_its_checkout_agree(tmp_path: Path) -> None:
     bench = repo / "benchmarks"
     bench.mkdir()
     (bench / "tree_fingerprint.sh").write_text(SCRIPT.read_text())
-
-    def git(*args: str) -> None:
-        subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, timeout=60)
-
-    git("init", "-q")
-    git("add", ".")
-    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one")
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one")
     script = bench / "tree_fingerprint.sh"
     at_head = _fingerprint("HEAD", script=script)
     assert at_head == _fingerprint(script=script) == _fingerprint("--dir", str(repo))
     (repo / "workload" / "c.py").write_text("C = 1\n")
     # the checkout moved on, the commit did not
     assert _fingerprint(script=script) != _fingerprint("HEAD", script=script) == at_head
-
-
-def _git(repo: Path, *args: str) -> str:
-    out = subprocess.run(
-        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, timeout=60
-    )
-    return out.stdout.strip()
 
 
 def test_tree_copy_makes_a_folder_of_a_revision_with_todays_benchmarks(tmp_path: Path) -> None:
