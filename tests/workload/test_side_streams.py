@@ -82,3 +82,22 @@ def test_epochs_of_prefetch_keep_the_reserved_memory_of_the_first() -> None:
         torch.cuda.synchronize()
         reserved.append(torch.cuda.memory_reserved(dev))
     assert reserved[-1] == reserved[0], [r >> 20 for r in reserved]
+
+
+@pytest.mark.gpu
+def test_a_prefetch_thread_samples_on_a_stream_of_the_highest_priority() -> None:
+    """The loader's short kernels go ahead of the training step's (see the module)."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device (gpu tier)")
+    dev = torch.device("cuda", torch.cuda.current_device())
+    seen: list[int] = []
+
+    def produce(i: int) -> int:
+        seen.append(torch.cuda.current_stream(dev).priority)
+        return i
+
+    assert list(Prefetcher(produce, 3, depth=2, device=dev)) == [0, 1, 2]
+    default = torch.cuda.current_stream(dev).priority
+    highest = torch.cuda.Stream(dev, priority=-(1 << 10)).priority  # type: ignore[no-untyped-call]
+    assert highest < default  # the device has priorities: the test means something
+    assert seen == [highest] * 3

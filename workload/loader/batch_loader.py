@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from distgnn_workload.loader.features import FeatureSource
-from distgnn_workload.loader.streams import SIDE_STREAMS
+from distgnn_workload.loader.streams import LOADER_STREAMS
 from distgnn_workload.sampling.hop_batch import HeteroHopBatch, HopBatch
 from distgnn_workload.sampling.static_hops import StaticHops
 
@@ -165,7 +165,7 @@ class Prefetcher(Generic[T]):
             return
         # one stream for every epoch's and evaluation's thread, not a new one each time: the
         # allocator keeps a stream's freed blocks for that stream alone
-        with SIDE_STREAMS.lease(self.device) as stream:
+        with LOADER_STREAMS.lease(self.device) as stream:
             yield from self._run_thread(stream)
 
     def _run_thread(self, stream: torch.cuda.Stream | None) -> Iterator[T]:

@@ -7,6 +7,12 @@ cached blocks reserved and unusable by the next: a trainer's reserved memory the
 the epochs while its allocated memory does not. A :class:`StreamPool` lends streams instead:
 work that runs one after the other reuses one stream (and its cached blocks), work that runs
 at the same time gets a stream each.
+
+A loader's stream (:data:`LOADER_STREAMS`) has the device's highest priority: its sampling
+kernels are short and the loader thread waits for them (the batch's sizes come to the
+host), while the training step's kernels are long and nobody on the host waits for them. At
+equal priority the sampler's kernels queue behind a whole step, and the loader falls behind
+the trainer; ahead of the step's, they run at once and the step fills the gaps.
 """
 
 from __future__ import annotations
@@ -21,6 +27,15 @@ import torch
 
 def _new_stream(device: Any) -> Any:
     return torch.cuda.Stream(device)  # type: ignore[no-untyped-call]
+
+
+HIGHEST_PRIORITY = -(1 << 10)
+"""Lower numbers are higher priorities; torch maps one below the device's range to its
+highest."""
+
+
+def _high_priority_stream(device: Any) -> Any:
+    return torch.cuda.Stream(device, priority=HIGHEST_PRIORITY)  # type: ignore[no-untyped-call]
 
 
 class StreamPool:
@@ -52,4 +67,8 @@ class StreamPool:
 
 
 SIDE_STREAMS = StreamPool()
-"""The process's side streams: prefetch threads and eager steps borrow theirs here."""
+"""The process's side streams of default priority: eager steps borrow theirs here."""
+
+LOADER_STREAMS = StreamPool(_high_priority_stream)
+"""The process's loader streams, of the highest priority: prefetch threads borrow theirs
+here."""
