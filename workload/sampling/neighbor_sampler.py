@@ -342,6 +342,9 @@ class NeighborSampler(CapturedSampler[Key, StaticOut]):
         self._capacity = capacity = max(self._capacity, num_seeds)
         padded = torch.full((capacity,), self.num_nodes, dtype=torch.int64, device=seeds.device)
         padded[:num_seeds] = seeds
+        # host seeds through pinned memory: a pageable copy stalls the other threads' CUDA
+        # calls (the training step's) for as long as it waits
+        padded = to_device(padded, self.device)
         if self.cuda_graph:
             keys = None if exclude is None else edge_exclusion.padded(exclude, capacity)
             try:
@@ -351,8 +354,8 @@ class NeighborSampler(CapturedSampler[Key, StaticOut]):
                 return self.sample(seeds, exclude)
         else:
             count = torch.tensor(num_seeds, dtype=torch.int64, device=self.device)
-            out = self._sample_static(padded.to(self.device), count, exclude)
-        sizes = out.counts.tolist()  # the one host sync
+            out = self._sample_static(padded, count, exclude)
+        sizes = to_host(out.counts).tolist()  # the one host sync, through pinned memory
         return out.one_type_batch(sizes, num_seeds, len(self.fanouts))
 
     def _reset_tables(self) -> None:
