@@ -323,6 +323,46 @@ def test_gpu_sampler_matches_reference_and_is_uniform() -> None:
         assert stat < chi2_crit_999(19)
 
 
+def _launched_equal_sampled(device: str, static: bool) -> None:
+    """Batches launched several ahead, then finished, equal those sampled one by one from
+    the same stream: each launch owns its outputs, whatever the next replay refills."""
+    indptr, indices = random_graph(400, 5000, 12)
+    adj = adjacency(indptr, indices)
+    perm = torch.randperm(400, generator=torch.Generator().manual_seed(1))
+    batches = [perm[:64], perm[64:128], perm[128:150], perm[:64]]  # a short one, padded
+
+    def sampler() -> NeighborSampler:
+        return NeighborSampler(
+            indptr, indices, [15, 10, 5], device=device, seed=5, static_shapes=static
+        )
+
+    one_by_one = sampler()
+    expected = [one_by_one.sample(b).to("cpu") for b in batches]
+    ahead = sampler()
+    launched = [ahead.launch(b) for b in batches]  # all queued before any is cut
+    got = [ahead.finish(x).to("cpu") for x in launched]
+    for b, e, g in zip(batches, expected, got, strict=True):
+        check_against_reference(g, adj, [15, 10, 5], b.tolist())
+        assert g.num_nodes_per_hop == e.num_nodes_per_hop
+        assert g.num_edges_per_hop == e.num_edges_per_hop
+        for name in ("node_ids", "edge_index", "target_ptr"):
+            assert torch.equal(getattr(g, name), getattr(e, name)), name
+    assert bool((ahead._local == -1).all()), "the relabel table was not reset"
+
+
+@pytest.mark.parametrize("static", [False, True])
+def test_launched_batches_equal_those_sampled_one_by_one(static: bool) -> None:
+    _launched_equal_sampled("cpu", static)
+
+
+@pytest.mark.gpu
+def test_launched_batches_on_a_gpu_own_their_outputs() -> None:
+    """With CUDA graphs, every replay refills the same buffers: a launch copies them out."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device (gpu tier)")
+    _launched_equal_sampled("cuda", True)
+
+
 def test_failed_graph_capture_falls_back_to_dynamic(monkeypatch: pytest.MonkeyPatch) -> None:
     indptr, indices = random_graph(300, 3000, 4)
     sampler = make_capture_fail(

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import torch
 from torch import Tensor
@@ -87,10 +87,22 @@ class LocalPipeline:
 
     def start(self, seeds: Tensor) -> tuple[HopBatch, PendingGather, Tensor]:
         """Sample ``seeds``, gather what is at hand and send for the remote rows."""
-        hop = self.sampler.sample(seeds).to(self.device, non_blocking=True)
+        return self._start(self.sampler.sample(seeds))
+
+    def _start(self, hop: HopBatch) -> tuple[HopBatch, PendingGather, Tensor]:
+        hop = hop.to(self.device, non_blocking=True)
         pending = start_gather(self.features, hop.node_ids)
         y = self.labels[hop.seed_ids.to(self.labels.device)].to(self.device, non_blocking=True)
         return hop, pending, y
+
+    def _launch(self, seeds: Tensor) -> Any:
+        """Queue the sampling of ``seeds`` where the sampler can (else: sample them)."""
+        launch = getattr(self.sampler, "launch", None)
+        return launch(seeds) if launch is not None else self.sampler.sample(seeds)
+
+    def _finish(self, launched: Any) -> HopBatch:
+        finish = getattr(self.sampler, "finish", None)
+        return finish(launched) if finish is not None else launched  # type: ignore[no-any-return]
 
     def produce(self, seeds: Tensor) -> MiniBatch:
         hop, pending, y = self.start(seeds)
@@ -99,14 +111,23 @@ class LocalPipeline:
     def epoch(
         self, batches: Sequence[Batch], static: StaticLayout | None = None
     ) -> Prefetcher[MiniBatch]:
-        """The epoch's mini-batches; with ``static``, each also padded to that layout."""
+        """The epoch's mini-batches; with ``static``, each also padded to that layout.
+
+        Three batches at a time are on their way: batch i + lookahead + 1 is launched
+        (its sampling queued on the GPU), batch i + lookahead's features are started (its
+        sizes read back by then, without waiting) and batch i's rows merged.
+        """
+        launched: dict[int, Any] = {}
         started: dict[int, tuple[HopBatch, PendingGather, Tensor]] = {}
-        next_start = 0
+        next_launch = next_start = 0
 
         def produce(i: int) -> MiniBatch:
-            nonlocal next_start
+            nonlocal next_launch, next_start
+            while next_launch < len(batches) and next_launch <= i + self.lookahead + 1:
+                launched[next_launch] = self._launch(batches[next_launch][1])
+                next_launch += 1
             while next_start < len(batches) and next_start <= i + self.lookahead:
-                started[next_start] = self.start(batches[next_start][1])
+                started[next_start] = self._start(self._finish(launched.pop(next_start)))
                 next_start += 1
             hop, pending, y = started.pop(i)
             batch = MiniBatch(hop=hop, x=pending.wait(), y=y)

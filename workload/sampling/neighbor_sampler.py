@@ -13,6 +13,7 @@ graph capture (:mod:`graph_capture`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -242,6 +243,18 @@ class HeteroNeighborSampler(FittedCaps, CapturedSampler[TypedKey, StaticOut]):
             table.fill_(-1)
 
 
+@dataclass
+class LaunchedBatch:
+    """A batch whose sampling is queued (:meth:`NeighborSampler.launch`)."""
+
+    out: StaticOut
+    """The padded outputs, the batch's own (not the captured buffers)."""
+    sizes: Tensor
+    """Its hop sizes on the host, there once ``ready`` has happened."""
+    ready: torch.cuda.Event | None
+    num_seeds: int
+
+
 class NeighborSampler(CapturedSampler[Key, StaticOut]):
     """The one-type case: per hop, ``fanout`` neighbours of every frontier node.
 
@@ -312,9 +325,7 @@ class NeighborSampler(CapturedSampler[Key, StaticOut]):
         without the edges whose sorted keys are in ``exclude`` (at most one per seed)."""
         seeds = seeds.reshape(-1).to(torch.int64)
         num_seeds = seeds.numel()
-        # checked where the seeds are: host seeds cost the GPU no sync
-        if num_seeds and bool(((seeds < 0) | (seeds >= self.num_nodes)).any()):
-            raise ValueError(f"seeds must be node ids in [0, {self.num_nodes})")
+        self._check_seeds(seeds)
         if exclude is not None:
             exclude = exclude.to(self.device, torch.int64)
         if self.static_shapes and num_seeds:
@@ -335,8 +346,58 @@ class NeighborSampler(CapturedSampler[Key, StaticOut]):
             raise
         return out.one_type()
 
+    def launch(self, seeds: Tensor) -> HopBatch | LaunchedBatch:
+        """Queue the sampling of ``seeds`` (as :meth:`sample`) without waiting for it.
+
+        The static execution's outputs are copied out of the captured buffers (the next
+        replay refills them) and its sizes sent to the host behind an event; :meth:`finish`
+        cuts the batch once they are there. A loader that launches a batch ahead of the one
+        it finishes never waits for the GPU. Other executions sample at once: the batch.
+        """
+        seeds = seeds.reshape(-1).to(torch.int64)
+        if not (self.static_shapes and seeds.numel()):
+            return self.sample(seeds)
+        self._check_seeds(seeds)
+        out = self._run_padded(seeds, None)
+        if isinstance(out, HopBatch):
+            return out
+        if self.cuda_graph:
+            out = out.copied()
+        sizes = out.counts
+        ready = None
+        if sizes.device.type == "cuda":
+            sizes = torch.empty(out.counts.shape, dtype=out.counts.dtype, pin_memory=True)
+            sizes.copy_(out.counts, non_blocking=True)
+            ready = torch.cuda.Event()  # type: ignore[no-untyped-call]
+            ready.record(torch.cuda.current_stream(self.device))
+        return LaunchedBatch(out, sizes, ready, seeds.numel())
+
+    def finish(self, launched: HopBatch | LaunchedBatch) -> HopBatch:
+        """The batch of a :meth:`launch`: its sizes awaited (done by then, most often)."""
+        if isinstance(launched, HopBatch):
+            return launched
+        if launched.ready is not None:
+            launched.ready.synchronize()
+        return launched.out.one_type_batch(
+            launched.sizes.tolist(), launched.num_seeds, len(self.fanouts), owned=self.cuda_graph
+        )
+
+    def _check_seeds(self, seeds: Tensor) -> None:
+        # checked where the seeds are: host seeds cost the GPU no sync
+        if seeds.numel() and bool(((seeds < 0) | (seeds >= self.num_nodes)).any()):
+            raise ValueError(f"seeds must be node ids in [0, {self.num_nodes})")
+
     def _sample_padded(self, seeds: Tensor, exclude: Tensor | None) -> HopBatch:
         """The static-shape execution: pad the seeds, run (or replay) it, cut to the sizes."""
+        out = self._run_padded(seeds, exclude)
+        if isinstance(out, HopBatch):
+            return out
+        sizes = to_host(out.counts).tolist()  # the one host sync, through pinned memory
+        return out.one_type_batch(sizes, seeds.numel(), len(self.fanouts))
+
+    def _run_padded(self, seeds: Tensor, exclude: Tensor | None) -> StaticOut | HopBatch:
+        """Pad the seeds and queue the static run (or its replay): its outputs, or the
+        batch sampled otherwise after a failed capture."""
         num_seeds = seeds.numel()
         # pad to the largest batch so far: a short last batch reuses the captured graph
         self._capacity = capacity = max(self._capacity, num_seeds)
@@ -348,15 +409,12 @@ class NeighborSampler(CapturedSampler[Key, StaticOut]):
         if self.cuda_graph:
             keys = None if exclude is None else edge_exclusion.padded(exclude, capacity)
             try:
-                out = self._replay((capacity, keys is not None), padded, num_seeds, keys)
+                return self._replay((capacity, keys is not None), padded, num_seeds, keys)
             except RuntimeError as error:
                 self._give_up_graphs(error, "the sampler")
                 return self.sample(seeds, exclude)
-        else:
-            count = torch.tensor(num_seeds, dtype=torch.int64, device=self.device)
-            out = self._sample_static(padded, count, exclude)
-        sizes = to_host(out.counts).tolist()  # the one host sync, through pinned memory
-        return out.one_type_batch(sizes, num_seeds, len(self.fanouts))
+        count = torch.tensor(num_seeds, dtype=torch.int64, device=self.device)
+        return self._sample_static(padded, count, exclude)
 
     def _reset_tables(self) -> None:
         self._local.fill_(-1)
