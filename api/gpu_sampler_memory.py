@@ -17,13 +17,18 @@ sample_static: pos, edge_pos, neighbours, the relabel's rank, edge_slot, draw_ro
 the gathered local ids (the bool masks are left out)."""
 
 
-def static_sample_bytes(s: Shapes) -> int:
-    """One static sampling's blocks (sample_static): its int64 outputs at the layout's
-    capacities (node_ids, src, dst, target_ptr) and the last hop's temporaries."""
+def static_output_bytes(s: Shapes) -> int:
+    """The int64 outputs of one static sampling at the layout's capacities (node_ids, src,
+    dst, target_ptr)."""
     caps = s.hop_caps
     node_cap, edge_cap, target_cap = sum(caps), sum(s.edge_caps), sum(caps[:-1])
-    outputs = (node_cap + 1) + 2 * (edge_cap + 1) + (target_cap + 2)
-    return 8 * (outputs + STATIC_SAMPLE_TEMPS * s.edge_caps[-1])
+    return 8 * ((node_cap + 1) + 2 * (edge_cap + 1) + (target_cap + 2))
+
+
+def static_sample_bytes(s: Shapes) -> int:
+    """One static sampling's blocks (sample_static): its outputs and the last hop's
+    temporaries."""
+    return static_output_bytes(s) + 8 * STATIC_SAMPLE_TEMPS * s.edge_caps[-1]
 
 
 def sampler_count(spec: DistGNNJobSpec) -> int:
@@ -49,7 +54,18 @@ def gpu_sampler_items(spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: Wh
              count * 2 * static_sample_bytes(s), dev,
              "neighbor_sampler.py _capture_locked (a warm-up, then torch.cuda.graph)"),
     ]  # fmt: skip
-    if not spec.worker_mode:
+    if spec.worker_mode:
+        # the loader launches a batch's sampling a batch before it cuts it: that batch's
+        # outputs, copied out of the captured buffers that the next replay refills
+        items.append(
+            Item(
+                "a launched batch's sampler outputs (copied out of the CUDA graph's)",
+                static_output_bytes(s),
+                dev,
+                "neighbor_sampler.py NeighborSampler.launch, StaticOut.copied",
+            )
+        )
+    else:
         # each request gathers its batch's rows on its slot's stream; the caching allocator
         # keeps a stream's freed blocks for that stream
         rows = round(sum(s.expected_nodes)) * graph.num_features * s.feature_bytes

@@ -81,6 +81,9 @@ def test_a_worker_mode_trainer_has_one_static_sampler() -> None:
     )
     # its batches go into the prefetched batches: no per-stream gather
     assert not any("concurrent request" in what for what in items)
+    # the batch launched ahead holds a copy of the outputs: node_ids, src, dst, target_ptr
+    launched = items["a launched batch's sampler outputs (copied out of the CUDA graph's)"]
+    assert launched == 8 * (101 + 2 * 91 + 42)
 
 
 def test_a_sampler_server_has_one_sampler_and_one_gather_per_concurrent_request() -> None:
@@ -91,6 +94,7 @@ def test_a_sampler_server_has_one_sampler_and_one_gather_per_concurrent_request(
     assert items["3 sampler(s): static sampling, warm-up blocks and CUDA-graph pool"] == (
         3 * 2 * STATIC_SAMPLE
     )
+    assert not any("launched batch" in what for what in items)  # a server cuts at once
     # distinct nodes among the 100 draws of an expected batch, 16 float32 features each
     expected_nodes = 1000 * (1 - math.exp(-100 / 1000))
     gathered = items["gathered feature rows of 3 concurrent request(s), one per stream"]

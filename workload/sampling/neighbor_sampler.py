@@ -379,7 +379,7 @@ class NeighborSampler(CapturedSampler[Key, StaticOut]):
         if launched.ready is not None:
             launched.ready.synchronize()
         return launched.out.one_type_batch(
-            launched.sizes.tolist(), launched.num_seeds, len(self.fanouts), owned=self.cuda_graph
+            launched.sizes.tolist(), launched.num_seeds, len(self.fanouts)
         )
 
     def _check_seeds(self, seeds: Tensor) -> None:

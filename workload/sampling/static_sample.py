@@ -188,23 +188,19 @@ class StaticOut:
             else None,
         )
 
-    def one_type_batch(
-        self, sizes: list[int], num_seeds: int, hops: int, *, owned: bool = False
-    ) -> HopBatch:
-        """The batch of a one-type graph these outputs hold, cut to ``sizes``; ``owned``:
-        the outputs are this batch's own (:meth:`copied`), kept as views, not copied."""
+    def one_type_batch(self, sizes: list[int], num_seeds: int, hops: int) -> HopBatch:
+        """The batch of a one-type graph these outputs hold, cut to ``sizes`` (copies: the
+        padded buffers are not kept)."""
         nodes, edges = sizes[: hops + 1], sizes[hops + 1 :]
         num_edges, num_targets = sum(edges), sum(nodes[:-1])
         src, dst = self.src[EDGE_TYPE], self.dst[EDGE_TYPE]
-        node_ids = self.node_ids[NODE_TYPE][: sum(nodes)]
-        target_ptr = self.target_ptr[EDGE_TYPE][: num_targets + 1]
         return HopBatch(
-            node_ids=node_ids if owned else node_ids.clone(),
+            node_ids=self.node_ids[NODE_TYPE][: sum(nodes)].clone(),
             num_seeds=num_seeds,
             num_nodes_per_hop=nodes,
             num_edges_per_hop=edges,
             edge_index=torch.stack([src[:num_edges], dst[:num_edges]]),
-            target_ptr=target_ptr if owned else target_ptr.clone(),
+            target_ptr=self.target_ptr[EDGE_TYPE][: num_targets + 1].clone(),
         )
 
     def copied(self) -> StaticOut:
