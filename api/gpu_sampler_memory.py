@@ -52,7 +52,7 @@ def gpu_sampler_items(spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: Wh
              "sampling/csr.py TypedCSR.one_type: _indptr_ext, _local"),
         Item(f"{count} sampler(s): static sampling, warm-up blocks and CUDA-graph pool",
              count * 2 * static_sample_bytes(s), dev,
-             "neighbor_sampler.py _capture_locked (a warm-up, then torch.cuda.graph)"),
+             "graph_capture.py _capture_locked (a warm-up, then torch.cuda.graph)"),
     ]  # fmt: skip
     if spec.worker_mode:
         # the loader launches a batch's sampling a batch before it cuts it: that batch's
@@ -62,7 +62,7 @@ def gpu_sampler_items(spec: DistGNNJobSpec, graph: GraphSize, s: Shapes, dev: Wh
                 "a launched batch's sampler outputs (copied out of the CUDA graph's)",
                 static_output_bytes(s),
                 dev,
-                "neighbor_sampler.py NeighborSampler.launch, StaticOut.copied",
+                "one_type_sampler.py NeighborSampler.launch, StaticOut.copied",
             )
         )
     else:

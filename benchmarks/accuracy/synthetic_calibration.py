@@ -48,7 +48,7 @@ from distgnn_workload.data.graph import GraphData
 from distgnn_workload.data.synthetic import generate
 from distgnn_workload.models import build_model
 from distgnn_workload.models.layerwise import full_graph_hop
-from distgnn_workload.sampling.neighbor_sampler import NeighborSampler
+from distgnn_workload.sampling.one_type_sampler import NeighborSampler
 
 PRODUCTS_NODES = 2_449_029
 PRODUCTS_UNDIRECTED_EDGES = 61_859_140

@@ -16,9 +16,9 @@ from distgnn_workload.sampling.edges_per_seed import SampledEdgesPerSeed
 from distgnn_workload.sampling.hop_batch import HeteroHopBatch, HopBatch
 from distgnn_workload.sampling.neighbor_sampler import (
     HeteroNeighborSampler,
-    NeighborSampler,
     csc_from_edge_index,
 )
+from distgnn_workload.sampling.one_type_sampler import NeighborSampler
 from distgnn_workload.sampling.reference_hetero_sampler import ReferenceHeteroSampler
 from distgnn_workload.sampling.static_hops import StaticHops, StaticLayout, pad_hops
 from distgnn_workload.sampling.uniform_subset import uniform_subset_positions

@@ -42,8 +42,8 @@ from distgnn_workload.sampling.hop_batch import HeteroHopBatch, HopBatch
 from distgnn_workload.sampling.neighbor_sampler import (
     HeteroNeighborSampler,
     InCSR,
-    NeighborSampler,
 )
+from distgnn_workload.sampling.one_type_sampler import NeighborSampler
 from distgnn_workload.sampling.seed_edges import UNIFORM, LinkLayout, unpack_pairs
 
 

@@ -34,7 +34,8 @@ from torch_geometric.sampler import (
 
 from distgnn_api.edge_types import EdgeType
 from distgnn_workload.sampling.csr import Fanouts, csc_from_edge_index, csc_of_edge_type, type_key
-from distgnn_workload.sampling.neighbor_sampler import HeteroNeighborSampler, NeighborSampler
+from distgnn_workload.sampling.neighbor_sampler import HeteroNeighborSampler
+from distgnn_workload.sampling.one_type_sampler import NeighborSampler
 from distgnn_workload.sampling.reference_hetero_sampler import ReferenceHeteroSampler
 
 
