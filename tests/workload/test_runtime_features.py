@@ -20,6 +20,7 @@ from distgnn_workload.runtime.features.cache_policy import fill_cache, presample
 from distgnn_workload.runtime.features.layout import (
     HolderData,
     HolderLayout,
+    group_by_key,
     load_holder,
     load_labels,
     split_ids,
@@ -27,6 +28,7 @@ from distgnn_workload.runtime.features.layout import (
 from distgnn_workload.runtime.features.remote import DistributedFeatureSource
 from distgnn_workload.runtime.features.requests import FetchFn
 from distgnn_workload.runtime.features.table import FeatureTable
+from distgnn_workload.runtime.host_syncs import HostSyncCounter
 from distgnn_workload.runtime.rpc import RemoteError
 from distgnn_workload.sampling import NeighborSampler
 from tests.support.futures import done
@@ -260,3 +262,31 @@ def test_a_failed_fetch_names_the_peer(store: PartitionStore) -> None:
     )
     with pytest.raises(RemoteError, match="trainer-1 failed: eof"):
         source.gather(torch.arange(290, 300))
+
+
+@pytest.mark.parametrize("buckets", [5, 300, 40_000])
+def test_grouping_by_key_is_stable_counts_every_key_and_reads_nothing_back(buckets: int) -> None:
+    gen = torch.Generator().manual_seed(buckets)
+    # the top keys never occur: their counts must still be there, as zeros
+    key = torch.randint(0, max(buckets - 2, 1), (5_000,), generator=gen)
+    with HostSyncCounter() as syncs:
+        order, counts = group_by_key(key, buckets)
+    assert syncs.count == 0, syncs.summary()
+    assert torch.equal(order, torch.argsort(key, stable=True))
+    assert torch.equal(counts, torch.bincount(key, minlength=buckets))
+    assert counts.dtype == torch.int64
+
+
+@pytest.mark.gpu
+def test_grouping_by_key_on_the_gpu_does_not_sync() -> None:
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device (gpu tier)")
+    key = torch.randint(0, 4, (100_000,), device="cuda")
+    group_by_key(key, 5)  # warm-up: allocations
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        order, counts = group_by_key(key, 5)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert torch.equal(counts.cpu(), torch.bincount(key.cpu(), minlength=5))
+    assert torch.equal(order.cpu(), torch.argsort(key.cpu(), stable=True))

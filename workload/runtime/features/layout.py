@@ -54,13 +54,19 @@ def group_by_key(key: Tensor, buckets: int) -> tuple[Tensor, Tensor]:
 
     The keys are narrowed first to the smallest type that holds ``buckets``: a GPU's radix
     sort then makes one pass over 8-bit keys, not eight over 64-bit ones, with as many fewer
-    kernel launches (the feature path sorts a batch's ids by owner once per batch).
+    kernel launches (the feature path sorts a batch's ids by owner once per batch). The
+    counts come from the sorted keys (where each value's run ends), with no host sync:
+    ``bincount`` reads the largest key back first, which holds a loader until the GPU has
+    run everything queued before it.
     """
     if buckets <= 1 << 8:
         key = key.to(torch.uint8)
     elif buckets <= 1 << 15:
         key = key.to(torch.int16)
-    return torch.argsort(key, stable=True), torch.bincount(key, minlength=buckets)
+    ordered, order = torch.sort(key, stable=True)
+    values = torch.arange(buckets, dtype=key.dtype, device=key.device)
+    ends = torch.searchsorted(ordered, values, right=True)
+    return order, torch.diff(ends, prepend=ends.new_zeros(1))
 
 
 @dataclass
