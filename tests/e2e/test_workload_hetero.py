@@ -142,6 +142,10 @@ def test_hetero_worker_mode_trains_and_a_partial_cache_fetches_rows_as_with_all_
     def check_rank(ratio: float, series: dict[str, float], log: str) -> None:
         if ratio < 1:
             assert series["distgnn_trainer_remote_feature_bytes_total"] > 0
+            # the trainers' feature exchange (collectives), not RPC
+            assert "remote feature rows of 'paper': over the feature exchange" in log
+        else:
+            assert "remote feature rows of 'paper': none (all cached)" in log
         tables = [line for line in log.splitlines() if "embedding tables:" in line]
         assert tables, log[-2000:]
         in_host = tables[-1].count("host memory")

@@ -155,9 +155,16 @@ class LocalPipeline:
 
 
 class TypedFeatures(Protocol):
-    """Where a worker-mode trainer's featured rows come from."""
+    """Where a worker-mode trainer's featured rows come from
+    (:class:`~distgnn_workload.runtime.features.remote.TypedFeatureSource`)."""
 
-    def gather(self, node_type: str, ids: Tensor) -> Tensor: ...
+    def start(self, node_type: str, ids: Tensor) -> PendingGather:
+        """The rows of ``ids`` at hand now, the remote ones on the gather's ``wait()``."""
+        ...
+
+    def finish_phase(self) -> None:
+        """After a phase's last batch: serve the peers until every rank is done."""
+        ...
 
 
 class HeteroBatches:
@@ -270,6 +277,8 @@ class HeteroPipeline(HeteroBatches):
             depth=self.depth,
             device=self.device,
             record=HeteroMiniBatch.record_stream,
+            # a feature exchange's phase ends with this rank serving its peers until all are done
+            finish=None if self.features is None else self.features.finish_phase,
         )
 
     def batch(self, seeds: Tensor) -> HeteroMiniBatch:
@@ -277,10 +286,9 @@ class HeteroPipeline(HeteroBatches):
         if self.features is None:
             x = {t: feats[hop.node_ids[t]] for t, feats in self.x.items()}
         else:
-            x = {
-                t: self.features.gather(t, hop.node_ids[t]).to(self.device, self.input_dtype)
-                for t in self.data.x
-            }
+            # every type's remote rows on their way before any is waited for
+            started = {t: self.features.start(t, hop.node_ids[t]) for t in self.data.x}
+            x = {t: g.wait().to(self.device, self.input_dtype) for t, g in started.items()}
         return HeteroMiniBatch(hop=hop, x=x, y=self.labels(hop))
 
     def labels(self, hop: HeteroHopBatch) -> Tensor:

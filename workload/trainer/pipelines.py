@@ -36,6 +36,7 @@ from distgnn_workload.runtime.batch_targets import serve_batch, serve_batch_into
 from distgnn_workload.runtime.batches import LocalPipeline
 from distgnn_workload.runtime.ddp import DDP_TIMEOUT_S
 from distgnn_workload.runtime.features.exchange import FeatureExchange, new_exchange_group
+from distgnn_workload.runtime.features.layout import HolderLayout
 from distgnn_workload.runtime.features.remote import TypedFeatureSource
 from distgnn_workload.runtime.features.requests import rpc_typed_fetch
 from distgnn_workload.runtime.features.table import FeatureTable
@@ -115,21 +116,34 @@ def worker_pipeline(
 def feature_exchange(
     state: holders.HolderState, *, rank: int, procs_per_pod: int
 ) -> FeatureExchange | None:
-    """The trainers' feature exchange on a process group of its own; None with one holder.
+    """The trainers' feature exchange on a process group of its own; None with one holder."""
+    if state.layout.num_holders < 2 or not dist.is_initialized():
+        return None
+    return _exchange(
+        state.table, state.layout, state.layout.num_holders, rank % procs_per_pod, procs_per_pod
+    )
+
+
+def _exchange(
+    table: FeatureTable,
+    layout: HolderLayout | None,
+    num_holders: int,
+    local_rank: int,
+    procs_per_pod: int,
+) -> FeatureExchange:
+    """An exchange of ``table``'s rows on a new process group (a collective call: every
+    trainer makes it, in the same order as its other groups).
 
     Rank r asks holder h's process of its own local rank: ``h * procs_per_pod + r % ppp``.
     """
-    if state.layout.num_holders < 2 or not dist.is_initialized():
-        return None
-    group = new_exchange_group(state.device, DDP_TIMEOUT_S)
-    local_rank = rank % procs_per_pod
+    group = new_exchange_group(table.device, DDP_TIMEOUT_S)
     return FeatureExchange(
-        state.table,
-        state.layout,
+        table,
+        layout,
         group,
         rank=dist.get_rank(group),
         world_size=dist.get_world_size(group),
-        rank_of_holder=[h * procs_per_pod + local_rank for h in range(state.layout.num_holders)],
+        rank_of_holder=[h * procs_per_pod + local_rank for h in range(num_holders)],
         timeout_s=DDP_TIMEOUT_S,
     )
 
@@ -207,17 +221,29 @@ def _slots(
 def typed_worker_features(
     tables: dict[str, FeatureTable],
     *,
+    num_holders: int,
     procs_per_pod: int,
     local_rank: int,
     metrics: TrainerMetrics,
 ) -> tuple[TypedFeatureSource, Callable[[], None]]:
     """Worker mode of a typed job: the featured rows of every type from this pod's tables,
-    the rest from their owners over RPC; and what flushes its metrics after each epoch."""
+    the rest from their owners over the trainers' feature exchange, one per featured type
+    on a group of its own (over RPC where there is no process group); and what flushes its
+    metrics after each epoch."""
 
     def holder_name(h: int) -> str:
         return f"trainer-{h * procs_per_pod + local_rank}"
 
     source = TypedFeatureSource(tables, rpc_typed_fetch(holder_name), peer_name=holder_name)
+    if num_holders > 1 and dist.is_initialized():
+        # the tables' order is the store's node types': the same groups in the same order
+        # on every rank
+        source.use(
+            {
+                t: _exchange(table, None, num_holders, local_rank, procs_per_pod)
+                for t, table in tables.items()
+            }
+        )
 
     def flush_feature_stats() -> None:
         for t, s in source.take().items():

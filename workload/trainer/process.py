@@ -303,6 +303,7 @@ class TypedStart:
         if self.tables is not None:
             self.features, on_epoch = typed_worker_features(
                 self.tables,
+                num_holders=self.num_holders,
                 procs_per_pod=proc.env.procs_per_pod,
                 local_rank=proc.local_rank,
                 metrics=metrics,

@@ -98,11 +98,13 @@ class FeatureExchange:
     """The rounds of one trainer against the others (see the module's docstring).
 
     ``rank_of_holder[h]``: the rank this rank asks for the rows of holder ``h`` (the process
-    of that pod with this process's local rank).
+    of that pod with this process's local rank). ``layout``: the holders' id ranges, or None
+    where the table's owner map says who owns a row (a typed job's tables; one exchange
+    per featured node type, each on a group of its own).
     """
 
     table: FeatureTable
-    layout: HolderLayout
+    layout: HolderLayout | None
     group: dist.ProcessGroup
     rank: int
     world_size: int
@@ -111,8 +113,13 @@ class FeatureExchange:
     moved: ExchangeBytes = field(default_factory=ExchangeBytes)
 
     def __post_init__(self) -> None:
+        if self.layout is None and self.table.owner is None:
+            raise ValueError(
+                "the feature exchange needs a holder layout or a table with an owner map"
+            )
         self.device = self.table.device
         self.cuda = self.device.type == "cuda"
+        self.num_holders = len(self.rank_of_holder)
         self.stream: torch.cuda.Stream | None = (
             torch.cuda.Stream(self.device) if self.cuda else None  # type: ignore[no-untyped-call]
         )
@@ -237,6 +244,13 @@ class FeatureExchange:
         wait_for_event(event, timeout_s=self.timeout_s, what="the feature exchange's counts")
         return host.clone()
 
+    def _holder_of(self, ids: Tensor) -> Tensor:
+        """The holder that owns each id: by the layout's ranges, or the table's owner map."""
+        if self.layout is not None:
+            return self.layout.holder_of(ids)
+        assert self.table.owner is not None  # checked when made
+        return self.table.owner[ids]
+
     def _serve(self, asked: Tensor) -> Tensor:
         """The rows of the owned nodes ``asked``; an id this rank does not own is an error."""
         table = self.table
@@ -244,7 +258,17 @@ class FeatureExchange:
             return torch.empty((0, table.num_features), dtype=table.dtype, device=table.device)
         if not self.cuda:  # a cheap check where a host read costs nothing
             lo, hi = int(asked.min()), int(asked.max())
-            if lo < table.start or hi >= table.end:
+            if table.owner is not None:
+                if (
+                    lo < 0
+                    or hi >= table.num_nodes
+                    or bool((table.owner[asked] != table.partition).any())
+                ):
+                    raise RuntimeError(
+                        f"rank {self.rank} was asked for rows of {table.node_type!r} nodes "
+                        f"in [{lo}, {hi}] that partition {table.partition} does not own"
+                    )
+            elif lo < table.start or hi >= table.end:
                 raise RuntimeError(
                     f"rank {self.rank} was asked for rows [{lo}, {hi}] but owns "
                     f"[{table.start}, {table.end})"
@@ -260,9 +284,15 @@ class FeatureExchange:
             return self._worker.call(self._finish_rounds)
         return self._finish_rounds()
 
+    def start_finish(self) -> Future[int]:
+        """:meth:`finish_phase` on the exchange's thread; the caller goes on at once. A rank
+        with several exchanges (one per node type) ends their phases side by side: a peer
+        may still need rounds of one while this rank waits in another."""
+        return self._thread().submit(self._finish_rounds)
+
     def _finish_rounds(self) -> int:
         nothing = torch.empty(0, dtype=torch.int64, device=self.device)
-        none = torch.zeros(self.layout.num_holders, dtype=torch.int64, device=self.device)
+        none = torch.zeros(self.num_holders, dtype=torch.int64, device=self.device)
         rounds = 0
         while True:
             pending, all_done = self.round(nothing, none, done=True)
@@ -279,10 +309,10 @@ class FeatureExchange:
         as one phase: every rank calls it, with as many ids as it likes (none included).
         Its rounds run on the calling thread: no loader's phase may run beside it."""
         ids = ids.to(self.device, torch.int64)
-        holders = self.layout.num_holders
+        holders = self.num_holders
         for lo in range(0, ids.numel(), chunk):
             part = ids[lo : lo + chunk]
-            order, counts = group_by_key(self.layout.holder_of(part), holders)
+            order, counts = group_by_key(self._holder_of(part), holders)
             asked = part[order]
             pending, _ = self.round(asked, counts, done=False)
             sink(asked, pending.wait())

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future as Started
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +19,7 @@ import torch
 from torch import Tensor
 from torch.futures import Future
 
+from distgnn_workload.data.graph import NODE_TYPE
 from distgnn_workload.runtime.features.exchange import FeatureExchange, PendingRows
 from distgnn_workload.runtime.features.layout import HolderLayout, group_by_key
 from distgnn_workload.runtime.features.requests import FetchFn, TypedFetchFn
@@ -187,8 +188,11 @@ class DistributedFeatureSource:
         collective: every rank calls it)."""
         if exchange.any_rank(not self.table.complete):
             self.exchange = exchange
+            # every holder of the job, also one that owns no row of this table's type
+            self.num_holders = exchange.num_holders
         log.info(
-            "remote feature rows: %s",
+            "remote feature rows%s: %s",
+            "" if self.table.node_type == NODE_TYPE else f" of {self.table.node_type!r}",
             "over the feature exchange" if self.exchange is not None else "none (all cached)",
         )
 
@@ -215,8 +219,8 @@ class DistributedFeatureSource:
         """Gather the rows at hand and send for the others (see :class:`PendingGather`)."""
         table = self.table
         ids = node_ids.to(self.device, torch.int64)
-        if table.num_remote == 0 and not table.tiered:  # one holder owns every node
-            return PendingGather(table.local_rows(ids))
+        if table.num_remote == 0 and not table.tiered and self.exchange is None:
+            return PendingGather(table.local_rows(ids))  # one holder owns every node
         slot = table.slot[ids]
         owner = self._owner_of(ids)
         with self._stats_lock:
@@ -227,7 +231,7 @@ class DistributedFeatureSource:
             return self._start_exchange(ids, slot, owner)
         if table.complete:
             return PendingGather(table.gather(slot))
-        out = table.gather(slot.clamp(min=0))
+        out = self._held_rows(slot)
         holders = self.num_holders
         # misses keyed by their owner, the rest after them: one sort, one host sync
         order, counts_t = group_by_key(torch.where(slot < 0, owner, holders), holders + 1)
@@ -275,7 +279,7 @@ class DistributedFeatureSource:
             none = torch.zeros(holders, dtype=torch.int64, device=ids.device)
             started = exchange.start_round(ids[:0], none)
             return PendingGather(table.gather(slot), exchanged=(ids[:0], started))
-        out = table.gather(slot.clamp(min=0))
+        out = self._held_rows(slot)
         # misses keyed by their owner, the rest after them
         order, counts = group_by_key(torch.where(slot < 0, owner, holders), holders + 1)
         started = exchange.start_round(ids[order], counts[:holders])
@@ -283,6 +287,16 @@ class DistributedFeatureSource:
         return PendingGather(
             out, exchanged=(order, started), on_exchanged=lambda n: self._count_misses(n, row_bytes)
         )
+
+    def _held_rows(self, slot: Tensor) -> Tensor:
+        """The held rows at ``slot``, any row where none is held (filled in on ``wait()``);
+        zeros from a table that holds none (a partition without rows of its type)."""
+        table = self.table
+        if table.held == 0:
+            return torch.zeros(
+                (slot.numel(), table.num_features), dtype=table.dtype, device=slot.device
+            )
+        return table.gather(slot.clamp(min=0))
 
     def _count_misses(self, misses: int, row_bytes: int) -> None:
         with self._stats_lock:
@@ -310,7 +324,8 @@ class TypedStats:
 
 class TypedFeatureSource:
     """One :class:`DistributedFeatureSource` per featured node type of a holder, fetching
-    by node type over ``fetch`` (None: every row must be at hand)."""
+    by node type over ``fetch`` (None: every row must be at hand), or, once :meth:`use` has
+    given it one exchange per type, over the trainers' feature exchange (worker mode)."""
 
     def __init__(
         self,
@@ -337,6 +352,24 @@ class TypedFeatureSource:
     def gather(self, node_type: str, ids: Tensor) -> Tensor:
         """The features of nodes ``ids`` (int64, type-local) of ``node_type``."""
         return self.sources[node_type].gather(ids)
+
+    def start(self, node_type: str, ids: Tensor) -> PendingGather:
+        """:meth:`gather` split in two: the rows at hand now, the remote ones on ``wait()``."""
+        return self.sources[node_type].start(ids)
+
+    def use(self, exchanges: Mapping[str, FeatureExchange]) -> None:
+        """Fetch each type's remote rows over its exchange from now on, where some rank
+        misses rows of that type (collectives: every rank calls it, with the same types)."""
+        for t, source in self.sources.items():
+            source.use(exchanges[t])
+
+    def finish_phase(self) -> None:
+        """After the last gather of a phase: serve the peers until every rank is done, on
+        every type's exchange at once (a peer may still need one type's rounds while this
+        rank waits in another's)."""
+        started = [s.exchange.start_finish() for s in self.sources.values() if s.exchange]
+        for finishing in started:
+            finishing.result()
 
     @property
     def fetched_rows(self) -> dict[str, int]:

@@ -1,0 +1,42 @@
+"""A typed job's feature exchange over real processes (gloo): one exchange per featured
+node type, tables with owner maps, uneven phases (``tests/support/typed_exchange_ranks.py``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.support.typed_exchange_ranks import BATCH, TYPES, owners, spawn_ranks
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(200)]
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_typed_rows_equal_the_reference_over_one_exchange_per_type(
+    tmp_path: Path, world: int
+) -> None:
+    codes = spawn_ranks(world, tmp_path)
+    assert codes == [0] * world, "a rank failed or hung: a type's phase did not end"
+    saved = [torch.load(tmp_path / f"rank{r}.pt", weights_only=False) for r in range(world)]
+    for rank, s in enumerate(saved):
+        assert s["exchanges"] == len(TYPES)
+        assert s["train"]["batches"] == 3
+        assert s["eval"]["batches"] == 2 * rank
+        assert s["train"]["rows"] == 3 * BATCH * len(TYPES)
+        for phase in ("train", "eval"):
+            assert s[phase]["wrong"] == 0, (rank, phase)
+        for t, stats in s["stats"].items():
+            if bool((owners(world)[t] == rank).all()):  # on 2 ranks, rank 0 owns every paper
+                assert stats["lookups"] == stats["bytes_fetched"] == 0, (rank, t, stats)
+                continue
+            # some rows came over the exchange, and (but on rank 1) some from the cache
+            assert stats["bytes_fetched"] > 0, (rank, t, stats)
+            assert stats["lookups"] > 0, (rank, t, stats)
+            if rank != 1:
+                assert 0 < stats["hits"] < stats["lookups"], (rank, t, stats)
+    # every rank took part in the same rounds of each type: a phase as long as its longest rank
+    for t in TYPES:
+        assert len({s["rounds"][t] for s in saved}) == 1, [s["rounds"] for s in saved]
