@@ -24,13 +24,13 @@ from distgnn_workload.partition import PartitionStore, write_partitions
 from distgnn_workload.runtime.batches import LocalPipeline
 from distgnn_workload.runtime.distributed_sampler import replicated_factory
 from distgnn_workload.runtime.features.cache_policy import fill_cache_from
-from distgnn_workload.runtime.features.exchange import FeatureExchange, new_exchange_group
+from distgnn_workload.runtime.features.exchange import FeatureExchange
 from distgnn_workload.runtime.features.layout import HolderLayout, load_holder, load_labels
 from distgnn_workload.runtime.features.remote import DistributedFeatureSource
 from distgnn_workload.runtime.features.table import FeatureTable
 from distgnn_workload.runtime.seeds import Batch
 from tests.support.random_graph import random_graph
-from tests.support.ranks import join_group, leave_group, rank_process
+from tests.support.ranks import join_group, leave_group, run_rank_processes
 
 CPU = torch.device("cpu")
 NODES = 600
@@ -91,15 +91,7 @@ def _rank(
     reference = torch.cat(
         [load_holder(store, h, world, device).features for h in range(world)]
     )  # the replicated table
-    exchange = FeatureExchange(
-        table,
-        layout,
-        new_exchange_group(device, 600.0),
-        rank=rank,
-        world_size=world,
-        rank_of_holder=list(range(world)),
-        timeout_s=600.0,
-    )
+    exchange = FeatureExchange.on_new_group(table, layout, list(range(world)), 600.0)
     source = DistributedFeatureSource(table, layout, _no_rpc, holder=rank)
     # a hot cache of a different size on every rank, none on rank 1
     remote = torch.cat([torch.arange(0, data.start), torch.arange(data.end, layout.num_nodes)])
@@ -161,19 +153,9 @@ def spawn_ranks(
     tiered: bool = False,
 ) -> list[int | None]:
     """Run :func:`_rank` in ``world`` processes; their exit codes (None: still running)."""
-    procs = [
-        rank_process(_rank, (r, world, str(store.path), str(out), lost, cuda, tiered))
-        for r in range(world)
-    ]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(JOIN_S)
-    codes = [p.exitcode for p in procs]
-    for p in procs:
-        if p.is_alive():
-            p.kill()
-    return codes
+    return run_rank_processes(
+        _rank, lambda r: (r, world, str(store.path), str(out), lost, cuda, tiered), world, JOIN_S
+    )
 
 
 def check_ranks(tmp_path: Path, world: int, *, tiered: bool = False) -> None:

@@ -117,6 +117,27 @@ def rank_process(target: Callable[..., None], args: tuple[Any, ...]) -> BaseProc
     return ctx.Process(target=_run_with_env, args=(dict(os.environ), target, args))
 
 
+def run_rank_processes(
+    target: Callable[..., None],
+    args_of_rank: Callable[[int], tuple[Any, ...]],
+    world: int,
+    join_s: float,
+) -> list[int | None]:
+    """Run ``target(*args_of_rank(r))`` for every rank ``r`` (:func:`rank_process`) and wait
+    up to ``join_s`` for each: their exit codes, None for a rank still running (then killed:
+    a hang fails the test instead of the suite)."""
+    procs = [rank_process(target, args_of_rank(r)) for r in range(world)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(join_s)
+    codes = [p.exitcode for p in procs]
+    for p in procs:
+        if p.is_alive():
+            p.kill()
+    return codes
+
+
 def _run_with_env(env: dict[str, str], target: Callable[..., None], args: tuple[Any, ...]) -> None:
     os.environ.clear()
     os.environ.update(env)

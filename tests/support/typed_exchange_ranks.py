@@ -17,10 +17,10 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from distgnn_workload.runtime.features.exchange import FeatureExchange, new_exchange_group
+from distgnn_workload.runtime.features.exchange import FeatureExchange
 from distgnn_workload.runtime.features.remote import TypedFeatureSource
 from distgnn_workload.runtime.features.table import FeatureTable
-from tests.support.ranks import join_group, leave_group, rank_process
+from tests.support.ranks import join_group, leave_group, run_rank_processes
 
 CPU = torch.device("cpu")
 TYPES = {"author": (240, 5), "paper": (180, 3)}
@@ -71,20 +71,8 @@ def _rank(rank: int, world: int, out: str) -> None:
     tables = _tables(rank, world)
     source = TypedFeatureSource(tables)  # no fetch: a row not at hand must come by exchange
     # one exchange per type, made in the same order on every rank
-    source.use(
-        {
-            t: FeatureExchange(
-                table,
-                None,
-                new_exchange_group(CPU, 60.0),
-                rank=rank,
-                world_size=world,
-                rank_of_holder=list(range(world)),
-                timeout_s=60.0,
-            )
-            for t, table in tables.items()
-        }
-    )
+    ranks = list(range(world))
+    source.use({t: FeatureExchange.on_new_group(tb, None, ranks, 60.0) for t, tb in tables.items()})
     gen = torch.Generator().manual_seed(100 + rank)
     results: dict[str, Any] = {
         "exchanges": sum(s.exchange is not None for s in source.sources.values())
@@ -111,13 +99,4 @@ def _rank(rank: int, world: int, out: str) -> None:
 
 def spawn_ranks(world: int, out: Path) -> list[int | None]:
     """Run :func:`_rank` in ``world`` processes; their exit codes (None: still running)."""
-    procs = [rank_process(_rank, (r, world, str(out))) for r in range(world)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(JOIN_S)
-    codes = [p.exitcode for p in procs]
-    for p in procs:
-        if p.is_alive():
-            p.kill()
-    return codes
+    return run_rank_processes(_rank, lambda r: (r, world, str(out)), world, JOIN_S)

@@ -35,7 +35,7 @@ from distgnn_workload.runtime import link_batches
 from distgnn_workload.runtime.batch_targets import serve_batch, serve_batch_into, serve_typed_batch
 from distgnn_workload.runtime.batches import LocalPipeline
 from distgnn_workload.runtime.ddp import DDP_TIMEOUT_S
-from distgnn_workload.runtime.features.exchange import FeatureExchange, new_exchange_group
+from distgnn_workload.runtime.features.exchange import FeatureExchange
 from distgnn_workload.runtime.features.layout import HolderLayout
 from distgnn_workload.runtime.features.remote import TypedFeatureSource
 from distgnn_workload.runtime.features.requests import rpc_typed_fetch
@@ -136,15 +136,11 @@ def _exchange(
 
     Rank r asks holder h's process of its own local rank: ``h * procs_per_pod + r % ppp``.
     """
-    group = new_exchange_group(table.device, DDP_TIMEOUT_S)
-    return FeatureExchange(
+    return FeatureExchange.on_new_group(
         table,
         layout,
-        group,
-        rank=dist.get_rank(group),
-        world_size=dist.get_world_size(group),
-        rank_of_holder=[h * procs_per_pod + local_rank for h in range(num_holders)],
-        timeout_s=DDP_TIMEOUT_S,
+        [h * procs_per_pod + local_rank for h in range(num_holders)],
+        DDP_TIMEOUT_S,
     )
 
 

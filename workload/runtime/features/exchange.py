@@ -133,6 +133,28 @@ class FeatureExchange:
         self._worker: OrderedWorker | None = None
         """Runs the rounds a loader starts (made with the first)."""
 
+    @classmethod
+    def on_new_group(
+        cls,
+        table: FeatureTable,
+        layout: HolderLayout | None,
+        rank_of_holder: list[int],
+        timeout_s: float,
+    ) -> FeatureExchange:
+        """An exchange of ``table``'s rows on a new process group over every rank of the
+        default one (:func:`new_exchange_group`: a collective call, made by every rank in
+        the same order as its other groups)."""
+        group = new_exchange_group(table.device, timeout_s)
+        return cls(
+            table,
+            layout,
+            group,
+            rank=dist.get_rank(group),
+            world_size=dist.get_world_size(group),
+            rank_of_holder=rank_of_holder,
+            timeout_s=timeout_s,
+        )
+
     # ------------------------------------------------------------------ agreement
 
     def any_rank(self, flag: bool) -> bool:
