@@ -14,7 +14,8 @@ peers until all are done (the exchange's phase). Server-client mode's pipelines 
 A typed job's batches (:class:`HeteroPipeline`) are target-type seeds sampled per edge type
 at the resolved fanouts, with the features of every featured type gathered for the sampled
 nodes: from the trainer's whole copy of them, or (``features``) from its own partition's
-rows, its hot cache and, for the rest, their owners. The rows of featureless types are
+rows, its hot cache and, for the rest, their owners (over the feature exchange, a few
+batches ahead as in worker mode). The rows of featureless types are
 learnt: the training step looks them up (collectively) in their sharded embeddings. Its
 sampler's random stream restarts for every epoch (from the job seed, the epoch and the
 rank) and for every evaluation, so that a resumed run samples what an uninterrupted run
@@ -166,6 +167,12 @@ class TypedFeatures(Protocol):
         """After a phase's last batch: serve the peers until every rank is done."""
         ...
 
+    @property
+    def exchanged(self) -> bool:
+        """Whether some type's rows come over the feature exchange (its rounds meet the
+        peers')."""
+        ...
+
 
 class HeteroBatches:
     """Where a heterogeneous trainer's batches come from: sampled here (worker mode,
@@ -211,19 +218,23 @@ class HeteroPipeline(HeteroBatches):
         device: torch.device,
         input_dtype: torch.dtype = torch.float32,
         depth: int = PREFETCH_DEPTH,
+        lookahead: int = LOOKAHEAD,
         features: TypedFeatures | None = None,
         sampler: HeteroNeighborSampler | None = None,
         static_sampler: bool | None = None,
     ) -> None:
         """``sampler``: what samples each batch (None: around target-type seeds, with their
         labels; a given sampler's batches carry none). ``static_sampler``: the sampler's
-        static execution (None: on CUDA)."""
+        static execution (None: on CUDA). ``lookahead``: batches sampled, and their rounds
+        of the feature exchange started, ahead of the one being finished (only where
+        ``features`` come over the exchange)."""
         self.labelled = sampler is None
         self.data = data
         self.rank = rank
         self.seed = seed
         self.device = device
         self.depth = depth
+        self.lookahead = max(0, lookahead)
         self.sampler = sampler or HeteroNeighborSampler(
             {et: data.in_csr[et] for et in data.edge_types},
             data.node_counts,
@@ -267,9 +278,19 @@ class HeteroPipeline(HeteroBatches):
         self, batches: Sequence[Batch], epoch: int | None, evaluation: int
     ) -> Prefetcher[HeteroMiniBatch]:
         self.sampler.reseed(epoch_stream(self.seed, epoch, evaluation, self.rank))
+        exchanged = self.features is not None and self.features.exchanged
+        lookahead = self.lookahead if exchanged else 0
+        started: dict[int, tuple[HeteroHopBatch, dict[str, PendingGather]]] = {}
+        next_start = 0
 
         def produce(i: int) -> HeteroMiniBatch:
-            return self.batch(batches[i][1])
+            # batch i + lookahead sampled and its rounds started before batch i's rows are
+            # waited for: the rounds meet the peers' while this thread samples on
+            nonlocal next_start
+            while next_start < len(batches) and next_start <= i + lookahead:
+                started[next_start] = self._start(batches[next_start][1])
+                next_start += 1
+            return self._finish(*started.pop(i))
 
         return Prefetcher(
             produce,
@@ -282,13 +303,19 @@ class HeteroPipeline(HeteroBatches):
         )
 
     def batch(self, seeds: Tensor) -> HeteroMiniBatch:
+        """The batch of ``seeds``: sampled, its rows gathered."""
+        return self._finish(*self._start(seeds))
+
+    def _start(self, seeds: Tensor) -> tuple[HeteroHopBatch, dict[str, PendingGather]]:
+        """Sample ``seeds`` and start gathering every featured type's rows (the remote ones
+        of every type on their way before any is waited for)."""
         hop = self.sampler.sample(seeds)  # host seeds: checked there, copied through pinned memory
         if self.features is None:
-            x = {t: feats[hop.node_ids[t]] for t, feats in self.x.items()}
-        else:
-            # every type's remote rows on their way before any is waited for
-            started = {t: self.features.start(t, hop.node_ids[t]) for t in self.data.x}
-            x = {t: g.wait().to(self.device, self.input_dtype) for t, g in started.items()}
+            return hop, {t: PendingGather(feats[hop.node_ids[t]]) for t, feats in self.x.items()}
+        return hop, {t: self.features.start(t, hop.node_ids[t]) for t in self.data.x}
+
+    def _finish(self, hop: HeteroHopBatch, pending: dict[str, PendingGather]) -> HeteroMiniBatch:
+        x = {t: g.wait().to(self.device, self.input_dtype) for t, g in pending.items()}
         return HeteroMiniBatch(hop=hop, x=x, y=self.labels(hop))
 
     def labels(self, hop: HeteroHopBatch) -> Tensor:

@@ -357,6 +357,11 @@ class TypedFeatureSource:
         """:meth:`gather` split in two: the rows at hand now, the remote ones on ``wait()``."""
         return self.sources[node_type].start(ids)
 
+    @property
+    def exchanged(self) -> bool:
+        """Whether some type's rows come over the feature exchange."""
+        return any(s.exchange is not None for s in self.sources.values())
+
     def use(self, exchanges: Mapping[str, FeatureExchange]) -> None:
         """Fetch each type's remote rows over its exchange from now on, where some rank
         misses rows of that type (collectives: every rank calls it, with the same types)."""

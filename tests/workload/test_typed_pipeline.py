@@ -1,0 +1,85 @@
+"""The typed worker-mode pipeline's lookahead: where a featured type's rows come over the
+feature exchange, batches are sampled and their rounds started ahead of the batch being
+finished; the batches are the same, in the same order, as without it."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import Tensor
+
+from distgnn_api.edge_types import EdgeType
+from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig, generate_mag
+from distgnn_workload.runtime.batches import HeteroPipeline
+from distgnn_workload.runtime.features.cache_policy import whole_tables
+from distgnn_workload.runtime.features.remote import PendingGather, TypedFeatureSource
+from distgnn_workload.runtime.training_data import (
+    HeteroTrainingData,
+    contiguous_book,
+    from_graph,
+)
+
+CPU = torch.device("cpu")
+BATCH = 16
+
+
+@pytest.fixture(scope="module")
+def data() -> HeteroTrainingData:
+    graph = generate_mag(SyntheticHeteroConfig(scale=0.002, num_classes=5, seed=4))
+    return from_graph(graph, contiguous_book(graph.node_counts, 1), 1)
+
+
+class CountingSource:
+    """A typed source whose rows count as exchanged: it counts the gathers started."""
+
+    def __init__(self, data: HeteroTrainingData, exchanged: bool) -> None:
+        self.source = TypedFeatureSource(whole_tables(data.x, CPU))
+        self.started = 0
+        self.phases = 0
+        self._exchanged = exchanged
+
+    @property
+    def exchanged(self) -> bool:
+        return self._exchanged
+
+    def start(self, node_type: str, ids: Tensor) -> PendingGather:
+        self.started += 1
+        return self.source.start(node_type, ids)
+
+    def finish_phase(self) -> None:
+        self.phases += 1
+
+
+def _fanouts(data: HeteroTrainingData) -> dict[EdgeType, list[int]]:
+    return {et: [4, 2] for et in data.edge_types}
+
+
+@pytest.mark.parametrize("exchanged", [True, False])
+def test_the_lookahead_starts_batches_ahead_and_keeps_them_the_same(
+    data: HeteroTrainingData, exchanged: bool
+) -> None:
+    seeds = data.train_ids[0]
+    batches = [(0, seeds[i * BATCH : (i + 1) * BATCH]) for i in range(5)]
+    plain = HeteroPipeline(data, _fanouts(data), rank=0, seed=1, device=CPU, depth=0)
+    source = CountingSource(data, exchanged)
+    ahead = HeteroPipeline(
+        data, _fanouts(data), rank=0, seed=1, device=CPU, depth=0, lookahead=2, features=source
+    )
+    expected = list(plain.epoch(batches, epoch=0))
+    types = len(data.x)
+    started_by_batch = []
+    got = []
+    for batch in ahead.epoch(batches, epoch=0):
+        started_by_batch.append(source.started // types)
+        got.append(batch)
+    # with the exchange, batch i + 2 was sampled and started when batch i was handed over
+    ahead_by = 2 if exchanged else 0
+    assert started_by_batch == [min(i + 1 + ahead_by, 5) for i in range(5)]
+    assert source.phases == 1  # the phase ended once, after its last batch
+    assert len(got) == len(expected) == 5
+    for a, b in zip(got, expected, strict=True):
+        assert torch.equal(a.y, b.y)
+        for t in a.hop.node_ids:
+            assert torch.equal(a.hop.node_ids[t], b.hop.node_ids[t]), t
+        for t in a.x:
+            assert torch.equal(a.x[t], b.x[t]), t
