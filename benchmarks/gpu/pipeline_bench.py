@@ -62,7 +62,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--aggregation",
         nargs="+",
         default=["segment", "embedding_bag"],
-        choices=["embedding_bag", "segment", "scatter"],
+        choices=["embedding_bag", "segment", "kernel", "scatter"],
         help="aggregations for the step-only run; the pipeline uses the fastest",
     )
     p.add_argument(

@@ -5,7 +5,9 @@ hidden 256, fanout 15/10/5, batch 1024). Per precision it writes JSON lines:
 
 - ``sample``: the sampler (CUDA graph) and the feature gather alone, per batch;
 - ``step``: the training step alone on pre-sampled batches: host ms to enqueue a step and
-  GPU ms per step, with and without padded GEMM rows (``pad_rows``);
+  GPU ms per step, with and without padded GEMM rows (``pad_rows``), per neighbour mean
+  (``--aggregations``, e.g. ``segment kernel``: PyTorch's ``embedding_bag`` or the Triton
+  segment kernel);
 - ``loop``: the single-process loop of ``benchmarks/gpu`` (``BatchLoader`` + step);
 - ``trainer``: the trainer's own epoch loop (``Trainer.train_epoch`` over a
   ``LocalPipeline``) in this process, with eager steps and with the step replayed from a
@@ -25,13 +27,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import itertools
 import os
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import torch
 from torch import Tensor
@@ -47,6 +50,7 @@ from train_step import make_step, sync, train_loader  # noqa: E402
 
 from distgnn_api.spec import DistGNNJobSpec, parse_spec  # noqa: E402
 from distgnn_workload.loader import BatchLoader, LocalFeatureSource, MiniBatch  # noqa: E402
+from distgnn_workload.models.aggregation import Aggregation  # noqa: E402
 from distgnn_workload.models.sage import GraphSAGE  # noqa: E402
 from distgnn_workload.runtime.batches import LocalPipeline  # noqa: E402
 from distgnn_workload.sampling import NeighborSampler  # noqa: E402
@@ -64,6 +68,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--steps", type=int, default=40, help="timed steps of the step-alone runs")
     p.add_argument("--epochs", type=int, default=2, help="timed epochs of the loops")
     p.add_argument("--prefetch", type=int, default=4)
+    p.add_argument(
+        "--aggregations",
+        nargs="+",
+        default=["segment"],
+        choices=list(get_args(Aggregation)),
+        help="SAGE's neighbour mean in the step-alone runs (the model's default: segment)",
+    )
     p.add_argument("--profile-dir", type=Path, default=None)
     p.add_argument("--out", type=Path, default=None)
     return p.parse_args(argv)
@@ -222,10 +233,16 @@ def main(argv: list[str] | None = None) -> int:
         for ids in seed_batches[:16]:
             hop = sampler.sample(ids)
             presampled.append(MiniBatch(hop=hop, x=feats.gather(hop.node_ids), y=graph.y[ids]))
-        for pad in (False, True):
+        for aggregation, pad in itertools.product(args.aggregations, (False, True)):
             torch.manual_seed(0)
             model = GraphSAGE(
-                args.features, args.hidden, graph.num_classes, len(args.fanout), 0.5, pad_rows=pad
+                args.features,
+                args.hidden,
+                graph.num_classes,
+                len(args.fanout),
+                0.5,
+                aggregation=aggregation,
+                pad_rows=pad,
             ).to(device)
             opt = torch.optim.Adam(model.parameters(), lr=0.003, fused=device.type == "cuda")
             step = make_step(model, opt, device, bf16)
@@ -234,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
                 {
                     "bench": "step",
                     **base,
+                    "aggregation": aggregation,
                     "pad_rows": pad,
                     **bench_step(step, presampled, args.steps, device),
                 },

@@ -8,10 +8,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-Aggregation = Literal["embedding_bag", "segment", "scatter"]
+from distgnn_workload.models.segment_reduce import segment_reduce, triton_available
+
+Aggregation = Literal["embedding_bag", "segment", "kernel", "scatter"]
 """How SAGE averages neighbours: ``embedding_bag`` (fused gather-reduce, PyTorch's backward),
-``segment`` (the same forward, a transposed-CSR backward) or ``scatter`` (gather +
-``index_add_``, PyG's default; kept for comparison)."""
+``segment`` (the same forward, a transposed-CSR backward), ``kernel`` (``segment`` with both
+reductions in this package's Triton kernel on a GPU, :mod:`segment_reduce`) or ``scatter``
+(gather + ``index_add_``, PyG's default; kept for comparison)."""
 
 
 def mean_aggregate(x: Tensor, src: Tensor, target_ptr: Tensor) -> Tensor:
@@ -28,20 +31,27 @@ class _SegmentMean(torch.autograd.Function):
     """``mean_aggregate`` whose backward is the same fused reduce over the transposed edges.
 
     The gradient of source row j is the sum over its edges j -> i of ``grad[i] / deg(i)``:
-    sort the edges by source once (a radix sort of E ints), then one ``embedding_bag`` sum.
-    PyTorch's own embedding-bag backward sorts too but then runs several segment kernels.
+    sort the edges by source once (a radix sort of E ints), then one segment sum. PyTorch's
+    own embedding-bag backward sorts too but then runs several segment kernels. ``kernel``:
+    both reductions in :func:`segment_reduce`'s Triton kernel (on a GPU), else
+    ``embedding_bag``.
     """
 
     @staticmethod
-    def forward(ctx: Any, x: Tensor, src: Tensor, target_ptr: Tensor, dst: Tensor) -> Tensor:
+    def forward(
+        ctx: Any, x: Tensor, src: Tensor, target_ptr: Tensor, dst: Tensor, kernel: bool
+    ) -> Tensor:
         ctx.save_for_backward(src, target_ptr, dst)
         ctx.num_src = x.size(0)
+        ctx.kernel = kernel
+        if kernel:
+            return segment_reduce(x, src, target_ptr, mean=True, kernel=True)
         return mean_aggregate(x, src, target_ptr)
 
     @staticmethod
-    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, None, None, None]:
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, None, None, None, None]:
         if not ctx.needs_input_grad[0]:
-            return None, None, None, None
+            return None, None, None, None, None
         src, target_ptr, dst = ctx.saved_tensors
         degree = (target_ptr[1:] - target_ptr[:-1]).clamp_(min=1)
         scaled = grad / degree.unsqueeze(1).to(grad.dtype)
@@ -49,13 +59,20 @@ class _SegmentMean(torch.autograd.Function):
         src_ptr = torch.searchsorted(
             src_sorted, torch.arange(ctx.num_src + 1, dtype=src.dtype, device=src.device)
         )
-        grad_x = F.embedding_bag(dst[order], scaled, src_ptr, mode="sum", include_last_offset=True)
-        return grad_x, None, None, None
+        if ctx.kernel:
+            grad_x = segment_reduce(scaled, dst[order], src_ptr, mean=False, kernel=True)
+        else:
+            grad_x = F.embedding_bag(
+                dst[order], scaled, src_ptr, mode="sum", include_last_offset=True
+            )
+        return grad_x, None, None, None, None
 
 
-def mean_aggregate_segment(x: Tensor, src: Tensor, target_ptr: Tensor, dst: Tensor) -> Tensor:
+def mean_aggregate_segment(
+    x: Tensor, src: Tensor, target_ptr: Tensor, dst: Tensor, *, kernel: bool = False
+) -> Tensor:
     """``mean_aggregate`` with a transposed-CSR backward (see ``_SegmentMean``)."""
-    out: Tensor = _SegmentMean.apply(x, src, target_ptr, dst)
+    out: Tensor = _SegmentMean.apply(x, src, target_ptr, dst, kernel)
     return out
 
 
@@ -75,4 +92,7 @@ def aggregate(
         return mean_aggregate(x, src, target_ptr)
     if how == "segment":
         return mean_aggregate_segment(x, src, target_ptr, dst)
+    if how == "kernel":
+        use = x.is_cuda and triton_available()
+        return mean_aggregate_segment(x, src, target_ptr, dst, kernel=use)
     return mean_aggregate_scatter(x, src, dst, num_dst)
