@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from distgnn_api.edge_types import EdgeType
 from distgnn_api.gpu_sampler_memory import sampler_count
 from distgnn_api.graph_size import GraphSize
-from distgnn_api.pod_memory import ACTIVATION_COPIES, GIB, Item, Shapes, Where
+from distgnn_api.pod_memory import ACTIVATION_COPIES, GIB, LOOKAHEAD, Item, Shapes, Where
 from distgnn_api.spec import DistGNNJobSpec
 from distgnn_api.typed_shapes import (
     FIT_HEADROOM,
@@ -196,10 +196,14 @@ def typed_trainer_items(
                           "blocks the backward frees", step - live, dev,
                           "embeddings/table.py reduce_touched, optim.py RowSparseAdam"))  # fmt: skip
     depth = PREFETCH_DEPTH if spec.worker_mode else max(1, spec.trainers.prefetch)
+    # rows over the feature exchange: LOOKAHEAD more batches sampled, their rounds started
+    exchanged = spec.worker_mode and s.holders > 1 and spec.samplers.cache_ratio < 1
+    ahead = LOOKAHEAD if exchanged else 0
     one = batch_bytes(graph, st.expected, s.feature_bytes, spec.training.batch_size)
-    items.append(Item(f"prefetched typed batches ({depth} + 2 in use, as expected)",
-                      (depth + 2) * one, dev,
-                      "runtime/batches.py HeteroPipeline (PREFETCH_DEPTH), "
+    over = f", {ahead} sampled ahead over the feature exchange" if ahead else ""
+    items.append(Item(f"prefetched typed batches ({depth} + 2 in use{over}, as expected)",
+                      (depth + 2 + ahead) * one, dev,
+                      "runtime/batches.py HeteroPipeline (PREFETCH_DEPTH, LOOKAHEAD), "
                       "remote_batches.py TypedRemotePipeline"))  # fmt: skip
     if st.graph_step:
         items += _step_inputs(spec, graph, st, s.feature_bytes)

@@ -243,6 +243,26 @@ def test_the_worker_trainer_steps_at_fitted_caps() -> None:
     assert pool == live + total(plan, "row-sparse Adam of 3 embedding table(s)")
 
 
+def test_worker_trainers_over_the_feature_exchange_hold_the_batches_sampled_ahead() -> None:
+    def batches(**changes: Any) -> Item:
+        spec = small(**changes)
+        (item,) = [i for w, i in items(build_plan(spec, graph_of(spec))).items()
+                   if w.startswith("prefetched typed batches")]  # fmt: skip
+        return item
+
+    alone = batches()
+    exchanged = batches(trainers={"replicas": 2, "gpusPerPod": 1})
+    cached = batches(trainers={"replicas": 2, "gpusPerPod": 1}, samplers={"cacheRatio": 1.0})
+    assert alone.what == "prefetched typed batches (2 + 2 in use, as expected)"
+    assert exchanged.what == (
+        "prefetched typed batches (2 + 2 in use, 2 sampled ahead over the feature exchange, "
+        "as expected)"
+    )
+    assert cached.what == alone.what  # every row at hand: no exchange, no lookahead
+    # per batch the same bytes, two more of them (the graph splits over 2, not the batch)
+    assert exchanged.bytes * 4 == cached.bytes * 6
+
+
 def test_server_client_steps_at_the_bounds_and_a_cpu_eagerly() -> None:
     spec = small(samplers={"replicas": 1, "gpusPerPod": 1, "concurrency": 2})
     plan = build_plan(spec, graph_of(spec))
