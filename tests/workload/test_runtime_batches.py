@@ -8,7 +8,7 @@ import torch
 from torch import Tensor
 
 from distgnn_workload.runtime.batches import LocalPipeline
-from distgnn_workload.runtime.features.remote import PendingGather
+from distgnn_workload.runtime.features.pending import PendingGather
 from distgnn_workload.sampling import NeighborSampler
 
 CPU = torch.device("cpu")

@@ -12,7 +12,8 @@ from distgnn_api.edge_types import EdgeType
 from distgnn_workload.data.synthetic_hetero import SyntheticHeteroConfig, generate_mag
 from distgnn_workload.runtime.batches import HeteroPipeline
 from distgnn_workload.runtime.features.cache_policy import whole_tables
-from distgnn_workload.runtime.features.remote import PendingGather, TypedFeatureSource
+from distgnn_workload.runtime.features.pending import PendingGather
+from distgnn_workload.runtime.features.remote import TypedFeatureSource
 from distgnn_workload.runtime.training_data import (
     HeteroTrainingData,
     contiguous_book,

@@ -33,7 +33,7 @@ from torch import Tensor
 
 from distgnn_api.edge_types import EdgeType
 from distgnn_workload.loader import FeatureSource, HeteroMiniBatch, MiniBatch, Prefetcher
-from distgnn_workload.runtime.features.remote import PendingGather
+from distgnn_workload.runtime.features.pending import PendingGather
 from distgnn_workload.runtime.seeds import Batch, epoch_stream, stream_seed
 from distgnn_workload.runtime.training_data import HeteroTrainingData
 from distgnn_workload.sampling import (

@@ -39,11 +39,8 @@ from distgnn_workload.runtime.features.layout import (
     load_labels,
     split_ids,
 )
-from distgnn_workload.runtime.features.remote import (
-    DistributedFeatureSource,
-    FeatureStats,
-    PendingGather,
-)
+from distgnn_workload.runtime.features.pending import FeatureStats, PendingGather
+from distgnn_workload.runtime.features.remote import DistributedFeatureSource
 from distgnn_workload.runtime.features.requests import FetchFn, rpc_fetch, rpc_fetch_into
 from distgnn_workload.runtime.features.serving import (
     FEATURE_SLOTS,
