@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, get_args
 
-from synthetic_gpu import PRODUCTS_NODES
+from synthetic_gpu import PRODUCTS_NODES, PRODUCTS_UNDIRECTED_EDGES
+
+from distgnn_workload.models.aggregation import Aggregation
 
 
 def add_graph_args(
@@ -26,6 +28,23 @@ def add_graph_args(
     p.add_argument("--classes", type=int, default=47)
     if train_fraction:
         p.add_argument("--train-fraction", type=float, default=0.08)
+
+
+def products_edges(args: argparse.Namespace) -> int:
+    """``--edges``, or as many per node as products has."""
+    return int(args.edges or round(args.nodes * PRODUCTS_UNDIRECTED_EDGES / PRODUCTS_NODES))
+
+
+def add_aggregation_args(p: argparse.ArgumentParser, default: Sequence[str]) -> None:
+    """``--aggregations``: the ways of SAGE's neighbour mean to run (its default: segment)."""
+    p.add_argument(
+        "--aggregations",
+        nargs="+",
+        default=list(default),
+        choices=list(get_args(Aggregation)),
+        help="SAGE's neighbour mean: embedding_bag, segment (the models' default), kernel "
+        "(the Triton segment kernel) or scatter",
+    )
 
 
 def graph_options(args: argparse.Namespace) -> dict[str, Any]:

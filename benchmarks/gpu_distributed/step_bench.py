@@ -8,6 +8,8 @@ hidden 256, fanout 15/10/5, batch 1024). Per precision it writes JSON lines:
   GPU ms per step, with and without padded GEMM rows (``pad_rows``), per neighbour mean
   (``--aggregations``, e.g. ``segment kernel``: PyTorch's ``embedding_bag`` or the Triton
   segment kernel);
+- ``aggregation``: per ``--aggregations``, SAGE's neighbour mean alone, forward and
+  backward on the batches' layers, its GPU ms per step (``aggregation_timing.py``);
 - ``loop``: the single-process loop of ``benchmarks/gpu`` (``BatchLoader`` + step);
 - ``trainer``: the trainer's own epoch loop (``Trainer.train_epoch`` over a
   ``LocalPipeline``) in this process, with eager steps and with the step replayed from a
@@ -34,7 +36,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -42,15 +44,20 @@ from torch import Tensor
 REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO / "benchmarks" / "gpu_distributed"), str(REPO / "benchmarks" / "gpu")]
 
-from bench_args import add_graph_args, add_model_args  # noqa: E402
+from aggregation_timing import time_aggregation  # noqa: E402
+from bench_args import (  # noqa: E402
+    add_aggregation_args,
+    add_graph_args,
+    add_model_args,
+    products_edges,
+)
 from records import emit  # noqa: E402
 from spec_sections import model_section, training_section  # noqa: E402
-from synthetic_gpu import PRODUCTS_NODES, PRODUCTS_UNDIRECTED_EDGES, generate  # noqa: E402
+from synthetic_gpu import generate  # noqa: E402
 from train_step import make_step, sync, train_loader  # noqa: E402
 
 from distgnn_api.spec import DistGNNJobSpec, parse_spec  # noqa: E402
 from distgnn_workload.loader import BatchLoader, LocalFeatureSource, MiniBatch  # noqa: E402
-from distgnn_workload.models.aggregation import Aggregation  # noqa: E402
 from distgnn_workload.models.sage import GraphSAGE  # noqa: E402
 from distgnn_workload.runtime.batches import LocalPipeline  # noqa: E402
 from distgnn_workload.sampling import NeighborSampler  # noqa: E402
@@ -68,13 +75,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--steps", type=int, default=40, help="timed steps of the step-alone runs")
     p.add_argument("--epochs", type=int, default=2, help="timed epochs of the loops")
     p.add_argument("--prefetch", type=int, default=4)
-    p.add_argument(
-        "--aggregations",
-        nargs="+",
-        default=["segment"],
-        choices=list(get_args(Aggregation)),
-        help="SAGE's neighbour mean in the step-alone runs (the model's default: segment)",
-    )
+    add_aggregation_args(p, ["segment"])  # of the step-alone runs
     p.add_argument("--profile-dir", type=Path, default=None)
     p.add_argument("--out", type=Path, default=None)
     return p.parse_args(argv)
@@ -196,8 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     if device.type == "cuda":
         torch.cuda.set_device(device.index or 0)
         device = torch.device("cuda", torch.cuda.current_device())
-    edges = args.edges or round(args.nodes * PRODUCTS_UNDIRECTED_EDGES / PRODUCTS_NODES)
-    graph = generate(args.nodes, edges, args.features, args.classes, device=device)
+    graph = generate(args.nodes, products_edges(args), args.features, args.classes, device=device)
     emit(
         args.out,
         {
@@ -233,6 +233,12 @@ def main(argv: list[str] | None = None) -> int:
         for ids in seed_batches[:16]:
             hop = sampler.sample(ids)
             presampled.append(MiniBatch(hop=hop, x=feats.gather(hop.node_ids), y=graph.y[ids]))
+        widths = [args.features] + [args.hidden] * (len(args.fanout) - 1)
+        for aggregation in args.aggregations:
+            timing = time_aggregation(
+                aggregation, [b.hop for b in presampled[:4]], widths, dtype or torch.float32, 20
+            )
+            emit(args.out, {"bench": "aggregation", **base, **timing})
         for aggregation, pad in itertools.product(args.aggregations, (False, True)):
             torch.manual_seed(0)
             model = GraphSAGE(

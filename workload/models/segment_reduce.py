@@ -74,15 +74,9 @@ if triton is not None:
 
     @triton.jit  # type: ignore[untyped-decorator]
     def _segment_reduce_kernel(  # type: ignore[no-untyped-def]
-        x_ptr,
-        index_ptr,
-        ptr_ptr,
-        out_ptr,
-        width,
-        MEAN: tl.constexpr,
-        BLOCK_E: tl.constexpr,
-        BLOCK_F: tl.constexpr,
-    ):
+        x_ptr, index_ptr, ptr_ptr, out_ptr, width,
+        MEAN: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_F: tl.constexpr,
+    ):  # fmt: skip
         row = tl.program_id(0)
         cols = tl.program_id(1) * BLOCK_F + tl.arange(0, BLOCK_F)
         cmask = cols < width
