@@ -5,7 +5,8 @@ Each rank holds one block of the node ids (one holder) and a hot cache of a diff
 gathers through :class:`DistributedFeatureSource` over the exchange: a training phase with
 as many batches on every rank, then evaluation phases whose batch counts differ by rank
 (rank 0 has none), with and without the prefetch thread. Every row a rank receives must
-equal the replicated table's.
+equal the replicated table's, and the inline phase's feature path must read nothing back
+on the loader's thread (:class:`HostSyncCounter`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from distgnn_workload.runtime.features.exchange import FeatureExchange
 from distgnn_workload.runtime.features.layout import HolderLayout, load_holder, load_labels
 from distgnn_workload.runtime.features.remote import DistributedFeatureSource
 from distgnn_workload.runtime.features.table import FeatureTable
+from distgnn_workload.runtime.host_syncs import HostSyncCounter
 from distgnn_workload.runtime.seeds import Batch
 from tests.support.random_graph import random_graph
 from tests.support.ranks import join_group, leave_group, run_rank_processes
@@ -125,7 +127,15 @@ def _rank(
                 pipeline.start(seeds[0])  # one round, then gone without a word
                 sys.stdout.flush()
                 os._exit(17)
-            results[name] = _phase(pipeline, seeds, reference, rank)
+            if prefetch:
+                results[name] = _phase(pipeline, seeds, reference, rank)
+                continue
+            # inline: the loader's work runs on this thread, where the counter sees it
+            with HostSyncCounter() as syncs:
+                results[name] = _phase(pipeline, seeds, reference, rank)
+            results["feature_syncs"] = [
+                f"{s.op} {s.where}" for s in syncs.calls if s.where.startswith("runtime/features/")
+            ]
         lookups, hits, _ = source.stats.take()
         results.update(lookups=lookups, hits=hits, misses=lookups - hits)
         results["rounds"] = exchange.moved.rounds
@@ -174,6 +184,12 @@ def check_ranks(tmp_path: Path, world: int, *, tiered: bool = False) -> None:
         assert s["eval"]["batches"] == 2 * rank + 1
         for phase in ("train", "eval_inline", "eval"):
             assert s[phase]["wrong"] == 0, (rank, phase)
+        # starting a batch's round and filling its rows in read nothing back on the loader's
+        # thread (the round's own read-back of the counts runs on the exchange's thread); a
+        # tiered table's gather splits its tiers by a mask on CPU only (a kernel on a GPU)
+        allowed = ("runtime/features/tiers.py",) if tiered else ()
+        syncs = [x for x in s["feature_syncs"] if not x.split()[1].startswith(allowed)]
+        assert syncs == [], (rank, syncs)
         assert s["misses"] > 0  # rows came over the exchange
         assert s["bytes_in"] > 0
         if rank != 1:
