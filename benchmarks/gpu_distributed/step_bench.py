@@ -44,13 +44,8 @@ from torch import Tensor
 REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO / "benchmarks" / "gpu_distributed"), str(REPO / "benchmarks" / "gpu")]
 
+import bench_args  # noqa: E402
 from aggregation_timing import time_aggregation  # noqa: E402
-from bench_args import (  # noqa: E402
-    add_aggregation_args,
-    add_graph_args,
-    add_model_args,
-    products_edges,
-)
 from records import emit  # noqa: E402
 from spec_sections import model_section, training_section  # noqa: E402
 from synthetic_gpu import generate  # noqa: E402
@@ -69,13 +64,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--device", default="cuda")
-    add_graph_args(p, train_fraction=False)
-    add_model_args(p)
+    bench_args.add_graph_args(p, train_fraction=False)
+    bench_args.add_model_args(p)
     p.add_argument("--precisions", nargs="+", default=["bf16", "fp32"])
     p.add_argument("--steps", type=int, default=40, help="timed steps of the step-alone runs")
     p.add_argument("--epochs", type=int, default=2, help="timed epochs of the loops")
     p.add_argument("--prefetch", type=int, default=4)
-    add_aggregation_args(p, ["segment"])  # of the step-alone runs
+    bench_args.add_aggregation_args(p, ["segment"])  # of the step-alone runs
     p.add_argument("--profile-dir", type=Path, default=None)
     p.add_argument("--out", type=Path, default=None)
     return p.parse_args(argv)
@@ -197,7 +192,9 @@ def main(argv: list[str] | None = None) -> int:
     if device.type == "cuda":
         torch.cuda.set_device(device.index or 0)
         device = torch.device("cuda", torch.cuda.current_device())
-    graph = generate(args.nodes, products_edges(args), args.features, args.classes, device=device)
+    graph = generate(
+        args.nodes, bench_args.products_edges(args), args.features, args.classes, device=device
+    )
     emit(
         args.out,
         {

@@ -216,11 +216,10 @@ def _slots(
 
 def typed_worker_features(
     tables: dict[str, FeatureTable],
-    *,
+    metrics: TrainerMetrics,
     num_holders: int,
     procs_per_pod: int,
     local_rank: int,
-    metrics: TrainerMetrics,
 ) -> tuple[TypedFeatureSource, Callable[[], None]]:
     """Worker mode of a typed job: the featured rows of every type from this pod's tables,
     the rest from their owners over the trainers' feature exchange, one per featured type

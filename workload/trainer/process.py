@@ -301,12 +301,10 @@ class TypedStart:
         proc, spec = self.proc, self.proc.spec
         on_epoch: Callable[[], None] | None = None
         if self.tables is not None:
+            # this pod's tables, the rest over the exchange: holder h's process of this
+            # local rank answers (h * procs per pod + local rank)
             self.features, on_epoch = typed_worker_features(
-                self.tables,
-                num_holders=self.num_holders,
-                procs_per_pod=proc.env.procs_per_pod,
-                local_rank=proc.local_rank,
-                metrics=metrics,
+                self.tables, metrics, self.num_holders, proc.env.procs_per_pod, proc.local_rank
             )
         else:
             self.remote = typed_server_pipeline(
