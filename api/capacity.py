@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass, field
 
 from distgnn_api.core_types import ResourceRequirements
+from distgnn_api.evaluation_memory import evaluation_items
 from distgnn_api.gpu_sampler_memory import gpu_sampler_items
 from distgnn_api.graph_size import GraphSize
 from distgnn_api.kube import parse_quantity
@@ -31,7 +32,6 @@ from distgnn_api.pod_memory import (
     Where,
     batch_bytes,
     edge_caps,
-    evaluation_items,
     expected_hops,
     feature_table_split,
     holder_items,
