@@ -1,4 +1,4 @@
-"""Ranks of a typed job's feature exchange as real processes (gloo on CPU).
+"""Ranks of a typed job's feature exchange as real processes (gloo on CPU, NCCL on GPUs).
 
 Two featured node types, each owned by the ranks through an owner map in no id order, as a
 typed store's are: every rank holds its own rows of both plus a hot cache of some of the
@@ -46,13 +46,13 @@ def reference(node_type: str) -> Tensor:
     return offset + torch.arange(n, dtype=torch.float32)[:, None] + 0.25 * torch.arange(f)
 
 
-def _tables(rank: int, world: int) -> dict[str, FeatureTable]:
+def _tables(rank: int, world: int, device: torch.device) -> dict[str, FeatureTable]:
     tables = {}
     for t, owner in owners(world).items():
         rows = reference(t)
         mine = torch.nonzero(owner == rank).flatten()
         table = FeatureTable(
-            rows[mine], mine, rows.shape[0], CPU, node_type=t, owner=owner, partition=rank,
+            rows[mine], mine, rows.shape[0], device, node_type=t, owner=owner, partition=rank,
             capacity=rows.shape[0],
         )  # fmt: skip
         # a hot cache of a different size on every rank, none on rank 1
@@ -65,10 +65,14 @@ def _tables(rank: int, world: int) -> dict[str, FeatureTable]:
     return tables
 
 
-def _rank(rank: int, world: int, out: str) -> None:
+def _rank(rank: int, world: int, out: str, cuda: bool) -> None:
+    """One trainer (on GPU ``rank`` with ``cuda``: NCCL, the types' exchanges side by side
+    on communicators and streams of their own)."""
     torch.set_num_threads(1)
-    join_group(rank, world, f"file://{out}/store", cuda=False, timeout=timedelta(seconds=60))
-    tables = _tables(rank, world)
+    device = join_group(
+        rank, world, f"file://{out}/store", cuda=cuda, timeout=timedelta(seconds=60)
+    )
+    tables = _tables(rank, world, device)
     source = TypedFeatureSource(tables)  # no fetch: a row not at hand must come by exchange
     # one exchange per type, made in the same order on every rank
     ranks = list(range(world))
@@ -83,7 +87,7 @@ def _rank(rank: int, world: int, out: str) -> None:
             ids = {t: torch.randint(0, n, (BATCH,), generator=gen) for t, (n, _) in TYPES.items()}
             started = {t: source.start(t, i) for t, i in ids.items()}  # both on their way
             for t, gathering in started.items():
-                rows = gathering.wait()
+                rows = gathering.wait().cpu()
                 got["rows"] += rows.shape[0]
                 got["wrong"] += int((rows != reference(t)[ids[t]]).any(dim=1).sum())
             got["batches"] += 1
@@ -97,6 +101,6 @@ def _rank(rank: int, world: int, out: str) -> None:
     leave_group()
 
 
-def spawn_ranks(world: int, out: Path) -> list[int | None]:
+def spawn_ranks(world: int, out: Path, *, cuda: bool = False) -> list[int | None]:
     """Run :func:`_rank` in ``world`` processes; their exit codes (None: still running)."""
-    return run_rank_processes(_rank, lambda r: (r, world, str(out)), world, JOIN_S)
+    return run_rank_processes(_rank, lambda r: (r, world, str(out), cuda), world, JOIN_S)

@@ -20,6 +20,21 @@ def test_typed_rows_equal_the_reference_over_one_exchange_per_type(
 ) -> None:
     codes = spawn_ranks(world, tmp_path)
     assert codes == [0] * world, "a rank failed or hung: a type's phase did not end"
+    check_ranks(tmp_path, world)
+
+
+@pytest.mark.gpu
+def test_typed_exchanges_over_nccl_side_by_side(tmp_path: Path) -> None:
+    """Two types' exchanges, each on a communicator and stream of its own, on 2 GPUs."""
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs 2 GPUs (gpu tier)")
+    codes = spawn_ranks(2, tmp_path, cuda=True)
+    assert codes == [0, 0], "a rank failed or hung: a type's phase did not end"
+    check_ranks(tmp_path, 2)
+
+
+def check_ranks(tmp_path: Path, world: int) -> None:
+    """What every rank of a healthy run saved must hold (see the support module)."""
     saved = [torch.load(tmp_path / f"rank{r}.pt", weights_only=False) for r in range(world)]
     for rank, s in enumerate(saved):
         assert s["exchanges"] == len(TYPES)
