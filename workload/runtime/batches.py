@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 import torch
 from torch import Tensor
@@ -49,12 +49,36 @@ from distgnn_workload.sampling.static_sample import StaticCaps
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 FIT_STREAM = -2
 """The ``epoch`` of the random stream that fits a typed sampler's caps (no training epoch's)."""
 LOOKAHEAD = 2
 """Batches a worker-mode pipeline samples (and sends feature requests for) ahead."""
 PREFETCH_DEPTH = 2
 """Typed batches sampled ahead of the training step, on a background thread."""
+
+
+class Ahead(Generic[T]):
+    """Items ``make(j)`` of ``j`` in ``0..count-1``, made in order and kept until taken: a
+    pipeline's batches started (or launched) some way ahead of the one it hands over."""
+
+    def __init__(self, make: Callable[[int], T], count: int) -> None:
+        self.make = make
+        self.count = count
+        self.made: dict[int, T] = {}
+        self.next = 0
+
+    def fill(self, last: int) -> None:
+        """Make every item up to ``last`` not made yet."""
+        while self.next < self.count and self.next <= last:
+            self.made[self.next] = self.make(self.next)
+            self.next += 1
+
+    def take(self, i: int, ahead: int = 0) -> T:
+        """Item ``i``, once every item up to ``i + ahead`` is made."""
+        self.fill(i + ahead)
+        return self.made.pop(i)
 
 
 def start_gather(features: FeatureSource, node_ids: Tensor) -> PendingGather:
@@ -118,19 +142,12 @@ class LocalPipeline:
         (its sampling queued on the GPU), batch i + lookahead's features are started (its
         sizes read back by then, without waiting) and batch i's rows merged.
         """
-        launched: dict[int, Any] = {}
-        started: dict[int, tuple[HopBatch, PendingGather, Tensor]] = {}
-        next_launch = next_start = 0
+        launched = Ahead(lambda j: self._launch(batches[j][1]), len(batches))
+        started = Ahead(lambda j: self._start(self._finish(launched.take(j))), len(batches))
 
         def produce(i: int) -> MiniBatch:
-            nonlocal next_launch, next_start
-            while next_launch < len(batches) and next_launch <= i + self.lookahead + 1:
-                launched[next_launch] = self._launch(batches[next_launch][1])
-                next_launch += 1
-            while next_start < len(batches) and next_start <= i + self.lookahead:
-                started[next_start] = self._start(self._finish(launched.pop(next_start)))
-                next_start += 1
-            hop, pending, y = started.pop(i)
+            launched.fill(i + self.lookahead + 1)
+            hop, pending, y = started.take(i, self.lookahead)
             batch = MiniBatch(hop=hop, x=pending.wait(), y=y)
             if static is not None:
                 batch.static = pad_hops(hop, static)
@@ -280,17 +297,12 @@ class HeteroPipeline(HeteroBatches):
         self.sampler.reseed(epoch_stream(self.seed, epoch, evaluation, self.rank))
         exchanged = self.features is not None and self.features.exchanged
         lookahead = self.lookahead if exchanged else 0
-        started: dict[int, tuple[HeteroHopBatch, dict[str, PendingGather]]] = {}
-        next_start = 0
+        started = Ahead(lambda j: self._start(batches[j][1]), len(batches))
 
         def produce(i: int) -> HeteroMiniBatch:
             # batch i + lookahead sampled and its rounds started before batch i's rows are
             # waited for: the rounds meet the peers' while this thread samples on
-            nonlocal next_start
-            while next_start < len(batches) and next_start <= i + lookahead:
-                started[next_start] = self._start(batches[next_start][1])
-                next_start += 1
-            return self._finish(*started.pop(i))
+            return self._finish(*started.take(i, lookahead))
 
         return Prefetcher(
             produce,
