@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from distgnn_workload.models.segment_reduce import segment_reduce, triton_available
+from distgnn_workload.models.segment_reduce import segment_reduce
 
 Aggregation = Literal["embedding_bag", "segment", "kernel", "scatter"]
 """How SAGE averages neighbours: ``embedding_bag`` (fused gather-reduce, PyTorch's backward),
@@ -39,14 +39,12 @@ class _SegmentMean(torch.autograd.Function):
 
     @staticmethod
     def forward(
-        ctx: Any, x: Tensor, src: Tensor, target_ptr: Tensor, dst: Tensor, kernel: bool
+        ctx: Any, x: Tensor, src: Tensor, target_ptr: Tensor, dst: Tensor, kernel: bool | None
     ) -> Tensor:
         ctx.save_for_backward(src, target_ptr, dst)
         ctx.num_src = x.size(0)
         ctx.kernel = kernel
-        if kernel:
-            return segment_reduce(x, src, target_ptr, mean=True, kernel=True)
-        return mean_aggregate(x, src, target_ptr)
+        return segment_reduce(x, src, target_ptr, mean=True, kernel=kernel)
 
     @staticmethod
     def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, None, None, None, None]:
@@ -59,19 +57,15 @@ class _SegmentMean(torch.autograd.Function):
         src_ptr = torch.searchsorted(
             src_sorted, torch.arange(ctx.num_src + 1, dtype=src.dtype, device=src.device)
         )
-        if ctx.kernel:
-            grad_x = segment_reduce(scaled, dst[order], src_ptr, mean=False, kernel=True)
-        else:
-            grad_x = F.embedding_bag(
-                dst[order], scaled, src_ptr, mode="sum", include_last_offset=True
-            )
+        grad_x = segment_reduce(scaled, dst[order], src_ptr, mean=False, kernel=ctx.kernel)
         return grad_x, None, None, None, None
 
 
 def mean_aggregate_segment(
-    x: Tensor, src: Tensor, target_ptr: Tensor, dst: Tensor, *, kernel: bool = False
+    x: Tensor, src: Tensor, target_ptr: Tensor, dst: Tensor, *, kernel: bool | None = False
 ) -> Tensor:
-    """``mean_aggregate`` with a transposed-CSR backward (see ``_SegmentMean``)."""
+    """``mean_aggregate`` with a transposed-CSR backward (see ``_SegmentMean``); ``kernel``
+    as :func:`segment_reduce` takes it (None: the Triton kernel where it runs)."""
     out: Tensor = _SegmentMean.apply(x, src, target_ptr, dst, kernel)
     return out
 
@@ -93,6 +87,5 @@ def aggregate(
     if how == "segment":
         return mean_aggregate_segment(x, src, target_ptr, dst)
     if how == "kernel":
-        use = x.is_cuda and triton_available()
-        return mean_aggregate_segment(x, src, target_ptr, dst, kernel=use)
+        return mean_aggregate_segment(x, src, target_ptr, dst, kernel=None)
     return mean_aggregate_scatter(x, src, dst, num_dst)
