@@ -302,9 +302,7 @@ class FeatureExchange:
     def finish_phase(self) -> int:
         """Answer the peers' requests with empty rounds until every rank is done, after the
         rounds already started; returns the rounds it took."""
-        if self._worker is not None:
-            return self._worker.call(self._finish_rounds)
-        return self._finish_rounds()
+        return self.start_finish().result()
 
     def start_finish(self) -> Future[int]:
         """:meth:`finish_phase` on the exchange's thread; the caller goes on at once. A rank
