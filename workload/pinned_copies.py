@@ -26,15 +26,25 @@ def to_device(tensor: Tensor, device: torch.device) -> Tensor:
 def to_host(tensor: Tensor) -> Tensor:
     """A host copy of ``tensor`` in pinned memory, complete when this returns.
 
-    The copy runs on the current stream of the tensor's device, and only that stream is
+    The copy runs on the current stream of the tensor's device, and only that copy is
     awaited (no pageable copy that could queue behind another thread's).
     """
+    out, done = start_to_host(tensor)
+    if done is not None:
+        done.synchronize()
+    return out
+
+
+def start_to_host(tensor: Tensor) -> tuple[Tensor, torch.cuda.Event | None]:
+    """:func:`to_host` without the wait: the pinned copy on its way, and the event after
+    which it is there (None: ``tensor`` is on the host already, and is the copy)."""
     if tensor.device.type != "cuda":
-        return tensor
+        return tensor, None
     out = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True)
     out.copy_(tensor, non_blocking=True)
-    torch.cuda.current_stream(tensor.device).synchronize()
-    return out
+    done = torch.cuda.Event()  # type: ignore[no-untyped-call]
+    done.record(torch.cuda.current_stream(tensor.device))
+    return out, done
 
 
 def copy_in(buffer: Tensor, values: list[int]) -> None:

@@ -18,7 +18,7 @@ from torch import Tensor
 
 from distgnn_api.edge_types import EdgeType
 from distgnn_workload.data.graph import EDGE_TYPE, NODE_TYPE
-from distgnn_workload.pinned_copies import to_device, to_host
+from distgnn_workload.pinned_copies import start_to_host, to_device, to_host
 from distgnn_workload.sampling import edge_exclusion, relabel
 from distgnn_workload.sampling.csr import (
     TypedCSR,
@@ -158,13 +158,7 @@ class NeighborSampler(CapturedSampler[Key, StaticOut]):
             return out
         if self.cuda_graph:
             out = out.copied()
-        sizes = out.counts
-        ready = None
-        if sizes.device.type == "cuda":
-            sizes = torch.empty(out.counts.shape, dtype=out.counts.dtype, pin_memory=True)
-            sizes.copy_(out.counts, non_blocking=True)
-            ready = torch.cuda.Event()  # type: ignore[no-untyped-call]
-            ready.record(torch.cuda.current_stream(self.device))
+        sizes, ready = start_to_host(out.counts)
         return LaunchedBatch(out, sizes, ready, seeds.numel())
 
     def finish(self, launched: HopBatch | LaunchedBatch) -> HopBatch:
