@@ -8,8 +8,9 @@ import time
 from pathlib import Path
 
 import torch
+from bench_args import products_edges
 from records import emit
-from synthetic_gpu import PRODUCTS_NODES, PRODUCTS_UNDIRECTED_EDGES, generate
+from synthetic_gpu import generate
 
 from distgnn_workload.data.graph import GraphData
 from distgnn_workload.partition import PartitionStore, write_partitions
@@ -20,11 +21,10 @@ def build_store(
 ) -> PartitionStore:
     """Generate the graph on the device and write a store of ``partitions`` random partitions."""
     dev = torch.device(args.device)
-    edges = args.edges or round(args.nodes * PRODUCTS_UNDIRECTED_EDGES / PRODUCTS_NODES)
     t0 = time.perf_counter()
     g = generate(
         args.nodes,
-        edges,
+        products_edges(args),
         args.features,
         args.classes,
         device=dev,

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from bench_args import products_edges
 from spec_sections import model_section, training_section
-from synthetic_gpu import PRODUCTS_NODES, PRODUCTS_UNDIRECTED_EDGES
 
 from distgnn_api.spec import DistGNNJobSpec, parse_spec
 from distgnn_operator.local.job_plan import (
@@ -102,8 +102,7 @@ def job_spec(
             "dataset": {
                 "synthetic": {
                     "numNodes": args.nodes,
-                    "numEdges": args.edges
-                    or round(args.nodes * PRODUCTS_UNDIRECTED_EDGES / PRODUCTS_NODES),
+                    "numEdges": products_edges(args),
                     "numFeatures": args.features,
                     "numClasses": args.classes,
                 }
