@@ -84,15 +84,18 @@ def repeat_last(values: Tensor, count: Tensor, *, fill: float | int = 0) -> Tens
     return torch.where(count > 0, out, torch.full_like(out, fill))
 
 
-def owner_blocks(owner: Tensor, world: int, size: int) -> tuple[Tensor, Tensor]:
-    """Where each of ``size`` slots goes in blocks of ``size`` sent to ``world`` ranks:
-    ``owner * size + position``, its position the slot's rank among the slots of the same
-    owner (in slot order). ``owner`` may be ``world`` (a block past the last, not sent).
-    Also the slots per owner (``world + 1`` counts). No host sync."""
+def owner_blocks(owner: Tensor, world: int, block: int) -> tuple[Tensor, Tensor]:
+    """Where each slot goes in blocks of ``block`` slots sent to ``world`` ranks:
+    ``owner * block + position``, its position the slot's rank among the slots of the same
+    owner (in slot order). ``owner`` may be ``world`` (a block past the last, not sent); so
+    goes a slot whose position is ``block`` or more (its owner's block is full: the caller
+    checks that none is, see :meth:`~.table.ShardedEmbedding.lookup_padded`). Also the
+    slots per owner (``world + 1`` counts). No host sync."""
     slots = torch.arange(owner.numel(), device=owner.device)
     order = torch.argsort(owner, stable=True)
     per_owner = torch.zeros(world + 1, dtype=torch.int64, device=owner.device)
     per_owner.scatter_add_(0, owner, torch.ones_like(owner))
     first = torch.cumsum(per_owner, 0) - per_owner
     position = torch.empty_like(order).scatter_(0, order, slots - first[owner[order]])
-    return owner * size + position, per_owner
+    place = torch.where(position < block, owner * block + position, world * block)
+    return place, per_owner

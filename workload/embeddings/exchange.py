@@ -209,17 +209,17 @@ class RowExchange:
         dist.all_to_all_single(out, block, group=self.group)
         return out
 
-    def slot_blocks(self, values: Tensor, blocks: Tensor) -> Tensor:
+    def slot_blocks(self, values: Tensor, blocks: Tensor, block: int) -> Tensor:
         """:meth:`blocks` of ``values`` (one row per slot) placed at ``blocks`` (a slot's
-        ``owner * slots + position``; slots past the last rank's block are not sent); counts
-        the rows sent to other ranks as row gradients."""
-        world, size = self.world_size, values.size(0)
-        sent = values.new_zeros(((world + 1) * size, *values.shape[1:]))
+        ``owner * block + position``; slots past the last rank's block are not sent), in
+        blocks of ``block`` rows; counts the rows sent to other ranks as row gradients."""
+        world = self.world_size
+        sent = values.new_zeros(((world + 1) * block, *values.shape[1:]))
         put_rows(sent, blocks, values)
-        rows = ((blocks < world * size) & (blocks // size != self.rank)).sum()
+        rows = ((blocks < world * block) & (blocks // block != self.rank)).sum()
         self.stats.add("grad_rows_sent", rows)
         self.stats.add("bytes_sent", rows * values[0].numel() * values.element_size())
-        return self.blocks(sent[: world * size])
+        return self.blocks(sent[: world * block])
 
     def remote(self, counts: list[int]) -> int:
         """How many of ``counts`` go to (or come from) other ranks."""

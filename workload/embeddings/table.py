@@ -99,9 +99,10 @@ class ShardedEmbedding:
         self._looked_up = 0
         self._received = 0
         self._taken = (0, 0)
-        # [rows looked up, ids out of range, rows received] of the lookups that read nothing
-        # back (one rank's, padded ones), added in place on the device
-        self._tally = torch.zeros(3, dtype=torch.int64, device=self.device)
+        # [rows looked up, ids out of range, rows received, ids past a full block] of the
+        # lookups that read nothing back (one rank's, padded ones), added in place on the
+        # device
+        self._tally = torch.zeros(4, dtype=torch.int64, device=self.device)
         self._unchecked = False  # whether a lookup added to the tally since the last check
         self.defer_checks = self.device.type == "cuda"
         """Whether a one-rank lookup leaves its range check on the device, raised by
@@ -150,10 +151,17 @@ class ShardedEmbedding:
             return
         self._unchecked = False
         tally = host_copy(self._tally, "the embedding counts").tolist()
-        looked_up, bad, received = (int(v) for v in tally)
+        looked_up, bad, received, over = (int(v) for v in tally)
         self._tally.zero_()
         self._looked_up += looked_up
         self._received += received
+        if over:
+            raise RuntimeError(
+                f"node type {self.node_type!r}: {over} distinct ids looked up since the last "
+                "check did not fit their owner's block of a padded lookup and got no row; "
+                "the caller must step a batch whose ids per owner exceed the block eagerly "
+                "(ShardedEmbedding.owner_counts)"
+            )
         if bad:
             span = f"0..{self.num_rows - 1}" if self.num_rows else "(the table is empty)"
             raise LookupRangeError(
@@ -192,7 +200,7 @@ class ShardedEmbedding:
             raise self._range_error(flat, pending.out_of_range, counts.bad_ranks)
         return self._finish(pending, counts)
 
-    def lookup_padded(self, ids: Tensor, count: Tensor) -> Tensor:
+    def lookup_padded(self, ids: Tensor, count: Tensor, block: int | None = None) -> Tensor:
         """The rows of ``ids[:count]`` (1-D, on the device; ``count`` a 0-d device tensor)
         and finite rows for the slots past it: ``[ids.numel(), dim]``, differentiable.
 
@@ -201,15 +209,29 @@ class ShardedEmbedding:
         only). The host-side counters of a replayed lookup are :meth:`replayed`'s.
 
         Collective with several ranks, as :meth:`lookup`, but with no counts: each rank
-        sends every rank a block of ``ids.numel()`` slots (the ids it asks of that owner,
-        then -1), and gets the rows back in blocks of the same size. That moves
-        ``world_size`` times the padded batch's rows, which over NVLink costs less than
-        reading counts back each step (a host sync)."""
+        sends every rank a block of ``block`` slots (the ids it asks of that owner, then
+        -1; None: ``ids.numel()``, room for any batch) and gets the rows back in blocks of
+        the same size, equal on every rank. A smaller block moves and serves fewer padding
+        rows; the caller must know that no rank asks any owner for more distinct ids than
+        ``block`` (the trainer counts each batch's ids per owner before its step, see
+        :meth:`owner_counts`): ids past a full block get no row, and :meth:`check_lookups`
+        raises."""
         if self.exchange.world_size == 1:
             return self._lookup_local(ids, ids.shape, count=count)
-        return self._lookup_blocks(ids, count)
+        size = ids.numel()
+        return self._lookup_blocks(ids, count, size if block is None else min(block, size))
 
-    def _lookup_blocks(self, flat: Tensor, count: Tensor) -> Tensor:
+    def owner_counts(self, ids: Tensor) -> Tensor:
+        """How many of ``ids`` (type-local, in range) each rank owns: ``[world_size]`` on
+        the device, no host sync. Counted with repeats, so never fewer than the distinct ids
+        a lookup of ``ids`` sends each owner."""
+        counts = torch.zeros(self.exchange.world_size, dtype=torch.int64, device=self.device)
+        if ids.numel():
+            owner = self._owner[to_device(ids, self.device).to(torch.int64)]
+            counts.scatter_add_(0, owner, torch.ones_like(owner))
+        return counts
+
+    def _lookup_blocks(self, flat: Tensor, count: Tensor, block: int) -> Tensor:
         """:meth:`lookup_padded` over several ranks: equal blocks, nothing read back."""
         ex, n, size = self.exchange, self.num_rows, flat.numel()
         world = ex.world_size
@@ -220,29 +242,31 @@ class ShardedEmbedding:
         real = distinct.valid()
         ids = distinct.ids.clamp(0, max(n - 1, 0))
         owner = torch.where(real, self._owner[ids], world)  # padding: a block past the last
-        blocks, per_owner = owner_blocks(owner, world, size)
-        asked = torch.full(((world + 1) * size,), -1, dtype=torch.int64, device=self.device)
+        blocks, per_owner = owner_blocks(owner, world, block)
+        asked = torch.full(((world + 1) * block,), -1, dtype=torch.int64, device=self.device)
         put_rows(asked, blocks, torch.where(real, self._local[ids], -1))
-        served = ex.blocks(asked[: world * size])
-        block = self.weight[served.clamp(min=0)].to(self.out_dtype)
-        got = ex.blocks(block)
-        rows = got[blocks.clamp(max=world * size - 1)]  # padding slots: any finite row
+        served = ex.blocks(asked[: world * block])
+        rows_block = self.weight[served.clamp(min=0)].to(self.out_dtype)
+        got = ex.blocks(rows_block)
+        rows = got[blocks.clamp(max=world * block - 1)]  # padding slots: any finite row
         ex.stats.lookups += 1
         remote = distinct.count - per_owner[self.rank]
         served_rows = (served >= 0).sum()
-        served_remote = served_rows - (served[self.rank * size : (self.rank + 1) * size] >= 0).sum()
+        mine = served[self.rank * block : (self.rank + 1) * block]
+        served_remote = served_rows - (mine >= 0).sum()
         for name, value in (
             ("ids_sent", remote),
             ("rows_sent", served_remote),
             ("rows_read", served_rows),
-            ("bytes_sent", remote * 8 + served_remote * self.dim * block.element_size()),
+            ("bytes_sent", remote * 8 + served_remote * self.dim * rows_block.element_size()),
         ):
             ex.stats.add(name, value)
-        self._tally.add_(torch.stack([distinct.count, bad.sum(), remote]))
+        over = (per_owner[:world] - block).clamp(min=0).sum()
+        self._tally.add_(torch.stack([distinct.count, bad.sum(), remote, over]))
         self._unchecked = True
         if not torch.is_grad_enabled():
             return rows[distinct.inverse]
-        route = Route(distinct.inverse, None, [size] * world, [size] * world, served)
+        route = Route(distinct.inverse, None, [block] * world, [block] * world, served)
         route.blocks = blocks
         self._routes.append(route)
         out: Tensor = LookupRows.apply(self._anchor, rows, route)
@@ -363,7 +387,9 @@ class ShardedEmbedding:
             if grad is None:
                 grad = torch.zeros((route.inverse.numel(), self.dim), device=self.device)
             if route.blocks is not None:  # padded: each slot's gradient to its owner's block
-                grads.append(ex.slot_blocks(grad.to(self.out_dtype), route.blocks).float())
+                grads.append(
+                    ex.slot_blocks(grad.to(self.out_dtype), route.blocks, route.send[0]).float()
+                )
                 continue
             if route.perm is None:  # local: the exchange's rounding only
                 grads.append(grad.to(self.out_dtype).float())
