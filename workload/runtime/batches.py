@@ -33,6 +33,7 @@ from torch import Tensor
 
 from distgnn_api.edge_types import EdgeType
 from distgnn_workload.loader import FeatureSource, HeteroMiniBatch, MiniBatch, Prefetcher
+from distgnn_workload.pinned_copies import start_to_host
 from distgnn_workload.runtime.features.pending import PendingGather
 from distgnn_workload.runtime.seeds import Batch, epoch_stream, stream_seed
 from distgnn_workload.runtime.training_data import HeteroTrainingData
@@ -57,6 +58,14 @@ LOOKAHEAD = 2
 """Batches a worker-mode pipeline samples (and sends feature requests for) ahead."""
 PREFETCH_DEPTH = 2
 """Typed batches sampled ahead of the training step, on a background thread."""
+
+OwnerCounter = Callable[[Tensor], Tensor]
+"""Of a node type's type-local ids on the device, how many each rank owns (``[world]``, on
+the device; e.g. :meth:`~distgnn_workload.embeddings.ShardedEmbedding.owner_counts`)."""
+Started = tuple[
+    HeteroHopBatch, dict[str, PendingGather], tuple[Tensor, torch.cuda.Event | None] | None
+]
+"""A typed batch sampled, its rows being gathered and its owner counts being copied out."""
 
 
 class Ahead(Generic[T]):
@@ -269,10 +278,29 @@ class HeteroPipeline(HeteroBatches):
             else {}
         )
         self.y = data.y.to(device)
+        self.owner_counters: dict[str, OwnerCounter] = {}
 
     def prepare(self, batch_size: int) -> None:
         """Capture the sampler's CUDA graph now (a no-op on CPU)."""
         self.sampler.prepare(batch_size)
+
+    def count_owners(self, counters: Mapping[str, OwnerCounter]) -> None:
+        """Count each batch's nodes of every type in ``counters`` per owning rank, on this
+        thread, after the batch is sampled: the batches carry the counts on the host
+        (``owner_counts``), so that a step can check them against its blocks (the copy is
+        waited for when the batch is finished, by then long done)."""
+        self.owner_counters = dict(counters)
+
+    def owner_peaks(self, seed_batches: Sequence[Tensor]) -> dict[str, int]:
+        """The most nodes of each counted type that one rank owns in one batch of
+        ``seed_batches``, sampled from the fitting stream (as :meth:`fit`'s)."""
+        self.sampler.reseed(stream_seed(self.seed, FIT_STREAM, self.rank))
+        peaks = dict.fromkeys(self.owner_counters, 0)
+        for seeds in seed_batches:
+            hop = self.sampler.sample(seeds)
+            for t, counter in self.owner_counters.items():
+                peaks[t] = max(peaks[t], int(counter(hop.node_ids[t]).max()))
+        return peaks
 
     def fit(self, seed_batches: Sequence[Tensor]) -> StaticCaps | None:
         """Fit the sampler's static buffers to batches like ``seed_batches`` (full ones of
@@ -318,17 +346,35 @@ class HeteroPipeline(HeteroBatches):
         """The batch of ``seeds``: sampled, its rows gathered."""
         return self._finish(*self._start(seeds))
 
-    def _start(self, seeds: Tensor) -> tuple[HeteroHopBatch, dict[str, PendingGather]]:
-        """Sample ``seeds`` and start gathering every featured type's rows (the remote ones
-        of every type on their way before any is waited for)."""
+    def _start(self, seeds: Tensor) -> Started:
+        """Sample ``seeds``, start counting the counted types' nodes per owner and gathering
+        every featured type's rows (the remote ones of every type on their way before any
+        is waited for)."""
         hop = self.sampler.sample(seeds)  # host seeds: checked there, copied through pinned memory
+        owners = None
+        if self.owner_counters:
+            counts = [f(hop.node_ids[t]) for t, f in self.owner_counters.items()]
+            owners = start_to_host(torch.stack(counts))
         if self.features is None:
-            return hop, {t: PendingGather(feats[hop.node_ids[t]]) for t, feats in self.x.items()}
-        return hop, {t: self.features.start(t, hop.node_ids[t]) for t in self.data.x}
+            gathers = {t: PendingGather(feats[hop.node_ids[t]]) for t, feats in self.x.items()}
+        else:
+            gathers = {t: self.features.start(t, hop.node_ids[t]) for t in self.data.x}
+        return hop, gathers, owners
 
-    def _finish(self, hop: HeteroHopBatch, pending: dict[str, PendingGather]) -> HeteroMiniBatch:
+    def _finish(
+        self,
+        hop: HeteroHopBatch,
+        pending: dict[str, PendingGather],
+        owners: tuple[Tensor, torch.cuda.Event | None] | None = None,
+    ) -> HeteroMiniBatch:
         x = {t: g.wait().to(self.device, self.input_dtype) for t, g in pending.items()}
-        return HeteroMiniBatch(hop=hop, x=x, y=self.labels(hop))
+        batch = HeteroMiniBatch(hop=hop, x=x, y=self.labels(hop))
+        if owners is not None:
+            counts, ready = owners
+            if ready is not None:
+                ready.synchronize()
+            batch.owner_counts = dict(zip(self.owner_counters, counts.tolist(), strict=True))
+        return batch
 
     def labels(self, hop: HeteroHopBatch) -> Tensor:
         """The seeds' labels; none from a given sampler (a link job's: its seeds are ends

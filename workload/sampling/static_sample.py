@@ -41,6 +41,19 @@ FIT_ROUND = 128
 """... rounded up to a multiple of this."""
 
 
+def fitted_cap(
+    seen: int,
+    bound: int,
+    headroom: float = FIT_HEADROOM,
+    slack: int = FIT_SLACK,
+    multiple: int = FIT_ROUND,
+) -> int:
+    """A cap fitted to the largest size ``seen``: times ``headroom``, plus ``slack``,
+    rounded up to a ``multiple``, and never over ``bound``."""
+    want = math.ceil(seen * headroom) + slack
+    return min(bound, -(-want // multiple) * multiple)
+
+
 @dataclass(frozen=True)
 class StaticCaps:
     """Per node type the node bound of each hop; per edge type the edge bound of each hop."""
@@ -120,8 +133,7 @@ class StaticCaps:
         """
 
         def fit(seen: list[int], bound: int) -> int:
-            want = math.ceil(max(seen, default=0) * headroom) + slack
-            return min(bound, -(-want // multiple) * multiple)
+            return fitted_cap(max(seen, default=0), bound, headroom, slack, multiple)
 
         node_caps = {
             t: [b[0]]
