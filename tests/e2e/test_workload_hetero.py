@@ -159,8 +159,8 @@ def test_hetero_fixed_shape_steps_of_two_ranks_exchange_embedding_blocks(tmp_pat
     """The steps a GPU replays from a CUDA graph, run eagerly on CPU by two worker-mode
     ranks: caps fitted to each rank's batches and agreed (the largest of each), the
     embedding lookups and row gradients exchanged in fixed blocks inside the step (gloo
-    here), the dense gradients all-reduced as one flat buffer. The run is checked as any
-    worker-mode run."""
+    here), fitted to the first batches' nodes per owner and agreed too, the dense gradients
+    all-reduced as one flat buffer. The run is checked as any worker-mode run."""
     extra = {c.ENV_CUDA_GRAPH: "static", c.ENV_OVERLAP_ALLREDUCE: "0"}
     job = start(tmp_path, hetero_spec(), extra=extra)
     seen, progress = finish(job, timeout_s=360)
@@ -173,9 +173,13 @@ def test_hetero_fixed_shape_steps_of_two_ranks_exchange_embedding_blocks(tmp_pat
         lines = [line for line in log.splitlines() if "typed step caps agreed over 2 ranks" in line]
         assert lines, log[-3000:]
         agreed.add(lines[-1].split("ranks: ")[1])
+        # the lookups' blocks fitted to the nodes per owner, below the buffers
+        blocks = [line for line in log.splitlines() if "embedding lookups in blocks of" in line]
+        assert blocks, log[-3000:]
+        agreed.add(blocks[-1].split("blocks of ")[1])
         series = seen[(c.Role.trainer, rank)]
         assert series["distgnn_trainer_embedding_remote_rows_total"] > 0, series
-    assert len(agreed) == 1, agreed
+    assert len(agreed) == 2, agreed  # the caps' line and the blocks' line, each the same
 
 
 @pytest.mark.timeout(800)

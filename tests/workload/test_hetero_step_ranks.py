@@ -10,7 +10,10 @@ ranks' batches, in this process, is the reference.
 - With embedding tables sharded over both ranks, the step looks them up and updates them
   itself (padded blocks between the ranks, no counts); in a step where one rank's batch is
   over the caps both ranks step eagerly with counted lookups. The reference trains one
-  unsharded table per type with the same row-sparse Adam.
+  unsharded table per type with the same row-sparse Adam. Again with blocks smaller than the
+  buffers, fitted to the steps' nodes per owner but one short for one type: the batch that
+  holds more of one owner's nodes steps eagerly on both ranks, the others replay with the
+  small blocks, and a lookup past a full block is an error.
 """
 
 from __future__ import annotations
@@ -153,7 +156,12 @@ def _sharded_tables(parts: HeteroParts, rank: int) -> list[ShardedEmbedding]:
     ]
 
 
-def _embedded_worker(rank: int, store_dir: str, out_dir: str) -> None:
+def _owner_counts(batch: HeteroMiniBatch, tables: list[ShardedEmbedding]) -> dict[str, list[int]]:
+    """What the pipeline counts for a batch: its nodes of each table's type per owner."""
+    return {t.node_type: t.owner_counts(batch.hop.node_ids[t.node_type]).tolist() for t in tables}
+
+
+def _embedded_worker(rank: int, store_dir: str, out_dir: str, fitted: bool) -> None:
     os.environ[captured_step.ENV_OVERLAP] = "0"
     dist.init_process_group(
         "gloo", init_method=f"file://{store_dir}/store", rank=rank, world_size=2
@@ -162,6 +170,16 @@ def _embedded_worker(rank: int, store_dir: str, out_dir: str) -> None:
     caps = parts.fitted_caps(BATCH // 2, headroom=1.3)  # the same on both ranks
     model = parts.model
     tables = _sharded_tables(parts, rank)
+    batches = _embedded_batches(parts, rank)
+    blocks = None
+    if fitted:  # blocks fitted to the steps within the caps of both ranks (each draws both),
+        # the first type's one short of its largest count: the step that holds it goes eager
+        both = [b for r in range(2) for i, b in enumerate(_embedded_batches(parts, r)) if i != 1]
+        seen = [_owner_counts(b, tables) for b in both]
+        blocks = {t.node_type: max(max(c[t.node_type]) for c in seen) for t in tables}
+        blocks[tables[0].node_type] -= 1
+        for batch in batches:
+            batch.owner_counts = _owner_counts(batch, tables)
     step = HeteroGraphStep(
         model,
         torch.optim.Adam(model.parameters(), lr=LR),
@@ -170,12 +188,21 @@ def _embedded_worker(rank: int, store_dir: str, out_dir: str) -> None:
         features={t: (v.size(1), v.dtype) for t, v in parts.features.items()},
         tables=tables,
         sparse=RowSparseAdam(tables, lr=LR),
+        blocks=blocks,
         device=torch.device("cpu"),
         bf16=False,
         world_size=2,
         capture=False,
     )
-    losses = [float(step.step(batch)) for batch in _embedded_batches(parts, rank)]
+    losses = [float(step.step(batch)) for batch in batches]
+    over = ""
+    if fitted:  # a lookup that asks one owner for more ids than its block holds
+        with torch.no_grad():
+            tables[0].lookup_padded(torch.arange(4), torch.tensor(4), 2)
+        try:
+            tables[0].check_lookups()
+        except RuntimeError as err:
+            over = str(err)
     torch.save(
         {
             "params": [p.detach().clone() for p in model.parameters()],
@@ -183,17 +210,35 @@ def _embedded_worker(rank: int, store_dir: str, out_dir: str) -> None:
             "oversize": step.oversize,
             "rows": {t.node_type: (t.rows.clone(), t.weight.clone()) for t in tables},
             "remote": tables[0].take_counts()[1],
+            "blocks": dict(step.blocks),
+            "buffers": {t.node_type: step.hops.node_cap(t.node_type) for t in tables},
+            "over": over,
         },
         f"{out_dir}/rank{rank}.pt",
     )
     leave_group()
 
 
-def test_two_ranks_train_sharded_embeddings_inside_the_step_as_one_model(tmp_path: Path) -> None:
-    spawn_ranks(_embedded_worker, (str(tmp_path), str(tmp_path)), 2)
+@pytest.mark.parametrize("fitted", [False, True], ids=["buffer-blocks", "fitted-blocks"])
+def test_two_ranks_train_sharded_embeddings_inside_the_step_as_one_model(
+    tmp_path: Path, fitted: bool
+) -> None:
+    spawn_ranks(_embedded_worker, (str(tmp_path), str(tmp_path), fitted), 2)
     got = {r: torch.load(tmp_path / f"rank{r}.pt") for r in range(2)}
     # step 1: rank 0's batch is over the caps, so both ranks stepped eagerly
-    assert [got[r]["oversize"] for r in range(2)] == [1, 1]
+    oversize = [got[r]["oversize"] for r in range(2)]
+    if not fitted:
+        assert oversize == [1, 1]
+        assert got[0]["blocks"] == {}
+    else:  # and the step(s) with the most of one owner's nodes of the first type
+        assert oversize[0] == oversize[1], oversize
+        assert oversize[0] in (2, 3), oversize
+        blocks, buffers = got[0]["blocks"], got[0]["buffers"]
+        assert blocks == got[1]["blocks"]
+        assert blocks.keys() == buffers.keys()
+        assert all(blocks[t] < buffers[t] for t in blocks), (blocks, buffers)
+        for r in range(2):
+            assert "did not fit their owner's block" in got[r]["over"], got[r]["over"]
     assert got[0]["remote"] > 0, "no embedding row came from the other rank"
     parts = HeteroParts(Arch.rsage, torch.device("cpu"), static_shapes=False)
     model = parts.model

@@ -45,7 +45,7 @@ from distgnn_workload.runtime.transfers import wait_for_event
 from distgnn_workload.sampling import StaticHops, StaticLayout
 from distgnn_workload.sampling.hop_batch import HeteroHopBatch
 from distgnn_workload.sampling.static_hops import HeteroStaticHops
-from distgnn_workload.sampling.static_sample import StaticCaps
+from distgnn_workload.sampling.static_sample import StaticCaps, fitted_cap
 from distgnn_workload.trainer.captured_step import CapturedStep, StepOptions
 from distgnn_workload.trainer.step_policy import GRAPH_MEMORY_SHARE, cuda_graph_setting
 
@@ -170,8 +170,13 @@ class HeteroGraphStep(CapturedStep):
         features: Mapping[str, tuple[int, torch.dtype]],
         tables: Sequence[ShardedEmbedding],
         sparse: RowSparseAdam | None,
+        blocks: Mapping[str, int] | None = None,
         **options: Unpack[StepOptions],
     ) -> None:
+        """``blocks``: per learnt table's type, the slots of the block that each rank's
+        lookups send each owner (equal on every rank; at most the type's buffer), rather
+        than the whole buffer; a batch that holds more nodes of one owner (its
+        ``owner_counts``) steps eagerly. None: whole buffers."""
         device = options["device"]
         self.hops = HeteroStaticHops(caps, edge_types, device)
         super().__init__(model, optimizer, batch_size=self.hops.seed_cap, **options)
@@ -191,6 +196,17 @@ class HeteroGraphStep(CapturedStep):
             for t in self.tables
         }
         self.id_counts = torch.zeros(len(self.tables), dtype=torch.int64, device=device)
+        self.blocks: dict[str, int] = {}
+        """Per table's type, the slots of the block each rank sends each owner."""
+        if blocks is not None and self.world_size > 1:
+            for table in self.tables:
+                t = table.node_type
+                self.blocks[t] = min(blocks[t], self.hops.node_cap(t))
+            log.info(
+                "embedding lookups in blocks of %s slots per rank (buffers of %s)",
+                {t: b for t, b in self.blocks.items()},
+                {t: self.hops.node_cap(t) for t in self.blocks},
+            )
         self.oversize = 0
         """Steps that ran eagerly: their batch was over the (fitted) caps."""
 
@@ -221,7 +237,7 @@ class HeteroGraphStep(CapturedStep):
         inputs = dict(self.x)
         for i, table in enumerate(self.tables):
             t = table.node_type
-            inputs[t] = table.lookup_padded(self.ids[t], self.id_counts[i])
+            inputs[t] = table.lookup_padded(self.ids[t], self.id_counts[i], self.blocks.get(t))
         return self.relational.forward_static(inputs, self.hops)
 
     def _forward_backward(self) -> Tensor:
@@ -238,7 +254,7 @@ class HeteroGraphStep(CapturedStep):
         return graph
 
     def step(self, batch: Any) -> Tensor:
-        fits = self.hops.fits(batch.hop)
+        fits = self.hops.fits(batch.hop) and self._within_blocks(batch)
         if self.world_size > 1 and self.tables:
             # a replay's lookups exchange fixed blocks, an eager step's counted ones: every
             # rank takes the eager path when one batch is over the caps (a host all-reduce)
@@ -253,6 +269,16 @@ class HeteroGraphStep(CapturedStep):
             if self.sparse is not None:
                 self.sparse.replayed([table.node_type for table in self.tables])
         return loss
+
+    def _within_blocks(self, batch: HeteroMiniBatch) -> bool:
+        """Whether no owner holds more of the batch's nodes of a learnt type than its
+        lookup's block has slots (the pipeline counted them; uncounted: no)."""
+        if not self.blocks:
+            return True
+        counts = batch.owner_counts
+        if counts is None:
+            return False
+        return all(max(counts[t]) <= block for t, block in self.blocks.items())
 
     def _oversize_step(self, batch: HeteroMiniBatch) -> Tensor:
         """A batch over fitted caps (the sampler sampled it again, exactly): the same step
@@ -307,11 +333,14 @@ def typed_graph_step(
     tables: Sequence[ShardedEmbedding],
     sparse: RowSparseAdam | None,
     fitted: StaticCaps | None = None,
+    owner_peaks: Mapping[str, int] | None = None,
     **options: Unpack[StepOptions],
 ) -> HeteroGraphStep | None:
     """The fixed-shape (CUDA-graph) step of a relational ``model`` over ``data``, where it
-    can run (see :func:`typed_caps`; ``fitted``: the sampler's fitted caps); None: the
-    steps stay eager."""
+    can run (see :func:`typed_caps`; ``fitted``: the sampler's fitted caps;
+    ``owner_peaks``: per learnt table's type, the most nodes one rank owned in one of the
+    batches fitted to, which sizes :class:`HeteroGraphStep`'s blocks as the caps are);
+    None: the steps stay eager."""
     device = options["device"]
     if not isinstance(model, RelationalGNN):
         return None
@@ -339,5 +368,8 @@ def typed_graph_step(
         features={t: (widths[t], input_dtype) for t in featured},
         tables=[t for t in tables if t.node_type in model.plan.input_types],
         sparse=sparse,
+        blocks=None
+        if owner_peaks is None
+        else {t: fitted_cap(p, sum(caps.nodes[t])) for t, p in owner_peaks.items()},
         **options,
     )

@@ -58,6 +58,13 @@ FIT_BATCHES = 8
 """A worker-mode typed rank's first batches that its sampler's and step's caps are fitted to."""
 
 
+def _flat(device: torch.device) -> bool:
+    """Whether the ranks all-reduce a step's dense gradients in one piece after its
+    backward (so that an eager step's collectives can match a replay's)."""
+    mode = overlap_mode()
+    return mode == "off" or (mode == "hooks" and device.type == "cuda")
+
+
 class Trainer(RankLoop):
     """The training loop of one node-classification rank: accuracy, sampled or full-neighbourhood
     as ``training.evaluation`` says."""
@@ -172,6 +179,7 @@ class HeteroTrainer(Trainer):
             out_dtype=dtype,
         )
         fitted = None if link else self._fit_caps(pipeline)
+        peaks = None if link else self._owner_peaks(pipeline)
         self.graph_step = typed_graph_step(
             self.model,
             self.optimizer,
@@ -183,6 +191,7 @@ class HeteroTrainer(Trainer):
             tables=self.tables,
             sparse=self.sparse,
             fitted=fitted,
+            owner_peaks=peaks,
             **self._step_options(),
         )
 
@@ -193,20 +202,11 @@ class HeteroTrainer(Trainer):
         A batch over fitted caps steps eagerly. Where the ranks all-reduce bucket by bucket
         (inside a captured step, or eagerly on a CPU) the buckets go in each backward's
         order, which an eager step need not share: there the bounds (no batch goes over)."""
-        mode = overlap_mode()
-        flat = mode == "off" or (mode == "hooks" and self.device.type == "cuda")
-        if not isinstance(pipeline, HeteroPipeline) or not (self.world_size == 1 or flat):
+        if not isinstance(pipeline, HeteroPipeline):
             return None
-        first = train_batches(
-            self.train_ids,
-            self.ranks_of_holder,
-            self.world_size,
-            self.rank,
-            self.spec.training.batch_size,
-            epoch=0,
-            seed=self.spec.training.seed,
-        )
-        fitted = pipeline.fit([seeds for _, seeds in first[:FIT_BATCHES]])
+        if not (self.world_size == 1 or _flat(self.device)):
+            return None
+        fitted = pipeline.fit(self._first_batches())
         if self.world_size == 1 or fitted is None:
             return fitted
         # the ranks' steps exchange embedding rows in blocks of their node caps, which must
@@ -219,6 +219,37 @@ class HeteroTrainer(Trainer):
             sum(agreed.flat()),
         )
         return agreed
+
+    def _owner_peaks(self, pipeline: HeteroBatches) -> dict[str, int] | None:
+        """The most nodes of each learnt table's type that one rank owned in one of the
+        first batches, the largest over the ranks, where the step's lookups may exchange
+        blocks fitted to them; None: blocks of the whole buffer.
+
+        The pipeline then counts every batch's nodes per owner, and a batch over a block
+        steps eagerly on every rank, as one over the caps does (so only where the ranks
+        all-reduce the dense gradients in one piece, see :meth:`_fit_caps`)."""
+        if self.world_size == 1 or not self.tables or not _flat(self.device):
+            return None
+        if not isinstance(pipeline, HeteroPipeline):
+            return None
+        pipeline.count_owners({t.node_type: t.owner_counts for t in self.tables})
+        peaks = pipeline.owner_peaks(self._first_batches())
+        seen = [float(peaks[t.node_type]) for t in self.tables]
+        agreed = self.collectives.all_reduce(seen, op=dist.ReduceOp.MAX)
+        return {t.node_type: int(v) for t, v in zip(self.tables, agreed, strict=True)}
+
+    def _first_batches(self) -> list[Tensor]:
+        """This rank's first :data:`FIT_BATCHES` training batches of epoch 0 (their seeds)."""
+        first = train_batches(
+            self.train_ids,
+            self.ranks_of_holder,
+            self.world_size,
+            self.rank,
+            self.spec.training.batch_size,
+            epoch=0,
+            seed=self.spec.training.seed,
+        )
+        return [seeds for _, seeds in first[:FIT_BATCHES]]
 
     def _inference(self) -> tuple[LayerwiseInference, SplitRows]:
         """This rank's full-neighbourhood inference over every typed node (its share), and the
