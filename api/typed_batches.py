@@ -131,9 +131,11 @@ def embedding_step_bytes(spec: DistGNNJobSpec, st: TypedStep, rows: float) -> tu
     type (embeddings/table.py, optim.py). The lookup lives through the forward and the
     backward: the rows gathered, the step's input and their fp32 gradient. The update
     comes after the backward: the touched rows' summed fp32 gradients and RowSparseAdam's
-    temporaries. A fixed-shape step with several ranks exchanges fixed blocks of ``rows``
-    slots per rank, each way (ShardedEmbedding.lookup_padded, reduce_touched), and
-    updates every slot it receives."""
+    temporaries. A fixed-shape step with several ranks exchanges fixed blocks of at most
+    ``rows`` slots per rank, each way (ShardedEmbedding.lookup_padded, reduce_touched), and
+    updates every slot it receives. The trainer fits the blocks to the ids per owner of
+    its first batches (about ``rows / world`` with random partitions); the plan keeps the
+    whole buffer, the most a block may be, as the ids per owner depend on the partition."""
     dim, ab = spec.model.embedding_size, 2 if spec.training.bf16 else 4
     blocks = st.graph_step and st.world > 1
     slots = st.world * rows if blocks else rows

@@ -57,9 +57,15 @@ touched ones changes (``optim``; Adam's step count is a device counter too). So:
   pinned memory after polling the stream, ``runtime.transfers``, and one all-to-all on the
   host group);
 - several ranks, ``lookup_padded`` (a fixed buffer of ids and their number on the device):
-  no counts at all, each rank sends every rank a block of the buffer's size and gets the
-  rows, and later sends the row gradients, back in blocks of that size. Every rank's buffer
-  must have the same size.
+  no counts at all, each rank sends every rank a block of the buffer's size (or of a given
+  ``block``) and gets the rows, and later sends the row gradients, back in blocks of that
+  size. Every rank's blocks must have the same size. A worker-mode trainer fits the block
+  to the most ids one owner held in one of its first batches (agreed over the ranks, with
+  the caps' headroom): with two ranks that halves the rows served, sent and updated per
+  step against whole-buffer blocks. Its pipeline counts every batch's ids per owner
+  (``ShardedEmbedding.owner_counts``, copied out on the loader thread) and a batch over a
+  block steps eagerly on every rank; an id past a full block is an error
+  (``check_lookups``).
 
 ``runtime.host_syncs.HostSyncCounter`` counts the read-backs a step's Python makes on any
 device; the CPU tests run the same code with gloo for both groups. The captured fixed-shape

@@ -24,7 +24,9 @@ lookup gathers the padded distinct rows, the optimizer updates them under the de
 count, and the rows-looked-up counters and the range check of ids on a GPU wait on the
 device until read (:meth:`ShardedEmbedding.take_counts`, :meth:`check_lookups`).
 :meth:`ShardedEmbedding.lookup_padded` reads no counts with several ranks either: it sends
-blocks of a fixed size (what a captured step looks up).
+blocks of a fixed size (what a captured step looks up), the whole buffer or a block fitted to
+the ids each owner is asked for (the caller checks each batch's
+:meth:`~ShardedEmbedding.owner_counts` against it before the step).
 """
 
 from __future__ import annotations
