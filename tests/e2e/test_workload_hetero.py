@@ -11,6 +11,7 @@ shards) and checks that the resumed run ends where the uninterrupted one did, in
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -139,11 +140,16 @@ def test_hetero_worker_mode_trains_and_a_partial_cache_fetches_rows_as_with_all_
         assert spec.samplers.cache_ratio == ratio
         return spec
 
+    bytes_logged: list[float] = []
+
     def check_rank(ratio: float, series: dict[str, float], log: str) -> None:
         if ratio < 1:
             assert series["distgnn_trainer_remote_feature_bytes_total"] > 0
             # the trainers' feature exchange (collectives), not RPC
             assert "remote feature rows of 'paper': over the feature exchange" in log
+            if "epoch 1:" in log:  # the rank that logs the epochs: the bytes a step pulled
+                assert re.search(r"remote features \d+\.\d\d MB/step", log), log[-2000:]
+                bytes_logged.append(ratio)
         else:
             assert "remote feature rows of 'paper': none (all cached)" in log
         tables = [line for line in log.splitlines() if "embedding tables:" in line]
@@ -152,6 +158,7 @@ def test_hetero_worker_mode_trains_and_a_partial_cache_fetches_rows_as_with_all_
         assert in_host == (3 if ratio == 1 else 0), tables  # author, institution, field
 
     _check_cache_ratio_runs(tmp_path, c.Role.trainer, spec_of, check_worker_run, check_rank)
+    assert bytes_logged == [0.2], bytes_logged
 
 
 @pytest.mark.timeout(600)

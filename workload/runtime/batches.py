@@ -342,6 +342,12 @@ class HeteroPipeline(HeteroBatches):
             finish=None if self.features is None else self.features.finish_phase,
         )
 
+    @property
+    def moved_bytes(self) -> int:
+        """Bytes of remote features this rank pulled since the start, all types (0: none are
+        remote)."""
+        return int(getattr(self.features, "moved_bytes", 0))
+
     def batch(self, seeds: Tensor) -> HeteroMiniBatch:
         """The batch of ``seeds``: sampled, its rows gathered."""
         return self._finish(*self._start(seeds))

@@ -282,6 +282,12 @@ class TypedFeatureSource:
             finishing.result()
 
     @property
+    def moved_bytes(self) -> int:
+        """Bytes this rank pulled from its peers since the start, all types (rows, and ids
+        sent)."""
+        return sum(s.moved_bytes for s in self.sources.values())
+
+    @property
     def fetched_rows(self) -> dict[str, int]:
         """Rows fetched from their owners since the start, per node type."""
         return {
