@@ -99,3 +99,9 @@ def owner_blocks(owner: Tensor, world: int, block: int) -> tuple[Tensor, Tensor]
     position = torch.empty_like(order).scatter_(0, order, slots - first[owner[order]])
     place = torch.where(position < block, owner * block + position, world * block)
     return place, per_owner
+
+
+def slots_below(capacity: int, count: Tensor | None, device: torch.device) -> Tensor:
+    """``slot < count`` for ``capacity`` slots (all of them without a count)."""
+    slots = torch.arange(capacity, device=device)
+    return slots < count if count is not None else torch.ones_like(slots, dtype=torch.bool)

@@ -1,6 +1,7 @@
 """What a lookup of a :class:`~.table.ShardedEmbedding` leaves for its backward and update:
 the route of its distinct ids, the autograd function that keeps their gradients, a
-multi-rank lookup waiting for its counts, and the touched rows a step hands the optimizer."""
+multi-rank lookup waiting for its counts, and the touched rows a step hands the optimizer
+(:func:`touched_of`: the routes' gradients sent to their owners and summed)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,13 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from distgnn_workload.embeddings.distinct import Distinct
-from distgnn_workload.embeddings.exchange import sum_rows
+from distgnn_workload.embeddings.distinct import (
+    Distinct,
+    repeat_last,
+    slots_below,
+    sorted_distinct,
+)
+from distgnn_workload.embeddings.exchange import RowExchange, sum_rows
 
 
 @dataclass(frozen=True)
@@ -75,3 +81,48 @@ class PendingLookup:
     distinct: Distinct
     perm: Tensor
     send_counts: Tensor
+
+
+def touched_of(
+    routes: list[Route],
+    ex: RowExchange,
+    dim: int,
+    num_rows: int,
+    out_dtype: torch.dtype,
+    device: torch.device,
+) -> Touched:
+    """Send the row gradients of a step's lookups (``routes``, of one table of ``num_rows``
+    rows of width ``dim``) to their owners over ``ex`` in ``out_dtype`` and sum them per
+    row: the distinct local rows this shard's owner touched and their fp32 gradients,
+    padded (see :meth:`~.table.ShardedEmbedding.reduce_touched`). Collective."""
+    grads: list[Tensor] = []
+    for route in routes:
+        grad = route.grad
+        if grad is None:
+            grad = torch.zeros((route.inverse.numel(), dim), device=device)
+        if route.blocks is not None:  # padded: each slot's gradient to its owner's block
+            grads.append(ex.slot_blocks(grad.to(out_dtype), route.blocks, route.send[0]).float())
+            continue
+        if route.perm is None:  # local: the exchange's rounding only
+            grads.append(grad.to(out_dtype).float())
+            continue
+        block = grad[route.perm].to(out_dtype)
+        grads.append(ex.rows(block, route.send, route.recv).float())
+        remote = ex.remote(route.send)
+        ex.stats.grad_rows_sent += remote
+        ex.stats.bytes_sent += remote * dim * block.element_size()
+    if len(routes) == 1 and routes[0].count is not None:
+        route = routes[0]  # one local lookup: its rows are distinct already
+        assert route.count is not None
+        summed = torch.zeros_like(grads[0]).add_(grads[0])  # as sum_rows adds: 0 + g
+        return Touched(route.served, repeat_last(summed, route.count), route.count)
+    served = torch.cat([r.served for r in routes])
+    valid = None
+    if routes[0].count is not None:  # local lookups: padded, each with its count
+        valid = torch.cat([slots_below(r.served.numel(), r.count, device) for r in routes])
+    elif routes[0].blocks is not None:  # padded blocks: -1 where nothing was asked
+        valid = served >= 0
+        served = served.clamp(min=0)
+    distinct = sorted_distinct(served, valid=valid, sentinel=num_rows)
+    summed = sum_rows(torch.cat(grads), distinct.inverse, distinct.capacity)
+    return Touched(distinct.ids, repeat_last(summed, distinct.count), distinct.count)

@@ -36,18 +36,23 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from distgnn_workload.embeddings.distinct import owner_blocks, repeat_last, sorted_distinct
+from distgnn_workload.embeddings.distinct import owner_blocks, slots_below, sorted_distinct
 from distgnn_workload.embeddings.exchange import (
     Counts,
     ExchangeStats,
     RowExchange,
     host_copy,
     put_rows,
-    sum_rows,
 )
 from distgnn_workload.embeddings.init_rows import initial_rows
 from distgnn_workload.embeddings.ownership import RowOwnership
-from distgnn_workload.embeddings.routes import LookupRows, PendingLookup, Route, Touched
+from distgnn_workload.embeddings.routes import (
+    LookupRows,
+    PendingLookup,
+    Route,
+    Touched,
+    touched_of,
+)
 from distgnn_workload.pinned_copies import to_device
 from distgnn_workload.runtime.features.tiers import pinned_rows
 
@@ -237,7 +242,7 @@ class ShardedEmbedding:
         """:meth:`lookup_padded` over several ranks: equal blocks, nothing read back."""
         ex, n, size = self.exchange, self.num_rows, flat.numel()
         world = ex.world_size
-        real_ids = _slots(size, count, self.device)
+        real_ids = slots_below(size, count, self.device)
         bad = ((flat < 0) | (flat >= n)) & real_ids
         valid = real_ids & ~bad
         distinct = sorted_distinct(flat, valid=valid, sentinel=n)
@@ -327,7 +332,7 @@ class ShardedEmbedding:
         bad = (flat < 0) | (flat >= n)
         valid = ~bad
         if count is not None:
-            real = _slots(flat.numel(), count, self.device)
+            real = slots_below(flat.numel(), count, self.device)
             bad, valid = bad & real, valid & real
         if (not self.defer_checks or n == 0) and flat.numel() and bool(bad.any()):
             raise self._range_error(flat, bad, [self.rank])
@@ -382,50 +387,13 @@ class ShardedEmbedding:
         routes, self._routes = self._routes, []
         if not routes:
             return None
-        ex = self.exchange
-        grads: list[Tensor] = []
-        for route in routes:
-            grad = route.grad
-            if grad is None:
-                grad = torch.zeros((route.inverse.numel(), self.dim), device=self.device)
-            if route.blocks is not None:  # padded: each slot's gradient to its owner's block
-                grads.append(
-                    ex.slot_blocks(grad.to(self.out_dtype), route.blocks, route.send[0]).float()
-                )
-                continue
-            if route.perm is None:  # local: the exchange's rounding only
-                grads.append(grad.to(self.out_dtype).float())
-                continue
-            block = grad[route.perm].to(self.out_dtype)
-            grads.append(ex.rows(block, route.send, route.recv).float())
-            remote = ex.remote(route.send)
-            ex.stats.grad_rows_sent += remote
-            ex.stats.bytes_sent += remote * self.dim * block.element_size()
-        if len(routes) == 1 and routes[0].count is not None:
-            route = routes[0]  # one local lookup: its rows are distinct already
-            assert route.count is not None
-            summed = torch.zeros_like(grads[0]).add_(grads[0])  # as sum_rows adds: 0 + g
-            return Touched(route.served, repeat_last(summed, route.count), route.count)
-        served = torch.cat([r.served for r in routes])
-        valid = None
-        if routes[0].count is not None:  # local lookups: padded, each with its count
-            valid = torch.cat([_slots(r.served.numel(), r.count, self.device) for r in routes])
-        elif routes[0].blocks is not None:  # padded blocks: -1 where nothing was asked
-            valid = served >= 0
-            served = served.clamp(min=0)
-        distinct = sorted_distinct(served, valid=valid, sentinel=self.num_rows)
-        summed = sum_rows(torch.cat(grads), distinct.inverse, distinct.capacity)
-        return Touched(distinct.ids, repeat_last(summed, distinct.count), distinct.count)
+        return touched_of(
+            routes, self.exchange, self.dim, self.num_rows, self.out_dtype, self.device
+        )
 
     def discard_grads(self) -> None:
         """Forget this step's lookups without an update (every rank must do the same)."""
         self._routes = []
-
-
-def _slots(capacity: int, count: Tensor | None, device: torch.device) -> Tensor:
-    """``slot < count`` for ``capacity`` slots (all of them without a count)."""
-    slots = torch.arange(capacity, device=device)
-    return slots < count if count is not None else torch.ones_like(slots, dtype=torch.bool)
 
 
 def lookup_tables(tables: Sequence[ShardedEmbedding], ids: Sequence[Tensor]) -> list[Tensor]:

@@ -41,15 +41,11 @@ FIT_ROUND = 128
 """... rounded up to a multiple of this."""
 
 
-def fitted_cap(
-    seen: int,
-    bound: int,
-    headroom: float = FIT_HEADROOM,
-    slack: int = FIT_SLACK,
-    multiple: int = FIT_ROUND,
-) -> int:
-    """A cap fitted to the largest size ``seen``: times ``headroom``, plus ``slack``,
-    rounded up to a ``multiple``, and never over ``bound``."""
+def fitted_cap(seen: int, bound: int, fit: tuple[float, int, int] | None = None) -> int:
+    """A cap fitted to the largest size ``seen``: times a headroom, plus a slack, rounded up
+    to a multiple (``fit``; None: :data:`FIT_HEADROOM`, :data:`FIT_SLACK`,
+    :data:`FIT_ROUND`), and never over ``bound``."""
+    headroom, slack, multiple = fit or (FIT_HEADROOM, FIT_SLACK, FIT_ROUND)
     want = math.ceil(seen * headroom) + slack
     return min(bound, -(-want // multiple) * multiple)
 
@@ -133,7 +129,7 @@ class StaticCaps:
         """
 
         def fit(seen: list[int], bound: int) -> int:
-            return fitted_cap(max(seen, default=0), bound, headroom, slack, multiple)
+            return fitted_cap(max(seen, default=0), bound, (headroom, slack, multiple))
 
         node_caps = {
             t: [b[0]]
