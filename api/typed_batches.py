@@ -126,19 +126,33 @@ def activation_bytes(spec: DistGNNJobSpec, st: TypedStep, sizes: TypedHops) -> d
     return {t: round(v) for t, v in acts.items()}
 
 
-def embedding_step_bytes(spec: DistGNNJobSpec, st: TypedStep, rows: float) -> tuple[int, int]:
+def embedding_block(st: TypedStep, node_type: str) -> float:
+    """The slots of the block each rank of a fixed-shape step sends each owner of
+    ``node_type``'s embeddings (ShardedEmbedding.lookup_padded): in a worker-mode GPU
+    trainer fitted like a cap to the ids per owner of its first batches
+    (trainer/loop.py _owner_peaks; here the expected batch's nodes of that type spread
+    evenly over the ranks), at most the type's node cap; else the node cap."""
+    cap = st.caps.node_cap(node_type)
+    if not st.fitted:
+        return cap
+    per_owner = sum(st.expected.nodes[node_type]) / max(st.world, 1)
+    want = math.ceil(math.ceil(per_owner) * FIT_HEADROOM) + FIT_SLACK
+    return min(cap, float(-(-want // FIT_ROUND) * FIT_ROUND))
+
+
+def embedding_step_bytes(
+    spec: DistGNNJobSpec, st: TypedStep, rows: float, block: float
+) -> tuple[int, int]:
     """One step's ``(lookup, update)`` bytes for ``rows`` embedding rows of a featureless
     type (embeddings/table.py, optim.py). The lookup lives through the forward and the
     backward: the rows gathered, the step's input and their fp32 gradient. The update
     comes after the backward: the touched rows' summed fp32 gradients and RowSparseAdam's
-    temporaries. A fixed-shape step with several ranks exchanges fixed blocks of at most
-    ``rows`` slots per rank, each way (ShardedEmbedding.lookup_padded, reduce_touched), and
-    updates every slot it receives. The trainer fits the blocks to the ids per owner of
-    its first batches (about ``rows / world`` with random partitions); the plan keeps the
-    whole buffer, the most a block may be, as the ids per owner depend on the partition."""
+    temporaries. A fixed-shape step with several ranks exchanges fixed blocks of ``block``
+    slots per rank (:func:`embedding_block`), each way (ShardedEmbedding.lookup_padded,
+    routes.py touched_of), and updates every slot it receives."""
     dim, ab = spec.model.embedding_size, 2 if spec.training.bf16 else 4
     blocks = st.graph_step and st.world > 1
-    slots = st.world * rows if blocks else rows
+    slots = st.world * block if blocks else rows
     lookup = rows * dim * (2 * ab + 4) + (2 * slots * (dim * ab + 8) if blocks else 0)
     update = (1 + ADAM_ROW_TEMPS) * slots * dim * 4 + (2 * slots * dim * ab if blocks else 0)
     return round(lookup), round(update)
@@ -186,9 +200,11 @@ def typed_trainer_items(
     embedded = [t.name for t in graph.featureless_types if t.name in st.layers.input_types]
     lookups, updates = {}, {}
     for t in embedded:
-        lookups[t], updates[t] = embedding_step_bytes(spec, st, sizes.node_cap(t))
-        items.append(Item(f"embedding lookups of {t} ({_rows(sizes.node_cap(t))} rows {at}, "
-                          "their gradients)", lookups[t], dev,
+        block = embedding_block(st, t)
+        lookups[t], updates[t] = embedding_step_bytes(spec, st, sizes.node_cap(t), block)
+        ranks = f", blocks of {_rows(block)} per rank" if st.graph_step and st.world > 1 else ""
+        items.append(Item(f"embedding lookups of {t} ({_rows(sizes.node_cap(t))} rows {at}"
+                          f"{ranks}, their gradients)", lookups[t], dev,
                           "embeddings/table.py lookup_padded, routes.py LookupRows"))  # fmt: skip
     # the updates run once the backward has freed the activations, in their blocks
     live = sum(acts.values()) + sum(lookups.values())
@@ -196,7 +212,7 @@ def typed_trainer_items(
     if embedded:
         items.append(Item(f"row-sparse Adam of {len(embedded)} embedding table(s), beyond the "
                           "blocks the backward frees", step - live, dev,
-                          "embeddings/table.py reduce_touched, optim.py RowSparseAdam"))  # fmt: skip
+                          "embeddings/routes.py touched_of, optim.py RowSparseAdam"))  # fmt: skip
     depth = PREFETCH_DEPTH if spec.worker_mode else max(1, spec.trainers.prefetch)
     # rows over the feature exchange: LOOKAHEAD more batches sampled, their rounds started
     exchanged = spec.worker_mode and s.holders > 1 and spec.samplers.cache_ratio < 1

@@ -17,12 +17,13 @@ from typing import Any, cast
 
 import pytest
 
-from distgnn_api.capacity import Plan, RolePlan, build_plan
+from distgnn_api.capacity import Plan, RolePlan, build_plan, shapes
 from distgnn_api.edge_types import EdgeType
 from distgnn_api.graph_size import GraphSize, NodeTypeSize, RelationSize, from_spec, resolve
 from distgnn_api.mag_shape import MAG_RELATIONS
-from distgnn_api.pod_memory import GIB, Item
+from distgnn_api.pod_memory import GIB, Item, Shapes
 from distgnn_api.spec import DistGNNJobSpec
+from distgnn_api.typed_batches import embedding_block, typed_step
 from distgnn_api.typed_shapes import (
     TypedHops,
     bounds,
@@ -261,6 +262,39 @@ def test_worker_trainers_over_the_feature_exchange_hold_the_batches_sampled_ahea
     assert cached.what == alone.what  # every row at hand: no exchange, no lookahead
     # per batch the same bytes, two more of them (the graph splits over 2, not the batch)
     assert exchanged.bytes * 4 == cached.bytes * 6
+
+
+def _shapes(spec: DistGNNJobSpec) -> Shapes:
+    return shapes(spec, graph_of(spec), 80 * GIB, None)
+
+
+def test_two_worker_trainers_exchange_embedding_blocks_fitted_to_the_ids_per_owner() -> None:
+    """With several worker-mode trainers each rank sends each owner a block fitted like a
+    cap to the expected batch's nodes per owner (an even share): the lookups and updates
+    hold world x block slots, not world x the whole buffer; server-client steps (at the
+    bounds) send whole buffers."""
+    one = build_plan(small(), graph_of(small()))
+    two_spec = small(trainers={"replicas": 2, "gpusPerPod": 1})
+    two = build_plan(two_spec, graph_of(two_spec))
+    st = typed_step(two_spec, graph_of(two_spec), _shapes(two_spec), "gpu")
+    assert st.fitted
+    assert st.world == 2
+    for t in ("author", "institution", "field_of_study"):
+        cap = st.caps.node_cap(t)
+        share = sum(st.expected.nodes[t]) / 2
+        want = min(cap, -(-(math.ceil(math.ceil(share) * 1.25) + 256) // 128) * 128)
+        assert embedding_block(st, t) == want
+        (what,) = [w for w in items(two) if w.startswith(f"embedding lookups of {t} (")]
+        assert f"blocks of {round(want):,} per rank" in what, what
+        (alone,) = [w for w in items(one) if w.startswith(f"embedding lookups of {t} (")]
+        assert "blocks of" not in alone  # one rank: a local lookup
+    # authors: a block well under the buffer, so two ranks' lookups cost less than twice
+    # the whole buffer would
+    assert embedding_block(st, "author") < 0.75 * st.caps.node_cap("author")
+    server_spec = small(samplers={"replicas": 2, "gpusPerPod": 1}, trainers={"replicas": 2})
+    server = typed_step(server_spec, graph_of(server_spec), _shapes(server_spec), "gpu")
+    assert not server.fitted
+    assert embedding_block(server, "author") == server.caps.node_cap("author")
 
 
 def test_server_client_steps_at_the_bounds_and_a_cpu_eagerly() -> None:
