@@ -4,12 +4,11 @@ with the first difference."""
 
 from __future__ import annotations
 
-import sys
-
 import torch
 
 from distgnn_workload.models.aggregation import mean_aggregate_segment
 from distgnn_workload.models.segment_reduce import segment_reduce
+from tests.support.interpreted import check_main
 
 
 def loop_reduce(
@@ -23,7 +22,7 @@ def loop_reduce(
     return out
 
 
-def main() -> int:
+def check() -> str | None:
     torch.manual_seed(0)
     # widths: under one tile, not a power of two, wider than one tile; segments: empty ones,
     # one longer than a block of rows, a trailing empty one (padding)
@@ -37,8 +36,7 @@ def main() -> int:
                 got = segment_reduce(x, index, p, mean=mean, kernel=True)
                 want = loop_reduce(x, index, p, mean)
                 if not torch.allclose(got.double(), want, atol=1e-5):
-                    print(f"width {width} {dtype} mean={mean}: {(got.double() - want).abs().max()}")
-                    return 1
+                    return f"width {width} {dtype} mean={mean}: {(got.double() - want).abs().max()}"
         # the aggregation's backward: the kernel over the transposed edges
         dst = torch.repeat_interleave(torch.arange(ptr.numel() - 1), ptr.diff())
         index = torch.randint(0, 60, (48,))
@@ -51,11 +49,9 @@ def main() -> int:
             (mean_aggregate_segment(x, index, ptr, dst, kernel=False) * grad).sum(), x
         )
         if not torch.allclose(got, want, atol=1e-5):
-            print(f"width {width}: backward differs by {(got - want).abs().max()}")
-            return 1
-    print("segment reduce: kernel equals the loop")
-    return 0
+            return f"width {width}: backward differs by {(got - want).abs().max()}"
+    return None
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    check_main(check, "segment reduce: kernel equals the loop")

@@ -4,19 +4,13 @@ interpreter (a process of its own) and on a GPU (gpu tier)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 
 from distgnn_workload.models.aggregation import Aggregation, aggregate
 from distgnn_workload.models.segment_reduce import segment_reduce, triton_available
+from tests.support.interpreted import run_interpreted
 from tests.support.segment_reduce_check import loop_reduce
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _case(width: int = 12) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -52,17 +46,7 @@ def test_every_aggregation_gives_the_same_mean_and_gradient() -> None:
 @pytest.mark.slow
 @pytest.mark.skipif(not triton_available(), reason="needs Triton")
 def test_the_kernel_in_tritons_interpreter_equals_the_loop() -> None:
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    done = subprocess.run(
-        [sys.executable, "-P", str(ROOT / "tests" / "support" / "segment_reduce_check.py")],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "kernel equals the loop" in done.stdout
+    run_interpreted("segment_reduce_check.py", "kernel equals the loop")
 
 
 @pytest.mark.gpu

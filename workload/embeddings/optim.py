@@ -31,8 +31,13 @@ import torch
 from torch import Tensor
 
 from distgnn_workload.embeddings.exchange import host_copy, put_rows
+from distgnn_workload.embeddings.fused_adam import fused_adam_available, fused_adam_rows
 from distgnn_workload.embeddings.routes import Touched
 from distgnn_workload.embeddings.table import ShardedEmbedding
+
+FUSED_ADAM = False
+"""Whether :class:`RowSparseAdam` updates rows in a GPU's memory with the fused kernel by
+default (:mod:`.fused_adam`); off until it is measured against the tensor operations."""
 
 
 @dataclass
@@ -155,7 +160,11 @@ class RowSparseOptimizer(ABC):
 
 
 class RowSparseAdam(RowSparseOptimizer):
-    """Lazy Adam (``torch.optim.SparseAdam``): moments move only for touched rows."""
+    """Lazy Adam (``torch.optim.SparseAdam``): moments move only for touched rows.
+
+    ``fused``: update each table's touched rows in one Triton kernel where it can
+    (:mod:`.fused_adam`: rows in a GPU's memory) rather than in tensor operations; None:
+    :data:`FUSED_ADAM`."""
 
     kind = "adam"
     state_rows = 2
@@ -166,6 +175,8 @@ class RowSparseAdam(RowSparseOptimizer):
         lr: float = 1e-3,
         betas: tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8,
+        *,
+        fused: bool | None = None,
     ) -> None:
         if not (0.0 <= betas[0] < 1.0 and 0.0 <= betas[1] < 1.0):
             raise ValueError(f"embedding Adam betas must be in [0, 1), got {betas}")
@@ -173,6 +184,7 @@ class RowSparseAdam(RowSparseOptimizer):
             raise ValueError(f"embedding Adam eps must be > 0, got {eps}")
         self.betas = betas
         self.eps = eps
+        self.fused = FUSED_ADAM if fused is None else fused
         super().__init__(tables, lr)
 
     def hyper(self) -> dict[str, float]:
@@ -187,6 +199,19 @@ class RowSparseAdam(RowSparseOptimizer):
     def _update(self, table: ShardedEmbedding, touched: Touched, st: TableState) -> None:
         beta1, beta2 = self.betas
         exp_avg, exp_avg_sq = st.rows["exp_avg"], st.rows["exp_avg_sq"]
+        if self.fused and not table.host_memory and fused_adam_available(table.weight):
+            fused_adam_rows(
+                table.weight,
+                exp_avg,
+                exp_avg_sq,
+                touched.rows,
+                touched.grad,
+                touched.count,
+                self._step_size(st),
+                betas=self.betas,
+                eps=self.eps,
+            )
+            return
         write = _Puts(touched) if table.host_memory else _Adds(table, touched)
         rows, grad = touched.rows, touched.grad
         # old <- b * old + (1 - b) * new, written old + (1 - b) * (new - old) as torch does
@@ -198,11 +223,15 @@ class RowSparseAdam(RowSparseOptimizer):
         write.add(exp_avg_sq, sq_update, old_sq)
         numer = avg_update.add_(old_avg)
         denom = sq_update.add_(old_sq).sqrt_().add_(self.eps)
-        # 1 - b**t in float64 on the device, as torch computes it in Python floats
+        write.add(table.weight, numer.div_(denom).mul_(-self._step_size(st)))
+
+    def _step_size(self, st: TableState) -> Tensor:
+        """``lr * sqrt(1 - beta2**t) / (1 - beta1**t)`` at the table's step count, a 0-d
+        float64 tensor on the device (as torch computes it in Python floats)."""
+        beta1, beta2 = self.betas
         bias1 = 1 - torch.pow(beta1, st.counter)
         bias2 = 1 - torch.pow(beta2, st.counter)
-        step_size = bias2.sqrt_().mul_(self.lr).div_(bias1)
-        write.add(table.weight, numer.div_(denom).mul_(-step_size))
+        return bias2.sqrt_().mul_(self.lr).div_(bias1)
 
 
 class RowSparseAdagrad(RowSparseOptimizer):
