@@ -208,7 +208,8 @@ class HeteroGraphStep(CapturedStep):
                 {t: self.hops.node_cap(t) for t in self.blocks},
             )
         self.oversize = 0
-        """Steps that ran eagerly: their batch was over the (fitted) caps."""
+        """Steps that ran eagerly: their batch (on some rank) was over the (fitted) caps or
+        held more of one owner's nodes than an embedding block."""
 
     def _load(self, batch: HeteroMiniBatch) -> None:
         hop = batch.hop
@@ -281,11 +282,12 @@ class HeteroGraphStep(CapturedStep):
         return all(max(counts[t]) <= block for t, block in self.blocks.items())
 
     def _oversize_step(self, batch: HeteroMiniBatch) -> Tensor:
-        """A batch over fitted caps (the sampler sampled it again, exactly): the same step
-        eagerly on its own sizes, with a replay's collectives in a replay's order (the
-        lookups, the dense gradients' all-reduce, the row-sparse step), so that every rank
-        stays in step whatever the others run. With bucketed all-reduces (each launched in
-        its backward's order) the trainer keeps the bounds, which no batch exceeds."""
+        """A batch over fitted caps (the sampler sampled it again, exactly) or an embedding
+        block, here or on another rank: the same step eagerly on its own sizes, with a
+        replay's collectives in a replay's order (the lookups, the dense gradients'
+        all-reduce, the row-sparse step), so that every rank stays in step whatever the
+        others run. With bucketed all-reduces (each launched in its backward's order) the
+        trainer keeps the bounds and whole-buffer blocks, which no batch exceeds."""
         self.oversize += 1
         if self._replayed is not None:
             wait_for_event(self._replayed, timeout_s=None, what="the last replay")

@@ -308,7 +308,7 @@ class HeteroTrainer(Trainer):
         if again or eager:
             log.info(
                 "after epoch %d: %d batches went over the sampler's fitted caps (sampled "
-                "again), %d steps ran eagerly over the step's",
+                "again), %d steps ran eagerly over the step's caps or embedding blocks",
                 epoch,
                 again,
                 eager,
