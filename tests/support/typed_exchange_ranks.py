@@ -5,11 +5,15 @@ typed store's are: every rank holds its own rows of both plus a hot cache of som
 others, and gathers through :class:`TypedFeatureSource` over one exchange per type. A
 training phase has as many batches on every rank; an evaluation phase's counts differ by
 rank (rank 0 has none), so a rank that is done ends both types' phases while its peers
-still need rounds of both. Every row a rank receives must equal the reference.
+still need rounds of both. Every row a rank receives must equal the reference. With
+``lost``, that rank starts its evaluation's first rounds of both types and dies: the others
+must fail (exit 3, the error saved), not wait for it.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -65,9 +69,10 @@ def _tables(rank: int, world: int, device: torch.device) -> dict[str, FeatureTab
     return tables
 
 
-def _rank(rank: int, world: int, out: str, cuda: bool) -> None:
+def _rank(rank: int, world: int, out: str, cuda: bool, lost: int) -> None:
     """One trainer (on GPU ``rank`` with ``cuda``: NCCL, the types' exchanges side by side
-    on communicators and streams of their own)."""
+    on communicators and streams of their own); ``lost`` >= 0: that rank dies in its
+    evaluation, after starting its first rounds."""
     torch.set_num_threads(1)
     device = join_group(
         rank, world, f"file://{out}/store", cuda=cuda, timeout=timedelta(seconds=60)
@@ -81,18 +86,29 @@ def _rank(rank: int, world: int, out: str, cuda: bool) -> None:
     results: dict[str, Any] = {
         "exchanges": sum(s.exchange is not None for s in source.sources.values())
     }
-    for phase, count in (("train", 3), ("eval", 2 * rank)):
-        got = {"batches": 0, "rows": 0, "wrong": 0}
-        for _ in range(count):
-            ids = {t: torch.randint(0, n, (BATCH,), generator=gen) for t, (n, _) in TYPES.items()}
-            started = {t: source.start(t, i) for t, i in ids.items()}  # both on their way
-            for t, gathering in started.items():
-                rows = gathering.wait().cpu()
-                got["rows"] += rows.shape[0]
-                got["wrong"] += int((rows != reference(t)[ids[t]]).any(dim=1).sum())
-            got["batches"] += 1
-        source.finish_phase()
-        results[phase] = got
+    try:
+        for phase, count in (("train", 3), ("eval", 2 * rank + (rank == lost))):
+            got = {"batches": 0, "rows": 0, "wrong": 0}
+            for _ in range(count):
+                ids = {
+                    t: torch.randint(0, n, (BATCH,), generator=gen) for t, (n, _) in TYPES.items()
+                }
+                started = {t: source.start(t, i) for t, i in ids.items()}  # both on their way
+                if rank == lost and phase == "eval":
+                    sys.stdout.flush()
+                    os._exit(17)  # its rounds started, then gone without a word
+                for t, gathering in started.items():
+                    rows = gathering.wait().cpu()
+                    got["rows"] += rows.shape[0]
+                    got["wrong"] += int((rows != reference(t)[ids[t]]).any(dim=1).sum())
+                got["batches"] += 1
+            source.finish_phase()
+            results[phase] = got
+    except Exception as err:  # the lost-rank case: what failed, and that it did
+        results["error"] = f"{type(err).__name__}: {err}"
+        torch.save(results, Path(out) / f"rank{rank}.pt")
+        sys.stdout.flush()
+        os._exit(3)
     results["stats"] = {t: vars(s) for t, s in source.take().items()}
     results["rounds"] = {
         t: s.exchange.moved.rounds for t, s in source.sources.items() if s.exchange
@@ -101,6 +117,6 @@ def _rank(rank: int, world: int, out: str, cuda: bool) -> None:
     leave_group()
 
 
-def spawn_ranks(world: int, out: Path, *, cuda: bool = False) -> list[int | None]:
+def spawn_ranks(world: int, out: Path, *, cuda: bool = False, lost: int = -1) -> list[int | None]:
     """Run :func:`_rank` in ``world`` processes; their exit codes (None: still running)."""
-    return run_rank_processes(_rank, lambda r: (r, world, str(out), cuda), world, JOIN_S)
+    return run_rank_processes(_rank, lambda r: (r, world, str(out), cuda, lost), world, JOIN_S)

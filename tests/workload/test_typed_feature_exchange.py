@@ -1,5 +1,6 @@
 """A typed job's feature exchange over real processes (gloo): one exchange per featured
-node type, tables with owner maps, uneven phases (``tests/support/typed_exchange_ranks.py``).
+node type, tables with owner maps, uneven phases, a rank lost in a phase
+(``tests/support/typed_exchange_ranks.py``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,20 @@ def test_typed_rows_equal_the_reference_over_one_exchange_per_type(
     codes = spawn_ranks(world, tmp_path)
     assert codes == [0] * world, "a rank failed or hung: a type's phase did not end"
     check_ranks(tmp_path, world)
+
+
+def test_a_rank_lost_in_a_phase_fails_the_others_instead_of_hanging(tmp_path: Path) -> None:
+    """Rank 2 starts its evaluation's rounds of both types and dies; its peers, still in
+    their own evaluations' rounds (or serving until every rank is done), fail instead of
+    waiting forever, and every row they had received was right."""
+    codes = spawn_ranks(3, tmp_path, lost=2)
+    assert codes[2] == 17
+    assert codes[:2] == [3, 3], codes  # both failed, neither hung (the join's bound)
+    for rank in range(2):
+        s = torch.load(tmp_path / f"rank{rank}.pt", weights_only=False)
+        assert s["train"]["wrong"] == 0
+        assert s["train"]["batches"] == 3
+        assert s.get("error"), s
 
 
 @pytest.mark.gpu
