@@ -163,6 +163,8 @@ def epoch_figures(run_dir: Path, gpus: int) -> dict[str, Any]:
             sum(e.get("feature_bytes", 0) for e in measured)
             / max(sum(e["steps"] for e in measured), 1)
         ),
+        # steps (all ranks) that ran eagerly: a batch over the fixed shapes' caps or blocks
+        "eager_steps": sum(e.get("eager_steps", 0) for e in measured),
         "final_loss": round(epochs[-1]["loss"], 4),
         **_cuda_peaks(stats),
         "val_accuracy": result.get("valAccuracy"),

@@ -67,6 +67,8 @@ def test_partitioned_features_report_their_bytes_per_step(tmp_path: Path) -> Non
     assert {r["status"] for r in runs.values()} == {"ok"}, runs
     assert runs[(0.2, "any")]["feature_bytes_per_step"] > 0
     assert runs[(1.0, "any")]["feature_bytes_per_step"] == 0
+    # one-type steps have no embedding blocks or fitted caps to go over: none ran eagerly
+    assert all(r["eager_steps"] == 0 for r in runs.values()), runs
     summaries = [r for r in records if r["bench"] == "dist_summary"]
     assert sorted(s["run"] for s in summaries) == ["worker-2-fp32", "worker-2-fp32"]
     assert all("feature_bytes_per_step_median" in s for s in summaries)

@@ -187,6 +187,16 @@ def test_hetero_fixed_shape_steps_of_two_ranks_exchange_embedding_blocks(tmp_pat
         series = seen[(c.Role.trainer, rank)]
         assert series["distgnn_trainer_embedding_remote_rows_total"] > 0, series
     assert len(agreed) == 2, agreed  # the caps' line and the blocks' line, each the same
+    # the steps that went eager (over the caps or a block), as the ranks logged them, are
+    # in the training stats (summed over the ranks: both step eagerly together)
+    logged = [
+        int(line.split("), ")[1].split(" steps ran eagerly")[0])
+        for line in job.stdout_of(c.Role.trainer, 0).splitlines()
+        if "steps ran eagerly over the step's" in line
+    ]
+    stats = json.loads((job.run_dir / "training_stats.json").read_text())
+    counted = [e["eager_steps"] for e in stats["epochs"]]
+    assert sum(counted) == 2 * (logged[-1] if logged else 0), (counted, logged)
 
 
 @pytest.mark.timeout(800)

@@ -55,6 +55,7 @@ def train_epoch(t: RankLoop, epoch: int) -> EpochStats:
     total = len(batches)
     emit_every = max(1, total // PROGRESS_EVENTS_PER_EPOCH)
     moved = t._moved_bytes()
+    eager = t._eager_steps()
     loader = t._loader(batches, epoch)
     profiler = StepProfiler.create(t.rank, epoch == t.start_epoch)
     t._sync()
@@ -107,10 +108,11 @@ def train_epoch(t: RankLoop, epoch: int) -> EpochStats:
             host_wait,
             float(loss_sum.item()),
             float(t._moved_bytes() - moved),
+            float(t._eager_steps() - eager),
         ]
     )
     slowest, minus_fastest = t._all_reduce([seconds, -seconds], op=dist.ReduceOp.MAX)
-    g_seeds, g_edges, g_steps, g_wait, g_host_wait, g_loss, g_bytes = summed
+    g_seeds, g_edges, g_steps, g_wait, g_host_wait, g_loss, g_bytes, g_eager = summed
     return EpochStats(
         epoch=epoch + 1,
         seeds=int(g_seeds),
@@ -122,6 +124,7 @@ def train_epoch(t: RankLoop, epoch: int) -> EpochStats:
         loss=g_loss / max(g_steps, 1.0),
         fastest_rank_seconds=-minus_fastest,
         feature_bytes=int(g_bytes),
+        eager_steps=int(g_eager),
     )
 
 

@@ -33,6 +33,9 @@ class EpochStats:
     feature_bytes: int = 0
     """Bytes of remote features the ranks pulled from each other in the epoch's steps (the
     rows, and the ids they sent), summed over ranks."""
+    eager_steps: int = 0
+    """Steps the ranks ran eagerly instead of replaying their fixed-shape step (a batch over
+    its caps or embedding blocks), summed over ranks."""
 
     @property
     def seeds_per_second(self) -> float:

@@ -271,6 +271,11 @@ class RankLoop:
         """Remote feature bytes this rank's pipeline pulled so far (0 where none move)."""
         return int(getattr(self.pipeline, "moved_bytes", 0))
 
+    def _eager_steps(self) -> int:
+        """Steps this rank ran eagerly so far instead of replaying its fixed-shape step (a
+        batch over its caps or embedding blocks); 0 where steps have no fixed shapes."""
+        return int(getattr(self.graph_step, "oversize", 0))
+
     @torch.no_grad()
     def evaluate(self, ids_by_holder: list[Tensor], split: str) -> float:
         return epoch_loop.evaluate(self, ids_by_holder, split)
