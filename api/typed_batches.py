@@ -42,6 +42,7 @@ from distgnn_api.typed_shapes import (
     TypedLayers,
     bounds,
     expected_batch,
+    fit_cap,
     fitted,
     relation_fanouts,
     target_type,
@@ -135,9 +136,7 @@ def embedding_block(st: TypedStep, node_type: str) -> float:
     cap = st.caps.node_cap(node_type)
     if not st.fitted:
         return cap
-    per_owner = sum(st.expected.nodes[node_type]) / max(st.world, 1)
-    want = math.ceil(math.ceil(per_owner) * FIT_HEADROOM) + FIT_SLACK
-    return min(cap, float(-(-want // FIT_ROUND) * FIT_ROUND))
+    return fit_cap(sum(st.expected.nodes[node_type]) / max(st.world, 1), cap)
 
 
 def embedding_step_bytes(

@@ -126,22 +126,24 @@ def expected_batch(
     return TypedHops(nodes, edges)
 
 
+def fit_cap(size: float, cap: float) -> float:
+    """sampling/static_sample.py fitted_cap of a ``size`` (rounded up): times
+    FIT_HEADROOM plus FIT_SLACK, rounded up to FIT_ROUND, at most ``cap``."""
+    want = math.ceil(math.ceil(size) * FIT_HEADROOM) + FIT_SLACK
+    return min(cap, float(-(-want // FIT_ROUND) * FIT_ROUND))
+
+
 def fitted(bound: TypedHops, seen: TypedHops, fanouts: Mapping[EdgeType, list[int]]) -> TypedHops:
-    """StaticCaps.fitted to a batch of the sizes ``seen`` (rounded up): each hop's cap the
-    size times FIT_HEADROOM plus FIT_SLACK, rounded up to FIT_ROUND, at most the bound (hop
-    0 keeps it); an edge cap also at most its target type's node cap times the fanout."""
-
-    def fit(size: float, cap: float) -> float:
-        want = math.ceil(math.ceil(size) * FIT_HEADROOM) + FIT_SLACK
-        return min(cap, float(-(-want // FIT_ROUND) * FIT_ROUND))
-
+    """StaticCaps.fitted to a batch of the sizes ``seen``: each hop's cap :func:`fit_cap` of
+    its size, within the bound (hop 0 keeps it); an edge cap also at most its target type's
+    node cap times the fanout."""
     nodes: Sizes = {
-        t: [b[0]] + [fit(seen.nodes[t][h], b[h]) for h in range(1, len(b))]
+        t: [b[0]] + [fit_cap(seen.nodes[t][h], b[h]) for h in range(1, len(b))]
         for t, b in bound.nodes.items()
     }
     edges: EdgeSizes = {
         et: [
-            min(fit(seen.edges[et][h], b[h]), nodes[et[2]][h] * max(fanouts[et][h], 0))
+            min(fit_cap(seen.edges[et][h], b[h]), nodes[et[2]][h] * max(fanouts[et][h], 0))
             for h in range(len(b))
         ]
         for et, b in bound.edges.items()
