@@ -5,6 +5,8 @@ made without ``fused`` takes the tensor operations."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 
@@ -20,6 +22,9 @@ def test_the_tensor_operations_are_the_default() -> None:
     assert optim_module.FUSED_ADAM is False
     assert RowSparseAdam([table]).fused is False
     assert RowSparseAdam([table], fused=True).fused is True
+    # rows on the host take the tensor operations, fused or not, outside Triton's interpreter
+    if os.environ.get("TRITON_INTERPRET", "0") == "0":
+        assert not fused_adam_available(table.weight)
 
 
 @pytest.mark.slow

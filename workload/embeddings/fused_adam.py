@@ -13,6 +13,7 @@ be captured in a CUDA graph and replayed each step.
 
 from __future__ import annotations
 
+import os
 from contextlib import nullcontext
 
 import torch
@@ -26,13 +27,17 @@ except ImportError:  # pragma: no cover - a GPU image has Triton
 
 MAX_BLOCK_F = 256
 """Widest column tile of a program; wider rows take several programs per slot."""
+_TRUE = ("1", "true", "on", "yes")
 
 
 def fused_adam_available(weight: Tensor) -> bool:
     """Whether the kernel can update ``weight``'s rows: Triton is there and the rows are in
     a GPU's memory (not pinned host memory, which the GPU reads but the kernel's plain
-    stores would write through the bus row by row), or Triton runs in its interpreter."""
-    return triton is not None and (weight.is_cuda or not torch.cuda.is_available())
+    stores would write through the bus row by row), or Triton runs in its interpreter
+    (``TRITON_INTERPRET``, Triton's own setting: CPU tensors, for tests)."""
+    if triton is None:
+        return False
+    return weight.is_cuda or os.environ.get("TRITON_INTERPRET", "0").lower() in _TRUE
 
 
 def fused_adam_rows(
