@@ -68,8 +68,9 @@ class HeteroMiniBatch:
     x: dict[str, Tensor]
     y: Tensor
     owner_counts: dict[str, list[int]] | None = None
-    """Per node type that the pipeline counts (:meth:`~distgnn_workload.runtime.batches.
-    HeteroPipeline.count_owners`), how many of the batch's nodes each rank owns."""
+    """Per node type that the pipeline counts
+    (:meth:`~distgnn_workload.runtime.batches.HeteroPipeline.count_owners`), how many of the
+    batch's nodes each rank owns."""
 
     @property
     def num_seeds(self) -> int:

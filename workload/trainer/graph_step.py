@@ -204,7 +204,7 @@ class HeteroGraphStep(CapturedStep):
                 self.blocks[t] = min(blocks[t], self.hops.node_cap(t))
             log.info(
                 "embedding lookups in blocks of %s slots per rank (buffers of %s)",
-                {t: b for t, b in self.blocks.items()},
+                self.blocks,
                 {t: self.hops.node_cap(t) for t in self.blocks},
             )
         self.oversize = 0
