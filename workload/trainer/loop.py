@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from functools import cached_property
 from typing import Any, ClassVar
 
 import torch
@@ -206,7 +207,7 @@ class HeteroTrainer(Trainer):
             return None
         if not (self.world_size == 1 or _flat(self.device)):
             return None
-        fitted = pipeline.fit(self._first_batches())
+        fitted = pipeline.fit(self._first_batches)
         if self.world_size == 1 or fitted is None:
             return fitted
         # the ranks' steps exchange embedding rows in blocks of their node caps, which must
@@ -233,13 +234,15 @@ class HeteroTrainer(Trainer):
         if not isinstance(pipeline, HeteroPipeline):
             return None
         pipeline.count_owners({t.node_type: t.owner_counts for t in self.tables})
-        peaks = pipeline.owner_peaks(self._first_batches())
+        peaks = pipeline.owner_peaks(self._first_batches)
         seen = [float(peaks[t.node_type]) for t in self.tables]
         agreed = self.collectives.all_reduce(seen, op=dist.ReduceOp.MAX)
         return {t.node_type: int(v) for t, v in zip(self.tables, agreed, strict=True)}
 
+    @cached_property
     def _first_batches(self) -> list[Tensor]:
-        """This rank's first :data:`FIT_BATCHES` training batches of epoch 0 (their seeds)."""
+        """This rank's first :data:`FIT_BATCHES` training batches of epoch 0 (their seeds;
+        drawn once, for the caps and the embedding blocks)."""
         first = train_batches(
             self.train_ids,
             self.ranks_of_holder,
