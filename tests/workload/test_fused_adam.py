@@ -1,7 +1,7 @@
 """The fused row-sparse Adam (:mod:`distgnn_workload.embeddings.fused_adam`) against
 :class:`RowSparseAdam`'s tensor operations: in Triton's interpreter (a process of its own),
-and on a GPU, eagerly and replayed from a CUDA graph (gpu tier). Off by default: an optimizer
-made without ``fused`` takes the tensor operations."""
+and on a GPU, eagerly and replayed from a CUDA graph (gpu tier). On by default: an optimizer
+made without ``fused`` takes the kernel where the rows are in a GPU's memory."""
 
 from __future__ import annotations
 
@@ -17,11 +17,11 @@ from distgnn_workload.embeddings.routes import Touched
 from tests.support.interpreted import run_interpreted
 
 
-def test_the_tensor_operations_are_the_default() -> None:
+def test_the_kernel_is_the_default_and_host_rows_take_the_tensor_operations() -> None:
     table = ShardedEmbedding(RowOwnership.single("t", 10), 4, RowExchange.local(), seed=1)
-    assert optim_module.FUSED_ADAM is False
-    assert RowSparseAdam([table]).fused is False
-    assert RowSparseAdam([table], fused=True).fused is True
+    assert optim_module.FUSED_ADAM is True
+    assert RowSparseAdam([table]).fused is True
+    assert RowSparseAdam([table], fused=False).fused is False
     # rows on the host take the tensor operations, fused or not, outside Triton's interpreter
     if os.environ.get("TRITON_INTERPRET", "0") == "0":
         assert not fused_adam_available(table.weight)

@@ -9,7 +9,8 @@
   tables with one exchange of counts); ``routes``: what a lookup leaves for its update;
 - ``optim``: row-sparse Adam (lazy, as ``torch.optim.SparseAdam``) and Adagrad, applied by
   each owner to the rows a step touched; ``fused_adam``: that Adam step in one Triton kernel
-  per table (opt-in, ``RowSparseAdam(fused=True)``, not the default until measured);
+  per table, the default for rows in a GPU's memory (``RowSparseAdam(fused=False)`` takes
+  the tensor operations);
 - ``checkpoint``: each rank's shards and optimizer state beside the model's checkpoint.
 
 How a trainer uses it

@@ -35,9 +35,11 @@ from distgnn_workload.embeddings.fused_adam import fused_adam_available, fused_a
 from distgnn_workload.embeddings.routes import Touched
 from distgnn_workload.embeddings.table import ShardedEmbedding
 
-FUSED_ADAM = False
+FUSED_ADAM = True
 """Whether :class:`RowSparseAdam` updates rows in a GPU's memory with the fused kernel by
-default (:mod:`.fused_adam`); off until it is measured against the tensor operations."""
+default (:mod:`.fused_adam`): on, as it measured faster than the tensor operations (the
+typed benchmark, ``benchmarks/gpu_hetero/README.md``). Rows on the host, and GPUs without
+Triton, take the tensor operations."""
 
 
 @dataclass
