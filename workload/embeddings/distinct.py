@@ -91,13 +91,14 @@ def owner_blocks(owner: Tensor, world: int, block: int) -> tuple[Tensor, Tensor]
     goes a slot whose position is ``block`` or more (its owner's block is full: the caller
     checks that none is, see :meth:`~.table.ShardedEmbedding.lookup_padded`). Also the
     slots per owner (``world + 1`` counts). No host sync."""
-    # a slot's position is the running count of its owner's slots up to it: one scan of
-    # a [slots, world + 1] one-hot, where a stable sort by owner would take several passes
-    onehot = (owner.unsqueeze(1) == torch.arange(world + 1, device=owner.device)).long()
-    running = onehot.cumsum(0)
-    position = running.gather(1, owner.unsqueeze(1)).squeeze(1) - 1
+    slots = torch.arange(owner.numel(), device=owner.device)
+    order = torch.argsort(owner, stable=True)
+    per_owner = torch.zeros(world + 1, dtype=torch.int64, device=owner.device)
+    per_owner.scatter_add_(0, owner, torch.ones_like(owner))
+    first = torch.cumsum(per_owner, 0) - per_owner
+    position = torch.empty_like(order).scatter_(0, order, slots - first[owner[order]])
     place = torch.where(position < block, owner * block + position, world * block)
-    return place, onehot.sum(0)
+    return place, per_owner
 
 
 def slots_below(capacity: int, count: Tensor | None, device: torch.device) -> Tensor:
