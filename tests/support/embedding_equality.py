@@ -26,7 +26,6 @@ from distgnn_workload.embeddings import (
     RowSparseOptimizer,
     ShardedEmbedding,
     load_shards,
-    lookup_padded_tables,
     lookup_tables,
     save_shards,
 )
@@ -106,25 +105,18 @@ PADDING = 37
 """Slots of a padded lookup past the table's rows (the capacity every rank shares)."""
 
 
-def padded_lookups(
-    tables: list[ShardedEmbedding], ids: list[Tensor], *, together: bool = True
-) -> list[Tensor]:
+def padded_lookups(tables: list[ShardedEmbedding], ids: list[Tensor]) -> list[Tensor]:
     """``lookup_tables(tables, ids)`` as a captured step looks up: each table's ids followed
-    by stale ones (some out of range) in a buffer of a capacity every rank shares, looked up
-    padded with the real number (``together``: every table in one exchange,
-    ``lookup_padded_tables``; else ``lookup_padded`` per table), cut back."""
-    buffers, counts = [], []
+    by stale ones (some out of range) in a buffer of a capacity every rank shares,
+    ``lookup_padded`` with the real number, cut back."""
+    out = []
     for table, i in zip(tables, ids, strict=True):
         g = torch.Generator().manual_seed(i.numel())
         size = table.num_rows + PADDING - i.numel()
         stale = torch.randint(-3, table.num_rows + 3, (size,), generator=g)
-        buffers.append(torch.cat([i, stale]))
-        counts.append(torch.tensor(i.numel()))
-    if together:
-        rows = lookup_padded_tables(tables, buffers, counts, [None] * len(tables))
-    else:
-        rows = [t.lookup_padded(b, c) for t, b, c in zip(tables, buffers, counts, strict=True)]
-    return [r[: i.numel()] for r, i in zip(rows, ids, strict=True)]
+        rows = table.lookup_padded(torch.cat([i, stale]), torch.tensor(i.numel()))
+        out.append(rows[: i.numel()])
+    return out
 
 
 def _step(
@@ -132,17 +124,12 @@ def _step(
     rank: int,
     tables: list[ShardedEmbedding],
     opt: RowSparseOptimizer,
-    padded: str = "",
+    padded: bool = False,
 ) -> Tensor:
     names = [t.node_type for t in tables]
     world = tables[0].exchange.world_size
-
-    def lookup(ids: list[Tensor]) -> list[Tensor]:
-        if padded:
-            return padded_lookups(tables, ids, together=padded == "together")
-        return lookup_tables(tables, ids)
-
-    loss = _loss(lookup, names, step, rank, world)
+    lookup = padded_lookups if padded else lookup_tables
+    loss = _loss(lambda ids: lookup(tables, ids), names, step, rank, world)
     loss.backward()  # type: ignore[no-untyped-call]
     opt.step()
     return loss.detach()
@@ -156,11 +143,10 @@ def compare_paths(
     run_dir: Path,
     kind: str,
     bf16: bool,
-    padded: str = "",
+    padded: bool = False,
 ) -> Record:
-    """Train both paths side by side; per step the losses and states of each. ``padded``
-    ("each" or "together"): the fixed-capacity path looks up as a captured step does
-    (:func:`padded_lookups`)."""
+    """Train both paths side by side; per step the losses and states of each. ``padded``:
+    the fixed-capacity path looks up as a captured step does (:func:`padded_lookups`)."""
     out_dtype = torch.bfloat16 if bf16 else torch.float32
     fixed = _tables(rank, world, device, host, out_dtype, SEED)
     compact = [CompactTable(t) for t in _tables(rank, world, device, host, out_dtype, SEED)]
@@ -172,18 +158,7 @@ def compare_paths(
     def ref_lookup(ids: list[Tensor]) -> list[Tensor]:
         return [c.lookup(i) for c, i in zip(compact, ids, strict=True)]
 
-    # the fixed blocks' all-to-alls each padded step makes (several ranks)
-    exchanges: list[int] = []
-    ex = fixed[0].exchange
-    real_blocks = ex.blocks
-
-    def counted_blocks(block: Tensor) -> Tensor:
-        exchanges[-1] += 1
-        return real_blocks(block)
-
-    ex.blocks = counted_blocks  # type: ignore[method-assign]
     for step in range(STEPS):
-        exchanges.append(0)
         loss = _step(step, rank, fixed, opt, padded)
         ref_loss = _loss(ref_lookup, names, step, rank, world)
         ref_loss.backward()  # type: ignore[no-untyped-call]
@@ -201,8 +176,6 @@ def compare_paths(
         )
         if step + 1 == RESUME_AT:
             save_shards(run_dir, RESUME_AT, fixed, opt)
-    ex.blocks = real_blocks  # type: ignore[method-assign]
-    record["block_exchanges"] = exchanges
     with torch.no_grad():
         everything = {t: torch.arange(SIZES[t]).flip(0).repeat(2) for t in SIZES}
         record["no_grad"] = [
@@ -257,7 +230,7 @@ def check_equal(record: Record) -> None:
 # ---------------------------------------------------------------------- two ranks
 
 
-def _worker(rank: int, tmp: str, kind: str, bf16: bool, padded: str) -> None:
+def _worker(rank: int, tmp: str, kind: str, bf16: bool, padded: bool) -> None:
     timeout = timedelta(seconds=60)
     dist.init_process_group(
         "gloo", init_method=f"file://{tmp}/store", rank=rank, world_size=2, timeout=timeout
@@ -269,7 +242,7 @@ def _worker(rank: int, tmp: str, kind: str, bf16: bool, padded: str) -> None:
     leave_group()
 
 
-def run_two_ranks(tmp: Path, kind: str, bf16: bool, padded: str = "") -> list[Record]:
+def run_two_ranks(tmp: Path, kind: str, bf16: bool, padded: bool = False) -> list[Record]:
     tmp.mkdir(parents=True, exist_ok=True)
     spawn_ranks(_worker, (str(tmp), kind, bf16, padded), 2)
     return [torch.load(tmp / f"rank{r}.pt", weights_only=False) for r in range(2)]

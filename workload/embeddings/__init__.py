@@ -68,10 +68,6 @@ touched ones changes (``optim``; Adam's step count is a device counter too). So:
   (``ShardedEmbedding.owner_counts``, copied out on the loader thread) and a batch over a
   block steps eagerly on every rank; an id past a full block is an error
   (``check_lookups``).
-  ``lookup_padded_tables`` looks up several tables of one row width and dtype at once:
-  their blocks side by side in one all-to-all for the ids and one for the rows, and the
-  update's one for the row gradients (``padded``): three a step rather than three per
-  table.
 
 ``runtime.host_syncs.HostSyncCounter`` counts the read-backs a step's Python makes on any
 device; the CPU tests run the same code with gloo for both groups. The captured fixed-shape
@@ -85,7 +81,6 @@ from distgnn_workload.embeddings.exchange import ExchangeStats, RowExchange
 from distgnn_workload.embeddings.init_rows import initial_rows
 from distgnn_workload.embeddings.optim import RowSparseAdagrad, RowSparseAdam, RowSparseOptimizer
 from distgnn_workload.embeddings.ownership import OwnershipError, RowOwnership
-from distgnn_workload.embeddings.padded import lookup_padded_tables
 from distgnn_workload.embeddings.table import (
     LookupRangeError,
     ShardedEmbedding,
@@ -104,7 +99,6 @@ __all__ = [
     "ShardedEmbedding",
     "initial_rows",
     "load_shards",
-    "lookup_padded_tables",
     "lookup_tables",
     "save_shards",
     "shard_path",

@@ -210,22 +210,16 @@ class RowExchange:
         return out
 
     def slot_blocks(self, values: Tensor, blocks: Tensor, block: int) -> Tensor:
-        """:meth:`blocks` of :meth:`slot_rows`: the row gradients of a padded lookup sent to
-        their owners."""
-        return self.blocks(self.slot_rows(values, blocks, block))
-
-    def slot_rows(self, values: Tensor, blocks: Tensor, block: int) -> Tensor:
-        """``values`` (one row per slot) placed at ``blocks`` (a slot's ``owner * block +
-        position``; slots past the last rank's block are left out) in ``world_size`` blocks
-        of ``block`` rows, ready for :meth:`blocks`; counts the rows bound for other ranks as
-        row gradients."""
+        """:meth:`blocks` of ``values`` (one row per slot) placed at ``blocks`` (a slot's
+        ``owner * block + position``; slots past the last rank's block are not sent), in
+        blocks of ``block`` rows; counts the rows sent to other ranks as row gradients."""
         world = self.world_size
         sent = values.new_zeros(((world + 1) * block, *values.shape[1:]))
         put_rows(sent, blocks, values)
         rows = ((blocks < world * block) & (blocks // block != self.rank)).sum()
         self.stats.add("grad_rows_sent", rows)
         self.stats.add("bytes_sent", rows * values[0].numel() * values.element_size())
-        return sent[: world * block]
+        return self.blocks(sent[: world * block])
 
     def remote(self, counts: list[int]) -> int:
         """How many of ``counts`` go to (or come from) other ranks."""

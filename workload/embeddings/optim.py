@@ -32,7 +32,6 @@ from torch import Tensor
 
 from distgnn_workload.embeddings.exchange import host_copy, put_rows
 from distgnn_workload.embeddings.fused_adam import fused_adam_available, fused_adam_rows
-from distgnn_workload.embeddings.padded import reduce_touched_tables
 from distgnn_workload.embeddings.routes import Touched
 from distgnn_workload.embeddings.table import ShardedEmbedding
 
@@ -85,9 +84,9 @@ class RowSparseOptimizer(ABC):
 
     @torch.no_grad()
     def step(self) -> None:
-        """Collect each table's row gradients and update the rows it owns. Collective (the
-        row gradients of padded lookups go together, :func:`.padded.reduce_touched_tables`)."""
-        for table, touched in zip(self.tables, reduce_touched_tables(self.tables), strict=True):
+        """Collect each table's row gradients and update the rows it owns. Collective."""
+        for table in self.tables:
+            touched = table.reduce_touched()
             if touched is None:
                 continue
             st = self.state[table.node_type]

@@ -111,14 +111,6 @@ def touched_of(
         remote = ex.remote(route.send)
         ex.stats.grad_rows_sent += remote
         ex.stats.bytes_sent += remote * dim * block.element_size()
-    return sum_touched(routes, grads, num_rows, device)
-
-
-def sum_touched(
-    routes: list[Route], grads: list[Tensor], num_rows: int, device: torch.device
-) -> Touched:
-    """The touched rows of one table's step from the fp32 row gradients its owner received
-    per route (``grads``, in the order of each route's ``served``), summed per row."""
     if len(routes) == 1 and routes[0].count is not None:
         route = routes[0]  # one local lookup: its rows are distinct already
         assert route.count is not None

@@ -35,12 +35,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from distgnn_api.edge_types import EdgeType
-from distgnn_workload.embeddings import (
-    RowSparseAdam,
-    ShardedEmbedding,
-    lookup_padded_tables,
-    lookup_tables,
-)
+from distgnn_workload.embeddings import RowSparseAdam, ShardedEmbedding, lookup_tables
 from distgnn_workload.loader import HeteroMiniBatch, MiniBatch
 from distgnn_workload.models.relational import RelationalGNN
 from distgnn_workload.models.sage import GraphSAGE
@@ -241,14 +236,9 @@ class HeteroGraphStep(CapturedStep):
 
     def _logits(self) -> Tensor:
         inputs = dict(self.x)
-        names = [table.node_type for table in self.tables]
-        rows = lookup_padded_tables(
-            self.tables,
-            [self.ids[t] for t in names],
-            list(self.id_counts.unbind()),
-            [self.blocks.get(t) for t in names],
-        )
-        inputs.update(zip(names, rows, strict=True))
+        for i, table in enumerate(self.tables):
+            t = table.node_type
+            inputs[t] = table.lookup_padded(self.ids[t], self.id_counts[i], self.blocks.get(t))
         return self.relational.forward_static(inputs, self.hops)
 
     def _forward_backward(self) -> Tensor:
