@@ -6,7 +6,9 @@
 - ``distinct``: distinct ids at a fixed capacity, their number on the device;
 - ``table``: :class:`ShardedEmbedding`, one per featureless node type: the rows this rank
   owns (fp32) and the collective, differentiable ``lookup`` (``lookup_tables``: several
-  tables with one exchange of counts); ``routes``: what a lookup leaves for its update;
+  tables with one exchange of counts); ``padded``: its fixed-shape lookup over several
+  ranks (blocks of a fixed size, no counts: what a captured step looks up); ``routes``:
+  what a lookup leaves for its update;
 - ``optim``: row-sparse Adam (lazy, as ``torch.optim.SparseAdam``) and Adagrad, applied by
   each owner to the rows a step touched; ``fused_adam``: that Adam step in one Triton kernel
   per table, the default for rows in a GPU's memory (``RowSparseAdam(fused=False)`` takes

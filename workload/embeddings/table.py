@@ -36,16 +36,16 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from distgnn_workload.embeddings.distinct import owner_blocks, slots_below, sorted_distinct
+from distgnn_workload.embeddings.distinct import slots_below, sorted_distinct
 from distgnn_workload.embeddings.exchange import (
     Counts,
     ExchangeStats,
     RowExchange,
     host_copy,
-    put_rows,
 )
 from distgnn_workload.embeddings.init_rows import initial_rows
 from distgnn_workload.embeddings.ownership import RowOwnership
+from distgnn_workload.embeddings.padded import lookup_blocks
 from distgnn_workload.embeddings.routes import (
     LookupRows,
     PendingLookup,
@@ -226,7 +226,7 @@ class ShardedEmbedding:
         if self.exchange.world_size == 1:
             return self._lookup_local(ids, ids.shape, count=count)
         size = ids.numel()
-        return self._lookup_blocks(ids, count, size if block is None else min(block, size))
+        return lookup_blocks(self, ids, count, size if block is None else min(block, size))
 
     def owner_counts(self, ids: Tensor) -> Tensor:
         """How many of ``ids`` (type-local, in range) each rank owns: ``[world_size]`` on
@@ -237,47 +237,6 @@ class ShardedEmbedding:
             owner = self._owner[to_device(ids, self.device).to(torch.int64)]
             counts.scatter_add_(0, owner, torch.ones_like(owner))
         return counts
-
-    def _lookup_blocks(self, flat: Tensor, count: Tensor, block: int) -> Tensor:
-        """:meth:`lookup_padded` over several ranks: equal blocks, nothing read back."""
-        ex, n, size = self.exchange, self.num_rows, flat.numel()
-        world = ex.world_size
-        real_ids = slots_below(size, count, self.device)
-        bad = ((flat < 0) | (flat >= n)) & real_ids
-        valid = real_ids & ~bad
-        distinct = sorted_distinct(flat, valid=valid, sentinel=n)
-        real = distinct.valid()
-        ids = distinct.ids.clamp(0, max(n - 1, 0))
-        owner = torch.where(real, self._owner[ids], world)  # padding: a block past the last
-        blocks, per_owner = owner_blocks(owner, world, block)
-        asked = torch.full(((world + 1) * block,), -1, dtype=torch.int64, device=self.device)
-        put_rows(asked, blocks, torch.where(real, self._local[ids], -1))
-        served = ex.blocks(asked[: world * block])
-        rows_block = self.weight[served.clamp(min=0)].to(self.out_dtype)
-        got = ex.blocks(rows_block)
-        rows = got[blocks.clamp(max=world * block - 1)]  # padding slots: any finite row
-        ex.stats.lookups += 1
-        remote = distinct.count - per_owner[self.rank]
-        served_rows = (served >= 0).sum()
-        mine = served[self.rank * block : (self.rank + 1) * block]
-        served_remote = served_rows - (mine >= 0).sum()
-        for name, value in (
-            ("ids_sent", remote),
-            ("rows_sent", served_remote),
-            ("rows_read", served_rows),
-            ("bytes_sent", remote * 8 + served_remote * self.dim * rows_block.element_size()),
-        ):
-            ex.stats.add(name, value)
-        over = (per_owner[:world] - block).clamp(min=0).sum()
-        self._tally.add_(torch.stack([distinct.count, bad.sum(), remote, over]))
-        self._unchecked = True
-        if not torch.is_grad_enabled():
-            return rows[distinct.inverse]
-        route = Route(distinct.inverse, None, [block] * world, [block] * world, served)
-        route.blocks = blocks
-        self._routes.append(route)
-        out: Tensor = LookupRows.apply(self._anchor, rows, route)
-        return out
 
     def replayed(self) -> None:
         """Count a lookup that a CUDA graph replayed (its device-side counts add themselves)."""
