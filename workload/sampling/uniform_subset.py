@@ -27,6 +27,13 @@ from torch import Tensor
 # below d / 2**62 for a range of d, far beneath anything a test or a training run can see.
 _RANDOM_BITS = 62
 
+REPEATS_BY_SORT = False
+"""How the collision test finds a row's draws that repeat an earlier one (:func:`repeated`):
+False compares every pair of a row's draws (``k * k`` per row: three passes over
+``[rows, k, k]``, the last a reduction over its innermost ``k``); True sorts the ``rows * k``
+(row, draw) keys once and compares neighbours. Both give the same draws; which is faster on
+a GPU is for the benchmark to say, so the pairs stay the default until it has."""
+
 
 def uniform_subset_positions(
     deg: Tensor, k: int, generator: torch.Generator
@@ -48,8 +55,7 @@ def uniform_subset_positions(
     draws = torch.randint(0, 1 << _RANDOM_BITS, (n, k), device=device, generator=generator)
     t = torch.remainder(draws, base + 1 + ar)  # T_i uniform in [0, base + i]
     if k > 1:
-        earlier = torch.ones(k, k, dtype=torch.bool, device=device).tril_(-1)
-        dup = ((t.unsqueeze(2) == t.unsqueeze(1)) & earlier).any(2)
+        dup = repeated(t)
         p = t - base
         cont = (p >= 0) & (p < ar) & ~dup
         ptr = p.clamp_(0, k - 1)
@@ -64,6 +70,22 @@ def uniform_subset_positions(
     pos = torch.where((deg > k).unsqueeze(1), picked, ar)
     valid = ar < deg.clamp(max=k).unsqueeze(1)
     return pos, valid
+
+
+def repeated(t: Tensor, *, by_sort: bool | None = None) -> Tensor:
+    """``[n, k]`` bool: whether ``t[r, i]`` equals some ``t[r, m]`` with ``m < i`` (``t``
+    int64, ``0 <= t < 2**32``). ``by_sort`` (None: :data:`REPEATS_BY_SORT`): a stable sort
+    of the keys ``row * 2**32 + t`` keeps equal draws of a row together in column order, so
+    a draw repeats an earlier one exactly where the key before it in the sort is its own."""
+    n, k = t.shape
+    if REPEATS_BY_SORT if by_sort is None else by_sort:
+        rows = torch.arange(n, device=t.device).unsqueeze(1)
+        ordered, order = torch.sort(((rows << 32) | t).reshape(-1), stable=True)
+        same = torch.zeros_like(ordered, dtype=torch.bool)
+        same[1:] = ordered[1:] == ordered[:-1]
+        return torch.empty_like(same).scatter_(0, order, same).view(n, k)
+    earlier = torch.ones(k, k, dtype=torch.bool, device=t.device).tril_(-1)
+    return ((t.unsqueeze(2) == t.unsqueeze(1)) & earlier).any(2)
 
 
 def sample_neighbours(
