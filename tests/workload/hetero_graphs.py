@@ -122,3 +122,15 @@ def check_batch(
     for et in csr:
         assert e0[et] == batch.edge_index[et].size(1)
         assert batch.target_ptr[et].tolist() == ptr[et], f"{et}: target_ptr"
+
+
+def same_hop(a: HeteroHopBatch, b: HeteroHopBatch) -> None:
+    """Assert that two typed batches hold the same seeds, nodes, edges and sizes."""
+    assert (a.seed_type, a.num_seeds) == (b.seed_type, b.num_seeds)
+    assert a.num_nodes_per_hop == b.num_nodes_per_hop
+    assert a.num_edges_per_hop == b.num_edges_per_hop
+    for t in a.node_ids:
+        assert torch.equal(a.node_ids[t], b.node_ids[t]), t
+    for et in a.edge_index:
+        assert torch.equal(a.edge_index[et], b.edge_index[et]), et
+        assert torch.equal(a.target_ptr[et], b.target_ptr[et]), et

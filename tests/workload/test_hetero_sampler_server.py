@@ -38,7 +38,7 @@ from distgnn_workload.runtime.wire import (
     wire_bytes,
 )
 from distgnn_workload.sampler.server import HeteroSamplerServer
-from distgnn_workload.sampling.hop_batch import HeteroHopBatch
+from tests.workload.hetero_graphs import same_hop
 
 CPU = torch.device("cpu")
 
@@ -73,17 +73,6 @@ def _server(data: HeteroTrainingData) -> HeteroSamplerServer:
     )
 
 
-def _same_hop(a: HeteroHopBatch, b: HeteroHopBatch) -> None:
-    assert (a.seed_type, a.num_seeds) == (b.seed_type, b.num_seeds)
-    assert a.num_nodes_per_hop == b.num_nodes_per_hop
-    assert a.num_edges_per_hop == b.num_edges_per_hop
-    for t in a.node_ids:
-        assert torch.equal(a.node_ids[t], b.node_ids[t]), t
-    for et in a.edge_index:
-        assert torch.equal(a.edge_index[et], b.edge_index[et]), et
-        assert torch.equal(a.target_ptr[et], b.target_ptr[et]), et
-
-
 def _seeds(data: HeteroTrainingData, n: int, offset: int = 0) -> Tensor:
     return data.train_ids[1][offset : offset + n]
 
@@ -100,7 +89,7 @@ def test_worker_and_server_sample_the_same_batch_on_the_same_stream(
         local.sampler.reseed(stream)
         expected = local.batch(seeds)
         hop, x, y = unpack_typed(server.sample(seeds, stream), CPU)
-        _same_hop(hop, expected.hop)
+        same_hop(hop, expected.hop)
         assert hop.num_edges > seeds.numel()  # it sampled a neighbourhood
         assert set(x) == set(data.x) == {"paper"}  # featured types only: no embedding rows
         assert torch.equal(x["paper"], expected.x["paper"])
@@ -131,7 +120,7 @@ def test_concurrent_requests_get_their_own_streams(data: HeteroTrainingData) -> 
     expected = [unpack_typed(server.sample(s, k), CPU)[0] for s, k in requests]
     futures = [server.submit(s, k) for s, k in requests]  # three threads, out of order
     for fut, want in zip(futures, expected, strict=True):
-        _same_hop(unpack_typed(fut.wait(), CPU)[0], want)
+        same_hop(unpack_typed(fut.wait(), CPU)[0], want)
     assert server.served == len(requests)
     assert server.seeds_served == sum(int(s.numel()) for s, _ in requests)
 
@@ -155,7 +144,7 @@ def test_the_remote_pipeline_asks_each_batch_on_its_own_stream(
     assert asked == [(1, k) for k in streams]
     for (_, seeds), batch, k in zip(batches, got, streams, strict=True):
         assert torch.equal(batch.hop.seed_ids, seeds)
-        _same_hop(batch.hop, unpack_typed(server.sample(seeds, k), CPU)[0])
+        same_hop(batch.hop, unpack_typed(server.sample(seeds, k), CPU)[0])
     # evaluations and other epochs and ranks sample other streams
     assert batch_stream(7, None, 2, 1, 0) not in streams
     assert batch_stream(7, 3, 0, 1, 0) not in streams

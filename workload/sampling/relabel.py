@@ -49,17 +49,35 @@ def relabel(table: Tensor, neighbours: Tensor, next_id: int) -> tuple[Tensor, Te
     return table[neighbours].to(torch.int64), new_nodes
 
 
-def first_seen(table: Tensor, neighbours: Tensor, valid: Tensor) -> Tensor:
+SPREAD_PADDING = False
+"""How :func:`first_seen` keeps the invalid entries of a padded hop out of its ``amin``:
+False sends each to its padding id with that slot's own value (-1: no change), so that every
+invalid entry of the hop contends for a few slots' atomics; True sends them to slots spread
+over the table with the largest value (no change to any slot). Both leave the same table;
+which is faster on a GPU is for the benchmark to say, so the first stays the default."""
+
+
+def first_seen(
+    table: Tensor, neighbours: Tensor, valid: Tensor, *, spread: bool | None = None
+) -> Tensor:
     """The entries of ``neighbours`` that are the first appearance of an id not yet in the
     table (no compaction, no host sync); number them with :func:`assign`.
 
-    Invalid entries point at a padding id and are never new.
+    Invalid entries point at a padding id and are never new (``spread``: see
+    :data:`SPREAD_PADDING`, its default).
     """
     count = neighbours.numel()
     current = table[neighbours]
     unseen = (current < 0) & valid
     marker = torch.arange(count, dtype=table.dtype, device=table.device) - (count + 1)
-    table.scatter_reduce_(0, neighbours, torch.where(unseen, marker, current), reduce="amin")
+    values = torch.where(unseen, marker, current)
+    targets = neighbours
+    if SPREAD_PADDING if spread is None else spread:
+        size = table.numel()
+        slots = torch.arange(count, device=table.device)
+        values = torch.where(valid, values, torch.iinfo(table.dtype).max)
+        targets = torch.where(valid, neighbours, slots if count <= size else slots % size)
+    table.scatter_reduce_(0, targets, values, reduce="amin")
     first: Tensor = unseen & (table[neighbours] == marker)
     return first
 
