@@ -337,7 +337,7 @@ def test_repeated_draws_by_sort_on_the_gpu_also_from_a_cuda_graph() -> None:
     first, second = (torch.randint(0, 40, (3072, 25), device="cuda", generator=g) for _ in "ab")
     assert torch.equal(repeated(first, by_sort=True), repeated(first, by_sort=False))
     static = first.clone()
-    side = torch.cuda.Stream()
+    side = torch.cuda.Stream()  # type: ignore[no-untyped-call]
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
         repeated(static, by_sort=True)  # warm-up outside the capture
