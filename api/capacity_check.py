@@ -20,7 +20,7 @@ from distgnn_api.capacity import (
     resource_bytes,
 )
 from distgnn_api.core_types import ResourceRequirements
-from distgnn_api.graph_size import from_spec
+from distgnn_api.graph_size_sources import from_spec
 from distgnn_api.kube import parse_quantity
 from distgnn_api.spec import DistGNNJobSpec
 

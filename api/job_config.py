@@ -6,7 +6,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from distgnn_api.graph_size import from_spec
+from distgnn_api.graph_size_sources import from_spec
 from distgnn_api.link import LINK_SPLIT_VERSION, SYNTHETIC_LINK_GENERATOR
 from distgnn_api.partition_cost import out_of_core
 from distgnn_api.spec import DistGNNJobSpec, Model

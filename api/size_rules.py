@@ -3,9 +3,9 @@
 Admission cannot read a dataset, so the CRD cannot check these; the partition step and the
 trainers would refuse the job only after the partition Job has run. For the synthetic
 generators and the public OGB datasets named by their directory
-(:func:`distgnn_api.graph_size.from_spec`) the size is known from the spec alone: the operator
-fails such a job before it creates the partition Job, and ``distgnn validate`` and
-``distgnn run`` refuse it, each naming the field. Other datasets are checked by the workload
+(:func:`distgnn_api.graph_size_sources.from_spec`) the size is known from the spec alone:
+the operator fails such a job before it creates the partition Job, and ``distgnn
+validate`` and ``distgnn run`` refuse it, each naming the field. Other datasets are checked by the workload
 when it loads them (the same rules: ``check_num_partitions``, ``check_all_negatives``).
 """
 
@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from distgnn_api.graph_size import GraphSize, from_spec
+from distgnn_api.graph_size import GraphSize
+from distgnn_api.graph_size_sources import from_spec
 from distgnn_api.link import check_all_negatives
 from distgnn_api.spec import DistGNNJobSpec
 

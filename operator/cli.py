@@ -99,7 +99,7 @@ def cmd_validate(args: argparse.Namespace, out: Console) -> int:
 def cmd_plan(args: argparse.Namespace, out: Console) -> int:
     from distgnn_api.capacity import build_plan
     from distgnn_api.capacity_check import check
-    from distgnn_api.graph_size import GraphSizeError, resolve
+    from distgnn_api.graph_size_sources import GraphSizeError, resolve
     from distgnn_api.traffic import seeds_per_second, traffic
     from distgnn_operator.plan_report import plan_json, print_plan
 

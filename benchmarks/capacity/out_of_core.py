@@ -35,7 +35,7 @@ from typing import Any
 import psutil
 
 from distgnn_api import contract as c
-from distgnn_api.graph_size import from_spec
+from distgnn_api.graph_size_sources import from_spec
 from distgnn_api.partition_cost import out_of_core_cost
 from distgnn_api.spec import DistGNNJobSpec, parse_spec
 

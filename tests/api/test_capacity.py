@@ -14,7 +14,8 @@ import pytest
 
 from distgnn_api.capacity import GIB, SAMPLER_PROCESS_BYTES, TRAINER_PROCESS_BYTES, build_plan
 from distgnn_api.capacity_check import check
-from distgnn_api.graph_size import GraphSizeError, SamplingProbe, from_meta, from_spec, resolve
+from distgnn_api.graph_size import SamplingProbe
+from distgnn_api.graph_size_sources import GraphSizeError, from_meta, from_spec, resolve
 from distgnn_api.partition_cost import (
     METIS_SAMPLED_BYTES_PER_EDGE,
     OOC_BUCKET_EDGES,

@@ -7,7 +7,7 @@ from typing import Any
 
 from distgnn_api.capacity import GIB, build_plan
 from distgnn_api.capacity_check import Shortfall, check
-from distgnn_api.graph_size import from_spec
+from distgnn_api.graph_size_sources import from_spec
 from distgnn_api.pod_memory import edge_caps, hop_caps
 from distgnn_api.spec import DistGNNJobSpec
 from distgnn_operator.status.capacity_policy import message

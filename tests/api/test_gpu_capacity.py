@@ -10,7 +10,7 @@ from typing import Any
 
 from distgnn_api.capacity import build_plan
 from distgnn_api.gpu_sampler_memory import STATIC_SAMPLE_TEMPS
-from distgnn_api.graph_size import from_spec
+from distgnn_api.graph_size_sources import from_spec
 from distgnn_api.pod_memory import CUDA_CONTEXT_BYTES, CUDA_HOST_BYTES
 from distgnn_api.spec import DistGNNJobSpec, parse_spec
 

@@ -19,7 +19,8 @@ import pytest
 
 from distgnn_api.capacity import Plan, RolePlan, build_plan, shapes
 from distgnn_api.edge_types import EdgeType
-from distgnn_api.graph_size import GraphSize, NodeTypeSize, RelationSize, from_spec, resolve
+from distgnn_api.graph_size import GraphSize, NodeTypeSize, RelationSize
+from distgnn_api.graph_size_sources import from_spec, resolve
 from distgnn_api.mag_shape import MAG_RELATIONS
 from distgnn_api.pod_memory import GIB, Item, Shapes
 from distgnn_api.spec import DistGNNJobSpec

@@ -26,7 +26,8 @@ from distgnn_api.feature_memory import (
     shard_bytes,
     shared_budgets,
 )
-from distgnn_api.graph_size import GraphSize, NodeTypeSize, from_spec, resolve
+from distgnn_api.graph_size import GraphSize, NodeTypeSize
+from distgnn_api.graph_size_sources import from_spec, resolve
 from distgnn_api.pod_memory import CUDA_CONTEXT_BYTES, Item
 from distgnn_api.spec import DistGNNJobSpec, SpecError, parse_spec
 from tests.api.specs import spec_from, write_shop_store_meta

@@ -20,7 +20,8 @@ import numpy as np
 import numpy.typing as npt
 
 from distgnn_api.contract import JobConfig, WorkloadEnv
-from distgnn_api.graph_size import GraphSize, from_spec
+from distgnn_api.graph_size import GraphSize
+from distgnn_api.graph_size_sources import from_spec
 from distgnn_api.spec import DatasetSpec, DistGNNJobSpec, PartitionAlgorithm
 from distgnn_workload.data.csv_files import find_csv, iter_csv
 from distgnn_workload.data.errors import DatasetError

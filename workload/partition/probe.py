@@ -25,7 +25,7 @@ from distgnn_api.spec import DistGNNJobSpec
 from distgnn_workload.partition.store import PartitionStore
 
 META_KEY = "sampling_probe"
-"""META.json's key of the probe's figures (distgnn_api.graph_size reads it)."""
+"""META.json's key of the probe's figures (distgnn_api.graph_size_sources reads it)."""
 PROBE_BATCHES = 16
 """Batches whose figures are averaged (after as many that rank the hot cache)."""
 MAX_PROBE_DRAWS = 1 << 24
