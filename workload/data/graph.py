@@ -14,15 +14,15 @@ A :class:`GraphData` is a graph of one node type and one edge type: an undirecte
 holds both directions of every edge, sorted within each row, with no self-loops and no
 duplicates, plus features, labels and split masks. :meth:`GraphData.typed` is that same graph
 as a :class:`HeteroGraphData` (node type ``node``, edge type ``node__to__node``), sharing
-its arrays. All arrays are numpy; nothing here imports torch.
+its arrays. All arrays are numpy; nothing here imports torch. The loaders' helpers for
+labels and split masks are in :mod:`distgnn_workload.data.labels`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Final, NoReturn, TypedDict
+from typing import Any, Final, NoReturn
 
 import numpy as np
 import numpy.typing as npt
@@ -37,29 +37,12 @@ from distgnn_workload.data.csr import (
     typed_csr_from_edges,
 )
 from distgnn_workload.data.errors import DatasetError
+from distgnn_workload.data.labels import bool_mask
 
 NODE_TYPE: Final = "node"
 """The node type of a homogeneous graph seen as a typed one."""
 EDGE_TYPE: Final[EdgeType] = (NODE_TYPE, "to", NODE_TYPE)
 """Its one edge type: within one type, so it is its own reverse (undirected)."""
-
-
-class MaskFields(TypedDict):
-    """The three split masks, as a graph's keyword arguments."""
-
-    train_mask: npt.NDArray[np.bool_]
-    val_mask: npt.NDArray[np.bool_]
-    test_mask: npt.NDArray[np.bool_]
-
-
-def mask_fields(masks: Mapping[str, npt.NDArray[np.bool_]]) -> MaskFields:
-    """``{"train": .., "val": .., "test": ..}`` as ``train_mask``, ``val_mask``, ``test_mask``."""
-    return MaskFields(train_mask=masks["train"], val_mask=masks["val"], test_mask=masks["test"])
-
-
-def class_count(y: npt.NDArray[np.int64], declared: int | None) -> int:
-    """``declared`` where given, else one more than the largest label (0 with none)."""
-    return int(declared) if declared is not None else int(y.max(initial=-1)) + 1
 
 
 @dataclass
@@ -272,9 +255,9 @@ class HeteroGraphData(GraphTypes):
             x=_features(x, counts),
             target_node_type=target_node_type,
             y=ya,
-            train_mask=_bool_mask(train_mask, len(ya)),
-            val_mask=_bool_mask(val_mask, len(ya)),
-            test_mask=_bool_mask(test_mask, len(ya)),
+            train_mask=bool_mask(train_mask, len(ya)),
+            val_mask=bool_mask(val_mask, len(ya)),
+            test_mask=bool_mask(test_mask, len(ya)),
             num_classes=int(num_classes if num_classes is not None else ya.max(initial=-1) + 1),
             name=name,
             info=info,
@@ -392,49 +375,3 @@ def _features(
         feats = np.asarray(v, dtype=np.float32)
         out[t] = feats.reshape(len(feats), -1)
     return out
-
-
-def _bool_mask(value: npt.ArrayLike, n: int) -> npt.NDArray[np.bool_]:
-    """A bool mask as given, or one made from an index vector."""
-    arr = np.asarray(value).reshape(-1)
-    if arr.dtype == np.bool_:
-        return arr
-    ids = arr.astype(np.int64)
-    if len(ids) and (ids.min() < 0 or ids.max() >= n):
-        raise DatasetError(f"a split lists node ids outside [0, {n}): give ids of the target type")
-    mask = np.zeros(n, dtype=np.bool_)
-    mask[ids] = True
-    return mask
-
-
-def choose_target_type(
-    node_types: Sequence[str],
-    labelled: Sequence[str],
-    wanted: str | None,
-    source: str | Path | None,
-) -> str:
-    """The target node type: ``wanted`` (spec.dataset.hetero.targetNodeType), which must be a
-    node type with labels, or else the only labelled type. ``source`` names the file for
-    the error."""
-    listed = ", ".join(labelled) or "(none)"
-    if wanted is not None:
-        if wanted not in node_types:
-            raise DatasetError(
-                f"target node type {wanted!r} (spec.dataset.hetero.targetNodeType) is not one "
-                f"of {', '.join(node_types)}",
-                source=source,
-            )
-        if wanted not in labelled:
-            raise DatasetError(
-                f"target node type {wanted!r} (spec.dataset.hetero.targetNodeType) has no "
-                f"labels; labelled types: {listed}",
-                source=source,
-            )
-        return wanted
-    if len(labelled) != 1:
-        raise DatasetError(
-            f"{len(labelled)} node types have labels ({listed}); name the target node type "
-            "in spec.dataset.hetero.targetNodeType",
-            source=source,
-        )
-    return labelled[0]

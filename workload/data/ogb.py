@@ -29,7 +29,8 @@ import numpy.typing as npt
 from distgnn_workload.data.csr import csr_from_edges
 from distgnn_workload.data.csv_files import read_csv
 from distgnn_workload.data.errors import DatasetError
-from distgnn_workload.data.graph import GraphData, class_count, mask_fields
+from distgnn_workload.data.graph import GraphData
+from distgnn_workload.data.labels import class_count, mask_fields
 from distgnn_workload.data.ogb_files import (
     DOWNLOAD_HINT,
     first_bad_row,

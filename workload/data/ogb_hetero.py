@@ -34,11 +34,8 @@ import numpy.typing as npt
 from distgnn_api.edge_types import EdgeType, is_type_name
 from distgnn_workload.data.csv_files import find_csv, read_csv
 from distgnn_workload.data.errors import DatasetError
-from distgnn_workload.data.graph import (
-    HeteroGraphData,
-    choose_target_type,
-    mask_fields,
-)
+from distgnn_workload.data.graph import HeteroGraphData
+from distgnn_workload.data.labels import choose_target_type, mask_fields
 from distgnn_workload.data.ogb import MAX_CLASSES, SPLIT_FILES, _split_masks
 from distgnn_workload.data.ogb_files import RAW_DIR, first_bad_row, required, split_scheme_dir
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from distgnn_workload.data.csv_files import _open, iter_csv
 from distgnn_workload.data.errors import DatasetError
-from distgnn_workload.data.graph import class_count, mask_fields
+from distgnn_workload.data.labels import class_count, mask_fields
 from distgnn_workload.data.ogb import _labels, _split_masks, node_property_files
 from distgnn_workload.data.ogb_files import raw_tables
 from distgnn_workload.data.stream import EdgeChunks, FeatureChunks, StreamedGraph

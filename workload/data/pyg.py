@@ -17,7 +17,8 @@ import numpy.typing as npt
 
 from distgnn_workload.data.csr import csr_from_edges
 from distgnn_workload.data.errors import DatasetError
-from distgnn_workload.data.graph import GraphData, class_count
+from distgnn_workload.data.graph import GraphData
+from distgnn_workload.data.labels import class_count
 
 REQUIRED = ("x", "y", "edge_index", "train_mask", "val_mask", "test_mask")
 ALIASES = {"val_mask": ("val_mask", "valid_mask")}

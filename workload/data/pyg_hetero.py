@@ -19,12 +19,8 @@ import numpy.typing as npt
 
 from distgnn_api.edge_types import EdgeType, edge_type_key
 from distgnn_workload.data.errors import DatasetError
-from distgnn_workload.data.graph import (
-    HeteroGraphData,
-    choose_target_type,
-    class_count,
-    mask_fields,
-)
+from distgnn_workload.data.graph import HeteroGraphData
+from distgnn_workload.data.labels import choose_target_type, class_count, mask_fields
 from distgnn_workload.data.pyg import ALIASES, _mask, _numpy, load_safely
 
 MASKS = {"train": "train_mask", "val": "val_mask", "test": "test_mask"}

@@ -36,7 +36,8 @@ import numpy.typing as npt
 from distgnn_api.spec import SyntheticDataset
 from distgnn_workload.data.csr import EDGE_CHUNK, chunks, csr_from_edge_keys, sort_unique_keys
 from distgnn_workload.data.errors import DatasetError
-from distgnn_workload.data.graph import GraphData, mask_fields
+from distgnn_workload.data.graph import GraphData
+from distgnn_workload.data.labels import mask_fields
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from distgnn_api.spec import SyntheticDataset
 from distgnn_workload.data.csr import EDGE_CHUNK, chunks
-from distgnn_workload.data.graph import mask_fields
+from distgnn_workload.data.labels import mask_fields
 from distgnn_workload.data.stream import EdgeChunks, FeatureChunks, StreamedGraph
 from distgnn_workload.data.synthetic import _endpoints, feature_blocks, nodes, streams
 
