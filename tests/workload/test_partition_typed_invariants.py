@@ -223,10 +223,10 @@ def test_a_bad_assignment_is_refused(tmp_path: Path, mag: HeteroGraphData) -> No
 def test_halo_and_cut_figures_match_a_direct_count(
     tmp_path: Path, mag: HeteroGraphData, bitmap: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from distgnn_workload.partition import writer
+    from distgnn_workload.partition import figures
 
     if not bitmap:  # the sorted-keys path that very large k * n takes
-        monkeypatch.setattr(writer._HaloSet, "BITMAP_MAX", 0)
+        monkeypatch.setattr(figures._HaloSet, "BITMAP_MAX", 0)
     store = write_partitions(tmp_path / "s", mag, 3, spec=_spec("random"))
     owner = {t: np.asarray(store.owner(t)) for t in mag.node_types}
     halo: dict[int, dict[str, set[int]]] = {p: {t: set() for t in mag.node_types} for p in range(3)}
