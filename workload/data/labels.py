@@ -61,16 +61,16 @@ def choose_target_type(
     the error."""
     listed = ", ".join(labelled) or "(none)"
     if wanted is not None:
-        if wanted not in node_types:
+        problem = (
+            f"is not one of {', '.join(node_types)}"
+            if wanted not in node_types
+            else f"has no labels; labelled types: {listed}"
+            if wanted not in labelled
+            else ""
+        )
+        if problem:
             raise DatasetError(
-                f"target node type {wanted!r} (spec.dataset.hetero.targetNodeType) is not one "
-                f"of {', '.join(node_types)}",
-                source=source,
-            )
-        if wanted not in labelled:
-            raise DatasetError(
-                f"target node type {wanted!r} (spec.dataset.hetero.targetNodeType) has no "
-                f"labels; labelled types: {listed}",
+                f"target node type {wanted!r} (spec.dataset.hetero.targetNodeType) {problem}",
                 source=source,
             )
         return wanted

@@ -13,8 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from distgnn_workload.partition.part_arrays import PartitionData
-from distgnn_workload.partition.store import HeteroPartitionStore, PartitionStore
+from distgnn_workload.partition.store import HeteroPartitionStore, PartitionData, PartitionStore
 
 SPLITS = ("train", "val", "test")
 

@@ -88,9 +88,10 @@ from distgnn_workload.partition.meta import (
     is_complete,
     is_hetero_store,
 )
-from distgnn_workload.partition.part_arrays import HeteroPartition, PartitionData
 from distgnn_workload.partition.store import (
+    HeteroPartition,
     HeteroPartitionStore,
+    PartitionData,
     PartitionStore,
     load_hetero_partition,
 )

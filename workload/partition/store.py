@@ -2,15 +2,15 @@
 ``distgnn_workload.partition``): :class:`PartitionStore` for a homogeneous graph's
 (relabelled ids), :class:`HeteroPartitionStore` for a typed graph's (dataset ids).
 :meth:`PartitionStore.typed` reads a homogeneous store as the one-type case of a typed one
-(:class:`OneTypeStore`), so a layer that reads typed stores reads every store. A partition
-is handed out as :class:`.part_arrays.PartitionData` or :class:`.part_arrays.HeteroPartition`.
+(:class:`OneTypeStore`), so a layer that reads typed stores reads every store.
 
-Every array is a ``.npy`` file opened with ``mmap_mode="r"``: opening a store reads only
-META.json, and a holder touches the pages of the partitions it serves.
+Every array is a ``.npy`` file opened with ``mmap_mode="r"`` (:mod:`.store_files`): opening
+a store reads only META.json, and a holder touches the pages of the partitions it serves.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,35 +35,36 @@ from distgnn_workload.partition.meta import (
     TOPOLOGY_DIR,
     HeteroPartitionMeta,
     PartitionMeta,
-    StoreError,
     npy_name,
     one_type_meta,
     part_dir_name,
     read_meta,
 )
-from distgnn_workload.partition.part_arrays import HeteroPartition, PartitionData
+from distgnn_workload.partition.store_files import StoreFiles
 
 
-class StoreFiles:
-    """The files of a complete store at ``path``, memory-mapped on demand."""
+@dataclass(frozen=True)
+class PartitionData:
+    """One partition's arrays (memory-mapped). Row i of the CSR is the node ``start + i``."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    id: int
+    start: int
+    end: int
+    indptr: npt.NDArray[np.int64]
+    """[n_p + 1], starting at 0, indexing ``indices``."""
+    indices: npt.NDArray[Any]
+    """Neighbours of the owned nodes, as global new ids."""
+    features: npt.NDArray[np.float32]
+    labels: npt.NDArray[np.int64]
+    train_mask: npt.NDArray[np.bool_]
+    val_mask: npt.NDArray[np.bool_]
+    test_mask: npt.NDArray[np.bool_]
+    orig_ids: npt.NDArray[Any]
+    """The dataset's id of each owned node."""
 
-    def _load(self, *parts: str) -> npt.NDArray[Any]:
-        file = self.path.joinpath(*parts)
-        try:
-            return np.load(file, mmap_mode="r")  # type: ignore[no-any-return]
-        except (OSError, ValueError) as err:
-            # A truncated file makes mmap raise ValueError ("mmap length is greater than file size").
-            raise StoreError(
-                f"{file} is missing, truncated or unreadable ({err}); delete {self.path} "
-                "to partition again"
-            ) from None
-
-    def _check_partition(self, p: int, k: int) -> None:
-        if not 0 <= p < k:
-            raise IndexError(f"partition {p} out of range [0, {k})")
+    @property
+    def num_nodes(self) -> int:
+        return self.end - self.start
 
 
 class PartitionStore(StoreFiles):
@@ -160,6 +161,71 @@ class PartitionStore(StoreFiles):
             f"PartitionStore({str(self.path)!r}, nodes={m.num_nodes}, edges={m.num_edges}, "
             f"partitions={m.num_partitions}, edge_cut={m.edge_cut})"
         )
+
+
+@dataclass(frozen=True)
+class HeteroPartition:
+    """What one partition's holder reads: its owned typed nodes with their rows, the owner of
+    every typed node, and the whole typed topology. Arrays are memory-mapped, read-only.
+
+    Every id is a type-local dataset id. ``nodes[t]`` lists the nodes of type t this
+    partition owns, ascending; row i of ``x[t]`` is the features of ``nodes[t][i]`` (only
+    types with features have an entry); ``y`` and the masks are aligned with
+    ``nodes[target_node_type]`` (-1: no label). ``owner[t][i]`` is the partition owning
+    ``(t, i)``, for every node of every type. ``in_csr[et]`` is the whole graph's
+    destination-indexed CSR, as in :attr:`HeteroGraphData.in_csr` (replicated, not only
+    this partition's in-edges; :meth:`local_in_csr` slices the owned rows).
+    """
+
+    id: int
+    meta: HeteroPartitionMeta
+    nodes: dict[str, npt.NDArray[Any]]
+    owner: dict[str, npt.NDArray[np.int32]]
+    in_csr: dict[EdgeType, CSR]
+    x: dict[str, npt.NDArray[np.float32]]
+    y: npt.NDArray[np.int64]
+    train_mask: npt.NDArray[np.bool_]
+    val_mask: npt.NDArray[np.bool_]
+    test_mask: npt.NDArray[np.bool_]
+
+    @property
+    def node_types(self) -> list[str]:
+        return list(self.meta.node_types)
+
+    @property
+    def edge_types(self) -> list[EdgeType]:
+        return self.meta.edge_type_tuples
+
+    @property
+    def node_counts(self) -> dict[str, int]:
+        """Nodes of each type in the whole graph."""
+        return dict(self.meta.node_counts)
+
+    @property
+    def target_node_type(self) -> str:
+        return self.meta.target_node_type
+
+    @property
+    def num_classes(self) -> int:
+        return self.meta.num_classes
+
+    def split_ids(self, split: str) -> npt.NDArray[np.int64]:
+        """Owned target-type ids in ``split`` (train, val or test), ascending."""
+        mask = {"train": self.train_mask, "val": self.val_mask, "test": self.test_mask}[split]
+        return np.asarray(self.nodes[self.target_node_type])[np.asarray(mask)].astype(np.int64)
+
+    def local_in_csr(self, edge_type: EdgeType) -> CSR:
+        """In-edges of the owned ``dst`` nodes: row i is ``nodes[dst][i]``'s sources (global
+        type-local ids, so they may name halo nodes; ``owner`` tells whose they are)."""
+        indptr, indices = self.in_csr[edge_type]
+        rows = np.asarray(self.nodes[edge_type[2]], dtype=np.int64)
+        starts = np.asarray(indptr[rows])
+        lengths = np.asarray(indptr[rows + 1]) - starts
+        out_ptr = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=out_ptr[1:])
+        total = int(out_ptr[-1])
+        pos = np.repeat(starts - out_ptr[:-1], lengths) + np.arange(total, dtype=np.int64)
+        return out_ptr, np.asarray(indices)[pos]
 
 
 class HeteroPartitionStore(StoreFiles):
