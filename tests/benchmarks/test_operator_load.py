@@ -93,7 +93,7 @@ def test_a_status_is_compared_without_its_names_and_times() -> None:
 
 def test_the_profile_splits_the_api_time_by_the_innermost_step(tmp_path: Path) -> None:
     call = "RestKubeApi._call (operator/reconcile/kube_api.py:90);select (selectors.py:1)"
-    top = "_worker (concurrent/futures/thread.py:80);_reconcile_timed (operator/handlers.py:1)"
+    top = "_worker (concurrent/futures/thread.py:80);_reconcile_timed (operator/trigger.py:1)"
     write = f"{top};write_status (operator/reconcile/status_writes.py:60)"
     raw = tmp_path / "operator.raw"
     raw.write_text(
@@ -116,7 +116,7 @@ slow = load_script(BENCHMARKS / "operator_load_slow.py", "operator_load_slow")
 
 def test_the_slow_reconciles_are_summed_by_what_each_waited_on_most(tmp_path: Path) -> None:
     log = tmp_path / "operator.log"
-    prefix = "[2026-11-27 17:00:00,000] distgnn_operator.handlers [WARNING ] slow reconcile"
+    prefix = "[2026-11-27 17:00:00,000] distgnn_operator.trigger [WARNING ] slow reconcile"
     log.write_text(
         f"{prefix} ns/a: 0.600s, 0.500s in requests, 0.100s in none; 2 requests: "
         "replace_status distgnnjobs/a at +0.010 for 0.500s [reconcile_0]; "

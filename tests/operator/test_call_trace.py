@@ -8,11 +8,11 @@ from datetime import timedelta
 
 import pytest
 
-from distgnn_operator.handlers import _reconcile_timed
 from distgnn_operator.reconcile.call_trace import Call, CallTrace
 from distgnn_operator.reconcile.event_queue import EventQueue, QueuedEvents
 from distgnn_operator.reconcile.kube_api import CONFIG_MAP, EVENT
 from distgnn_operator.reconcile.watched import WatchedChildren, WatchedReads
+from distgnn_operator.trigger import _reconcile_timed
 from tests.operator.factories import T0
 from tests.operator.fake_api import FakeKubeApi
 from tests.operator.test_reconcile import NS, new_job, options

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from distgnn_operator.constants import KOPF_PREFIX, LABEL_JOB
-from distgnn_operator.handlers import _reconcile_timed
 from distgnn_operator.reconcile.kube_api import (
     CONFIG_MAP,
     DISTGNNJOB,
@@ -31,6 +30,7 @@ from distgnn_operator.reconcile.watched import (
     WatchedChildren,
     WatchedReads,
 )
+from distgnn_operator.trigger import _reconcile_timed
 from tests.operator.factories import T0
 from tests.operator.fake_api import FakeKubeApi
 from tests.operator.test_reconcile import NS, new_job, options, to_training
