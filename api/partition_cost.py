@@ -1,7 +1,7 @@
 """The partition Job's peak memory, its time, and the store it leaves on the shared volume.
 
 Memory: the whole graph in memory (``data.graph.GraphData``), plus what METIS needs for the
-edges it is given (``partition.algorithms``, at most ``METIS_MAX_EDGES`` of them), or the
+edges it is given (``partition.metis``, at most ``METIS_MAX_EDGES`` of them), or the
 writer's id maps for a random partition. Time: the partition process's CPU seconds (its wall
 time on a core of its own), per step. Both are fitted to measured runs
 (``benchmarks/capacity/partition_calibration.py``, results in
@@ -18,9 +18,9 @@ from distgnn_api.graph_size import GraphSize
 from distgnn_api.kube import parse_quantity
 from distgnn_api.spec import DistGNNJobSpec, OutOfCore, PartitionAlgorithm
 
-# partition/algorithms.py METIS_MAX_EDGES: above it METIS sees a uniform random subgraph.
+# partition/metis.py METIS_MAX_EDGES: above it METIS sees a uniform random subgraph.
 METIS_MAX_EDGES = 64_000_000
-# partition/algorithms.py SECOND_TRY_MAX_EDGES: below it METIS runs twice.
+# partition/metis.py SECOND_TRY_MAX_EDGES: below it METIS runs twice.
 SECOND_TRY_MAX_EDGES = 20_000_000
 
 # Fitted on benchmarks/capacity/results/partition-cpu.json: the products-shaped synthetic graph

@@ -7,8 +7,9 @@ import numpy as np
 from distgnn_api.spec import SyntheticDataset
 from distgnn_workload.data import GraphData
 from distgnn_workload.data.synthetic import generate
-from distgnn_workload.partition.algorithms import balance_weights, edge_cut
+from distgnn_workload.partition.algorithms import balance_weights
 from distgnn_workload.partition.balance import is_balanced, loads, rebalance
+from distgnn_workload.partition.metis import edge_cut
 
 
 def _graph() -> GraphData:

@@ -18,11 +18,8 @@ from distgnn_workload.data.csr import edge_pairs
 from distgnn_workload.data.graph import NODE_TYPE
 from distgnn_workload.data.synthetic import generate
 from distgnn_workload.partition import PartitionStore, StoreError, algorithms, write_partitions
-from distgnn_workload.partition.algorithms import (
-    edge_cut,
-    metis_input,
-    random_assignment,
-)
+from distgnn_workload.partition.algorithms import random_assignment
+from distgnn_workload.partition.metis import edge_cut, metis_input
 
 
 def metis_assignment(g: GraphData, k: int, **kwargs: Any) -> npt.NDArray[np.int32]:

@@ -15,7 +15,8 @@ from distgnn_api.spec import SyntheticDataset
 from distgnn_workload.data.csr import csr_from_edges
 from distgnn_workload.data.stream import StreamedGraph
 from distgnn_workload.data.synthetic_stream import stream_synthetic
-from distgnn_workload.partition.algorithms import _metis, random_assignment
+from distgnn_workload.partition.algorithms import random_assignment
+from distgnn_workload.partition.metis import _metis
 from distgnn_workload.partition.ooc_metis import (
     NODE_TOLERANCE,
     _admit,

@@ -40,12 +40,8 @@ import numpy.typing as npt
 
 from distgnn_workload.data.csr import csr_from_edges
 from distgnn_workload.data.stream import StreamedGraph
-from distgnn_workload.partition.algorithms import (
-    TOLERANCE,
-    Assignment,
-    _metis,
-    check_num_partitions,
-)
+from distgnn_workload.partition.algorithms import TOLERANCE, check_num_partitions
+from distgnn_workload.partition.metis import Assignment, _metis
 
 log = logging.getLogger(__name__)
 
