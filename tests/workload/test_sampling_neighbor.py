@@ -17,10 +17,8 @@ from distgnn_workload.sampling import (
     HopBatch,
     NeighborSampler,
     csc_from_edge_index,
-    uniform_subset,
     uniform_subset_positions,
 )
-from distgnn_workload.sampling.uniform_subset import repeated
 from tests.support.failed_capture import make_capture_fail
 
 # Upper 0.1% points of the chi-square distribution (df -> value), from standard tables.
@@ -303,51 +301,6 @@ def test_uniform_subset_positions_rows_are_distinct_and_in_range() -> None:
         assert len(picked) == min(d, 5)
         assert len(set(picked)) == len(picked)
         assert all(0 <= q < d for q in picked)
-
-
-@pytest.mark.parametrize(
-    ("rows", "k", "span"), [(1, 2, 2), (7, 5, 3), (300, 25, 40), (64, 20, 10**9)]
-)
-def test_repeated_draws_by_sort_equal_the_pairwise_test(rows: int, k: int, span: int) -> None:
-    """The two collision tests of the uniform subsets agree on every draw (ranges small
-    enough that rows repeat draws, and one where they almost never do), and so do the
-    subsets the sampler draws with each."""
-    g = torch.Generator().manual_seed(rows * k)
-    t = torch.randint(0, span, (rows, k), generator=g)
-    t[0, -1] = t[0, 0]  # at least one repeat
-    pairs = repeated(t, by_sort=False)
-    assert bool(pairs[0, -1])
-    assert torch.equal(repeated(t, by_sort=True), pairs)
-    deg = torch.randint(0, 3 * k, (rows,), generator=g)
-    draws = {}
-    for by_sort in (False, True):
-        uniform_subset.REPEATS_BY_SORT = by_sort
-        try:
-            draws[by_sort] = uniform_subset_positions(deg, k, torch.Generator().manual_seed(3))
-        finally:
-            uniform_subset.REPEATS_BY_SORT = False
-    assert all(torch.equal(a, b) for a, b in zip(draws[False], draws[True], strict=True))
-
-
-@pytest.mark.gpu
-def test_repeated_draws_by_sort_on_the_gpu_also_from_a_cuda_graph() -> None:
-    if not torch.cuda.is_available():
-        pytest.skip("needs a CUDA device (gpu tier)")
-    g = torch.Generator(device="cuda").manual_seed(0)
-    first, second = (torch.randint(0, 40, (3072, 25), device="cuda", generator=g) for _ in "ab")
-    assert torch.equal(repeated(first, by_sort=True), repeated(first, by_sort=False))
-    static = first.clone()
-    side = torch.cuda.Stream()  # type: ignore[no-untyped-call]
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        repeated(static, by_sort=True)  # warm-up outside the capture
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        out = repeated(static, by_sort=True)
-    static.copy_(second)
-    graph.replay()
-    assert torch.equal(out, repeated(second, by_sort=False))
 
 
 @pytest.mark.gpu

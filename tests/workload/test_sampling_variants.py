@@ -1,7 +1,8 @@
 """The sampler's opt-in kernel variants give the samples of the default ones: repeated draws
-found by one sort (``uniform_subset.REPEATS_BY_SORT``) and a padded hop's invalid entries
-spread over the relabel table (``relabel.SPREAD_PADDING``), alone and through the typed
-static sampler, which leaves its tables clean either way."""
+found by one sort (``uniform_subset.REPEATS_BY_SORT``; on a GPU also replayed from a CUDA
+graph) and a padded hop's invalid entries spread over the relabel table
+(``relabel.SPREAD_PADDING``), alone and through the typed static sampler, which leaves its
+tables clean either way."""
 
 from __future__ import annotations
 
@@ -11,8 +12,14 @@ from contextlib import contextmanager
 import pytest
 import torch
 
-from distgnn_workload.sampling import HeteroNeighborSampler, relabel, uniform_subset
+from distgnn_workload.sampling import (
+    HeteroNeighborSampler,
+    relabel,
+    uniform_subset,
+    uniform_subset_positions,
+)
 from distgnn_workload.sampling.relabel import first_seen
+from distgnn_workload.sampling.uniform_subset import repeated
 from tests.workload.hetero_graphs import NUM_NODES, same_hop, typed_graph
 
 CUDA = pytest.param("cuda", marks=pytest.mark.gpu)
@@ -26,6 +33,44 @@ def variants(on: bool) -> Iterator[None]:
         yield
     finally:
         uniform_subset.REPEATS_BY_SORT, relabel.SPREAD_PADDING = saved
+
+
+@pytest.mark.parametrize(
+    ("rows", "k", "span"), [(1, 2, 2), (7, 5, 3), (300, 25, 40), (64, 20, 10**9)]
+)
+def test_repeated_draws_by_sort_equal_the_pairwise_test(rows: int, k: int, span: int) -> None:
+    """The two collision tests of the uniform subsets agree on every draw (ranges small
+    enough that rows repeat draws, and one where they almost never do), and so do the
+    subsets the sampler draws with each."""
+    g = torch.Generator().manual_seed(rows * k)
+    t = torch.randint(0, span, (rows, k), generator=g)
+    t[0, -1] = t[0, 0]  # at least one repeat
+    pairs = repeated(t, by_sort=False)
+    assert bool(pairs[0, -1])
+    assert torch.equal(repeated(t, by_sort=True), pairs)
+    deg = torch.randint(0, 3 * k, (rows,), generator=g)
+    draws = {}
+    for on in (False, True):
+        with variants(on):
+            draws[on] = uniform_subset_positions(deg, k, torch.Generator().manual_seed(3))
+    assert all(torch.equal(a, b) for a, b in zip(draws[False], draws[True], strict=True))
+
+
+@pytest.mark.gpu
+def test_repeated_draws_by_sort_on_the_gpu_also_from_a_cuda_graph() -> None:
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device (gpu tier)")
+    g = torch.Generator(device="cuda").manual_seed(0)
+    first, second = (torch.randint(0, 40, (3072, 25), device="cuda", generator=g) for _ in "ab")
+    assert torch.equal(repeated(first, by_sort=True), repeated(first, by_sort=False))
+    static = first.clone()
+    repeated(static, by_sort=True)  # warm-up outside the capture
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = repeated(static, by_sort=True)
+    static.copy_(second)
+    graph.replay()
+    assert torch.equal(out, repeated(second, by_sort=False))
 
 
 @pytest.mark.parametrize(("size", "count"), [(50, 400), (5_000, 3_000)])
